@@ -1,0 +1,80 @@
+# heaptrail — plain GNU Make. `make` builds into build/ without installing;
+# build/heaptrail finds build/libheaptrail.so beside itself.
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wno-format-truncation
+CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
+B        := build
+
+# The agent runs inside other programs: position independent, hidden by
+# default (only the allocator entry points and the public API are
+# exported), initial-exec TLS so a thread-local access never allocates.
+AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c
+AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
+AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+	-fno-omit-frame-pointer -fno-stack-protector -DHEAPTRAIL_AGENT
+AGENT_LIBS := -lunwind -ldl -lpthread
+
+CLI_SRC  := $(wildcard src/cli/*.c src/format/*.c src/symbolize/*.c \
+	src/analyze/*.c src/render/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
+CLI_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) \
+	-liberty -lm
+
+LIB_SRC  := $(filter-out src/cli/%,$(CLI_SRC))
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+EXAMPLES := $(B)/examples/leaky
+
+.PHONY: all clean test install demo unit
+all: $(B)/heaptrail $(B)/libheaptrail.so $(EXAMPLES)
+
+$(B)/agent-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(AGENT_CFLAGS) -MMD -c $< -o $@
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -c $< -o $@
+
+$(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
+	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete \
+		-Wl,--version-script=src/agent/exports.map -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
+
+$(B)/heaptrail: $(CLI_OBJ)
+	$(CC) -o $@ $^ $(CLI_LIBS)
+
+$(B)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LIB_OBJ) $(CLI_LIBS)
+
+unit: $(UNIT_BIN)
+
+# The main job of the README: run the bundled leaky example.
+demo: all
+	$(B)/heaptrail run -- $(B)/examples/leaky
+
+test: all $(UNIT_BIN)
+	python3 tests/run_tests.py --build $(B)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heaptrail \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(B)/heaptrail $(DESTDIR)$(PREFIX)/bin/heaptrail
+	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(PREFIX)/lib/heaptrail/libheaptrail.so
+	install -m 644 include/heaptrail.h $(DESTDIR)$(PREFIX)/include/heaptrail.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' heaptrail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/heaptrail.pc
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

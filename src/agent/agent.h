@@ -1,0 +1,166 @@
+/*
+ * agent.h — what the files of libheaptrail.so share with each other.
+ *
+ * The agent lives inside another program's allocator calls. Everything
+ * here obeys three rules:
+ *  - no libc allocation (metadata comes from mmap: agent_mmap), no stdio,
+ *    no locale; banned.h makes the obvious offenders compile errors;
+ *  - a thread that is already inside the agent (agent_tls.busy) never
+ *    re-enters it: nested allocations go straight to the real allocator;
+ *  - locks are spinlocks held for a few instructions, never across a call
+ *    into libc other than mmap, and all of them are taken around fork()
+ *    so a child never inherits one held.
+ * "Hook-safe" below means callable from inside a malloc hook; "signal-safe"
+ * means callable from a signal handler.
+ */
+#ifndef HEAPTRAIL_AGENT_H
+#define HEAPTRAIL_AGENT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AGENT_API __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
+
+#define AGENT_MAX_DEPTH 256
+#define AGENT_DEFAULT_DEPTH 64
+
+/* ---- configuration (config.c), fixed after the constructor ---- */
+struct agent_config {
+	int depth;               /* frames kept per stack */
+	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
+	bool freeres;            /* release libc/libstdc++ caches before the report */
+	char output[4096];       /* directory for files; "" = current directory */
+};
+extern struct agent_config agent_config;
+
+/* Reads HEAPTRAIL_OPTIONS from the environment. Called once, from the
+ * constructor (the only place the agent calls getenv). Unknown options are
+ * reported once on stderr and ignored. */
+void agent_config_load(void);
+
+/* ---- per-thread state (hooks.c) ---- */
+struct agent_tls {
+	int busy;                /* inside the agent: nested calls pass through */
+};
+extern __thread struct agent_tls agent_tls;
+
+/* ---- real allocator (hooks.c) ---- */
+void *agent_real_malloc(size_t n);
+void agent_real_free(void *p);
+/* Stops or restarts recording new blocks (frees are always seen). */
+void agent_set_recording(bool on);
+/* Around fork: every nested call passes through while the tables are
+ * locked. */
+void agent_hooks_fork_prepare(void);
+void agent_hooks_fork_done(void);
+
+/* ---- process state (lifecycle.c) ---- */
+extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
+extern pid_t agent_pid;          /* updated in a forked child */
+extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stacks */
+/* Runs the part of initialisation that must precede the first tracked
+ * allocation (tables, own address range). Hook-safe, idempotent. */
+void agent_init_early(void);
+/* Writes the at-exit report once; status < 0 when unknown. Not hook-safe
+ * (it takes every table lock); called from exit paths. */
+void agent_report_exit(int status);
+
+/* ---- OS helpers (os.c): raw syscalls, no errno games beyond libc's ---- */
+/* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
+void *agent_mmap(size_t len);
+void agent_munmap(void *p, size_t len);
+/* Writes a message to stderr as one write(2). Signal-safe. */
+void agent_log(const char *a, const char *b, const char *c);
+size_t agent_strlen(const char *s);
+bool agent_streq(const char *a, const char *b);
+bool agent_strstarts(const char *s, const char *prefix);
+/* Copies at most cap-1 bytes and terminates; returns the source length. */
+size_t agent_strlcpy(char *dst, const char *src, size_t cap);
+void agent_memcpy(void *dst, const void *src, size_t n);
+void agent_memset(void *dst, int c, size_t n);
+
+/* A spinlock that yields after a short spin. Fork handling in lifecycle.c
+ * takes every lock in the agent before fork and releases it in both
+ * processes afterwards. */
+typedef struct { atomic_int v; } agent_lock_t;
+void agent_lock(agent_lock_t *l);
+static inline void agent_unlock(agent_lock_t *l)
+{
+	atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
+/* ---- stack capture (unwind.c) ---- */
+/* Fills pcs with up to max return addresses of the current thread, the
+ * caller of the allocator first, skipping frames inside the agent. Returns
+ * the count. Hook-safe; never allocates through the host's malloc. */
+int agent_unwind(uintptr_t *pcs, int max);
+
+/* ---- tables (table.c) ---- */
+struct agent_stack {
+	uint64_t hash;
+	uint32_t pc_chunk, pc_off;      /* where its pcs live */
+	uint16_t depth;
+	uint8_t fn;                     /* enum fmt_alloc_fn */
+	atomic_uint_fast64_t live_bytes, live_blocks;
+	atomic_uint_fast64_t total_bytes, total_blocks;
+};
+
+struct agent_totals {
+	atomic_uint_fast64_t allocs, frees, bytes_allocated;
+	atomic_uint_fast64_t live_bytes, live_blocks;
+	atomic_uint_fast64_t dropped;   /* blocks we could not track */
+};
+extern struct agent_totals agent_totals;
+
+/* Interns a stack; returns its id (>= 1), or 0 when the table is full.
+ * Hook-safe. */
+uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
+/* Number of stacks interned so far; ids are 1..count. */
+uint32_t agent_stack_count(void);
+struct agent_stack *agent_stack_get(uint32_t id);
+const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
+
+/* Records a new live block. Returns false (and counts it as dropped) when
+ * there is no room. Hook-safe. */
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
+/* Removes a block; returns true and fills size/stack when it was tracked.
+ * A block the agent never saw is not an error. Hook-safe. */
+bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
+
+/* Take/release every table lock (fork). */
+void agent_tables_lock_all(void);
+void agent_tables_unlock_all(void);
+
+/* ---- modules (modules.c) ---- */
+/* Remembers every module currently loaded, so one that is dlclose'd later
+ * still symbolizes. Call before dlclose. Not hook-safe (dl_iterate_phdr). */
+void agent_modules_snapshot(void);
+
+/* ---- writer (writer.c) ---- */
+struct agent_writer {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	bool failed;
+	char tmp[4352], path[4352];
+};
+/* Opens dir/name via a temporary name. Returns 0 or -errno. */
+int agent_writer_open(struct agent_writer *w, const char *dir, const char *name);
+void agent_put(struct agent_writer *w, const char *s);
+void agent_put_u64(struct agent_writer *w, uint64_t v);
+void agent_put_hex(struct agent_writer *w, uint64_t v);
+void agent_put_escaped(struct agent_writer *w, const char *s);
+/* Flushes, fsyncs nothing, closes and renames into place. Returns 0 or
+ * -errno; on failure the temporary file is removed. */
+int agent_writer_commit(struct agent_writer *w);
+
+/* Writes the module list as "module" lines. */
+void agent_modules_write(struct agent_writer *w);
+
+#endif

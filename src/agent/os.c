@@ -1,0 +1,104 @@
+/* os.c — the few OS and string helpers the agent needs, without libc's
+ * allocating or locale-aware functions. */
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/banned.h"
+
+void *agent_mmap(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void agent_munmap(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
+size_t agent_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+bool agent_streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+bool agent_strstarts(const char *s, const char *prefix)
+{
+	while (*prefix)
+		if (*s++ != *prefix++)
+			return false;
+	return true;
+}
+
+size_t agent_strlcpy(char *dst, const char *src, size_t cap)
+{
+	size_t n = agent_strlen(src);
+	size_t k = n < cap - 1 ? n : cap - 1;
+	agent_memcpy(dst, src, k);
+	dst[k] = 0;
+	return n;
+}
+
+void agent_memcpy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	while (n--)
+		*d++ = *s++;
+}
+
+void agent_memset(void *dst, int c, size_t n)
+{
+	unsigned char *d = dst;
+	while (n--)
+		*d++ = (unsigned char)c;
+}
+
+void agent_log(const char *a, const char *b, const char *c)
+{
+	char line[1024];
+	size_t n = agent_strlcpy(line, "heaptrail: ", sizeof line);
+	const char *parts[] = { a, b, c };
+	for (int i = 0; i < 3; i++)
+		if (parts[i] && n < sizeof line - 2)
+			n += agent_strlcpy(line + n, parts[i], sizeof line - 1 - n);
+	if (n > sizeof line - 2)
+		n = sizeof line - 2;
+	line[n++] = '\n';
+	ssize_t r = write(2, line, n);
+	(void)r;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+void agent_lock(agent_lock_t *l)
+{
+	for (int spins = 0;; spins++) {
+		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+			return;
+		while (atomic_load_explicit(&l->v, memory_order_relaxed)) {
+			if (spins++ > 100)
+				sched_yield();
+			else
+				cpu_relax();
+		}
+	}
+}

@@ -1,0 +1,321 @@
+/*
+ * table.c — the stack table and the live-block table.
+ *
+ * Stack table: every distinct (allocator, pcs) pair gets a small id and a
+ * record with its counters. Records and pcs live in chunks mapped on
+ * demand and never move or go away, so a reader holding an id needs no
+ * lock. The hash index is probed without a lock; only a miss takes the
+ * lock, re-probes and inserts. When the index grows, the old one stays
+ * mapped (a racing reader may still be probing it; at worst it misses and
+ * takes the lock).
+ *
+ * Live table: address -> (size, stack id) in 16 bytes, sharded by address
+ * hash, each shard an open-addressing table with linear probing and
+ * backward-shift deletion (no tombstones), guarded by its own spinlock.
+ * A free of an address the agent never saw costs one probe.
+ */
+#include "agent/agent.h"
+#include "agent/banned.h"
+
+/* ---------- stack table ---------- */
+
+#define STACKS_PER_CHUNK (1u << 16)
+#define STACK_CHUNKS 256                 /* 16M stacks at most */
+#define PCS_PER_CHUNK (1u << 20)
+#define PC_CHUNKS 1024
+
+static struct agent_stack *stack_chunks[STACK_CHUNKS];
+static uintptr_t *pc_chunks[PC_CHUNKS];
+static uint32_t pc_chunk_cur, pc_chunk_used;
+static atomic_uint stack_count;          /* ids 1..stack_count are valid */
+static agent_lock_t stack_lock;
+
+struct stack_index {
+	uint32_t cap;                    /* power of two */
+	_Atomic uint32_t slot[];         /* stack id, 0 = empty */
+};
+static struct stack_index *_Atomic stack_index;
+
+static uint64_t stack_hash(int fn, const uintptr_t *pcs, int depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)fn ^ ((uint64_t)depth << 8);
+	for (int i = 0; i < depth; i++) {
+		h ^= pcs[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+struct agent_stack *agent_stack_get(uint32_t id)
+{
+	id--;
+	return &stack_chunks[id / STACKS_PER_CHUNK][id % STACKS_PER_CHUNK];
+}
+
+const uintptr_t *agent_stack_pcs(const struct agent_stack *s)
+{
+	return pc_chunks[s->pc_chunk] + s->pc_off;
+}
+
+uint32_t agent_stack_count(void)
+{
+	return atomic_load_explicit(&stack_count, memory_order_acquire);
+}
+
+static bool stack_equal(const struct agent_stack *s, uint64_t h, int fn,
+			const uintptr_t *pcs, int depth)
+{
+	if (s->hash != h || s->fn != fn || s->depth != depth)
+		return false;
+	const uintptr_t *q = agent_stack_pcs(s);
+	for (int i = 0; i < depth; i++)
+		if (q[i] != pcs[i])
+			return false;
+	return true;
+}
+
+static uint32_t index_find(struct stack_index *ix, uint64_t h, int fn,
+			   const uintptr_t *pcs, int depth, uint32_t *hole)
+{
+	uint32_t mask = ix->cap - 1;
+	for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+		uint32_t id = atomic_load_explicit(&ix->slot[i], memory_order_acquire);
+		if (!id) {
+			if (hole)
+				*hole = i;
+			return 0;
+		}
+		if (stack_equal(agent_stack_get(id), h, fn, pcs, depth))
+			return id;
+	}
+}
+
+static struct stack_index *index_new(uint32_t cap)
+{
+	struct stack_index *ix = agent_mmap(sizeof *ix + (size_t)cap * 4);
+	if (ix)
+		ix->cap = cap;
+	return ix;
+}
+
+/* Doubles the index; caller holds stack_lock. */
+static int index_grow(void)
+{
+	struct stack_index *old = stack_index;
+	struct stack_index *ix = index_new(old->cap * 2);
+	if (!ix)
+		return -1;
+	uint32_t mask = ix->cap - 1;
+	for (uint32_t i = 0; i < old->cap; i++) {
+		uint32_t id = old->slot[i];
+		if (!id)
+			continue;
+		uint32_t j = (uint32_t)agent_stack_get(id)->hash & mask;
+		while (ix->slot[j])
+			j = (j + 1) & mask;
+		ix->slot[j] = id;
+	}
+	atomic_store_explicit(&stack_index, ix, memory_order_release);
+	return 0;
+}
+
+static uintptr_t *pcs_reserve(int depth, uint32_t *chunk, uint32_t *off)
+{
+	if (!pc_chunks[pc_chunk_cur] || pc_chunk_used + (uint32_t)depth > PCS_PER_CHUNK) {
+		uint32_t c = pc_chunks[pc_chunk_cur] ? pc_chunk_cur + 1 : pc_chunk_cur;
+		if (c >= PC_CHUNKS)
+			return NULL;
+		pc_chunks[c] = agent_mmap(PCS_PER_CHUNK * sizeof(uintptr_t));
+		if (!pc_chunks[c])
+			return NULL;
+		pc_chunk_cur = c;
+		pc_chunk_used = 0;
+	}
+	*chunk = pc_chunk_cur;
+	*off = pc_chunk_used;
+	pc_chunk_used += (uint32_t)depth;
+	return pc_chunks[*chunk] + *off;
+}
+
+static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, int depth)
+{
+	uint32_t hole;
+	uint32_t id = index_find(stack_index, h, fn, pcs, depth, &hole);
+	if (id)
+		return id;
+	uint32_t n = stack_count;
+	if (n >= STACK_CHUNKS * STACKS_PER_CHUNK - 1)  /* ids fit in 24 bits */
+		return 0;
+	if (!stack_chunks[n / STACKS_PER_CHUNK]) {
+		stack_chunks[n / STACKS_PER_CHUNK] =
+			agent_mmap(STACKS_PER_CHUNK * sizeof(struct agent_stack));
+		if (!stack_chunks[n / STACKS_PER_CHUNK])
+			return 0;
+	}
+	uint32_t chunk, off;
+	uintptr_t *dst = pcs_reserve(depth, &chunk, &off);
+	if (!dst)
+		return 0;
+	agent_memcpy(dst, pcs, (size_t)depth * sizeof *pcs);
+	id = n + 1;
+	struct agent_stack *s = agent_stack_get(id);
+	s->hash = h;
+	s->fn = (uint8_t)fn;
+	s->depth = (uint16_t)depth;
+	s->pc_chunk = chunk;
+	s->pc_off = off;
+	atomic_store_explicit(&stack_count, id, memory_order_release);
+	atomic_store_explicit(&stack_index->slot[hole], id, memory_order_release);
+	if ((uint64_t)id * 2 > stack_index->cap)
+		index_grow();  /* on failure the index just gets fuller */
+	return id;
+}
+
+uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth)
+{
+	uint64_t h = stack_hash(fn, pcs, depth);
+	struct stack_index *ix = atomic_load_explicit(&stack_index, memory_order_acquire);
+	if (likely(ix)) {
+		uint32_t id = index_find(ix, h, fn, pcs, depth, NULL);
+		if (likely(id))
+			return id;
+	}
+	agent_lock(&stack_lock);
+	uint32_t id = 0;
+	if (!stack_index)
+		stack_index = index_new(1u << 12);
+	if (stack_index && stack_index->cap > 2 * stack_count)
+		id = stack_insert_locked(h, fn, pcs, depth);
+	agent_unlock(&stack_lock);
+	return id;
+}
+
+/* ---------- live table ---------- */
+
+#define SHARD_BITS 6
+#define NSHARDS (1u << SHARD_BITS)
+#define SIZE_BITS 40
+#define SIZE_MAX_TRACKED ((1ull << SIZE_BITS) - 1)
+
+struct live_entry {
+	uintptr_t addr;                 /* 0 = empty */
+	uint64_t meta;                  /* size in the low 40 bits, stack id above */
+};
+
+struct live_shard {
+	agent_lock_t lock;
+	uint32_t cap, count;            /* cap is a power of two, or 0 */
+	struct live_entry *e;
+	char pad[64 - 2 * sizeof(uint32_t) - sizeof(agent_lock_t) - sizeof(void *)];
+} __attribute__((aligned(64)));
+
+static struct live_shard shards[NSHARDS];
+
+static inline uint64_t addr_hash(uintptr_t a)
+{
+	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static inline struct live_shard *shard_of(uint64_t h)
+{
+	return &shards[h >> (64 - SHARD_BITS)];
+}
+
+static bool shard_grow(struct live_shard *sh)
+{
+	uint32_t ncap = sh->cap ? sh->cap * 2 : 1024;
+	struct live_entry *ne = agent_mmap((size_t)ncap * sizeof *ne);
+	if (!ne)
+		return false;
+	uint32_t mask = ncap - 1;
+	for (uint32_t i = 0; i < sh->cap; i++) {
+		if (!sh->e[i].addr)
+			continue;
+		uint32_t j = (uint32_t)addr_hash(sh->e[i].addr) & mask;
+		while (ne[j].addr)
+			j = (j + 1) & mask;
+		ne[j] = sh->e[i];
+	}
+	agent_munmap(sh->e, (size_t)sh->cap * sizeof *ne);
+	sh->e = ne;
+	sh->cap = ncap;
+	return true;
+}
+
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
+{
+	uint64_t h = addr_hash(addr);
+	struct live_shard *sh = shard_of(h);
+	agent_lock(&sh->lock);
+	if (unlikely((sh->count + 1) * 4 > sh->cap * 3) && !shard_grow(sh)) {
+		agent_unlock(&sh->lock);
+		atomic_fetch_add_explicit(&agent_totals.dropped, 1, memory_order_relaxed);
+		return false;
+	}
+	uint32_t mask = sh->cap - 1;
+	uint32_t i = (uint32_t)h & mask;
+	while (sh->e[i].addr && sh->e[i].addr != addr)
+		i = (i + 1) & mask;
+	if (!sh->e[i].addr)
+		sh->count++;
+	/* An address already present means we missed its free (a block
+	 * released behind our back); the new block replaces it. */
+	sh->e[i].addr = addr;
+	sh->e[i].meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
+			((uint64_t)stack << SIZE_BITS);
+	agent_unlock(&sh->lock);
+	return true;
+}
+
+bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
+{
+	uint64_t h = addr_hash(addr);
+	struct live_shard *sh = shard_of(h);
+	agent_lock(&sh->lock);
+	if (!sh->cap) {
+		agent_unlock(&sh->lock);
+		return false;
+	}
+	uint32_t mask = sh->cap - 1;
+	uint32_t i = (uint32_t)h & mask;
+	while (sh->e[i].addr != addr) {
+		if (!sh->e[i].addr) {
+			agent_unlock(&sh->lock);
+			return false;
+		}
+		i = (i + 1) & mask;
+	}
+	uint64_t meta = sh->e[i].meta;
+	/* Backward-shift deletion keeps every probe chain unbroken. */
+	for (uint32_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		if (!sh->e[j].addr)
+			break;
+		uint32_t home = (uint32_t)addr_hash(sh->e[j].addr) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			sh->e[i] = sh->e[j];
+			i = j;
+		}
+	}
+	sh->e[i].addr = 0;
+	sh->count--;
+	agent_unlock(&sh->lock);
+	*size = (size_t)(meta & SIZE_MAX_TRACKED);
+	*stack = (uint32_t)(meta >> SIZE_BITS);
+	return true;
+}
+
+void agent_tables_lock_all(void)
+{
+	agent_lock(&stack_lock);
+	for (unsigned i = 0; i < NSHARDS; i++)
+		agent_lock(&shards[i].lock);
+}
+
+void agent_tables_unlock_all(void)
+{
+	for (unsigned i = 0; i < NSHARDS; i++)
+		agent_unlock(&shards[i].lock);
+	agent_unlock(&stack_lock);
+}

@@ -1,0 +1,218 @@
+/* report.c — leak files to the symbolized, sorted model in report.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analyze/report.h"
+
+const char *prof_alloc_fn_name(int fn)
+{
+	if (fn == FMT_FN_NEW)
+		return "operator new";
+	if (fn == FMT_FN_NEW_ARRAY)
+		return "operator new[]";
+	return fn >= 0 && fn < FMT_FN_COUNT ? fmt_alloc_fn_names[fn] : "?";
+}
+
+/* Frames in heaptrail's own agent are not the user's business. */
+static bool is_own_frame(const struct sym_frame *f)
+{
+	const char *base = f->module ? strrchr(f->module, '/') : NULL;
+	base = base ? base + 1 : f->module;
+	return base && !strncmp(base, "libheaptrail", 12);
+}
+
+static int cmp_record(const void *a, const void *b)
+{
+	const struct prof_record *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	if (x->blocks != y->blocks)
+		return x->blocks < y->blocks ? 1 : -1;
+	return 0;
+}
+
+static int build_process(struct prof_process *p, const char *binary_path)
+{
+	struct fmt_leaks *l = &p->raw;
+	struct sym_module *mods = calloc(l->nmodules + 1, sizeof *mods);
+	if (!mods)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nmodules; i++)
+		mods[i] = (struct sym_module){ l->modules[i].path, l->modules[i].build_id,
+					       l->modules[i].base, l->modules[i].lo,
+					       l->modules[i].hi };
+	p->sym = sym_new(mods, l->nmodules, binary_path);
+	free(mods);
+	if (!p->sym)
+		return -ENOMEM;
+	p->records = calloc(l->nrecords + 1, sizeof *p->records);
+	if (!p->records)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nrecords; i++) {
+		const struct fmt_record *r = &l->records[i];
+		const struct fmt_stack *s = &l->stacks[r->stack];
+		struct prof_record *out = &p->records[p->nrecords++];
+		size_t cap = s->depth + 4, n = 0;
+		out->kind = r->kind;
+		out->bytes = r->bytes;
+		out->blocks = r->blocks;
+		out->alloc_fn = s->fn;
+		out->frames = malloc(cap * sizeof *out->frames);
+		if (!out->frames)
+			return -ENOMEM;
+		for (size_t d = 0; d < s->depth; d++) {
+			const struct sym_frame *fr;
+			size_t k = sym_resolve(p->sym, s->pcs[d], &fr);
+			for (size_t j = 0; j < k; j++) {
+				if (is_own_frame(&fr[j]))
+					continue;
+				if (n == cap) {
+					struct sym_frame *nf = realloc(out->frames, 2 * cap * sizeof *nf);
+					if (!nf)
+						return -ENOMEM;
+					out->frames = nf;
+					cap *= 2;
+				}
+				out->frames[n++] = fr[j];
+			}
+		}
+		out->nframes = n;
+		p->kind_bytes[r->kind] += r->bytes;
+		p->kind_blocks[r->kind] += r->blocks;
+	}
+	qsort(p->records, p->nrecords, sizeof *p->records, cmp_record);
+	return 0;
+}
+
+static void release_process(struct prof_process *p)
+{
+	for (size_t i = 0; i < p->nrecords; i++)
+		free(p->records[i].frames);
+	free(p->records);
+	if (p->sym)
+		sym_free(p->sym);
+	fmt_leaks_release(&p->raw);
+	free((char *)p->file);
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct prof_process *x = a, *y = b;
+	return (x->raw.pid > y->raw.pid) - (x->raw.pid < y->raw.pid);
+}
+
+static int is_leak_file(const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(name, "heaptrail.", 10) && n > 16 && !strcmp(name + n - 6, ".leaks");
+}
+
+/* The list of files to read: path itself, or the leak files in it. */
+static int list_files(const char *path, char ***out, size_t *n, const char **err)
+{
+	struct stat st;
+	*out = NULL;
+	*n = 0;
+	if (stat(path, &st)) {
+		*err = strerror(errno);
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		*out = malloc(sizeof **out);
+		if (!*out || !((*out)[0] = strdup(path)))
+			return -ENOMEM;
+		*n = 1;
+		return 0;
+	}
+	DIR *d = opendir(path);
+	if (!d) {
+		*err = strerror(errno);
+		return -errno;
+	}
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!is_leak_file(e->d_name))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			char **nv = realloc(*out, cap * sizeof *nv);
+			if (!nv)
+				break;
+			*out = nv;
+		}
+		size_t len = strlen(path) + strlen(e->d_name) + 2;
+		char *full = malloc(len);
+		if (!full)
+			break;
+		snprintf(full, len, "%s/%s", path, e->d_name);
+		(*out)[(*n)++] = full;
+	}
+	closedir(d);
+	if (*n == 0) {
+		*err = "no heaptrail report files (heaptrail.PID.leaks) in directory";
+		free(*out);
+		*out = NULL;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
+		  const char **err, const char **err_file)
+{
+	static char *failed_file;
+	char **files;
+	size_t nfiles;
+	int ret;
+
+	memset(run, 0, sizeof *run);
+	*err_file = path;
+	ret = list_files(path, &files, &nfiles, err);
+	if (ret)
+		return ret;
+	run->procs = calloc(nfiles, sizeof *run->procs);
+	if (!run->procs) {
+		*err = "out of memory";
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nfiles; i++) {
+		struct prof_process *p = &run->procs[run->nprocs];
+		ret = fmt_leaks_read(files[i], &p->raw, err);
+		if (ret) {
+			free(failed_file);
+			failed_file = strdup(files[i]);
+			*err_file = failed_file ? failed_file : path;
+			goto out;
+		}
+		p->file = files[i];
+		files[i] = NULL;
+		run->nprocs++;
+		ret = build_process(p, binary_path);
+		if (ret) {
+			*err = "out of memory";
+			goto out;
+		}
+	}
+	qsort(run->procs, run->nprocs, sizeof *run->procs, cmp_proc);
+out:
+	for (size_t i = 0; i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	if (ret)
+		prof_run_release(run);
+	return ret;
+}
+
+void prof_run_release(struct prof_run *run)
+{
+	for (size_t i = 0; i < run->nprocs; i++)
+		release_process(&run->procs[i]);
+	free(run->procs);
+	memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,430 @@
+/*
+ * run.c — `heaptrail run [options] -- PROG ARGS...`
+ *
+ * Starts PROG with the agent preloaded, leaves its stdin, stdout and
+ * stderr alone, waits for it and for every process it leaves behind
+ * (heaptrail becomes their subreaper, so a forked child that outlives its
+ * parent still gets reported), then prints the report of every process
+ * that wrote one, on stderr. heaptrail exits with PROG's status, or dies of
+ * PROG's signal, unless --error-exitcode says otherwise.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analyze/report.h"
+#include "cli/cli.h"
+#include "render/render.h"
+
+static const char usage[] =
+	"usage: heaptrail run [options] [--] PROG [ARGS...]\n"
+	"  -o DIR                 where the agent writes its files (created if\n"
+	"                         missing; default ./heaptrail-PROG-PID)\n"
+	"  --json FILE            also write the JSON report to FILE\n"
+	"  --error-exitcode=N     exit with N when anything is reported\n"
+	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
+	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
+	"  --binary-path DIRS     directories searched first when symbolizing\n"
+	"  -q, --quiet            print only the summary, not every record\n";
+
+struct run_opts {
+	const char *outdir, *json, *binary_path;
+	int error_exitcode;     /* -1: off */
+	int depth;
+	int follow;
+	int quiet;
+	char **prog;            /* PROG ARGS..., NULL-terminated */
+};
+
+/* "--name=value" or "--name value"; advances *i for the second form. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (!strcmp(argv[*i], name)) {
+		if (*i + 1 >= argc)
+			return "";
+		return argv[++*i];
+	}
+	return NULL;
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+	const char *v;
+	*o = (struct run_opts){ .error_exitcode = -1, .depth = 64, .follow = 1 };
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			exit(0);
+		} else if ((v = opt_value(argc, argv, &i, "-o")) || (v = opt_value(argc, argv, &i, "--output"))) {
+			o->outdir = v;
+		} else if ((v = opt_value(argc, argv, &i, "--json"))) {
+			o->json = v;
+		} else if ((v = opt_value(argc, argv, &i, "--binary-path"))) {
+			o->binary_path = v;
+		} else if ((v = opt_value(argc, argv, &i, "--error-exitcode"))) {
+			long n = cli_parse_count(v, 255);
+			if (n < 0) {
+				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'", v);
+				return -1;
+			}
+			o->error_exitcode = (int)n;
+		} else if ((v = opt_value(argc, argv, &i, "--depth"))) {
+			long n = cli_parse_count(v, 256);
+			if (n < 1) {
+				cli_error("run: --depth takes a number from 1 to 256, not '%s'", v);
+				return -1;
+			}
+			o->depth = (int)n;
+		} else if (!strcmp(a, "--no-follow-children")) {
+			o->follow = 0;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = 1;
+		} else {
+			cli_error("run: unknown option '%s'", a);
+			fputs(usage, stderr);
+			return -1;
+		}
+		if (v && !*v) {
+			cli_error("run: option '%s' needs a value", a);
+			return -1;
+		}
+	}
+	if (i >= argc) {
+		cli_error("run: no program given");
+		fputs(usage, stderr);
+		return -1;
+	}
+	o->prog = argv + i;
+	return 0;
+}
+
+/* The agent: next to this executable (build tree), or in ../lib/heaptrail
+ * (installed); HEAPTRAIL_AGENT overrides both. */
+static int find_agent(char *out, size_t cap)
+{
+	const char *env = getenv("HEAPTRAIL_AGENT");
+	char self[PATH_MAX];
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return access(out, R_OK) == 0 ? 0 : -1;
+	}
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	*slash = 0;
+	snprintf(out, cap, "%s/libheaptrail.so", self);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, cap, "%s/../lib/heaptrail/libheaptrail.so", self);
+	return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+/* Finds PROG the way execvp would; fills path. Returns 0, or -errno. */
+static int resolve_prog(const char *prog, char *path, size_t cap)
+{
+	if (strchr(prog, '/')) {
+		snprintf(path, cap, "%s", prog);
+		return access(path, F_OK) ? -errno : 0;
+	}
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		const char *e = strchr(p, ':');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		snprintf(path, cap, "%.*s/%s", (int)n, n ? p : ".", prog);
+		if (access(path, X_OK) == 0)
+			return 0;
+		p += n + (e ? 1 : 0);
+	}
+	return -ENOENT;
+}
+
+/* Refuses what the dynamic loader would not preload into: static and
+ * set-id binaries. Scripts are fine (their interpreter is dynamic). */
+static int check_prog(const char *shown, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st)) {
+		cli_error("cannot run '%s': %s", shown, strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode) || access(path, X_OK)) {
+		cli_error("cannot run '%s': %s", shown,
+			  S_ISDIR(st.st_mode) ? "is a directory" : "not executable");
+		return -1;
+	}
+	if (st.st_mode & (S_ISUID | S_ISGID)) {
+		cli_error("cannot track '%s': it is set-user-ID or set-group-ID, and the "
+			  "loader ignores LD_PRELOAD for such programs", shown);
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;  /* execute-only: let exec decide */
+	Elf64_Ehdr eh;
+	ssize_t n = read(fd, &eh, sizeof eh);
+	int ret = 0;
+	if (n == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) &&
+	    eh.e_phnum < 4096) {
+		int interp = 0;
+		for (int i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
+			    (ssize_t)sizeof ph)
+				break;
+			if (ph.p_type == PT_INTERP)
+				interp = 1;
+		}
+		if (!interp) {
+			cli_error("cannot track '%s': it is a static binary (no dynamic loader), "
+				  "so the agent cannot be preloaded into it", shown);
+			ret = -1;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+static int make_dir(const char *dir)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	return access(tmp, W_OK | X_OK) ? -errno : 0;
+}
+
+/* In the child: environment, then exec. On failure, writes errno to fd. */
+static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
+		       const char *path, int fd)
+{
+	char buf[PATH_MAX * 2], opts[256];
+	const char *old = getenv("LD_PRELOAD");
+	snprintf(buf, sizeof buf, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", buf, 1);
+	setenv("HEAPTRAIL_OUTPUT", outdir, 1);
+	snprintf(opts, sizeof opts, "depth=%d,follow_children=%d", o->depth, o->follow);
+	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
+	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
+		 oldopts && *oldopts ? "," : "", opts);
+	setenv("HEAPTRAIL_OPTIONS", buf, 1);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	execv(path, o->prog);
+	int e = errno;
+	ssize_t w = write(fd, &e, sizeof e);
+	(void)w;
+	_exit(127);
+}
+
+/* Waits for the child and every orphan handed to us; returns the child's
+ * wait status. */
+static int wait_all(pid_t child)
+{
+	int status = 0, st;
+	pid_t p;
+	for (;;) {
+		p = waitpid(-1, &st, 0);
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break;  /* ECHILD: nothing left */
+		}
+		if (p == child)
+			status = st;
+	}
+	return status;
+}
+
+static void die_like(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+}
+
+static int write_json(const char *path, const struct prof_run *run)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&data, &len);
+	if (!mem)
+		return -ENOMEM;
+	render_json(mem, run, false);
+	if (fclose(mem)) {
+		free(data);
+		return -ENOMEM;
+	}
+	int ret = cli_write_file(path, data, len);
+	free(data);
+	return ret;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	char agent[PATH_MAX], path[PATH_MAX], outdir[PATH_MAX], cwd[PATH_MAX];
+	int pipefd[2];
+
+	if (parse_opts(argc, argv, &o))
+		return 2;
+	if (find_agent(agent, sizeof agent)) {
+		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
+			  "executable (set HEAPTRAIL_AGENT to its path)");
+		return 2;
+	}
+	int r = resolve_prog(o.prog[0], path, sizeof path);
+	if (r) {
+		cli_error("cannot run '%s': %s", o.prog[0],
+			  r == -ENOENT && !strchr(o.prog[0], '/') ? "command not found" : strerror(-r));
+		return 127;
+	}
+	if (check_prog(o.prog[0], path))
+		return 126;
+	if (!getcwd(cwd, sizeof cwd))
+		snprintf(cwd, sizeof cwd, ".");
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		cli_error("cannot create a pipe: %s", strerror(errno));
+		return 2;
+	}
+	/* Without -o, the directory is named after the child's pid, which
+	 * only the child knows before it execs: it creates the directory,
+	 * and the parent rebuilds the same name from fork's return. */
+	const char *base = strrchr(o.prog[0], '/');
+	base = base ? base + 1 : o.prog[0];
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	fflush(NULL);
+	pid_t child = fork();
+	if (child < 0) {
+		cli_error("cannot fork: %s", strerror(errno));
+		return 2;
+	}
+	if (child == 0) {
+		close(pipefd[0]);
+		if (o.outdir)
+			snprintf(outdir, sizeof outdir, "%s%s%s", o.outdir[0] == '/' ? "" : cwd,
+				 o.outdir[0] == '/' ? "" : "/", o.outdir);
+		else
+			snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)getpid());
+		int e = make_dir(outdir);
+		if (e) {
+			e = -e | (1 << 16);  /* tag: directory problem */
+			ssize_t w = write(pipefd[1], &e, sizeof e);
+			(void)w;
+			_exit(127);
+		}
+		child_exec(&o, agent, outdir, path, pipefd[1]);
+	}
+	close(pipefd[1]);
+	if (o.outdir)
+		snprintf(outdir, sizeof outdir, "%s%s%s", o.outdir[0] == '/' ? "" : cwd,
+			 o.outdir[0] == '/' ? "" : "/", o.outdir);
+	else
+		snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)child);
+	int e = 0;
+	ssize_t got;
+	do
+		got = read(pipefd[0], &e, sizeof e);
+	while (got < 0 && errno == EINTR);
+	close(pipefd[0]);
+	int status = wait_all(child);
+	if (got == (ssize_t)sizeof e) {
+		if (e & (1 << 16))
+			cli_error("cannot use output directory '%s': %s", o.outdir ? o.outdir : outdir,
+				  strerror(e & 0xffff));
+		else
+			cli_error("cannot run '%s': %s", o.prog[0], strerror(e));
+		return e & (1 << 16) ? 2 : 126;
+	}
+
+	const char *err, *err_file;
+	struct prof_run run;
+	int reported = 0;
+	if (prof_run_load(&run, outdir, o.binary_path, &err, &err_file)) {
+		if (WIFSIGNALED(status))
+			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
+				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			cli_error("no report from '%s' in '%s': %s", o.prog[0], err_file, err);
+		die_like(status);
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
+	/* The wait status we saw beats what the agent could know. */
+	for (size_t i = 0; i < run.nprocs; i++) {
+		struct fmt_leaks *l = &run.procs[i].raw;
+		if (l->pid == child) {
+			if (WIFSIGNALED(status)) {
+				l->exit_how = FMT_EXIT_SIGNAL;
+				l->exit_code = WTERMSIG(status);
+			} else if (WIFEXITED(status)) {
+				l->exit_how = FMT_EXIT_STATUS;
+				l->exit_code = WEXITSTATUS(status);
+			}
+		}
+		reported += run.procs[i].nrecords > 0;
+	}
+	fflush(stdout);
+	render_text(stderr, &run, &(struct render_text_opts){ .summary_only = o.quiet });
+	if (WIFSIGNALED(status))
+		cli_error("'%s' was killed by signal %d (%s)", o.prog[0], WTERMSIG(status),
+			  strsignal(WTERMSIG(status)));
+	fprintf(stderr, "heaptrail: %zu report%s in %s\n", run.nprocs, run.nprocs == 1 ? "" : "s",
+		outdir);
+	int ret = 0;
+	if (o.json && (r = write_json(o.json, &run))) {
+		cli_error("cannot write '%s': %s", o.json, strerror(-r));
+		ret = 2;
+	}
+	prof_run_release(&run);
+	if (ret)
+		return ret;
+	if (o.error_exitcode >= 0 && reported)
+		return o.error_exitcode;
+	die_like(status);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}

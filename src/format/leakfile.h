@@ -1,0 +1,117 @@
+/*
+ * leakfile — the record of what a process still had allocated when it
+ * ended (or when a leak check ran), shared by the agent that writes it and
+ * the CLI that reads it.
+ *
+ * The file is line-oriented text, so it streams, diffs and survives being
+ * looked at with less(1). Every name is defined before it is used (modules,
+ * then stacks, then records), and the last line is "end": a file without it
+ * is truncated and is rejected. Numbers are decimal unless said otherwise;
+ * addresses are 0x-prefixed hex. Strings (paths, arguments) are written
+ * with '%XX' escapes for '%', bytes <= 0x20 and bytes >= 0x7f, so a
+ * line splits on single spaces.
+ *
+ *   heaptrail-leaks 1
+ *   pid 1234
+ *   ppid 1200
+ *   exe /usr/bin/prog
+ *   arg ./prog                      one per argv element, in order
+ *   exit status 0 | exit signal 9 | exit unknown
+ *   totals ALLOCS FREES BYTES_ALLOCATED IN_USE_BYTES IN_USE_BLOCKS
+ *   dropped N                       blocks not tracked (agent out of room)
+ *   freeres yes|no                  libc's/libstdc++'s caches released
+ *   module BASE LO HI BUILDID|- loaded|unloaded PATH
+ *   stack ID FN PC PC ...           FN: allocator entry point (fmt_alloc_fn)
+ *   record KIND BYTES BLOCKS STACKID
+ *   end
+ *
+ * Lines with an unknown first word are skipped by readers, so the format
+ * can grow without breaking old readers; the version number changes only
+ * when a line's meaning does.
+ */
+#ifndef HEAPTRAIL_FORMAT_LEAKFILE_H
+#define HEAPTRAIL_FORMAT_LEAKFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FMT_LEAKS_MAGIC "heaptrail-leaks"
+#define FMT_LEAKS_VERSION 1
+
+/* Allocator entry points, as recorded per stack (tokens without spaces:
+ * "new" is operator new). Kept in this order: the
+ * agent writes the index's name, the reader maps it back. */
+enum fmt_alloc_fn {
+	FMT_FN_MALLOC, FMT_FN_CALLOC, FMT_FN_REALLOC, FMT_FN_REALLOCARRAY,
+	FMT_FN_POSIX_MEMALIGN, FMT_FN_ALIGNED_ALLOC, FMT_FN_MEMALIGN,
+	FMT_FN_VALLOC, FMT_FN_PVALLOC, FMT_FN_NEW, FMT_FN_NEW_ARRAY,
+	FMT_FN_COUNT
+};
+extern const char *const fmt_alloc_fn_names[FMT_FN_COUNT];
+
+/* Reachability kinds; FMT_KIND_IN_USE is "not classified". */
+enum fmt_kind {
+	FMT_KIND_IN_USE, FMT_KIND_DEFINITELY, FMT_KIND_INDIRECTLY,
+	FMT_KIND_POSSIBLY, FMT_KIND_REACHABLE, FMT_KIND_COUNT
+};
+extern const char *const fmt_kind_names[FMT_KIND_COUNT];
+
+struct fmt_module {
+	char *path;
+	char *build_id; /* hex, or NULL */
+	uint64_t base, lo, hi;
+	bool unloaded;
+};
+
+struct fmt_stack {
+	uint64_t id;
+	int fn;           /* enum fmt_alloc_fn */
+	uint64_t *pcs;    /* innermost first */
+	size_t depth;
+};
+
+struct fmt_record {
+	int kind;         /* enum fmt_kind */
+	uint64_t bytes, blocks;
+	size_t stack;     /* index into run->stacks */
+};
+
+struct fmt_leaks {
+	long pid, ppid;
+	char *exe;
+	char **argv;
+	size_t argc;
+	enum { FMT_EXIT_UNKNOWN, FMT_EXIT_STATUS, FMT_EXIT_SIGNAL } exit_how;
+	int exit_code;    /* status or signal number */
+	uint64_t allocs, frees, bytes_allocated, in_use_bytes, in_use_blocks;
+	uint64_t dropped;
+	bool freeres;
+	struct fmt_module *modules;
+	size_t nmodules;
+	struct fmt_stack *stacks;
+	size_t nstacks;
+	struct fmt_record *records;
+	size_t nrecords;
+};
+
+/* Parses the file at path into *out (zeroed first). Returns 0, or -errno
+ * for I/O failures and -EINVAL for a malformed or truncated file; in every
+ * failure case *err is set to a static one-line reason (no path in it) and
+ * *out holds nothing to release. On success release with fmt_leaks_release. */
+int fmt_leaks_read(const char *path, struct fmt_leaks *out, const char **err);
+
+/* Same, from a buffer of len bytes (need not be NUL-terminated). */
+int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
+		    const char **err);
+
+void fmt_leaks_release(struct fmt_leaks *l);
+
+/* '%XX' escaping as described above. fmt_unescape works in place and
+ * returns the new length. fmt_escape_len gives the escaped size without
+ * the NUL; fmt_escape writes it (dst must hold fmt_escape_len + 1). */
+size_t fmt_escape_len(const char *s);
+void fmt_escape(char *dst, const char *s);
+size_t fmt_unescape(char *s);
+
+#endif

@@ -1,0 +1,25 @@
+/* Names shared by the agent (which writes them) and the readers. No
+ * allocation here: this file is linked into the agent. */
+#include "format/leakfile.h"
+
+const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
+	[FMT_FN_MALLOC] = "malloc",
+	[FMT_FN_CALLOC] = "calloc",
+	[FMT_FN_REALLOC] = "realloc",
+	[FMT_FN_REALLOCARRAY] = "reallocarray",
+	[FMT_FN_POSIX_MEMALIGN] = "posix_memalign",
+	[FMT_FN_ALIGNED_ALLOC] = "aligned_alloc",
+	[FMT_FN_MEMALIGN] = "memalign",
+	[FMT_FN_VALLOC] = "valloc",
+	[FMT_FN_PVALLOC] = "pvalloc",
+	[FMT_FN_NEW] = "new",
+	[FMT_FN_NEW_ARRAY] = "new[]",
+};
+
+const char *const fmt_kind_names[FMT_KIND_COUNT] = {
+	[FMT_KIND_IN_USE] = "in_use",
+	[FMT_KIND_DEFINITELY] = "definitely_lost",
+	[FMT_KIND_INDIRECTLY] = "indirectly_lost",
+	[FMT_KIND_POSSIBLY] = "possibly_lost",
+	[FMT_KIND_REACHABLE] = "still_reachable",
+};

@@ -1,0 +1,101 @@
+/* json.c — the machine report (schema in the README). */
+#include "render/render.h"
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", out);
+		else if (c == '\t')
+			fputs("\\t", out);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_frame(FILE *out, const struct sym_frame *f)
+{
+	fprintf(out, "{\"pc\": \"0x%llx\", \"function\": ", (unsigned long long)f->pc);
+	json_string(out, f->function ? f->function : "??");
+	fprintf(out, ", \"file\": ");
+	if (f->file)
+		json_string(out, f->file);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"line\": %d, \"module\": ", f->line);
+	if (f->module)
+		json_string(out, f->module);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"inlined\": %s}", f->inlined ? "true" : "false");
+}
+
+static void json_process(FILE *out, const struct prof_process *p)
+{
+	const struct fmt_leaks *l = &p->raw;
+	fprintf(out, "{\"heaptrail\": 1, \"pid\": %ld, \"ppid\": %ld, \"command\": [", l->pid, l->ppid);
+	for (size_t i = 0; i < l->argc; i++) {
+		if (i)
+			fputs(", ", out);
+		json_string(out, l->argv[i]);
+	}
+	fputs("],\n \"exit\": ", out);
+	if (l->exit_how == FMT_EXIT_STATUS)
+		fprintf(out, "{\"status\": %d}", l->exit_code);
+	else if (l->exit_how == FMT_EXIT_SIGNAL)
+		fprintf(out, "{\"signal\": %d}", l->exit_code);
+	else
+		fputs("null", out);
+	fprintf(out, ",\n \"totals\": {\"allocs\": %llu, \"frees\": %llu, \"bytes_allocated\": %llu, "
+		"\"in_use_bytes\": %llu, \"in_use_blocks\": %llu, \"untracked\": %llu},\n",
+		(unsigned long long)l->allocs, (unsigned long long)l->frees,
+		(unsigned long long)l->bytes_allocated, (unsigned long long)l->in_use_bytes,
+		(unsigned long long)l->in_use_blocks, (unsigned long long)l->dropped);
+	fputs(" \"summary\": {", out);
+	bool first = true;
+	for (int k = 0; k < FMT_KIND_COUNT; k++) {
+		if (!p->kind_blocks[k] && k != FMT_KIND_IN_USE)
+			continue;
+		fprintf(out, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu}", first ? "" : ", ",
+			fmt_kind_names[k], (unsigned long long)p->kind_bytes[k],
+			(unsigned long long)p->kind_blocks[k]);
+		first = false;
+	}
+	fputs("},\n \"records\": [", out);
+	for (size_t i = 0; i < p->nrecords; i++) {
+		const struct prof_record *r = &p->records[i];
+		fprintf(out, "%s\n  {\"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, \"allocator\": ",
+			i ? "," : "", fmt_kind_names[r->kind], (unsigned long long)r->bytes,
+			(unsigned long long)r->blocks);
+		json_string(out, prof_alloc_fn_name(r->alloc_fn));
+		fputs(", \"stack\": [", out);
+		for (size_t j = 0; j < r->nframes; j++) {
+			fputs(j ? ",\n    " : "\n    ", out);
+			json_frame(out, &r->frames[j]);
+		}
+		fputs("]}", out);
+	}
+	fputs("]}", out);
+}
+
+void render_json(FILE *out, const struct prof_run *run, bool always_array)
+{
+	bool array = always_array || run->nprocs != 1;
+	if (array)
+		fputs("[", out);
+	for (size_t i = 0; i < run->nprocs; i++) {
+		if (i)
+			fputs(",\n", out);
+		json_process(out, &run->procs[i]);
+	}
+	if (array)
+		fputs("]", out);
+	fputs("\n", out);
+}

@@ -1,0 +1,28 @@
+/*
+ * render — the report model (analyze/report.h) as text for people and as
+ * JSON for programs. Renderers write to a stream they are given and never
+ * open files.
+ */
+#ifndef HEAPTRAIL_RENDER_H
+#define HEAPTRAIL_RENDER_H
+
+#include <stdio.h>
+
+#include "analyze/report.h"
+
+struct render_text_opts {
+	bool summary_only;      /* no records, just each process's summary */
+};
+
+/* The valgrind-like report: per process, each record with its stack, then
+ * the summary. opts may be NULL. */
+void render_text(FILE *out, const struct prof_run *run, const struct render_text_opts *opts);
+
+/* The JSON report: one object for a single process, an array of objects
+ * for several (or when always_array is set). */
+void render_json(FILE *out, const struct prof_run *run, bool always_array);
+
+/* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
+const char *render_thousands(char *buf, uint64_t v);
+
+#endif

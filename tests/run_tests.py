@@ -1,0 +1,919 @@
+#!/usr/bin/env python3
+"""heaptrail's test runner: unit test binaries, CLI error cases, and the
+end-to-end suite that checks `heaptrail run` against valgrind memcheck.
+
+    python3 tests/run_tests.py --build build [-k SUBSTR] [-v] [-j N]
+
+End-to-end programs live in tests/e2e/progs/.  Each describes itself in
+its leading comment, so a program and what it must produce are read
+together:
+
+    @proc DEPTH exit=N in_use=BYTES/BLOCKS [args=A,B]
+        a process that must exist: DEPTH 0 is the process the runner
+        started (or what it exec'd into), 1 its forked child, ...
+        in_use is what memcheck says is in use at exit.
+    @leak DEPTH FUNC BYTES/BLOCKS
+        the in-use records whose stack contains FUNC add up to this
+    @absent DEPTH FUNC
+        no in-use record of that process has FUNC on its stack
+    @frames DEPTH FUNC N
+        some record's stack holds FUNC at least N times (deep stacks)
+    @args A B ...      arguments for the program
+    @stdin TEXT        fed to the program's stdin (\\n escapes)
+    @lib SRC NAME.so   a shared library built beside the program
+    @link FLAGS        extra link flags
+    @static            built with -static only, for the CLI's refusal test
+
+and each allocation site that is checked carries "@site FUNC" on the line
+of the allocator call: FUNC must be the first frame after the allocator,
+at that line.
+
+Every program is built twice (with and without frame pointers) and, per
+binary:
+  vg:PROG[VARIANT]  valgrind agrees with what the program says it leaks
+                    (checks the programs and the oracle, no heaptrail)
+  ht:PROG[VARIANT]  heaptrail run: same stdout and exit status as a bare
+                    run; per process, in-use totals equal valgrind's;
+                    the expected functions, counts and lines are found
+Valgrind results are cached by binary hash in BUILD/e2e/vgcache.
+
+Output: one "PASS name" or "FAIL name: reason" per test (SKIP lines do
+not count), then exactly one line "N passed, N failed"; exit status 1 if
+anything failed.  Python standard library only.
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGS = os.path.join(ROOT, "tests", "e2e", "progs")
+
+VARIANTS = {
+    "fp": ["-g", "-O1", "-fno-omit-frame-pointer"],
+    "nofp": ["-g", "-O1", "-fomit-frame-pointer"],
+}
+
+# Extra valgrind options beyond the oracle's leak settings change no
+# count: --keep-debuginfo names frames in dlclose'd code, --num-callers
+# shows the whole 60-frame recursion.
+VALGRIND = [
+    "valgrind", "--leak-check=full", "--show-leak-kinds=all",
+    "--trace-children=yes", "--child-silent-after-fork=no",
+    "--keep-debuginfo=yes", "--num-callers=100",
+]
+
+# Every program runs in the same environment: bare, under valgrind and
+# under heaptrail.  LC_ALL makes setlocale(LC_ALL, "") load a real locale.
+RUN_ENV = dict(os.environ, LC_ALL="C.UTF-8")
+for var in ("LD_PRELOAD", "VALGRIND_OPTS", "HEAPTRAIL_OPTIONS"):
+    RUN_ENV.pop(var, None)
+
+PROG_TIMEOUT = 60
+VG_TIMEOUT = 300
+
+# Frames that belong to the allocator rather than to the program: the
+# first frame after them is "the function that called the allocator".
+ALLOC_FUNCS = {
+    "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "strdup", "strndup",
+    "__strdup", "__strndup", "__libc_malloc", "__libc_calloc",
+    "__libc_realloc", "__libc_memalign", "__posix_memalign",
+}
+ALLOC_MODULES = ("libheaptrail", "vgpreload_", "libc.so", "libc-",
+                 "libstdc++", "ld-linux")
+
+
+class Failure(Exception):
+    """A test's check failed; the message is the reason."""
+
+
+# ---------------------------------------------------------------- output
+
+class Reporter:
+    def __init__(self, verbose):
+        self.verbose = verbose
+        self.lock = threading.Lock()
+        self.passed = 0
+        self.failed = 0
+
+    def result(self, name, problems, details=()):
+        with self.lock:
+            if not problems:
+                self.passed += 1
+                print("PASS %s" % name, flush=True)
+            else:
+                self.failed += 1
+                reason = "; ".join(problems)
+                if len(reason) > 300 and not self.verbose:
+                    reason = reason[:297] + "..."
+                print("FAIL %s: %s" % (name, reason), flush=True)
+            if self.verbose and (problems or details):
+                for p in problems:
+                    print("    - %s" % p)
+                for d in details:
+                    for line in str(d).rstrip("\n").split("\n"):
+                        print("    | %s" % line)
+                sys.stdout.flush()
+
+    def skip(self, name, reason):
+        with self.lock:
+            print("SKIP %s: %s" % (name, reason), flush=True)
+
+
+# ---------------------------------------------------------------- helpers
+
+class Once:
+    """Memoizes fn(key) across threads: each key is computed once."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = {}
+
+    def get(self, key, fn):
+        with self.lock:
+            entry = self.entries.setdefault(key, [threading.Lock(), None,
+                                                  False])
+        with entry[0]:
+            if not entry[2]:
+                try:
+                    entry[1] = ("ok", fn())
+                except Exception as e:   # remembered, raised to every caller
+                    entry[1] = ("err", e)
+                entry[2] = True
+        if entry[1][0] == "err":
+            raise entry[1][1]
+        return entry[1][1]
+
+
+def sha256_files(paths, extra=""):
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        with open(p, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def run(cmd, stdin=b"", cwd=None, timeout=PROG_TIMEOUT, env=RUN_ENV):
+    """Runs cmd; returns (returncode, stdout bytes, stderr bytes)."""
+    try:
+        p = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, cwd=cwd, env=env,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("timed out after %ds: %s" % (timeout, " ".join(cmd)))
+    except OSError as e:
+        raise Failure("cannot run %s: %s" % (cmd[0], e.strerror))
+    return p.returncode, p.stdout, p.stderr
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def short(data, limit=200):
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) \
+        else str(data)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def stderr_lines(err):
+    return [l for l in err.decode("utf-8", "replace").split("\n")
+            if l.strip()]
+
+
+# ---------------------------------------------------------------- specs
+
+class Spec:
+    """One end-to-end program and what it must produce."""
+
+    def __init__(self, name, src):
+        self.name = name
+        self.src = src
+        self.cxx = src.endswith(".cc")
+        self.args = []
+        self.stdin = b""
+        self.libs = []          # (source path, output name)
+        self.link = []
+        self.static = False
+        self.procs = {}         # depth -> {"exit", "in_use", "args"}
+        self.leaks = {}         # depth -> [(func, bytes, blocks)]
+        self.absent = {}        # depth -> [func]
+        self.frames = {}        # depth -> [(func, count)]
+        self.sites = {}         # func -> (file basename, line)
+
+    def sources(self):
+        return [self.src] + [s for s, _ in self.libs]
+
+
+def parse_spec(path):
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = Spec(name, path)
+    with open(path) as f:
+        text = f.read()
+    head = text.split("*/", 1)[0]
+    for raw in head.split("\n"):
+        m = re.match(r"^\s*\*?\s*@(\w+)\s*(.*?)\s*$", raw)
+        if not m:
+            continue
+        key, rest = m.group(1), m.group(2)
+        words = rest.split()
+        if key == "proc":
+            depth = int(words[0])
+            proc = {"exit": None, "in_use": None, "args": None}
+            for w in words[1:]:
+                k, _, v = w.partition("=")
+                if k == "exit":
+                    proc["exit"] = int(v)
+                elif k == "in_use":
+                    b, _, n = v.partition("/")
+                    proc["in_use"] = (int(b), int(n))
+                elif k == "args":
+                    proc["args"] = v.split(",")
+                else:
+                    raise ValueError("%s: unknown @proc field %r" % (path, k))
+            spec.procs[depth] = proc
+        elif key == "leak":
+            b, _, n = words[2].partition("/")
+            spec.leaks.setdefault(int(words[0]), []).append(
+                (words[1], int(b), int(n)))
+        elif key == "absent":
+            spec.absent.setdefault(int(words[0]), []).append(words[1])
+        elif key == "frames":
+            spec.frames.setdefault(int(words[0]), []).append(
+                (words[1], int(words[2])))
+        elif key == "args":
+            spec.args = words
+        elif key == "stdin":
+            spec.stdin = rest.encode().decode("unicode_escape").encode()
+        elif key == "lib":
+            spec.libs.append((os.path.join(PROGS, words[0]), words[1]))
+        elif key == "link":
+            spec.link = words
+        elif key == "static":
+            spec.static = True
+        elif key == "site":
+            pass
+        else:
+            raise ValueError("%s: unknown directive @%s" % (path, key))
+    for src in spec.sources():
+        with open(src) as f:
+            for lineno, line in enumerate(f, 1):
+                m = re.search(r"@site\s+(\S+)", line)
+                if m:
+                    spec.sites[m.group(1)] = (os.path.basename(src), lineno)
+    return spec
+
+
+def load_specs():
+    paths = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
+                   if f.endswith((".c", ".cc")))
+    specs = [parse_spec(p) for p in paths]
+    lib_srcs = {s for spec in specs for s, _ in spec.libs}
+    return [s for s in specs if s.src not in lib_srcs]
+
+
+# ---------------------------------------------------------------- frames
+
+def base_name(function):
+    """The qualified name without parameters or return type:
+    "short* leaky::make_array_of<short>(unsigned long)" ->
+    "leaky::make_array_of<short>"."""
+    depth, cut = 0, len(function)
+    for i, c in enumerate(function):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            cut = i
+            break
+    name = function[:cut]
+    depth, start = 0, 0
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == " " and depth == 0:
+            start = i + 1
+    return name[start:] if not name.startswith("operator") else name
+
+
+def name_matches(want, function):
+    return bool(function) and (function == want or
+                               base_name(function) == want)
+
+
+def is_alloc_frame(frame):
+    fn = frame.get("function") or ""
+    module = os.path.basename(frame.get("module") or "")
+    if base_name(fn) in ALLOC_FUNCS or fn.startswith(("operator new",
+                                                      "operator delete")):
+        return True
+    return module.startswith(ALLOC_MODULES)
+
+
+def first_user_frame(stack):
+    for frame in stack:
+        if not is_alloc_frame(frame):
+            return frame
+    return None
+
+
+def check_records(label, records, spec, depth, problems):
+    """The @leak, @site, @absent and @frames checks, on records given as
+    {"bytes", "blocks", "stack": [{"function", "file", "line", ...}]}."""
+    for func, want_bytes, want_blocks in spec.leaks.get(depth, []):
+        got_b = got_n = 0
+        for r in records:
+            if any(name_matches(func, f.get("function")) for f in r["stack"]):
+                got_b += r["bytes"]
+                got_n += r["blocks"]
+        if (got_b, got_n) != (want_bytes, want_blocks):
+            problems.append("%s: records with %s hold %d bytes in %d blocks,"
+                            " expected %d in %d" % (label, func, got_b, got_n,
+                                                     want_bytes, want_blocks))
+            continue
+        if func not in spec.sites:
+            continue
+        want_file, want_line = spec.sites[func]
+        firsts = [first_user_frame(r["stack"]) for r in records]
+        firsts = [f for f in firsts if f and name_matches(func,
+                                                          f.get("function"))]
+        if not firsts:
+            problems.append("%s: %s is never the first frame after the "
+                            "allocator" % (label, func))
+            continue
+        good = [f for f in firsts
+                if os.path.basename(f.get("file") or "") == want_file
+                and f.get("line") == want_line]
+        if not good:
+            f = firsts[0]
+            problems.append("%s: %s at %s:%s, expected %s:%d" % (
+                label, func, f.get("file"), f.get("line"), want_file,
+                want_line))
+    for func in spec.absent.get(depth, []):
+        if any(name_matches(func, f.get("function"))
+               for r in records for f in r["stack"]):
+            problems.append("%s: %s must not be in use here" % (label, func))
+    for func, count in spec.frames.get(depth, []):
+        best = max([sum(1 for f in r["stack"]
+                        if name_matches(func, f.get("function")))
+                    for r in records] or [0])
+        if best < count:
+            problems.append("%s: deepest stack has %d frames of %s, expected"
+                            " %d" % (label, best, func, count))
+
+
+# ---------------------------------------------------------------- suite
+
+class Suite:
+    def __init__(self, args):
+        self.build = os.path.abspath(args.build)
+        self.e2e = os.path.join(self.build, "e2e")
+        self.heaptrail = os.path.join(self.build, "heaptrail")
+        self.verbose = args.verbose
+        self.use_cache = not args.no_cache
+        self.cc = os.environ.get("CC", "cc")
+        self.cxx = os.environ.get("CXX", "c++")
+        self.specs = {s.name: s for s in load_specs()}
+        self.builds = Once()
+        self.bares = Once()
+        self.vgs = Once()
+
+    # -- building
+
+    def bin_dir(self, variant):
+        return os.path.join(self.e2e, variant)
+
+    def binary(self, spec, variant):
+        return os.path.join(self.bin_dir(variant), spec.name)
+
+    def compile(self, cmd, out, inputs):
+        """Runs cmd unless out exists and was built by the same command
+        from the same inputs."""
+        stamp = out + ".stamp"
+        key = sha256_files(inputs + [os.path.join(PROGS, "common.h")],
+                           json.dumps(cmd))
+        if os.path.exists(out) and os.path.exists(stamp):
+            with open(stamp) as f:
+                if f.read() == key:
+                    return
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        rc, _, err = run(cmd, env=os.environ, timeout=300)
+        if rc != 0:
+            raise Failure("build failed: %s\n%s" % (" ".join(cmd),
+                                                     short(err, 2000)))
+        with open(stamp, "w") as f:
+            f.write(key)
+
+    def build_prog(self, spec, variant):
+        def do():
+            flags = ["-static", "-g", "-O1"] if variant == "static" \
+                else VARIANTS[variant]
+            out_dir = self.bin_dir(variant)
+            for src, lib in spec.libs:
+                self.compile([self.cc] + flags + ["-fPIC", "-shared", "-I",
+                             PROGS, "-o", os.path.join(out_dir, lib), src],
+                             os.path.join(out_dir, lib), [src])
+            out = self.binary(spec, variant)
+            cc = self.cxx if spec.cxx else self.cc
+            self.compile([cc] + flags + ["-Wall", "-I", PROGS, "-o", out,
+                                         spec.src, "-pthread"] + spec.link,
+                         out, [spec.src])
+            return out
+        return self.builds.get((spec.name, variant), do)
+
+    # -- running
+
+    def command(self, spec, variant):
+        return [self.binary(spec, variant)] + spec.args
+
+    def bare(self, spec, variant):
+        """The program run on its own: (status, stdout)."""
+        def do():
+            self.build_prog(spec, variant)
+            rc, out, _ = run(self.command(spec, variant), spec.stdin,
+                             cwd=self.bin_dir(variant))
+            return rc, out
+        return self.bares.get((spec.name, variant), do)
+
+    def valgrind(self, spec, variant):
+        """Memcheck's view: {"status", "stdout", "procs": [...]}, each proc
+        {"pid", "ppid", "args", "in_use": [bytes, blocks], "records"}."""
+        def do():
+            binary = self.build_prog(spec, variant)
+            libs = [os.path.join(self.bin_dir(variant), l)
+                    for _, l in spec.libs]
+            rc, version, _ = run(["valgrind", "--version"], env=os.environ)
+            key = sha256_files([binary] + libs, json.dumps(
+                [VALGRIND, spec.args, spec.stdin.decode(), version.decode(),
+                 RUN_ENV.get("LC_ALL")]))
+            cache = os.path.join(self.e2e, "vgcache", key + ".json")
+            if self.use_cache and os.path.exists(cache):
+                with open(cache) as f:
+                    return json.load(f)
+            logs = fresh_dir(os.path.join(self.e2e, "vg", variant,
+                                          spec.name))
+            cmd = VALGRIND + ["--log-file=" + os.path.join(logs, "vg.%p")] \
+                + self.command(spec, variant)
+            rc, out, _ = run(cmd, spec.stdin, cwd=self.bin_dir(variant),
+                             timeout=VG_TIMEOUT)
+            result = {"status": rc, "stdout": out.decode("utf-8", "replace"),
+                      "procs": parse_vg_logs(logs)}
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            with open(cache + ".tmp", "w") as f:
+                json.dump(result, f)
+            os.rename(cache + ".tmp", cache)
+            return result
+        return self.vgs.get((spec.name, variant), do)
+
+    def heaptrail_run(self, spec, variant, tag, extra=()):
+        """heaptrail run -o OUT --json OUT.json -- PROG; returns
+        (status, stdout, stderr, outdir, json path)."""
+        if not os.path.exists(self.heaptrail):
+            raise Failure("%s not found (build it with make)" %
+                          self.heaptrail)
+        self.build_prog(spec, variant)
+        work = fresh_dir(os.path.join(self.e2e, "ht", variant,
+                                      spec.name + tag))
+        outdir = os.path.join(work, "out")
+        jpath = os.path.join(work, "out.json")
+        cmd = [self.heaptrail, "run", "-o", outdir, "--json", jpath] + \
+            list(extra) + ["--"] + self.command(spec, variant)
+        rc, out, err = run(cmd, spec.stdin, cwd=self.bin_dir(variant))
+        with open(os.path.join(work, "stderr"), "wb") as f:
+            f.write(err)
+        return rc, out, err, outdir, jpath
+
+    # -- the tests
+
+    def test_vg(self, spec, variant):
+        problems, details = [], []
+        bare_rc, bare_out = self.bare(spec, variant)
+        vg = self.valgrind(spec, variant)
+        if vg["status"] != bare_rc:
+            problems.append("status %d under valgrind, %d bare" %
+                            (vg["status"], bare_rc))
+        if vg["stdout"].encode() != bare_out:
+            problems.append("stdout differs under valgrind")
+        root = spec.procs.get(0, {})
+        if root.get("exit") is not None and bare_rc != root["exit"]:
+            problems.append("exits %d, expected %d" % (bare_rc, root["exit"]))
+        procs = with_depth(vg["procs"])
+        details.append("valgrind: " + ", ".join(
+            "pid %d depth %d args %s: %d bytes in %d blocks" % (
+                p["pid"], p["depth"], p["args"], p["in_use"][0],
+                p["in_use"][1]) for p in procs))
+        if len(procs) != len(spec.procs):
+            problems.append("%d processes under valgrind, expected %d" %
+                            (len(procs), len(spec.procs)))
+        for depth, want in sorted(spec.procs.items()):
+            match = [p for p in procs if p["depth"] == depth and
+                     (want["args"] is None or p["args"] == want["args"])]
+            if len(match) != 1:
+                problems.append("depth %d: %d matching processes" %
+                                (depth, len(match)))
+                continue
+            p = match[0]
+            label = "depth %d" % depth
+            if want["in_use"] and tuple(p["in_use"]) != want["in_use"]:
+                problems.append("%s: in use %d bytes in %d blocks, expected"
+                                " %d in %d" % ((label,) + tuple(p["in_use"])
+                                               + want["in_use"]))
+            check_records(label, p["records"], spec, depth, problems)
+        return problems, details
+
+    def test_ht(self, spec, variant):
+        problems, details = [], []
+        bare_rc, bare_out = self.bare(spec, variant)
+        vg = self.valgrind(spec, variant)
+        rc, out, err, _, jpath = self.heaptrail_run(spec, variant, "")
+        details.append("heaptrail stderr:\n" + short(err, 4000))
+        if rc != bare_rc:
+            problems.append("status %d, bare run %d" % (rc, bare_rc))
+        if out != bare_out:
+            problems.append("stdout %r, bare run %r" % (short(out, 80),
+                                                        short(bare_out, 80)))
+        objs = load_json_objects(jpath)
+        ht_procs = with_depth([{"pid": o.get("pid"), "ppid": o.get("ppid"),
+                                "args": list(o.get("command") or [])[1:],
+                                "obj": o} for o in objs])
+        vg_procs = with_depth(vg["procs"])
+        matched_pids = set()
+        for v in vg_procs:
+            label = "depth %d %s" % (v["depth"], " ".join(v["args"]))
+            cands = [h for h in ht_procs if h["depth"] == v["depth"]
+                     and h["args"] == v["args"]]
+            if len(cands) != 1:
+                problems.append("%s: %d heaptrail processes match (pids %s)"
+                                % (label, len(cands),
+                                   [h["pid"] for h in ht_procs]))
+                continue
+            h = cands[0]
+            matched_pids.add(h["pid"])
+            check_process(label, h["obj"], v, spec, problems)
+        for h in ht_procs:
+            if h["pid"] not in matched_pids:
+                problems.append("unexpected heaptrail process pid %s %s" %
+                                (h["pid"], h["args"]))
+        # The root process's exit is the program's exit.
+        roots = [h for h in ht_procs if h["depth"] == 0 and
+                 h["pid"] in matched_pids]
+        for h in roots:
+            if h["obj"].get("exit") != {"status": bare_rc}:
+                problems.append("root exit %s, bare run status %d" %
+                                (h["obj"].get("exit"), bare_rc))
+        return problems, details
+
+    def test_report(self, spec, want_func):
+        problems, details = [], []
+        rc, _, err, outdir, jpath = self.heaptrail_run(spec, "fp", ".report")
+        if rc != self.bare(spec, "fp")[0]:
+            problems.append("run: status %d" % rc)
+        rc, out, err2 = run([self.heaptrail, "report", outdir])
+        text = out.decode("utf-8", "replace")
+        details.append("report:\n" + short(text, 4000))
+        if rc != 0:
+            problems.append("report: status %d: %s" % (rc, short(err2)))
+        if "bytes in" not in text:
+            problems.append("report: no 'bytes in' in the text")
+        if want_func not in text:
+            problems.append("report: %s not named" % want_func)
+        rc, out, err2 = run([self.heaptrail, "report", "--json", outdir])
+        if rc != 0:
+            problems.append("report --json: status %d: %s" % (rc,
+                                                              short(err2)))
+        else:
+            try:
+                again = wrap(json.loads(out))
+            except ValueError as e:
+                raise Failure("report --json: not JSON: %s" % e)
+            if again != load_json_objects(jpath):
+                problems.append("report --json differs from run --json")
+        return problems, details
+
+    def test_cli(self, name):
+        """The CLI's own behaviour: errors, passthrough, exit codes."""
+        if not os.path.exists(self.heaptrail):
+            raise Failure("%s not found (build it with make)" %
+                          self.heaptrail)
+        ht = self.heaptrail
+        work = fresh_dir(os.path.join(self.e2e, "cli", name))
+        out = os.path.join(work, "out")
+        problems = []
+
+        def one_line_error(rc, err, mention, what):
+            lines = stderr_lines(err)
+            if rc == 0:
+                problems.append("%s: exit status 0" % what)
+            if len(lines) != 1:
+                problems.append("%s: %d stderr lines, expected 1: %r" %
+                                (what, len(lines), short(err)))
+            elif mention.lower() not in lines[0].lower():
+                problems.append("%s: error does not mention %r: %r" %
+                                (what, mention, lines[0]))
+
+        def status(cmd, want, stdin=b"", want_out=None, cwd=work):
+            rc, o, e = run(cmd, stdin, cwd=cwd)
+            if rc != want:
+                problems.append("%s: status %d, expected %d (%s)" % (
+                    " ".join(os.path.basename(c) for c in cmd[1:]), rc,
+                    want, short(e)))
+            if want_out is not None and o != want_out:
+                problems.append("%s: stdout %r, expected %r" % (
+                    cmd[-1], short(o), short(want_out)))
+
+        leak = self.specs["leak_one"]
+        clean = self.specs["noleak_libc"]
+        if name == "nonexistent":
+            rc, o, e = run([ht, "run", "-o", out, "--", "/nonexistent"],
+                           cwd=work)
+            one_line_error(rc, e, "/nonexistent", "run -- /nonexistent")
+        elif name == "passthrough":
+            # No -o: the default output directory goes in the cwd.
+            status([ht, "run", "--", "/bin/true"], 0, want_out=b"")
+            status([ht, "run", "-o", out + "1", "--", "/bin/false"], 1)
+            status([ht, "run", "-o", out + "2", "--", "/bin/sh", "-c",
+                    "read x; echo got $x; exit 5"], 5, b"hello\n",
+                   b"got hello\n")
+        elif name == "forbidden-outdir":
+            prog = self.build_prog(leak, "fp")
+            rc, o, e = run([ht, "run", "-o", "/proc/forbidden", "--", prog],
+                           cwd=work)
+            one_line_error(rc, e, "/proc/forbidden", "run -o /proc/forbidden")
+            if b"leaked one block" in o:
+                problems.append("the program ran although the output "
+                                "directory cannot be made")
+        elif name == "error-exitcode":
+            status([ht, "run", "-o", out + "1", "--error-exitcode=42", "--",
+                    self.build_prog(leak, "fp")], 42)
+            status([ht, "run", "-o", out + "2", "--error-exitcode=42", "--",
+                    self.build_prog(self.specs["exit_status"], "fp")], 42)
+            status([ht, "run", "-o", out + "3", "--error-exitcode=42", "--",
+                    self.build_prog(clean, "fp")], 0)
+            status([ht, "run", "-o", out + "4", "--error-exitcode=42", "--",
+                    self.build_prog(clean, "fp"), "5"], 5)
+        elif name == "static":
+            prog = self.build_prog(self.specs["static_leak"], "static")
+            rc, o, e = run([ht, "run", "-o", out, "--", prog], cwd=work)
+            one_line_error(rc, e, "static", "run -- static binary")
+            if b"static program ran" in o:
+                problems.append("the static program ran untracked")
+        elif name == "usage-errors":
+            for cmd in ([ht, "run"], [ht, "no-such-command"],
+                        [ht, "report", os.path.join(work, "missing")]):
+                rc, o, e = run(cmd, cwd=work)
+                if rc == 0 or not stderr_lines(e):
+                    problems.append("%s: status %d, stderr %r" % (
+                        " ".join(cmd[1:]), rc, short(e)))
+            rc, o, e = run([ht, "report", os.path.join(work, "missing")],
+                           cwd=work)
+            one_line_error(rc, e, "missing", "report of a missing directory")
+        return problems, []
+
+    def test_unit(self, path):
+        rc, out, err = run([path], cwd=self.build, timeout=300,
+                           env=os.environ)
+        text = out.decode("utf-8", "replace")
+        bad = [l for l in text.split("\n") if l.startswith("not ok")]
+        oks = [l for l in text.split("\n") if l.startswith("ok")]
+        problems = []
+        if rc != 0:
+            problems.append("exit status %d" % rc)
+        problems += bad[:5]
+        if rc != 0 and not bad:
+            problems.append(short(err) or "no output")
+        return problems, ["%d ok, %d not ok" % (len(oks), len(bad)), text]
+
+
+def check_process(label, obj, vg, spec, problems):
+    """One heaptrail process object against valgrind's view of it."""
+    if obj.get("heaptrail") != 1:
+        problems.append("%s: \"heaptrail\" is %r, expected 1" %
+                        (label, obj.get("heaptrail")))
+    totals = obj.get("totals") or {}
+    got = (totals.get("in_use_bytes"), totals.get("in_use_blocks"))
+    if got != tuple(vg["in_use"]):
+        problems.append("%s: in use %s bytes in %s blocks, valgrind %d in %d"
+                        % ((label,) + got + tuple(vg["in_use"])))
+    summary = (obj.get("summary") or {}).get("in_use") or {}
+    if (summary.get("bytes"), summary.get("blocks")) != got:
+        problems.append("%s: summary.in_use %s disagrees with totals" %
+                        (label, summary))
+    records = obj.get("records") or []
+    rsum = (sum(r.get("bytes", 0) for r in records),
+            sum(r.get("blocks", 0) for r in records))
+    if rsum != got:
+        problems.append("%s: records add up to %d bytes in %d blocks, totals"
+                        " say %s in %s" % ((label,) + rsum + got))
+    depth = vg["depth"]
+    want = spec.procs.get(depth)
+    if want and want["exit"] is not None and \
+            obj.get("exit") != {"status": want["exit"]}:
+        problems.append("%s: exit %s, expected status %d" %
+                        (label, obj.get("exit"), want["exit"]))
+    norm = [{"bytes": r.get("bytes", 0), "blocks": r.get("blocks", 0),
+             "stack": r.get("stack") or []} for r in records]
+    check_records(label, norm, spec, depth, problems)
+
+
+def wrap(data):
+    return data if isinstance(data, list) else [data]
+
+
+def load_json_objects(path):
+    try:
+        with open(path) as f:
+            return wrap(json.load(f))
+    except OSError as e:
+        raise Failure("no JSON from heaptrail: %s: %s" % (path, e.strerror))
+    except ValueError as e:
+        raise Failure("%s: not JSON: %s" % (path, e))
+
+
+def with_depth(procs):
+    """Adds "depth": how many ancestors of a process are in the list.
+    An exec keeps the pid, so a pid may appear twice; depth follows ppid
+    only."""
+    pids = {p["pid"]: p for p in procs}
+
+    def depth(p, seen=()):
+        parent = pids.get(p["ppid"])
+        if parent is None or parent is p or p["pid"] in seen:
+            return 0
+        return 1 + depth(parent, seen + (p["pid"],))
+    for p in procs:
+        p["depth"] = depth(p)
+    return procs
+
+
+# ---------------------------------------------------------------- valgrind
+
+VG_PREFIX = re.compile(r"^==(\d+)== ?(.*)$")
+VG_RECORD = re.compile(r"^([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) indirect\))?"
+                       r" bytes in ([\d,]+) blocks are (.+?) in loss record")
+VG_FRAME = re.compile(r"^\s*(?:at|by) 0x([0-9A-Fa-f]+): (.*?)"
+                      r"(?: \(([^()]*)\))?$")
+
+
+def num(s):
+    return int(s.replace(",", ""))
+
+
+def parse_vg_logs(logdir):
+    """One entry per valgrind log that reached exit (has a heap summary)."""
+    procs = []
+    for fname in sorted(os.listdir(logdir)):
+        m = re.match(r"^vg\.(\d+)$", fname)
+        if not m:
+            continue
+        with open(os.path.join(logdir, fname), errors="replace") as f:
+            proc = parse_vg_log(int(m.group(1)), f.read())
+        if proc:
+            procs.append(proc)
+    return procs
+
+
+def parse_vg_log(pid, text):
+    proc = {"pid": pid, "ppid": None, "args": [], "in_use": None,
+            "records": []}
+    record = None
+    for raw in text.split("\n"):
+        m = VG_PREFIX.match(raw)
+        if not m:
+            continue
+        line = m.group(2)
+        if record is not None:
+            fm = VG_FRAME.match(line)
+            if fm:
+                fn, loc = fm.group(2), fm.group(3) or ""
+                frame = {"pc": "0x" + fm.group(1).lower(), "function": fn,
+                         "file": None, "line": None, "module": None}
+                lm = re.match(r"^(.*):(\d+)$", loc)
+                if loc.startswith("in "):
+                    frame["module"] = loc[3:]
+                elif lm:
+                    frame["file"], frame["line"] = lm.group(1), int(lm.group(2))
+                record["stack"].append(frame)
+                continue
+            record = None
+        if line.startswith("Command: "):
+            proc["args"] = line[len("Command: "):].split()[1:]
+        elif line.startswith("Parent PID: "):
+            proc["ppid"] = int(line[len("Parent PID: "):])
+        elif "in use at exit:" in line:
+            um = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) "
+                           r"blocks", line)
+            proc["in_use"] = [num(um.group(1)), num(um.group(2))]
+            proc["records"] = []
+        else:
+            rm = VG_RECORD.match(line)
+            if rm:
+                own = rm.group(2) or rm.group(1)
+                record = {"bytes": num(own), "blocks": num(rm.group(4)),
+                          "kind": rm.group(5), "stack": []}
+                proc["records"].append(record)
+    return proc if proc["in_use"] is not None else None
+
+
+# ---------------------------------------------------------------- main
+
+def collect_tests(suite):
+    """[(name, thunk)] in the order they are scheduled."""
+    tests = []
+    unit_dir = os.path.join(suite.build, "tests")
+    if os.path.isdir(unit_dir):
+        for f in sorted(os.listdir(unit_dir)):
+            p = os.path.join(unit_dir, f)
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                tests.append(("unit:" + f, lambda p=p: suite.test_unit(p)))
+    specs = [s for s in suite.specs.values() if not s.static]
+    # valgrind first: the heaptrail tests reuse its results.
+    for spec in specs:
+        for v in VARIANTS:
+            tests.append(("vg:%s[%s]" % (spec.name, v),
+                          lambda s=spec, v=v: suite.test_vg(s, v)))
+    for spec in specs:
+        for v in VARIANTS:
+            tests.append(("ht:%s[%s]" % (spec.name, v),
+                          lambda s=spec, v=v: suite.test_ht(s, v)))
+    for prog, func in (("leak_one", "leak_one"),
+                       ("fork_leak", "leak_in_child"),
+                       ("cxx_leaks", "make_widget")):
+        tests.append(("report:" + prog, lambda s=suite.specs[prog], f=func:
+                      suite.test_report(s, f)))
+    for name in ("nonexistent", "passthrough", "forbidden-outdir",
+                 "error-exitcode", "static", "usage-errors"):
+        tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
+    return tests
+
+
+def static_available(suite):
+    """The reason a -static build cannot be made, or None."""
+    try:
+        suite.build_prog(suite.specs["static_leak"], "static")
+    except Failure as e:
+        return "no static libc (%s)" % str(e).split("\n")[-1][:120]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build",
+                    help="build directory holding heaptrail (default build)")
+    ap.add_argument("-k", action="append", default=[], metavar="SUBSTR",
+                    help="run only tests whose name contains SUBSTR "
+                    "(repeatable: any of them)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="print details of each test")
+    ap.add_argument("-j", "--jobs", type=int, default=2,
+                    help="parallel workers (at most 2; default 2)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="rerun valgrind even when a cached result exists")
+    args = ap.parse_args()
+
+    started = time.time()
+    suite = Suite(args)
+    reporter = Reporter(args.verbose)
+    tests = collect_tests(suite)
+    if args.k:
+        tests = [t for t in tests if any(k in t[0] for k in args.k)]
+    if any(name == "cli:static" for name, _ in tests):
+        reason = static_available(suite)
+        if reason:
+            reporter.skip("cli:static", reason)
+            tests = [t for t in tests if t[0] != "cli:static"]
+
+    def one(name, thunk):
+        try:
+            problems, details = thunk()
+        except Failure as e:
+            problems, details = [str(e).split("\n")[0]], [str(e)]
+        except Exception as e:   # a bug in a test is a failure, not a crash
+            problems, details = ["%s: %s" % (type(e).__name__, e)], []
+        reporter.result(name, problems, details)
+
+    jobs = max(1, min(2, args.jobs))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(one, n, t) for n, t in tests]:
+            f.result()
+    if args.verbose:
+        print("(%.1fs)" % (time.time() - started), file=sys.stderr)
+    print("%d passed, %d failed" % (reporter.passed, reporter.failed))
+    return 1 if reporter.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
