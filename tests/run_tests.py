@@ -187,6 +187,18 @@ def short(data, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def first_difference(got, want):
+    """Where two outputs part, as "line N: got X, expected Y"."""
+    g, w = got.split(b"\n"), want.split(b"\n")
+    for i in range(max(len(g), len(w))):
+        a = g[i] if i < len(g) else b"<end>"
+        b = w[i] if i < len(w) else b"<end>"
+        if a != b:
+            return "line %d: got %r, expected %r" % (i + 1, short(a, 60),
+                                                     short(b, 60))
+    return "identical"
+
+
 def stderr_lines(err):
     return [l for l in err.decode("utf-8", "replace").split("\n")
             if l.strip()]
@@ -507,7 +519,8 @@ class Suite:
             problems.append("status %d under valgrind, %d bare" %
                             (vg["status"], bare_rc))
         if vg["stdout"].encode() != bare_out:
-            problems.append("stdout differs under valgrind")
+            problems.append("stdout differs under valgrind: " +
+                            first_difference(vg["stdout"].encode(), bare_out))
         root = spec.procs.get(0, {})
         if root.get("exit") is not None and bare_rc != root["exit"]:
             problems.append("exits %d, expected %d" % (bare_rc, root["exit"]))
@@ -544,16 +557,16 @@ class Suite:
         if rc != bare_rc:
             problems.append("status %d, bare run %d" % (rc, bare_rc))
         if out != bare_out:
-            problems.append("stdout %r, bare run %r" % (short(out, 80),
-                                                        short(bare_out, 80)))
+            problems.append("stdout differs from the bare run: " +
+                            first_difference(out, bare_out))
         objs = load_json_objects(jpath)
         ht_procs = with_depth([{"pid": o.get("pid"), "ppid": o.get("ppid"),
                                 "args": list(o.get("command") or [])[1:],
                                 "obj": o} for o in objs])
         vg_procs = with_depth(vg["procs"])
-        matched_pids = set()
+        matched_pids, matched = set(), []
         for v in vg_procs:
-            label = "depth %d %s" % (v["depth"], " ".join(v["args"]))
+            label = " ".join(["depth %d" % v["depth"]] + v["args"])
             cands = [h for h in ht_procs if h["depth"] == v["depth"]
                      and h["args"] == v["args"]]
             if len(cands) != 1:
@@ -563,14 +576,19 @@ class Suite:
                 continue
             h = cands[0]
             matched_pids.add(h["pid"])
+            matched.append(h)
             check_process(label, h["obj"], v, spec, problems)
         for h in ht_procs:
-            if h["pid"] not in matched_pids:
+            if h["pid"] in matched_pids and not any(h is m for m in matched):
+                # The image a process had before it exec'd: valgrind says
+                # nothing about it (no exit), so there is nothing to check.
+                details.append("pre-exec image pid %s %s" % (h["pid"],
+                                                             h["args"]))
+            elif h["pid"] not in matched_pids:
                 problems.append("unexpected heaptrail process pid %s %s" %
                                 (h["pid"], h["args"]))
         # The root process's exit is the program's exit.
-        roots = [h for h in ht_procs if h["depth"] == 0 and
-                 h["pid"] in matched_pids]
+        roots = [h for h in matched if h["depth"] == 0]
         for h in roots:
             if h["obj"].get("exit") != {"status": bare_rc}:
                 problems.append("root exit %s, bare run status %d" %
@@ -684,7 +702,7 @@ class Suite:
         return problems, []
 
     def test_unit(self, path):
-        rc, out, err = run([path], cwd=self.build, timeout=300,
+        rc, out, err = run([path], cwd=ROOT, timeout=300,
                            env=os.environ)
         text = out.decode("utf-8", "replace")
         bad = [l for l in text.split("\n") if l.startswith("not ok")]

@@ -51,10 +51,12 @@ struct agent_tls {
 extern __thread struct agent_tls agent_tls;
 
 /* ---- real allocator (hooks.c) ---- */
-void *agent_real_malloc(size_t n);
-void agent_real_free(void *p);
-/* Stops or restarts recording new blocks (frees are always seen). */
-void agent_set_recording(bool on);
+/* Resolves the real allocator and runs agent_init_early if no allocation
+ * has done it yet. */
+void agent_ensure_ready(void);
+/* Stops or restarts recording new blocks (frees are always seen);
+ * returns the previous state. */
+int agent_set_recording(bool on);
 /* Around fork: every nested call passes through while the tables are
  * locked. */
 void agent_hooks_fork_prepare(void);

@@ -100,9 +100,6 @@ static void resolve_real(void)
 	agent_tls.busy = 0;
 }
 
-void *agent_real_malloc(size_t n) { return real.malloc(n); }
-void agent_real_free(void *p) { real.free(p); }
-
 /* Makes sure the real allocator is known; false while another thread is
  * still resolving it (the caller then uses the bootstrap buffer). */
 static inline bool ready(void)
@@ -119,13 +116,19 @@ static inline bool ready(void)
 	return atomic_load(&agent_state) == 2;
 }
 
+void agent_ensure_ready(void)
+{
+	if (!agent_tls.busy)
+		ready();
+}
+
 /* ---------- recording ---------- */
 
 static atomic_bool recording = true;
 
-void agent_set_recording(bool on)
+int agent_set_recording(bool on)
 {
-	atomic_store(&recording, on);
+	return atomic_exchange(&recording, on);
 }
 
 static NOINLINE void note_alloc(void *p, size_t n, int fn)

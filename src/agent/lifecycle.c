@@ -114,8 +114,7 @@ static void drop_self_from_preload(void)
 
 __attribute__((constructor)) static void agent_constructor(void)
 {
-	/* Any allocation makes sure the early part ran. */
-	free(malloc(1));
+	agent_ensure_ready();
 	agent_tls.busy = 1;
 	agent_config_load();
 	if (!agent_config.follow_children)

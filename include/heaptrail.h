@@ -1,0 +1,40 @@
+/*
+ * heaptrail.h — the API a program can call when it runs under heaptrail.
+ *
+ * Every function is declared weak: a program built with this header links
+ * and runs normally without the agent, and each call then does nothing.
+ * heaptrail_loaded() tells whether the agent is there. Link nothing extra;
+ * under `heaptrail run` (or LD_PRELOAD=libheaptrail.so) the agent provides
+ * the definitions.
+ *
+ * All functions are thread-safe. None may be called from a signal handler.
+ */
+#ifndef HEAPTRAIL_H
+#define HEAPTRAIL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Starts (on != 0) or stops (on == 0) recording new allocations; frees of
+ * blocks already recorded are always seen. Returns the previous state
+ * (1 recording, 0 not). */
+int heaptrail_set_active(int on) __attribute__((weak));
+
+/* Nonzero when the agent is loaded into this process. */
+static inline int heaptrail_loaded(void)
+{
+	return heaptrail_set_active != 0;
+}
+
+/* Calls that do nothing without the agent. */
+static inline int heaptrail_set_active_if_loaded(int on)
+{
+	return heaptrail_set_active ? heaptrail_set_active(on) : 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
