@@ -26,8 +26,13 @@ CLI_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) \
 LIB_SRC  := $(filter-out src/cli/%,$(CLI_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+# Unit tests of CLI-side code link against src/ minus the CLI; unit tests
+# of agent code (their first line says "// build: agent") link the agent's
+# objects instead.
+UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
+UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
+	$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 EXAMPLES := $(B)/examples/leaky
 
@@ -53,7 +58,11 @@ $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -o $@ $<
 
-$(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
+$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(filter-out %/hooks.o %/lifecycle.o %/api.o,$(AGENT_OBJ)) $(AGENT_LIBS)
+
+$(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LIB_OBJ) $(CLI_LIBS)
 

@@ -23,6 +23,7 @@ together:
     @lib SRC NAME.so   a shared library built beside the program
     @link FLAGS        extra link flags
     @static            built with -static only, for the CLI's refusal test
+    @cli-only          used by a cli: test only, not in the vg/ht matrix
 
 and each allocation site that is checked carries "@site FUNC" on the line
 of the allocator call: FUNC must be the first frame after the allocator,
@@ -74,8 +75,9 @@ VALGRIND = [
 # Every program runs in the same environment: bare, under valgrind and
 # under heaptrail.  LC_ALL makes setlocale(LC_ALL, "") load a real locale.
 RUN_ENV = dict(os.environ, LC_ALL="C.UTF-8")
-for var in ("LD_PRELOAD", "VALGRIND_OPTS", "HEAPTRAIL_OPTIONS"):
-    RUN_ENV.pop(var, None)
+for var in list(RUN_ENV):
+    if var in ("LD_PRELOAD", "VALGRIND_OPTS") or var.startswith("HEAPTRAIL"):
+        del RUN_ENV[var]
 
 PROG_TIMEOUT = 60
 VG_TIMEOUT = 300
@@ -218,6 +220,7 @@ class Spec:
         self.libs = []          # (source path, output name)
         self.link = []
         self.static = False
+        self.cli_only = False   # not in the vg/ht matrix
         self.procs = {}         # depth -> {"exit", "in_use", "args"}
         self.leaks = {}         # depth -> [(func, bytes, blocks)]
         self.absent = {}        # depth -> [func]
@@ -235,7 +238,7 @@ def parse_spec(path):
         text = f.read()
     head = text.split("*/", 1)[0]
     for raw in head.split("\n"):
-        m = re.match(r"^\s*\*?\s*@(\w+)\s*(.*?)\s*$", raw)
+        m = re.match(r"^\s*\*?\s*@([\w-]+)\s*(.*?)\s*$", raw)
         if not m:
             continue
         key, rest = m.group(1), m.group(2)
@@ -273,7 +276,9 @@ def parse_spec(path):
         elif key == "link":
             spec.link = words
         elif key == "static":
-            spec.static = True
+            spec.static = spec.cli_only = True
+        elif key == "cli-only":
+            spec.cli_only = True
         elif key == "site":
             pass
         else:
@@ -470,7 +475,7 @@ class Suite:
                     for _, l in spec.libs]
             rc, version, _ = run(["valgrind", "--version"], env=os.environ)
             key = sha256_files([binary] + libs, json.dumps(
-                [VALGRIND, spec.args, spec.stdin.decode(), version.decode(),
+                [VG_PARSER, VALGRIND, spec.args, spec.stdin.decode(), version.decode(),
                  RUN_ENV.get("LC_ALL")]))
             cache = os.path.join(self.e2e, "vgcache", key + ".json")
             if self.use_cache and os.path.exists(cache):
@@ -578,6 +583,13 @@ class Suite:
             matched_pids.add(h["pid"])
             matched.append(h)
             check_process(label, h["obj"], v, spec, problems)
+            t = h["obj"].get("totals") or {}
+            details.append("%s: allocs/frees/bytes allocated: heaptrail %s/"
+                           "%s/%s, valgrind %s" % (label, t.get("allocs"),
+                                                   t.get("frees"),
+                                                   t.get("bytes_allocated"),
+                                                   "/".join(map(str,
+                                                       v["usage"] or []))))
         for h in ht_procs:
             if h["pid"] in matched_pids and not any(h is m for m in matched):
                 # The image a process had before it exec'd: valgrind says
@@ -689,6 +701,20 @@ class Suite:
             one_line_error(rc, e, "static", "run -- static binary")
             if b"static program ran" in o:
                 problems.append("the static program ran untracked")
+        elif name == "signal-status":
+            sig = self.specs["signal_exit"]
+            bare_rc, bare_out = self.bare(sig, "fp")
+            if bare_rc != -15:
+                problems.append("bare run: status %d, expected SIGTERM" %
+                                bare_rc)
+            rc, o, e = run([ht, "run", "-o", out, "--",
+                            self.binary(sig, "fp")], cwd=work)
+            if rc != bare_rc:
+                problems.append("status %d, bare run %d (a wrapper must die "
+                                "of the same signal)" % (rc, bare_rc))
+            if o != bare_out:
+                problems.append("stdout differs from the bare run: " +
+                                first_difference(o, bare_out))
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -736,6 +762,15 @@ def check_process(label, obj, vg, spec, problems):
     if rsum != got:
         problems.append("%s: records add up to %d bytes in %d blocks, totals"
                         " say %s in %s" % ((label,) + rsum + got))
+    # Blocks from one stack are one record (valgrind merges them too).
+    seen = {}
+    for r in records:
+        key = (r.get("kind"), tuple(f.get("pc") for f in r.get("stack") or []))
+        seen[key] = seen.get(key, 0) + 1
+    dups = sum(n - 1 for n in seen.values() if n > 1)
+    if dups:
+        problems.append("%s: %d records repeat another record's kind and "
+                        "stack instead of being merged" % (label, dups))
     depth = vg["depth"]
     want = spec.procs.get(depth)
     if want and want["exit"] is not None and \
@@ -779,6 +814,7 @@ def with_depth(procs):
 
 # ---------------------------------------------------------------- valgrind
 
+VG_PARSER = 2   # bump when parse_vg_log's output changes: invalidates cache
 VG_PREFIX = re.compile(r"^==(\d+)== ?(.*)$")
 VG_RECORD = re.compile(r"^([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) indirect\))?"
                        r" bytes in ([\d,]+) blocks are (.+?) in loss record")
@@ -806,7 +842,7 @@ def parse_vg_logs(logdir):
 
 def parse_vg_log(pid, text):
     proc = {"pid": pid, "ppid": None, "args": [], "in_use": None,
-            "records": []}
+            "usage": None, "records": []}
     record = None
     for raw in text.split("\n"):
         m = VG_PREFIX.match(raw)
@@ -836,6 +872,10 @@ def parse_vg_log(pid, text):
                            r"blocks", line)
             proc["in_use"] = [num(um.group(1)), num(um.group(2))]
             proc["records"] = []
+        elif "total heap usage:" in line:
+            um = re.search(r"([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) "
+                           r"bytes allocated", line)
+            proc["usage"] = [num(g) for g in um.groups()]
         else:
             rm = VG_RECORD.match(line)
             if rm:
@@ -857,7 +897,7 @@ def collect_tests(suite):
             p = os.path.join(unit_dir, f)
             if os.path.isfile(p) and os.access(p, os.X_OK):
                 tests.append(("unit:" + f, lambda p=p: suite.test_unit(p)))
-    specs = [s for s in suite.specs.values() if not s.static]
+    specs = [s for s in suite.specs.values() if not s.cli_only]
     # valgrind first: the heaptrail tests reuse its results.
     for spec in specs:
         for v in VARIANTS:
@@ -873,7 +913,7 @@ def collect_tests(suite):
         tests.append(("report:" + prog, lambda s=suite.specs[prog], f=func:
                       suite.test_report(s, f)))
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
-                 "error-exitcode", "static", "usage-errors"):
+                 "error-exitcode", "static", "signal-status", "usage-errors"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     return tests
 
@@ -883,7 +923,8 @@ def static_available(suite):
     try:
         suite.build_prog(suite.specs["static_leak"], "static")
     except Failure as e:
-        return "no static libc (%s)" % str(e).split("\n")[-1][:120]
+        lines = [l for l in str(e).split("\n") if l.strip()]
+        return "cannot link -static, no static libc? (%s)" % lines[-1][:120]
     return None
 
 

@@ -53,11 +53,18 @@ static void render_frame(FILE *out, int i, const struct sym_frame *f)
 		fprintf(out, " (%s:%d)", f->file, f->line);
 	if (f->inlined)
 		fprintf(out, " [inlined]");
-	if (f->module)
-		fprintf(out, " in %s", f->module);
-	else
+	if (!f->file && f->module)
+		fprintf(out, " (in %s)", f->module);
+	else if (!f->module)
 		fprintf(out, " at 0x%llx", (unsigned long long)f->pc);
 	fputc('\n', out);
+}
+
+/* Like valgrind, frames below main (libc's start-up code) are left out of
+ * the text; the JSON keeps them. */
+static bool is_main(const struct sym_frame *f)
+{
+	return !f->inlined && f->function && !strcmp(f->function, "main");
 }
 
 static void render_process(FILE *out, const struct prof_process *p, bool records)
@@ -81,8 +88,11 @@ static void render_process(FILE *out, const struct prof_process *p, bool records
 			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i + 1,
 			p->nrecords);
 		fprintf(out, "    #0  %s\n", prof_alloc_fn_name(r->alloc_fn));
-		for (size_t j = 0; j < r->nframes; j++)
+		for (size_t j = 0; j < r->nframes; j++) {
 			render_frame(out, (int)j + 1, &r->frames[j]);
+			if (is_main(&r->frames[j]))
+				break;
+		}
 		if (!r->nframes)
 			fprintf(out, "    (no stack recorded)\n");
 		fputc('\n', out);

@@ -4,7 +4,7 @@
  * with a one-line error naming "static" instead of running the program
  * untracked.
  *
- * @static
+ * @static (implies @cli-only)
  */
 #include <stdio.h>
 #include <stdlib.h>
