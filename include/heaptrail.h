@@ -21,6 +21,21 @@ extern "C" {
  * (1 recording, 0 not). */
 int heaptrail_set_active(int on) __attribute__((weak));
 
+/* Runs a leak check now, while the program goes on: every block still
+ * allocated is classified (definitely, indirectly, possibly lost, still
+ * reachable) exactly as at exit, and the result is written to
+ * heaptrail.PID.check-N.leaks in the output directory (N counts checks
+ * from 1); `heaptrail report FILE` prints it. The other threads are
+ * stopped for the duration of the scan. flags:
+ *   HEAPTRAIL_LEAKS_ALL        every record (valgrind's "full")
+ *   HEAPTRAIL_LEAKS_INCREASED  only records that grew since the previous
+ *                              check, with the increase (valgrind's
+ *                              "increased")
+ * Returns 0, or a negative errno (-ENOTSUP when classification is off). */
+#define HEAPTRAIL_LEAKS_ALL 0
+#define HEAPTRAIL_LEAKS_INCREASED 1
+int heaptrail_leak_check(int flags) __attribute__((weak));
+
 /* Nonzero when the agent is loaded into this process. */
 static inline int heaptrail_loaded(void)
 {

@@ -12,16 +12,37 @@ together:
         a process that must exist: DEPTH 0 is the process the runner
         started (or what it exec'd into), 1 its forked child, ...
         in_use is what memcheck says is in use at exit.
-    @leak DEPTH FUNC BYTES/BLOCKS
-        the in-use records whose stack contains FUNC add up to this
+    @kinds DEPTH KIND=BYTES/BLOCKS ...
+        memcheck's LEAK SUMMARY for that process, KIND among
+        definitely_lost, indirectly_lost, possibly_lost, still_reachable,
+        suppressed; a kind not named is expected to be 0/0
+    @heuristic DEPTH NAME BYTES/BLOCKS
+        of the still reachable bytes, what memcheck reached only through
+        its heuristic NAME (newarray, length64, stdstring,
+        multipleinheritance); checked against valgrind only
+    @leak DEPTH FUNC BYTES/BLOCKS [KIND]
+        the records whose stack contains FUNC add up to this (with KIND:
+        only the records of that kind)
     @absent DEPTH FUNC
-        no in-use record of that process has FUNC on its stack
+        no record of that process has FUNC on its stack
     @frames DEPTH FUNC N
         some record's stack holds FUNC at least N times (deep stacks)
+    @check N KIND BYTES/BLOCKS [FUNC]
+        the program's Nth leak check (heaptrail_leak_check with
+        HEAPTRAIL_LEAKS_INCREASED; under valgrind, the program asks for
+        VALGRIND_DO_ADDED_LEAK_CHECK instead) found KIND increased by
+        BYTES/BLOCKS; with FUNC, every KIND record of that check names FUNC
     @args A B ...      arguments for the program
     @stdin TEXT        fed to the program's stdin (\\n escapes)
     @lib SRC NAME.so   a shared library built beside the program
+    @src SRC           another source file linked into the program
     @link FLAGS        extra link flags
+    @variants V ...    built only in these variants (default: all)
+    @suppressions FILE heaptrail run --suppressions FILE (repeatable)
+    @vg-suppressions FILE  valgrind --suppressions=FILE, the same
+                       suppressions in valgrind's format, for the oracle
+    @ht-stderr REGEX   some line of heaptrail's text report matches REGEX
+                       (case-insensitive)
     @static            built with -static only, for the CLI's refusal test
     @cli-only          used by a cli: test only, not in the vg/ht matrix
 
@@ -36,11 +57,30 @@ binary:
   ht:PROG[VARIANT]  heaptrail run: same stdout and exit status as a bare
                     run; per process, in-use totals equal valgrind's;
                     the expected functions, counts and lines are found
+  kinds:PROG[VARIANT]  the same heaptrail run: per process, each of the
+                    four kinds (and suppressed) equals valgrind's LEAK
+                    SUMMARY byte for byte, block for block; the records'
+                    kinds add up to the summary; the @leak checks that
+                    name a kind hold.  SKIP while heaptrail does not
+                    classify (its JSON summary has only "in_use").
+  delta:PROG[VARIANT]  for programs with @check: the check files
+                    heaptrail.PID.check-N.leaks the program's leak checks
+                    wrote, read back with `heaptrail report --json`.  SKIP
+                    while libheaptrail.so does not export
+                    heaptrail_leak_check.
+A program with @suppressions is run by heaptrail with them (ht:, kinds:
+SKIP while `heaptrail run --help` does not mention --suppressions).
+
+glibc's dynamic thread vector (allocate_dtv, one block per thread that
+is still alive at exit) is sized by how many loaded modules have TLS; the
+agent and libunwind add two, so under heaptrail each is 32 bytes bigger.
+Those blocks are compared by count and kind, not by size.
+
 Valgrind results are cached by binary hash in BUILD/e2e/vgcache.
 
-Output: one "PASS name" or "FAIL name: reason" per test (SKIP lines do
-not count), then exactly one line "N passed, N failed"; exit status 1 if
-anything failed.  Python standard library only.
+Output: one "PASS name", "FAIL name: reason" or "SKIP name: reason" per
+test, then exactly one line "N passed, N failed, N skipped"; exit status
+1 if anything failed.  Python standard library only.
 """
 
 import argparse
@@ -94,8 +134,22 @@ ALLOC_MODULES = ("libheaptrail", "vgpreload_", "libc.so", "libc-",
                  "libstdc++", "ld-linux")
 
 
+# valgrind's LEAK SUMMARY kinds, by their JSON names.
+KINDS = ("definitely_lost", "indirectly_lost", "possibly_lost",
+         "still_reachable")
+SUMMARY_KINDS = KINDS + ("suppressed",)
+VG_KINDS = {k.replace("_", " "): k for k in SUMMARY_KINDS}
+
+# glibc's per-thread DTV, sized by the number of modules with TLS.
+DTV_FUNCS = ("allocate_dtv",)
+
+
 class Failure(Exception):
     """A test's check failed; the message is the reason."""
+
+
+class Skip(Exception):
+    """A test cannot run yet (a feature is missing); the message says why."""
 
 
 # ---------------------------------------------------------------- output
@@ -106,6 +160,7 @@ class Reporter:
         self.lock = threading.Lock()
         self.passed = 0
         self.failed = 0
+        self.skipped = 0
 
     def result(self, name, problems, details=()):
         with self.lock:
@@ -128,6 +183,7 @@ class Reporter:
 
     def skip(self, name, reason):
         with self.lock:
+            self.skipped += 1
             print("SKIP %s: %s" % (name, reason), flush=True)
 
 
@@ -222,13 +278,35 @@ class Spec:
         self.static = False
         self.cli_only = False   # not in the vg/ht matrix
         self.procs = {}         # depth -> {"exit", "in_use", "args"}
-        self.leaks = {}         # depth -> [(func, bytes, blocks)]
+        self.kinds = {}         # depth -> {kind: (bytes, blocks)}
+        self.heuristics = {}    # depth -> {name: (bytes, blocks)}
+        self.leaks = {}         # depth -> [(func, bytes, blocks, kind)]
         self.absent = {}        # depth -> [func]
         self.frames = {}        # depth -> [(func, count)]
         self.sites = {}         # func -> (file basename, line)
+        self.srcs = []          # more sources linked into the program
+        self.variants = None    # None: every variant
+        self.supps = []         # heaptrail suppression files
+        self.vg_supps = []      # the same, in valgrind's format
+        self.ht_stderr = []     # regexes heaptrail's stderr must match
+        self.checks = []        # (n, kind, bytes, blocks, func or None)
 
     def sources(self):
-        return [self.src] + [s for s, _ in self.libs]
+        return [self.src] + self.srcs + [s for s, _ in self.libs]
+
+
+def bytes_blocks(text, path):
+    b, slash, n = text.partition("/")
+    if not slash:
+        raise ValueError("%s: %r is not BYTES/BLOCKS" % (path, text))
+    return int(b), int(n)
+
+
+def kind_name(word, path, allowed=KINDS):
+    if word not in allowed:
+        raise ValueError("%s: unknown kind %r (one of %s)" % (
+            path, word, ", ".join(allowed)))
+    return word
 
 
 def parse_spec(path):
@@ -259,9 +337,36 @@ def parse_spec(path):
                     raise ValueError("%s: unknown @proc field %r" % (path, k))
             spec.procs[depth] = proc
         elif key == "leak":
-            b, _, n = words[2].partition("/")
+            b, n = bytes_blocks(words[2], path)
+            kind = kind_name(words[3], path) if len(words) > 3 else None
             spec.leaks.setdefault(int(words[0]), []).append(
-                (words[1], int(b), int(n)))
+                (words[1], b, n, kind))
+        elif key == "kinds":
+            kinds = spec.kinds.setdefault(int(words[0]), {})
+            for w in words[1:]:
+                k, _, v = w.partition("=")
+                kinds[kind_name(k, path, SUMMARY_KINDS)] = \
+                    bytes_blocks(v, path)
+        elif key == "heuristic":
+            spec.heuristics.setdefault(int(words[0]), {})[words[1]] = \
+                bytes_blocks(words[2], path)
+        elif key == "check":
+            b, n = bytes_blocks(words[2], path)
+            spec.checks.append((int(words[0]), kind_name(words[1], path),
+                                b, n, words[3] if len(words) > 3 else None))
+        elif key == "src":
+            spec.srcs.append(os.path.join(PROGS, words[0]))
+        elif key == "variants":
+            for v in words:
+                if v not in VARIANTS:
+                    raise ValueError("%s: unknown variant %r" % (path, v))
+            spec.variants = words
+        elif key == "suppressions":
+            spec.supps.append(os.path.join(PROGS, words[0]))
+        elif key == "vg-suppressions":
+            spec.vg_supps.append(os.path.join(PROGS, words[0]))
+        elif key == "ht-stderr":
+            spec.ht_stderr.append(rest)
         elif key == "absent":
             spec.absent.setdefault(int(words[0]), []).append(words[1])
         elif key == "frames":
@@ -296,8 +401,8 @@ def load_specs():
     paths = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
                    if f.endswith((".c", ".cc")))
     specs = [parse_spec(p) for p in paths]
-    lib_srcs = {s for spec in specs for s, _ in spec.libs}
-    return [s for s in specs if s.src not in lib_srcs]
+    parts = {s for spec in specs for s in spec.sources()[1:]}
+    return [s for s in specs if s.src not in parts]
 
 
 # ---------------------------------------------------------------- frames
@@ -348,19 +453,33 @@ def first_user_frame(stack):
     return None
 
 
-def check_records(label, records, spec, depth, problems):
+def names(records, func):
+    """The records whose stack has FUNC."""
+    return [r for r in records
+            if any(name_matches(func, f.get("function")) for f in r["stack"])]
+
+
+def check_records(label, records, spec, depth, problems, which="all"):
     """The @leak, @site, @absent and @frames checks, on records given as
-    {"bytes", "blocks", "stack": [{"function", "file", "line", ...}]}."""
-    for func, want_bytes, want_blocks in spec.leaks.get(depth, []):
+    {"kind", "bytes", "blocks", "stack": [{"function", "file", "line",
+    ...}]}.  which: "all", "plain" (skip the @leak checks that name a
+    kind: the records have none yet) or "kinds" (only those)."""
+    for func, want_bytes, want_blocks, kind in spec.leaks.get(depth, []):
+        if (kind is None and which == "kinds") or \
+                (kind is not None and which == "plain"):
+            continue
         got_b = got_n = 0
-        for r in records:
-            if any(name_matches(func, f.get("function")) for f in r["stack"]):
+        for r in names(records, func):
+            if kind is None or r.get("kind") == kind:
                 got_b += r["bytes"]
                 got_n += r["blocks"]
         if (got_b, got_n) != (want_bytes, want_blocks):
-            problems.append("%s: records with %s hold %d bytes in %d blocks,"
-                            " expected %d in %d" % (label, func, got_b, got_n,
-                                                     want_bytes, want_blocks))
+            problems.append("%s: %srecords with %s hold %d bytes in %d "
+                            "blocks, expected %d in %d" % (
+                                label, kind + " " if kind else "", func,
+                                got_b, got_n, want_bytes, want_blocks))
+            continue
+        if which == "kinds":
             continue
         if func not in spec.sites:
             continue
@@ -380,9 +499,10 @@ def check_records(label, records, spec, depth, problems):
             problems.append("%s: %s at %s:%s, expected %s:%d" % (
                 label, func, f.get("file"), f.get("line"), want_file,
                 want_line))
+    if which == "kinds":
+        return
     for func in spec.absent.get(depth, []):
-        if any(name_matches(func, f.get("function"))
-               for r in records for f in r["stack"]):
+        if names(records, func):
             problems.append("%s: %s must not be in use here" % (label, func))
     for func, count in spec.frames.get(depth, []):
         best = max([sum(1 for f in r["stack"]
@@ -408,6 +528,8 @@ class Suite:
         self.builds = Once()
         self.bares = Once()
         self.vgs = Once()
+        self.ht_runs = Once()
+        self.features = Once()
 
     # -- building
 
@@ -421,8 +543,9 @@ class Suite:
         """Runs cmd unless out exists and was built by the same command
         from the same inputs."""
         stamp = out + ".stamp"
-        key = sha256_files(inputs + [os.path.join(PROGS, "common.h")],
-                           json.dumps(cmd))
+        headers = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
+                         if f.endswith(".h"))
+        key = sha256_files(inputs + headers, json.dumps(cmd))
         if os.path.exists(out) and os.path.exists(stamp):
             with open(stamp) as f:
                 if f.read() == key:
@@ -447,8 +570,9 @@ class Suite:
             out = self.binary(spec, variant)
             cc = self.cxx if spec.cxx else self.cc
             self.compile([cc] + flags + ["-Wall", "-I", PROGS, "-o", out,
-                                         spec.src, "-pthread"] + spec.link,
-                         out, [spec.src])
+                                         spec.src] + spec.srcs +
+                         ["-pthread"] + spec.link, out,
+                         [spec.src] + spec.srcs)
             return out
         return self.builds.get((spec.name, variant), do)
 
@@ -474,17 +598,19 @@ class Suite:
             libs = [os.path.join(self.bin_dir(variant), l)
                     for _, l in spec.libs]
             rc, version, _ = run(["valgrind", "--version"], env=os.environ)
-            key = sha256_files([binary] + libs, json.dumps(
-                [VG_PARSER, VALGRIND, spec.args, spec.stdin.decode(), version.decode(),
-                 RUN_ENV.get("LC_ALL")]))
+            supps = ["--suppressions=" + f for f in spec.vg_supps]
+            key = sha256_files([binary] + libs + spec.vg_supps, json.dumps(
+                [VG_PARSER, VALGRIND, supps, spec.args, spec.stdin.decode(),
+                 version.decode(), RUN_ENV.get("LC_ALL")]))
             cache = os.path.join(self.e2e, "vgcache", key + ".json")
             if self.use_cache and os.path.exists(cache):
                 with open(cache) as f:
                     return json.load(f)
             logs = fresh_dir(os.path.join(self.e2e, "vg", variant,
                                           spec.name))
-            cmd = VALGRIND + ["--log-file=" + os.path.join(logs, "vg.%p")] \
-                + self.command(spec, variant)
+            cmd = VALGRIND + supps + \
+                ["--log-file=" + os.path.join(logs, "vg.%p")] + \
+                self.command(spec, variant)
             rc, out, _ = run(cmd, spec.stdin, cwd=self.bin_dir(variant),
                              timeout=VG_TIMEOUT)
             result = {"status": rc, "stdout": out.decode("utf-8", "replace"),
@@ -495,6 +621,36 @@ class Suite:
             os.rename(cache + ".tmp", cache)
             return result
         return self.vgs.get((spec.name, variant), do)
+
+    def feature(self, name):
+        """Whether heaptrail has a feature the tests of it need:
+        "suppressions" (run --suppressions) or "leak_check" (the agent
+        exports heaptrail_leak_check)."""
+        def do():
+            if name == "suppressions":
+                rc, out, err = run([self.heaptrail, "run", "--help"],
+                                   env=os.environ)
+                return b"--suppressions" in out + err
+            rc, out, err = run(["nm", "-D", "--defined-only",
+                                os.path.join(self.build, "libheaptrail.so")],
+                               env=os.environ)
+            return rc == 0 and bool(re.search(rb"\sheaptrail_leak_check$",
+                                              out, re.M))
+        if not os.path.exists(self.heaptrail):
+            raise Failure("%s not found (build it with make)" %
+                          self.heaptrail)
+        return self.features.get(name, do)
+
+    def ht_main_run(self, spec, variant):
+        """The heaptrail run that ht:, kinds: and delta: share, with the
+        program's suppressions; Skip when heaptrail cannot take them."""
+        if spec.supps and not self.feature("suppressions"):
+            raise Skip("heaptrail run has no --suppressions yet")
+        extra = []
+        for f in spec.supps:
+            extra += ["--suppressions", f]
+        return self.ht_runs.get((spec.name, variant), lambda: (
+            self.heaptrail_run(spec, variant, "", extra)))
 
     def heaptrail_run(self, spec, variant, tag, extra=()):
         """heaptrail run -o OUT --json OUT.json -- PROG; returns
@@ -550,38 +706,50 @@ class Suite:
                 problems.append("%s: in use %d bytes in %d blocks, expected"
                                 " %d in %d" % ((label,) + tuple(p["in_use"])
                                                + want["in_use"]))
+            details.append("%s: %s" % (label, show_kinds(p["kinds"])))
+            if depth in spec.kinds:
+                if p["kinds"] is None:
+                    problems.append("%s: no LEAK SUMMARY" % label)
+                else:
+                    for kind in SUMMARY_KINDS:
+                        got = tuple(p["kinds"].get(kind, (0, 0)))
+                        exp = spec.kinds[depth].get(kind, (0, 0))
+                        if got != exp:
+                            problems.append(
+                                "%s: %s %d bytes in %d blocks, expected %d"
+                                " in %d" % ((label, kind) + got + exp))
+            if depth in spec.heuristics and \
+                    p["heuristics"] != {k: list(v) for k, v in
+                                        spec.heuristics[depth].items()}:
+                problems.append("%s: reachable via heuristic %s, expected "
+                                "%s" % (label, p["heuristics"],
+                                        spec.heuristics[depth]))
             check_records(label, p["records"], spec, depth, problems)
+            if depth == 0:
+                check_checks("valgrind", p["checks"], spec, problems)
         return problems, details
 
     def test_ht(self, spec, variant):
         problems, details = [], []
         bare_rc, bare_out = self.bare(spec, variant)
         vg = self.valgrind(spec, variant)
-        rc, out, err, _, jpath = self.heaptrail_run(spec, variant, "")
+        rc, out, err, _, jpath = self.ht_main_run(spec, variant)
         details.append("heaptrail stderr:\n" + short(err, 4000))
+        text = err.decode("utf-8", "replace").split("\n")
+        for regex in spec.ht_stderr:
+            if not any(re.search(regex, l, re.I) for l in text):
+                problems.append("no line of heaptrail's report matches %r" %
+                                regex)
         if rc != bare_rc:
             problems.append("status %d, bare run %d" % (rc, bare_rc))
         if out != bare_out:
             problems.append("stdout differs from the bare run: " +
                             first_difference(out, bare_out))
-        objs = load_json_objects(jpath)
-        ht_procs = with_depth([{"pid": o.get("pid"), "ppid": o.get("ppid"),
-                                "args": list(o.get("command") or [])[1:],
-                                "obj": o} for o in objs])
-        vg_procs = with_depth(vg["procs"])
-        matched_pids, matched = set(), []
-        for v in vg_procs:
-            label = " ".join(["depth %d" % v["depth"]] + v["args"])
-            cands = [h for h in ht_procs if h["depth"] == v["depth"]
-                     and h["args"] == v["args"]]
-            if len(cands) != 1:
-                problems.append("%s: %d heaptrail processes match (pids %s)"
-                                % (label, len(cands),
-                                   [h["pid"] for h in ht_procs]))
-                continue
-            h = cands[0]
-            matched_pids.add(h["pid"])
-            matched.append(h)
+        ht_procs, pairs = match_procs(vg, load_json_objects(jpath),
+                                      problems)
+        matched_pids = {h["pid"] for _, h, _ in pairs}
+        matched = [h for _, h, _ in pairs]
+        for v, h, label in pairs:
             check_process(label, h["obj"], v, spec, problems)
             t = h["obj"].get("totals") or {}
             details.append("%s: allocs/frees/bytes allocated: heaptrail %s/"
@@ -605,6 +773,120 @@ class Suite:
             if h["obj"].get("exit") != {"status": bare_rc}:
                 problems.append("root exit %s, bare run status %d" %
                                 (h["obj"].get("exit"), bare_rc))
+        return problems, details
+
+    def test_kinds(self, spec, variant):
+        """Per process, heaptrail's four kinds (and suppressed) against
+        valgrind's LEAK SUMMARY, and the @leak checks that name a kind."""
+        problems, details = [], []
+        vg = self.valgrind(spec, variant)
+        _, _, _, _, jpath = self.ht_main_run(spec, variant)
+        objs = load_json_objects(jpath)
+        if not any(classified(o) for o in objs):
+            raise Skip("no classification yet")
+        _, pairs = match_procs(vg, objs, problems)
+        for v, h, label in pairs:
+            o = h["obj"]
+            if not classified(o):
+                problems.append("%s: not classified: summary %s" % (
+                    label, sorted((o.get("summary") or {}).keys())))
+                continue
+            if v["kinds"] is None:
+                problems.append("%s: valgrind printed no LEAK SUMMARY" %
+                                label)
+                continue
+            got = ht_kinds(o)
+            want = {k: list(v["kinds"].get(k, [0, 0]))
+                    for k in SUMMARY_KINDS}
+            details.append("%s: heaptrail %s" % (label, show_kinds(got)))
+            details.append("%s: valgrind  %s" % (label, show_kinds(want)))
+            ht_dtv = dtv_bytes(records_of(o))
+            vg_dtv = dtv_bytes(v["records"])
+            for kind in SUMMARY_KINDS:
+                gb, gn = got[kind]
+                wb, wn = want[kind]
+                if gn != wn or gb - ht_dtv.get(kind, 0) != \
+                        wb - vg_dtv.get(kind, 0):
+                    dtv = ""
+                    if ht_dtv.get(kind) or vg_dtv.get(kind):
+                        dtv = " (DTV bytes not compared: heaptrail %d, " \
+                              "valgrind %d)" % (ht_dtv.get(kind, 0),
+                                                vg_dtv.get(kind, 0))
+                    problems.append("%s: %s %d bytes in %d blocks, valgrind"
+                                    " %d in %d%s" % (label, kind, gb, gn, wb,
+                                                     wn, dtv))
+            # The records hold the summary, kind by kind.
+            rsum = {}
+            for r in records_of(o):
+                if r["kind"] not in KINDS:
+                    problems.append("%s: a record of kind %r" %
+                                    (label, r["kind"]))
+                    continue
+                b, n = rsum.get(r["kind"], (0, 0))
+                rsum[r["kind"]] = (b + r["bytes"], n + r["blocks"])
+            for kind in KINDS:
+                if rsum.get(kind, (0, 0)) != tuple(got[kind]):
+                    problems.append("%s: %s records add up to %d bytes in %d"
+                                    " blocks, the summary says %d in %d" % (
+                                        (label, kind) + rsum.get(kind, (0, 0))
+                                        + tuple(got[kind])))
+            check_records(label, records_of(o), spec, v["depth"], problems,
+                          which="kinds")
+        return problems, details
+
+    def test_delta(self, spec, variant):
+        """The leak checks the program asked for while it ran: one file
+        heaptrail.PID.check-N.leaks each, read with report --json."""
+        if not self.feature("leak_check"):
+            raise Skip("libheaptrail.so does not export heaptrail_leak_check"
+                       " yet")
+        problems, details = [], []
+        _, _, _, outdir, jpath = self.ht_main_run(spec, variant)
+        roots = [o for o in with_depth([dict(o) for o in
+                                        load_json_objects(jpath)])
+                 if o["depth"] == 0]
+        if len(roots) != 1:
+            raise Failure("%d root processes in the JSON report" %
+                          len(roots))
+        pid = roots[0]["pid"]
+        want = max(n for n, _, _, _, _ in spec.checks)
+        pattern = re.compile(r"^heaptrail\.%d\.check-(\d+)\.leaks$" % pid)
+        found = sorted(int(m.group(1)) for m in
+                       map(pattern.match, os.listdir(outdir)) if m)
+        if found != list(range(1, want + 1)):
+            problems.append("check files %s in %s, expected 1 to %d" % (
+                found, outdir, want))
+        checks = []
+        for n in range(1, want + 1):
+            path = os.path.join(outdir, "heaptrail.%d.check-%d.leaks" %
+                                (pid, n))
+            if not os.path.exists(path):
+                checks.append(None)
+                continue
+            rc, out, err = run([self.heaptrail, "report", "--json", path])
+            if rc != 0:
+                problems.append("report --json %s: status %d: %s" % (
+                    os.path.basename(path), rc, short(err)))
+                checks.append(None)
+                continue
+            try:
+                objs = wrap(json.loads(out))
+            except ValueError as e:
+                raise Failure("report --json %s: not JSON: %s" % (path, e))
+            if len(objs) != 1:
+                problems.append("%s: %d processes" % (path, len(objs)))
+            details.append("check %d: %s" % (n, short(out, 4000)))
+            recs = []
+            for r in records_of(objs[0]):
+                inc = record_increase(r)
+                if inc is None:
+                    problems.append("check %d: a %s record without its "
+                                    "increase" % (n, r["kind"]))
+                    inc = (0, 0)
+                recs.append(dict(r, increase={"bytes": inc[0],
+                                              "blocks": inc[1]}))
+            checks.append({"records": recs})
+        check_checks("heaptrail", checks, spec, problems)
         return problems, details
 
     def test_report(self, spec, want_func):
@@ -749,19 +1031,40 @@ def check_process(label, obj, vg, spec, problems):
                         (label, obj.get("heaptrail")))
     totals = obj.get("totals") or {}
     got = (totals.get("in_use_bytes"), totals.get("in_use_blocks"))
-    if got != tuple(vg["in_use"]):
-        problems.append("%s: in use %s bytes in %s blocks, valgrind %d in %d"
-                        % ((label,) + got + tuple(vg["in_use"])))
-    summary = (obj.get("summary") or {}).get("in_use") or {}
-    if (summary.get("bytes"), summary.get("blocks")) != got:
-        problems.append("%s: summary.in_use %s disagrees with totals" %
-                        (label, summary))
     records = obj.get("records") or []
+    ht_dtv = sum(dtv_bytes(records_of(obj)).values())
+    vg_dtv = sum(dtv_bytes(vg["records"]).values())
+    if got[1] != vg["in_use"][1] or \
+            got[0] is None or got[0] - ht_dtv != vg["in_use"][0] - vg_dtv:
+        dtv = ""
+        if ht_dtv or vg_dtv:
+            dtv = " (DTV bytes not compared: heaptrail %d, valgrind %d)" % (
+                ht_dtv, vg_dtv)
+        problems.append("%s: in use %s bytes in %s blocks, valgrind %d in %d"
+                        "%s" % ((label,) + got + tuple(vg["in_use"]) +
+                                (dtv,)))
+    summary = obj.get("summary") or {}
+    if classified(obj):
+        # The four kinds and what was suppressed are all that is in use.
+        kinds = ht_kinds(obj)
+        ssum = (sum(b for b, _ in kinds.values()),
+                sum(n for _, n in kinds.values()))
+        shown = (ssum[0] - kinds["suppressed"][0],
+                 ssum[1] - kinds["suppressed"][1])
+        what = "the four kinds and suppressed"
+    else:
+        ssum = ((summary.get("in_use") or {}).get("bytes"),
+                (summary.get("in_use") or {}).get("blocks"))
+        shown = got
+        what = "summary.in_use"
+    if ssum != got:
+        problems.append("%s: %s add up to %s bytes in %s blocks, totals say"
+                        " %s in %s" % ((label, what) + ssum + got))
     rsum = (sum(r.get("bytes", 0) for r in records),
             sum(r.get("blocks", 0) for r in records))
-    if rsum != got:
-        problems.append("%s: records add up to %d bytes in %d blocks, totals"
-                        " say %s in %s" % ((label,) + rsum + got))
+    if rsum != shown:
+        problems.append("%s: records add up to %d bytes in %d blocks, "
+                        "expected %s in %s" % ((label,) + rsum + shown))
     # Blocks from one stack are one record (valgrind merges them too).
     seen = {}
     for r in records:
@@ -777,9 +1080,106 @@ def check_process(label, obj, vg, spec, problems):
             obj.get("exit") != {"status": want["exit"]}:
         problems.append("%s: exit %s, expected status %d" %
                         (label, obj.get("exit"), want["exit"]))
-    norm = [{"bytes": r.get("bytes", 0), "blocks": r.get("blocks", 0),
-             "stack": r.get("stack") or []} for r in records]
-    check_records(label, norm, spec, depth, problems)
+    check_records(label, records_of(obj), spec, depth, problems,
+                  which="plain")
+
+
+def classified(obj):
+    """Whether a process object carries the four kinds (else the agent
+    does not classify yet: its summary has only "in_use")."""
+    return all(k in (obj.get("summary") or {}) for k in KINDS)
+
+
+def ht_kinds(obj):
+    summary = obj.get("summary") or {}
+    return {k: [(summary.get(k) or {}).get("bytes", 0),
+                (summary.get(k) or {}).get("blocks", 0)]
+            for k in SUMMARY_KINDS}
+
+
+def show_kinds(kinds):
+    if not kinds:
+        return "no LEAK SUMMARY"
+    return ", ".join("%s %d/%d" % ((k,) + tuple(kinds.get(k, (0, 0))))
+                     for k in SUMMARY_KINDS)
+
+
+def records_of(obj):
+    return [dict(r, bytes=r.get("bytes", 0), blocks=r.get("blocks", 0),
+                 stack=r.get("stack") or [], kind=r.get("kind"))
+            for r in obj.get("records") or []]
+
+
+def dtv_bytes(records):
+    """{kind: bytes} of glibc's DTV blocks (see the module comment)."""
+    out = {}
+    for r in records:
+        if any(base_name(f.get("function") or "") in DTV_FUNCS
+               for f in r["stack"]):
+            out[r["kind"]] = out.get(r["kind"], 0) + r["bytes"]
+    return out
+
+
+def record_increase(r):
+    """(bytes, blocks) a record of an "increased" leak check grew by:
+    "increase": {"bytes", "blocks"} (or "inc_bytes"/"inc_blocks")."""
+    for key in ("increase", "delta"):
+        inc = r.get(key)
+        if isinstance(inc, dict) and "bytes" in inc:
+            return inc["bytes"], inc.get("blocks", 0)
+    if "inc_bytes" in r:
+        return r["inc_bytes"], r.get("inc_blocks", 0)
+    return None
+
+
+def check_checks(label, checks, spec, problems):
+    """The @check directives against the leak checks seen ([{"records",
+    "increase"?}] in order, None for one that could not be read)."""
+    for n, kind, want_b, want_n, func in spec.checks:
+        if n > len(checks):
+            problems.append("%s: %d leak checks, expected at least %d" % (
+                label, len(checks), n))
+            continue
+        c = checks[n - 1]
+        if c is None:
+            continue
+        recs = [r for r in c["records"] if r["kind"] == kind]
+        if "increase" in c and c["increase"]:    # valgrind's summary
+            got = tuple(c["increase"].get(kind, (0, 0)))
+        else:
+            got = (sum(r["increase"]["bytes"] for r in recs),
+                   sum(r["increase"]["blocks"] for r in recs))
+        if got != (want_b, want_n):
+            problems.append("%s: check %d: %s increased by %d bytes in %d "
+                            "blocks, expected %d in %d" % (
+                                label, n, kind, got[0], got[1], want_b,
+                                want_n))
+        if func:
+            others = [r for r in recs if not names([r], func)]
+            if others or not recs:
+                problems.append("%s: check %d: %d %s records, %d without %s"
+                                % (label, n, len(recs), kind, len(others),
+                                   func))
+
+
+def match_procs(vg, objs, problems):
+    """Pairs valgrind's processes with heaptrail's process objects by
+    depth and arguments: (heaptrail's, [(vg proc, ht proc, label)])."""
+    ht_procs = with_depth([{"pid": o.get("pid"), "ppid": o.get("ppid"),
+                            "args": list(o.get("command") or [])[1:],
+                            "obj": o} for o in objs])
+    pairs = []
+    for v in with_depth(vg["procs"]):
+        label = " ".join(["depth %d" % v["depth"]] + v["args"])
+        cands = [h for h in ht_procs if h["depth"] == v["depth"]
+                 and h["args"] == v["args"]]
+        if len(cands) != 1:
+            problems.append("%s: %d heaptrail processes match (pids %s)"
+                            % (label, len(cands),
+                               [h["pid"] for h in ht_procs]))
+            continue
+        pairs.append((v, cands[0], label))
+    return ht_procs, pairs
 
 
 def wrap(data):
@@ -814,12 +1214,18 @@ def with_depth(procs):
 
 # ---------------------------------------------------------------- valgrind
 
-VG_PARSER = 2   # bump when parse_vg_log's output changes: invalidates cache
+VG_PARSER = 3   # bump when parse_vg_log's output changes: invalidates cache
 VG_PREFIX = re.compile(r"^==(\d+)== ?(.*)$")
 VG_RECORD = re.compile(r"^([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) indirect\))?"
                        r" bytes in ([\d,]+) blocks are (.+?) in loss record")
 VG_FRAME = re.compile(r"^\s*(?:at|by) 0x([0-9A-Fa-f]+): (.*?)"
                       r"(?: \(([^()]*)\))?$")
+# A leak check's change since the previous one: "384 (+144) bytes".
+VG_DELTA = re.compile(r" \(([+-][\d,]+)\)")
+VG_KIND = re.compile(r"^\s*(definitely lost|indirectly lost|possibly lost|"
+                     r"still reachable|suppressed): ([\d,]+) bytes in "
+                     r"([\d,]+) blocks")
+VG_HEURISTIC = re.compile(r"^\s*(\w+)\s*: ([\d,]+) bytes in ([\d,]+) blocks")
 
 
 def num(s):
@@ -841,14 +1247,30 @@ def parse_vg_logs(logdir):
 
 
 def parse_vg_log(pid, text):
+    """{"pid", "ppid", "args", "in_use", "usage", "records", "kinds",
+    "heuristics", "checks"}: records and kinds (LEAK SUMMARY, all zero
+    when every block was freed) are those of the check at exit; checks
+    are the leak checks the program asked for while it ran, in order,
+    each {"records", "kinds", "increase"} where increase is each kind's
+    change since the previous check."""
     proc = {"pid": pid, "ppid": None, "args": [], "in_use": None,
-            "usage": None, "records": []}
+            "usage": None, "records": [], "kinds": None, "heuristics": {},
+            "checks": []}
+    check = None        # the leak check being read
+    at_exit = False     # past HEAP SUMMARY: the check at exit
     record = None
+    in_heuristics = False
+
+    def new_check():
+        return {"records": [], "kinds": {}, "increase": {}}
+
     for raw in text.split("\n"):
         m = VG_PREFIX.match(raw)
         if not m:
             continue
         line = m.group(2)
+        deltas = [num(d) for d in VG_DELTA.findall(line)]
+        line = VG_DELTA.sub("", line)
         if record is not None:
             fm = VG_FRAME.match(line)
             if fm:
@@ -867,22 +1289,56 @@ def parse_vg_log(pid, text):
             proc["args"] = line[len("Command: "):].split()[1:]
         elif line.startswith("Parent PID: "):
             proc["ppid"] = int(line[len("Parent PID: "):])
+        elif line.startswith("HEAP SUMMARY:"):
+            at_exit = True
+            check = new_check()
         elif "in use at exit:" in line:
             um = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) "
                            r"blocks", line)
             proc["in_use"] = [num(um.group(1)), num(um.group(2))]
-            proc["records"] = []
         elif "total heap usage:" in line:
             um = re.search(r"([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) "
                            r"bytes allocated", line)
             proc["usage"] = [num(g) for g in um.groups()]
+        elif "All heap blocks were freed" in line and at_exit:
+            proc["kinds"] = {k: [0, 0] for k in SUMMARY_KINDS}
+        elif "of which reachable via heuristic" in line:
+            in_heuristics = True
+        elif VG_KIND.match(line):
+            km = VG_KIND.match(line)
+            kind = VG_KINDS[km.group(1)]
+            if check is None:
+                check = new_check()
+            check["kinds"][kind] = [num(km.group(2)), num(km.group(3))]
+            if len(deltas) == 2:
+                check["increase"][kind] = deltas
+            in_heuristics = False
+            if kind == "suppressed":    # the summary's last line
+                if at_exit:
+                    proc["kinds"] = check["kinds"]
+                    proc["records"] = check["records"]
+                else:
+                    proc["checks"].append(check)
+                check = None
+        elif in_heuristics and VG_HEURISTIC.match(line) and at_exit:
+            hm = VG_HEURISTIC.match(line)
+            proc["heuristics"][hm.group(1)] = [num(hm.group(2)),
+                                               num(hm.group(3))]
         else:
             rm = VG_RECORD.match(line)
             if rm:
                 own = rm.group(2) or rm.group(1)
                 record = {"bytes": num(own), "blocks": num(rm.group(4)),
-                          "kind": rm.group(5), "stack": []}
-                proc["records"].append(record)
+                          "kind": VG_KINDS.get(rm.group(5), rm.group(5)),
+                          "stack": []}
+                if deltas:
+                    # total, [direct, indirect,] blocks
+                    record["increase"] = {
+                        "bytes": deltas[1] if rm.group(2) else deltas[0],
+                        "blocks": deltas[-1]}
+                if check is None:
+                    check = new_check()
+                check["records"].append(record)
     return proc if proc["in_use"] is not None else None
 
 
@@ -900,13 +1356,18 @@ def collect_tests(suite):
     specs = [s for s in suite.specs.values() if not s.cli_only]
     # valgrind first: the heaptrail tests reuse its results.
     for spec in specs:
-        for v in VARIANTS:
+        for v in spec.variants or VARIANTS:
             tests.append(("vg:%s[%s]" % (spec.name, v),
                           lambda s=spec, v=v: suite.test_vg(s, v)))
     for spec in specs:
-        for v in VARIANTS:
+        for v in spec.variants or VARIANTS:
             tests.append(("ht:%s[%s]" % (spec.name, v),
                           lambda s=spec, v=v: suite.test_ht(s, v)))
+            tests.append(("kinds:%s[%s]" % (spec.name, v),
+                          lambda s=spec, v=v: suite.test_kinds(s, v)))
+            if spec.checks:
+                tests.append(("delta:%s[%s]" % (spec.name, v),
+                              lambda s=spec, v=v: suite.test_delta(s, v)))
     for prog, func in (("leak_one", "leak_one"),
                        ("fork_leak", "leak_in_child"),
                        ("cxx_leaks", "make_widget")):
@@ -958,6 +1419,9 @@ def main():
     def one(name, thunk):
         try:
             problems, details = thunk()
+        except Skip as e:
+            reporter.skip(name, str(e))
+            return
         except Failure as e:
             problems, details = [str(e).split("\n")[0]], [str(e)]
         except Exception as e:   # a bug in a test is a failure, not a crash
@@ -970,7 +1434,8 @@ def main():
             f.result()
     if args.verbose:
         print("(%.1fs)" % (time.time() - started), file=sys.stderr)
-    print("%d passed, %d failed" % (reporter.passed, reporter.failed))
+    print("%d passed, %d failed, %d skipped" % (
+        reporter.passed, reporter.failed, reporter.skipped))
     return 1 if reporter.failed else 0
 
 

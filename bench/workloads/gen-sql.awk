@@ -3,9 +3,9 @@
 # Two tables with secondary indexes, `rows` single-row INSERTs (each parsed
 # and prepared on its own, as a naive application does) in a few
 # transactions, then updates, deletes and selects that use the indexes.
-# The values come from a fixed-seed LCG, so the script is the same on every
-# machine.
-# Park-Miller: the products stay below 2^53, exact in awk's doubles
+# The values come from a fixed-seed Park-Miller generator (its products
+# stay below 2^53, so they are exact in awk's doubles): the script is the
+# same on every machine.
 function rnd(n) { seed = (seed * 16807) % 2147483647; return int(seed / 64) % n }
 function word(len,   s, i) {
 	s = ""

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "format/leakfile.h"
+
 #define AGENT_API __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -35,6 +37,9 @@ struct agent_config {
 	int depth;               /* frames kept per stack */
 	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
 	bool freeres;            /* release libc/libstdc++ caches before the report */
+	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
+	int stop_signal;         /* signal that stops threads for the scan */
+	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
 	char output[4096];       /* directory for files; "" = current directory */
 };
 extern struct agent_config agent_config;
@@ -69,14 +74,35 @@ extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stack
 /* Runs the part of initialisation that must precede the first tracked
  * allocation (tables, own address range). Hook-safe, idempotent. */
 void agent_init_early(void);
-/* Writes the at-exit report once; status < 0 when unknown. Not hook-safe
- * (it takes every table lock); called from exit paths. */
-void agent_report_exit(int status);
+/* Writes the at-exit report once; status < 0 when unknown; stack_from as
+ * for agent_leakscan. Not hook-safe (it takes every table lock); called
+ * from exit paths. */
+void agent_report_exit(int status, uintptr_t stack_from);
+/* A leak check now: classifies and writes heaptrail.PID.check-N.leaks.
+ * flags: HEAPTRAIL_LEAKS_*; extra roots (an interrupted context's
+ * registers) may be NULL. Returns 0 or -errno (-EBUSY when another check
+ * is running). Not hook-safe. */
+int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra);
+
+/* A leak check requested by signal while the thread was inside the agent
+ * runs when it leaves: hooks call this when agent_check_pending is set. */
+extern atomic_int agent_check_pending;
+void agent_run_pending_check(void);
+
+static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
+{
+	uintptr_t sp;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+}
 
 /* ---- OS helpers (os.c): raw syscalls, no errno games beyond libc's ---- */
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
 void agent_munmap(void *p, size_t len);
+/* Copies up to cap of the agent's current mappings; returns the count.
+ * Signal-safe. */
+size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 size_t agent_strlen(const char *s);
@@ -135,7 +161,18 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
  * A block the agent never saw is not an error. Hook-safe. */
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
 
-/* Take/release every table lock (fork). */
+/* A live block as the leak scan sees it. */
+struct agent_block {
+	uintptr_t addr;
+	uint64_t size : 40;
+	uint64_t stack : 24;
+};
+/* With every table lock held: the number of live blocks, and a copy of up
+ * to cap of them (unordered). */
+size_t agent_live_count_locked(void);
+size_t agent_live_copy_locked(struct agent_block *out, size_t cap);
+
+/* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);
 void agent_tables_unlock_all(void);
 
@@ -143,6 +180,28 @@ void agent_tables_unlock_all(void);
 /* Remembers every module currently loaded, so one that is dlclose'd later
  * still symbolizes. Call before dlclose. Not hook-safe (dl_iterate_phdr). */
 void agent_modules_snapshot(void);
+
+/* ---- leak scan (leakscan.c) ---- */
+struct agent_kinds {
+	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+};
+struct agent_scan_info {
+	int threads_stopped, threads_unstopped;
+	uint64_t root_bytes, blocks_scanned;
+	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+};
+/* Once, from the constructor: sig is the signal used to stop threads. */
+void agent_leakscan_init(int sig);
+/* Classifies every live block as valgrind memcheck would. stack_from is
+ * the lowest address of the calling thread's stack that belongs to the
+ * program (the caller spills its callee-saved registers above it, e.g.
+ * with __builtin_unwind_init); everything below it is the agent's own and
+ * not a root. Returns per-stack totals indexed by stack id (0 unused),
+ * *nstacks ids, mapped with agent_mmap (*maplen bytes: release with
+ * agent_munmap), or NULL when the scan could not run. Not hook-safe: takes
+ * every table lock and stops every other thread for the duration. */
+struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
+				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info);
 
 /* ---- writer (writer.c) ---- */
 struct agent_writer {

@@ -9,11 +9,18 @@
  *                  agent removes itself from LD_PRELOAD at start-up
  * freeres          1: release libc's and libstdc++'s internal caches
  *                  before the exit report, as valgrind does (default)
+ * leak_kinds       1: classify blocks at exit into valgrind's four kinds
+ *                  with a reachability scan (default); 0: report in use
+ * stop_signal      signal used to stop threads during the scan
+ *                  (default SIGRTMAX-1)
+ * leak_check_signal  signal that asks for a leak check now, as
+ *                  `heaptrail leaks PID` sends it (default SIGRTMAX-2; 0 off)
  *
  * HEAPTRAIL_OUTPUT, when set, names the output directory too (and wins):
  * it may hold commas. A malformed or unknown option is reported once on
  * stderr and ignored.
  */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "agent/agent.h"
@@ -23,6 +30,8 @@ struct agent_config agent_config = {
 	.depth = AGENT_DEFAULT_DEPTH,
 	.follow_children = true,
 	.freeres = true,
+	.leak_kinds = true,
+	.stop_signal = 0,    /* SIGRTMAX - 1, set at load time */
 };
 
 static bool parse_uint(const char *s, size_t n, long *out)
@@ -53,7 +62,7 @@ static void apply(const char *opt, size_t len)
 	size_t klen = (size_t)(eqs - opt);
 	const char *val = eqs < opt + len ? eqs + 1 : NULL;
 	size_t vlen = val ? (size_t)(opt + len - val) : 0;
-	long v;
+	long v = 0;
 
 	if (val && eq(opt, klen, "output")) {
 		if (vlen < sizeof agent_config.output) {
@@ -71,6 +80,17 @@ static void apply(const char *opt, size_t len)
 	} else if (val && eq(opt, klen, "freeres") && parse_uint(val, vlen, &v) && v <= 1) {
 		agent_config.freeres = v;
 		return;
+	} else if (val && eq(opt, klen, "leak_kinds") && parse_uint(val, vlen, &v) && v <= 1) {
+		agent_config.leak_kinds = v;
+		return;
+	} else if (val && eq(opt, klen, "leak_check_signal") && parse_uint(val, vlen, &v) &&
+		   v < 65 && v != SIGKILL && v != SIGSTOP) {
+		agent_config.leak_check_signal = (int)v;
+		return;
+	} else if (val && eq(opt, klen, "stop_signal") && parse_uint(val, vlen, &v) &&
+		   v >= 1 && v < 65 && v != SIGKILL && v != SIGSTOP) {
+		agent_config.stop_signal = (int)v;
+		return;
 	}
 	size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
 	agent_memcpy(shown, opt, n);
@@ -80,6 +100,8 @@ static void apply(const char *opt, size_t len)
 
 void agent_config_load(void)
 {
+	agent_config.stop_signal = SIGRTMAX - 1;
+	agent_config.leak_check_signal = SIGRTMAX - 2;
 	const char *s = getenv("HEAPTRAIL_OPTIONS");
 	const char *out = getenv("HEAPTRAIL_OUTPUT");
 	while (s && *s) {

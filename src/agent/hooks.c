@@ -184,6 +184,12 @@ static void put_back(void *p, size_t size, uint32_t id)
 
 /* ---------- the entry points ---------- */
 
+static inline void check_pending(void)
+{
+	if (unlikely(atomic_load_explicit(&agent_check_pending, memory_order_relaxed)))
+		agent_run_pending_check();
+}
+
 /* The common shape: pass through when nested or not ready, otherwise call
  * the real function with busy set and record a non-NULL result. */
 #define TRACKED(fn_id, size, call, fallback)                               \
@@ -199,6 +205,7 @@ static void put_back(void *p, size_t size, uint32_t id)
 		if (likely(p_ != NULL))                                    \
 			note_alloc(p_, (size), (fn_id));                   \
 		agent_tls.busy = 0;                                        \
+		check_pending();                                           \
 		return p_;                                                 \
 	} while (0)
 
@@ -275,6 +282,7 @@ AGENT_API void free(void *p)
 	note_free(p, &size, &id);
 	real.free(p);
 	agent_tls.busy = 0;
+	check_pending();
 }
 
 static void *realloc_as(void *p, size_t n, int fn)
@@ -447,8 +455,9 @@ AGENT_API int dlclose(void *h)
  * here (a vfork child shares our memory and is not us: skipped). */
 AGENT_API void _exit(int status)
 {
+	__builtin_unwind_init();
 	if (getpid() == agent_pid)
-		agent_report_exit(status & 0xff);
+		agent_report_exit(status & 0xff, agent_stack_pointer());
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }

@@ -17,15 +17,22 @@
  * report from its hook.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <link.h>
 #include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "format/leakfile.h"
+#include "heaptrail.h"
 #include "agent/banned.h"
 
 atomic_int agent_state;
@@ -37,6 +44,8 @@ extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _etext[] __attribute__((visibility("hidden")));
 
 static void (*libc_freeres)(void);
+static void install_check_handler(void);
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
 
@@ -120,13 +129,61 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
+	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
+	agent_leakscan_init(agent_config.stop_signal);
+	install_check_handler();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	agent_tls.busy = 0;
 }
 
-static void late_report(int status, void *arg)
+/* libc's text, whose exit machinery sits between the program's last live
+ * frame and the report. */
+static uintptr_t libc_lo, libc_hi;
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	agent_report_exit(status & 0xff);
+	uintptr_t target = (uintptr_t)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && target >= a &&
+		    target < a + ph->p_memsz) {
+			libc_lo = a;
+			libc_hi = a + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* At exit, the main thread's live program frames start above libc's exit
+ * machinery (exit, the exit handlers, _dl_fini...) and the agent's own
+ * frames. Their unwritten slots hold stale values from long-dead calls —
+ * valgrind treats such memory as undefined and ignores it — so the scan
+ * starts at the first frame that belongs to neither: the function that
+ * called exit(), or _start when main returned. */
+static uintptr_t program_stack_start(uintptr_t fallback)
+{
+	unw_context_t ctx;
+	unw_cursor_t cur;
+	unw_word_t ip, sp;
+	if (!libc_hi || unw_getcontext(&ctx) || unw_init_local(&cur, &ctx))
+		return fallback;
+	for (int depth = 0; depth < 64 && unw_step(&cur) > 0; depth++) {
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
+			break;
+		bool ours = ip >= agent_self_lo && ip < agent_self_hi;
+		bool libc = ip >= libc_lo && ip < libc_hi;
+		if (!ours && !libc)
+			return sp > fallback ? sp : fallback;
+	}
+	return fallback;
+}
+
+static NOINLINE void late_report(int status, void *arg)
+{
+	__builtin_unwind_init();  /* spill callee-saved registers: roots */
+	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()));
 }
 
 __attribute__((destructor)) static void agent_destructor(void)
@@ -134,7 +191,7 @@ __attribute__((destructor)) static void agent_destructor(void)
 	if (getpid() != agent_pid)
 		return;
 	if (on_exit(late_report, NULL) != 0)
-		agent_report_exit(-1);
+		late_report(-1, NULL);
 }
 
 /* ---------- the report ---------- */
@@ -206,7 +263,7 @@ static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
 	agent_put(w, "\n");
 }
 
-static void write_leaks(struct agent_writer *w, int status, bool freeres)
+static void write_header(struct agent_writer *w, int status, bool freeres)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -237,58 +294,246 @@ static void write_leaks(struct agent_writer *w, int status, bool freeres)
 	write_line_u64(w, "dropped", agent_totals.dropped);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
 	agent_modules_write(w);
+}
 
+static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_stack *s)
+{
+	agent_put(w, "stack ");
+	agent_put_u64(w, id);
+	agent_put(w, " ");
+	agent_put(w, fmt_alloc_fn_names[s->fn]);
+	const uintptr_t *pcs = agent_stack_pcs(s);
+	for (int i = 0; i < s->depth; i++) {
+		agent_put(w, " ");
+		agent_put_hex(w, pcs[i]);
+	}
+	agent_put(w, "\n");
+}
+
+static void write_record(struct agent_writer *w, int kind, uint64_t bytes, uint64_t blocks,
+			 uint32_t id)
+{
+	agent_put(w, "record ");
+	agent_put(w, fmt_kind_names[kind]);
+	agent_put(w, " ");
+	agent_put_u64(w, bytes);
+	agent_put(w, " ");
+	agent_put_u64(w, blocks);
+	agent_put(w, " ");
+	agent_put_u64(w, id);
+}
+
+/* The previous leak check's totals, for "what increased" checks. */
+static struct agent_kinds *prev_kinds;
+static uint32_t prev_nstacks;
+static size_t prev_len;
+static unsigned check_count;
+
+static bool increased(const struct agent_kinds *k, uint32_t id, int kind, uint64_t *db, uint64_t *dn)
+{
+	uint64_t pb = 0, pn = 0;
+	if (prev_kinds && id <= prev_nstacks) {
+		pb = prev_kinds[id].bytes[kind];
+		pn = prev_kinds[id].blocks[kind];
+	}
+	*db = k[id].bytes[kind] > pb ? k[id].bytes[kind] - pb : 0;
+	*dn = k[id].blocks[kind] > pn ? k[id].blocks[kind] - pn : 0;
+	return *db || *dn;
+}
+
+/* Stacks and records: by kind when kinds is not NULL, else "in_use".
+ * With only_increased, a (stack, kind) appears only when it grew since
+ * the previous check, and its line carries the increase. */
+static void write_records(struct agent_writer *w, const struct agent_kinds *kinds,
+			  uint32_t nstacks, bool only_increased)
+{
 	uint32_t count = agent_stack_count();
 	for (uint32_t id = 1; id <= count; id++) {
 		struct agent_stack *s = agent_stack_get(id);
-		if (!s->live_blocks)
+		if (!kinds) {
+			if (!s->live_blocks)
+				continue;
+			write_stack(w, id, s);
+			write_record(w, FMT_KIND_IN_USE, s->live_bytes, s->live_blocks, id);
+			agent_put(w, "\n");
 			continue;
-		agent_put(w, "stack ");
-		agent_put_u64(w, id);
-		agent_put(w, " ");
-		agent_put(w, fmt_alloc_fn_names[s->fn]);
-		const uintptr_t *pcs = agent_stack_pcs(s);
-		for (int i = 0; i < s->depth; i++) {
-			agent_put(w, " ");
-			agent_put_hex(w, pcs[i]);
 		}
-		agent_put(w, "\nrecord in_use ");
-		agent_put_u64(w, s->live_bytes);
-		agent_put(w, " ");
-		agent_put_u64(w, s->live_blocks);
-		agent_put(w, " ");
-		agent_put_u64(w, id);
-		agent_put(w, "\n");
+		if (id > nstacks)
+			break;
+		bool stack_written = false;
+		for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
+			uint64_t db = 0, dn = 0;
+			if (!kinds[id].blocks[k] || (only_increased && !increased(kinds, id, k, &db, &dn)))
+				continue;
+			if (!stack_written)
+				write_stack(w, id, s);
+			stack_written = true;
+			write_record(w, k, kinds[id].bytes[k], kinds[id].blocks[k], id);
+			if (only_increased) {
+				agent_put(w, " ");
+				agent_put_u64(w, db);
+				agent_put(w, " ");
+				agent_put_u64(w, dn);
+			}
+			agent_put(w, "\n");
+		}
 	}
-	agent_put(w, "end\n");
 }
 
-void agent_report_exit(int status)
+static void file_name(char *name, size_t cap, unsigned check)
 {
-	if (!reports_enabled || atomic_exchange(&reported, 1))
-		return;
-	bool freeres = release_caches();
-	int saved_busy = agent_tls.busy;
-	agent_tls.busy = 1;
-	agent_set_recording(false);
-
-	char name[64];
-	size_t n = agent_strlcpy(name, "heaptrail.", sizeof name);
-	uint64_t pid = (uint64_t)getpid(), div = 1;
-	while (pid / div >= 10)
+	size_t n = agent_strlcpy(name, "heaptrail.", cap);
+	uint64_t v = (uint64_t)getpid(), div = 1;
+	while (v / div >= 10)
 		div *= 10;
 	for (; div; div /= 10)
-		name[n++] = (char)('0' + pid / div % 10);
-	agent_strlcpy(name + n, ".leaks", sizeof name - n);
+		name[n++] = (char)('0' + v / div % 10);
+	if (check) {
+		n += agent_strlcpy(name + n, ".check-", cap - n);
+		for (div = 1; check / div >= 10; div *= 10)
+			;
+		for (; div; div /= 10)
+			name[n++] = (char)('0' + check / div % 10);
+	}
+	agent_strlcpy(name + n, ".leaks", cap - n);
+}
 
+/* Classifies (when enabled), then writes one leak file. check is 0 for
+ * the exit report, else the check's number. Returns 0 or -errno. */
+static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra,
+			unsigned check, int flags)
+{
+	struct agent_scan_info info;
+	struct agent_kinds *kinds = NULL;
+	uint32_t nstacks = 0;
+	size_t maplen = 0;
+	bool freeres = !check && release_caches();
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+
+	if (agent_config.leak_kinds)
+		kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info);
+
+	char name[64];
+	file_name(name, sizeof name, check);
 	struct agent_writer w;
 	int err = agent_writer_open(&w, agent_config.output, name);
 	if (err == 0) {
-		write_leaks(&w, status, freeres);
+		write_header(&w, status, freeres);
+		if (check) {
+			agent_put(&w, "check ");
+			agent_put_u64(&w, check);
+			agent_put(&w, flags & HEAPTRAIL_LEAKS_INCREASED ? " increased\n" : " all\n");
+		}
+		if (kinds) {
+			agent_put(&w, "classified yes\n");
+			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
+				agent_put(&w, "summary ");
+				agent_put(&w, fmt_kind_names[k]);
+				agent_put(&w, " ");
+				agent_put_u64(&w, info.bytes[k]);
+				agent_put(&w, " ");
+				agent_put_u64(&w, info.blocks[k]);
+				agent_put(&w, "\n");
+			}
+		}
+		if (kinds && info.threads_unstopped)
+			write_line_u64(&w, "unstopped_threads", (uint64_t)info.threads_unstopped);
+		write_records(&w, kinds, nstacks, check && (flags & HEAPTRAIL_LEAKS_INCREASED));
+		agent_put(&w, "end\n");
 		err = agent_writer_commit(&w);
 	}
 	if (err)
-		agent_log("cannot write the report into '",
-			  agent_config.output[0] ? agent_config.output : ".", "'");
+		agent_log("cannot write '", name, "' into the output directory");
+	if (check && kinds) {
+		agent_munmap(prev_kinds, prev_len);
+		prev_kinds = kinds;
+		prev_nstacks = nstacks;
+		prev_len = maplen;
+	} else {
+		agent_munmap(kinds, maplen);
+	}
 	agent_tls.busy = saved_busy;
+	return err;
+}
+
+void agent_report_exit(int status, uintptr_t stack_from)
+{
+	if (!reports_enabled || atomic_exchange(&reported, 1))
+		return;
+	agent_set_recording(false);
+	write_report(status, stack_from, NULL, 0, 0, 0);
+}
+
+static atomic_int check_running;
+atomic_int agent_check_pending;
+
+int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
+{
+	if (!reports_enabled || !agent_config.leak_kinds)
+		return -ENOTSUP;
+	if (atomic_exchange(&check_running, 1))
+		return -EBUSY;
+	int r = write_report(-1, stack_from, extra, nextra, ++check_count, flags);
+	atomic_store(&check_running, 0);
+	return r;
+}
+
+NOINLINE void agent_run_pending_check(void)
+{
+	int pending = atomic_exchange(&agent_check_pending, 0);
+	if (!pending)
+		return;
+	__builtin_unwind_init();
+	if (agent_leak_check(pending - 1, agent_stack_pointer(), NULL, 0) == -EBUSY)
+		atomic_store(&agent_check_pending, pending);  /* later, then */
+}
+
+/* ---------- leak checks asked for by signal ---------- */
+
+static struct sigaction check_old;
+
+static void check_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	if (!si || si->si_code != SI_QUEUE || (unsigned)si->si_value.sival_int > 1) {
+		/* not `heaptrail leaks`: the program's own use of the signal */
+		if (check_old.sa_flags & SA_SIGINFO) {
+			if (check_old.sa_sigaction)
+				check_old.sa_sigaction(sig, si, ucv);
+		} else if (check_old.sa_handler != SIG_IGN && check_old.sa_handler != SIG_DFL) {
+			check_old.sa_handler(sig);
+		}
+		errno = saved_errno;
+		return;
+	}
+	int flags = si->si_value.sival_int;
+	if (agent_tls.busy) {
+		/* inside the agent, perhaps holding a table lock: on the way out */
+		atomic_store(&agent_check_pending, flags + 1);
+	} else {
+		/* The interrupted code's registers are roots, and so is its
+		 * stack down to its red zone; below that is this handler. */
+		ucontext_t *uc = ucv;
+		uintptr_t regs[NGREG];
+		for (int i = 0; i < NGREG; i++)
+			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
+		if (agent_leak_check(flags, sp, regs, NGREG) == -EBUSY)
+			atomic_store(&agent_check_pending, flags + 1);
+	}
+	errno = saved_errno;
+}
+
+static void install_check_handler(void)
+{
+	struct sigaction sa;
+	int sig = agent_config.leak_check_signal;
+	if (sig <= 0 || sigaction(sig, NULL, &check_old))
+		return;
+	agent_memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = check_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
 }

@@ -7,17 +7,68 @@
 #include "agent/agent.h"
 #include "agent/banned.h"
 
+/* Every mapping the agent makes is remembered here, so the leak scan can
+ * leave the agent's own memory out (the live table holds the address of
+ * every block). Slots are claimed and released with atomics: no lock, so
+ * no fork hazard. A full registry only weakens the scan, never breaks
+ * allocation. */
+#define MAX_MAPS 16384
+static struct {
+	_Atomic uintptr_t start;
+	size_t len;
+} maps[MAX_MAPS];
+
+static void maps_add(uintptr_t start, size_t len)
+{
+	for (int i = 0; i < MAX_MAPS; i++) {
+		uintptr_t zero = 0;
+		if (!atomic_load_explicit(&maps[i].start, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong(&maps[i].start, &zero, start)) {
+			maps[i].len = len;
+			return;
+		}
+	}
+}
+
+static void maps_remove(uintptr_t start)
+{
+	for (int i = 0; i < MAX_MAPS; i++)
+		if (atomic_load_explicit(&maps[i].start, memory_order_relaxed) == start) {
+			maps[i].len = 0;
+			atomic_store(&maps[i].start, 0);
+			return;
+		}
+}
+
+size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap)
+{
+	size_t n = 0;
+	for (int i = 0; i < MAX_MAPS && n < cap; i++) {
+		uintptr_t s = atomic_load(&maps[i].start);
+		if (s && maps[i].len) {
+			starts[n] = s;
+			lens[n++] = maps[i].len;
+		}
+	}
+	return n;
+}
+
 void *agent_mmap(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	maps_add((uintptr_t)p, len);
+	return p;
 }
 
 void agent_munmap(void *p, size_t len)
 {
-	if (p)
+	if (p) {
+		maps_remove((uintptr_t)p);
 		munmap(p, len);
+	}
 }
 
 size_t agent_strlen(const char *s)

@@ -306,6 +306,28 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	return true;
 }
 
+size_t agent_live_count_locked(void)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < NSHARDS; i++)
+		n += shards[i].count;
+	return n;
+}
+
+size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < NSHARDS; i++)
+		for (uint32_t j = 0; j < shards[i].cap && n < cap; j++)
+			if (shards[i].e[j].addr) {
+				out[n].addr = shards[i].e[j].addr;
+				out[n].size = shards[i].e[j].meta & SIZE_MAX_TRACKED;
+				out[n].stack = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
+				n++;
+			}
+	return n;
+}
+
 void agent_tables_lock_all(void)
 {
 	agent_lock(&stack_lock);

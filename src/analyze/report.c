@@ -58,6 +58,9 @@ static int build_process(struct prof_process *p, const char *binary_path)
 		struct prof_record *out = &p->records[p->nrecords++];
 		size_t cap = s->depth + 4, n = 0;
 		out->kind = r->kind;
+		out->has_increase = r->has_increase;
+		out->inc_bytes = r->inc_bytes;
+		out->inc_blocks = r->inc_blocks;
 		out->bytes = r->bytes;
 		out->blocks = r->blocks;
 		out->alloc_fn = s->fn;
@@ -84,6 +87,11 @@ static int build_process(struct prof_process *p, const char *binary_path)
 		p->kind_bytes[r->kind] += r->bytes;
 		p->kind_blocks[r->kind] += r->blocks;
 	}
+	if (l->has_summary)
+		for (int k = 0; k < FMT_KIND_COUNT; k++) {
+			p->kind_bytes[k] = l->kind_bytes[k];
+			p->kind_blocks[k] = l->kind_blocks[k];
+		}
 	qsort(p->records, p->nrecords, sizeof *p->records, cmp_record);
 	return 0;
 }
@@ -108,7 +116,9 @@ static int cmp_proc(const void *a, const void *b)
 static int is_leak_file(const char *name)
 {
 	size_t n = strlen(name);
-	return !strncmp(name, "heaptrail.", 10) && n > 16 && !strcmp(name + n - 6, ".leaks");
+	/* the exit reports only: a leak check's file is read by name */
+	return !strncmp(name, "heaptrail.", 10) && n > 16 && !strcmp(name + n - 6, ".leaks") &&
+	       !strstr(name, ".check-");
 }
 
 /* The list of files to read: path itself, or the leak files in it. */
@@ -215,4 +225,47 @@ void prof_run_release(struct prof_run *run)
 		release_process(&run->procs[i]);
 	free(run->procs);
 	memset(run, 0, sizeof *run);
+}
+
+int prof_kinds_parse(const char *s, unsigned *mask)
+{
+	static const struct { const char *word; int kind; } words[] = {
+		{ "definite", FMT_KIND_DEFINITELY }, { "indirect", FMT_KIND_INDIRECTLY },
+		{ "possible", FMT_KIND_POSSIBLY }, { "reachable", FMT_KIND_REACHABLE },
+	};
+	unsigned m = PROF_KIND_BIT(FMT_KIND_IN_USE);
+	if (!strcmp(s, "all")) {
+		*mask = PROF_KINDS_ALL;
+		return 0;
+	}
+	if (!strcmp(s, "none")) {
+		*mask = m;
+		return 0;
+	}
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		bool found = false;
+		for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+			if (strlen(words[i].word) == n && !strncmp(s, words[i].word, n)) {
+				m |= PROF_KIND_BIT(words[i].kind);
+				found = true;
+			}
+		if (!found)
+			return -1;
+		s += n + (s[n] == ',');
+	}
+	*mask = m;
+	return 0;
+}
+
+size_t prof_run_errors(const struct prof_run *run, unsigned mask)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < run->nprocs; i++)
+		for (size_t j = 0; j < run->procs[i].nrecords; j++) {
+			const struct prof_record *r = &run->procs[i].records[j];
+			if (!r->suppressed_by && (mask & PROF_KIND_BIT(r->kind)))
+				n++;
+		}
+	return n;
 }

@@ -20,13 +20,18 @@ struct prof_record {
 	int alloc_fn;               /* enum fmt_alloc_fn */
 	struct sym_frame *frames;   /* strings owned by the process's symbolizer */
 	size_t nframes;
+	bool has_increase;          /* a leak check's "increased" record */
+	uint64_t inc_bytes, inc_blocks;
+	int suppressed_by;          /* 1 + index of the suppression, or 0 */
+	int over_limit;             /* 1 + index of a suppression whose limit it broke */
 };
 
 struct prof_process {
 	struct fmt_leaks raw;
 	struct prof_record *records;    /* sorted: bytes, then blocks, descending */
 	size_t nrecords;
-	uint64_t kind_bytes[FMT_KIND_COUNT], kind_blocks[FMT_KIND_COUNT];
+	uint64_t kind_bytes[FMT_KIND_COUNT], kind_blocks[FMT_KIND_COUNT]; /* unsuppressed */
+	uint64_t supp_bytes, supp_blocks;
 	struct symbolizer *sym;
 	const char *file;               /* the leak file it came from (owned) */
 };
@@ -45,6 +50,21 @@ int prof_run_load(struct prof_run *run, const char *path, const char *binary_pat
 		  const char **err, const char **err_file);
 
 void prof_run_release(struct prof_run *run);
+
+/* Bit masks of enum fmt_kind. */
+#define PROF_KIND_BIT(k) (1u << (k))
+#define PROF_KINDS_DEFAULT_SHOWN (PROF_KIND_BIT(FMT_KIND_IN_USE) | \
+	PROF_KIND_BIT(FMT_KIND_DEFINITELY) | PROF_KIND_BIT(FMT_KIND_POSSIBLY))
+#define PROF_KINDS_ALL ((1u << FMT_KIND_COUNT) - 1)
+
+/* Parses "all", "none" or a comma list of definite, indirect, possible,
+ * reachable (valgrind's words) into a mask; in_use is always included.
+ * Returns -1 on an unknown word. */
+int prof_kinds_parse(const char *s, unsigned *mask);
+
+/* Records of the kinds in mask that no suppression hides, over every
+ * process: what --error-exitcode counts. */
+size_t prof_run_errors(const struct prof_run *run, unsigned mask);
 
 /* The name to show for an allocator entry point ("operator new[]"...). */
 const char *prof_alloc_fn_name(int fn);

@@ -6,8 +6,45 @@
 #ifndef HEAPTRAIL_CLI_H
 #define HEAPTRAIL_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyze/report.h"
+#include "analyze/suppress.h"
+
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
+
+/* "--name=value" or "--name value" at argv[*i]: returns the value (and
+ * advances *i for the second form), "" when the value is missing, or NULL
+ * when argv[*i] is another option. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
+
+/* Options shared by every command that prints a leak report. */
+struct cli_report_opts {
+	unsigned shown;         /* PROF_KIND_BIT mask; 0 = default */
+	unsigned errors;        /* kinds --error-exitcode counts */
+	bool gen_suppressions;
+	const char *binary_path;
+	struct prof_supps supps;
+};
+#define CLI_REPORT_OPTS_HELP \
+	"  --show-leak-kinds=K    kinds of records to print: all, none, or a list of\n" \
+	"                         definite,indirect,possible,reachable (default\n" \
+	"                         definite,possible)\n" \
+	"  --errors-for-leak-kinds=K  kinds --error-exitcode counts (same words;\n" \
+	"                         default definite,possible)\n" \
+	"  --suppressions FILE    LeakSanitizer-style suppressions (repeatable)\n" \
+	"  --gen-suppressions     print a ready suppression after each record\n" \
+	"  --binary-path DIRS     directories searched first when symbolizing\n"
+void cli_report_opts_init(struct cli_report_opts *o);
+/* 1 when argv[*i] was one of these options (consumed), 0 when it is not,
+ * -1 on a bad value (the error is printed). */
+int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o);
+/* Applies suppressions to every process of run. */
+void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run);
+void cli_report_opts_release(struct cli_report_opts *o);
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -16,6 +16,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run a program under the agent and report what it left allocated" },
 	{ "report", cmd_report, "print the report of a saved run again (text or --json)" },
+	{ "leaks", cmd_leaks, "run a leak check in a process started under heaptrail, now" },
 };
 
 static void usage(FILE *out)
@@ -35,6 +36,74 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (!strcmp(argv[*i], name)) {
+		if (*i + 1 >= argc)
+			return "";
+		return argv[++*i];
+	}
+	return NULL;
+}
+
+void cli_report_opts_init(struct cli_report_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->shown = PROF_KINDS_DEFAULT_SHOWN;
+	o->errors = PROF_KINDS_DEFAULT_SHOWN;
+}
+
+int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
+{
+	const char *v, *err;
+	int line;
+	if ((v = cli_opt_value(argc, argv, i, "--show-leak-kinds"))) {
+		if (prof_kinds_parse(v, &o->shown)) {
+			cli_error("--show-leak-kinds: unknown kind in '%s'", v);
+			return -1;
+		}
+	} else if ((v = cli_opt_value(argc, argv, i, "--errors-for-leak-kinds"))) {
+		if (prof_kinds_parse(v, &o->errors)) {
+			cli_error("--errors-for-leak-kinds: unknown kind in '%s'", v);
+			return -1;
+		}
+	} else if ((v = cli_opt_value(argc, argv, i, "--suppressions"))) {
+		if (prof_supps_load(&o->supps, v, &err, &line)) {
+			if (line)
+				cli_error("%s:%d: %s", v, line, err);
+			else
+				cli_error("cannot read suppressions '%s': %s", v, err);
+			return -1;
+		}
+	} else if ((v = cli_opt_value(argc, argv, i, "--binary-path"))) {
+		o->binary_path = v;
+	} else if (!strcmp(argv[*i], "--gen-suppressions") ||
+		   !strcmp(argv[*i], "--gen-suppressions=yes")) {
+		o->gen_suppressions = true;
+	} else {
+		return 0;
+	}
+	if (v && !*v) {
+		cli_error("option '%s' needs a value", argv[*i]);
+		return -1;
+	}
+	return 1;
+}
+
+void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run)
+{
+	for (size_t i = 0; i < run->nprocs; i++)
+		prof_supps_apply(&o->supps, &run->procs[i]);
+}
+
+void cli_report_opts_release(struct cli_report_opts *o)
+{
+	prof_supps_release(&o->supps);
 }
 
 long cli_parse_count(const char *s, long max)

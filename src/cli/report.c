@@ -7,47 +7,59 @@
 #include "render/render.h"
 
 static const char usage[] =
-	"usage: heaptrail report [--json] [--binary-path DIRS] PATH\n"
-	"  PATH             a run's output directory, or one heaptrail.PID.leaks file\n"
-	"  --json           print the JSON report instead of text\n"
-	"  --binary-path D  colon-separated directories searched first for the\n"
-	"                   program and libraries (for runs from another machine)\n";
+	"usage: heaptrail report [options] PATH\n"
+	"  PATH                   a run's output directory, or one .leaks file in it\n"
+	"  --json                 print the JSON report instead of text\n"
+	CLI_REPORT_OPTS_HELP;
 
 int cmd_report(int argc, char **argv)
 {
-	const char *path = NULL, *binary_path = NULL, *err, *err_file;
-	int json = 0;
+	const char *path = NULL, *err, *err_file;
+	struct cli_report_opts o;
+	int json = 0, ret = 0;
+	cli_report_opts_init(&o);
 	for (int i = 1; i < argc; i++) {
+		int r = cli_report_opt(argc, argv, &i, &o);
+		if (r < 0) {
+			ret = 2;
+			goto out;
+		}
+		if (r > 0)
+			continue;
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
-		} else if (!strcmp(argv[i], "--binary-path") && i + 1 < argc) {
-			binary_path = argv[++i];
-		} else if (!strncmp(argv[i], "--binary-path=", 14)) {
-			binary_path = argv[i] + 14;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
-			return 0;
+			goto out;
 		} else if (argv[i][0] == '-' || path) {
 			cli_error("report: unexpected argument '%s'", argv[i]);
 			fputs(usage, stderr);
-			return 2;
+			ret = 2;
+			goto out;
 		} else {
 			path = argv[i];
 		}
 	}
 	if (!path) {
 		fputs(usage, stderr);
-		return 2;
+		ret = 2;
+		goto out;
 	}
 	struct prof_run run;
-	if (prof_run_load(&run, path, binary_path, &err, &err_file)) {
+	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
 		cli_error("cannot read '%s': %s", err_file, err);
-		return 1;
+		ret = 1;
+		goto out;
 	}
+	cli_report_apply(&o, &run);
 	if (json)
 		render_json(stdout, &run, false);
 	else
-		render_text(stdout, &run, NULL);
+		render_text(stdout, &run, &(struct render_text_opts){
+			.kinds = o.shown, .gen_suppressions = o.gen_suppressions, .supps = &o.supps });
 	prof_run_release(&run);
-	return fflush(stdout) ? 1 : 0;
+	ret = fflush(stdout) ? 1 : 0;
+out:
+	cli_report_opts_release(&o);
+	return ret;
 }

@@ -34,11 +34,12 @@ static const char usage[] =
 	"  --error-exitcode=N     exit with N when anything is reported\n"
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
-	"  --binary-path DIRS     directories searched first when symbolizing\n"
-	"  -q, --quiet            print only the summary, not every record\n";
+	"  -q, --quiet            print only the summary, not every record\n"
+	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
-	const char *outdir, *json, *binary_path;
+	const char *outdir, *json;
+	struct cli_report_opts report;
 	int error_exitcode;     /* -1: off */
 	int depth;
 	int follow;
@@ -46,27 +47,19 @@ struct run_opts {
 	char **prog;            /* PROG ARGS..., NULL-terminated */
 };
 
-/* "--name=value" or "--name value"; advances *i for the second form. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (!strcmp(argv[*i], name)) {
-		if (*i + 1 >= argc)
-			return "";
-		return argv[++*i];
-	}
-	return NULL;
-}
-
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
 	const char *v;
 	*o = (struct run_opts){ .error_exitcode = -1, .depth = 64, .follow = 1 };
+	cli_report_opts_init(&o->report);
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int r = cli_report_opt(argc, argv, &i, &o->report);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			continue;
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
@@ -76,20 +69,18 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage, stdout);
 			exit(0);
-		} else if ((v = opt_value(argc, argv, &i, "-o")) || (v = opt_value(argc, argv, &i, "--output"))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "-o")) || (v = cli_opt_value(argc, argv, &i, "--output"))) {
 			o->outdir = v;
-		} else if ((v = opt_value(argc, argv, &i, "--json"))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--json"))) {
 			o->json = v;
-		} else if ((v = opt_value(argc, argv, &i, "--binary-path"))) {
-			o->binary_path = v;
-		} else if ((v = opt_value(argc, argv, &i, "--error-exitcode"))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode"))) {
 			long n = cli_parse_count(v, 255);
 			if (n < 0) {
 				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'", v);
 				return -1;
 			}
 			o->error_exitcode = (int)n;
-		} else if ((v = opt_value(argc, argv, &i, "--depth"))) {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
 			long n = cli_parse_count(v, 256);
 			if (n < 1) {
 				cli_error("run: --depth takes a number from 1 to 256, not '%s'", v);
@@ -384,8 +375,7 @@ int cmd_run(int argc, char **argv)
 
 	const char *err, *err_file;
 	struct prof_run run;
-	int reported = 0;
-	if (prof_run_load(&run, outdir, o.binary_path, &err, &err_file)) {
+	if (prof_run_load(&run, outdir, o.report.binary_path, &err, &err_file)) {
 		if (WIFSIGNALED(status))
 			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
 				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -406,10 +396,13 @@ int cmd_run(int argc, char **argv)
 				l->exit_code = WEXITSTATUS(status);
 			}
 		}
-		reported += run.procs[i].nrecords > 0;
 	}
+	cli_report_apply(&o.report, &run);
+	size_t reported = prof_run_errors(&run, o.report.errors);
 	fflush(stdout);
-	render_text(stderr, &run, &(struct render_text_opts){ .summary_only = o.quiet });
+	render_text(stderr, &run, &(struct render_text_opts){
+		.summary_only = o.quiet, .kinds = o.report.shown,
+		.gen_suppressions = o.report.gen_suppressions, .supps = &o.report.supps });
 	if (WIFSIGNALED(status))
 		cli_error("'%s' was killed by signal %d (%s)", o.prog[0], WTERMSIG(status),
 			  strsignal(WTERMSIG(status)));
@@ -421,6 +414,7 @@ int cmd_run(int argc, char **argv)
 		ret = 2;
 	}
 	prof_run_release(&run);
+	cli_report_opts_release(&o.report);
 	if (ret)
 		return ret;
 	if (o.error_exitcode >= 0 && reported)

@@ -286,6 +286,22 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			saw_totals = true;
 		} else if (!strcmp(k, "dropped") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.dropped = a;
+		} else if (!strcmp(k, "check") && ln.ntok == 3 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
+			l.check = (unsigned)a;
+			l.check_increased = !strcmp(ln.tok[2], "increased");
+		} else if (!strcmp(k, "unstopped_threads") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) &&
+			   a < (1u << 31)) {
+			l.unstopped_threads = (unsigned)a;
+		} else if (!strcmp(k, "summary") && ln.ntok == 4 && !parse_u64(ln.tok[2], 10, &a) &&
+			   !parse_u64(ln.tok[3], 10, &b)) {
+			for (int i = 0; i < FMT_KIND_COUNT; i++)
+				if (!strcmp(ln.tok[1], fmt_kind_names[i])) {
+					l.kind_bytes[i] = a;
+					l.kind_blocks[i] = b;
+					l.has_summary = true;
+				}
+		} else if (!strcmp(k, "classified") && ln.ntok == 2) {
+			l.classified = !strcmp(ln.tok[1], "yes");
 		} else if (!strcmp(k, "freeres") && ln.ntok == 2) {
 			l.freeres = !strcmp(ln.tok[1], "yes");
 		} else if (!strcmp(k, "module")) {
@@ -309,8 +325,9 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 		} else if (!strcmp(k, "record")) {
 			int kind = -1;
 			long si;
-			if (ln.ntok != 5 || parse_u64(ln.tok[2], 10, &a) || parse_u64(ln.tok[3], 10, &b) ||
-			    parse_u64(ln.tok[4], 10, &c))
+			if ((ln.ntok != 5 && ln.ntok != 7) || parse_u64(ln.tok[2], 10, &a) ||
+			    parse_u64(ln.tok[3], 10, &b) || parse_u64(ln.tok[4], 10, &c) ||
+			    (ln.ntok == 7 && (parse_u64(ln.tok[5], 10, &d) || parse_u64(ln.tok[6], 10, &e))))
 				goto bad_line;
 			for (int i = 0; i < FMT_KIND_COUNT; i++)
 				if (!strcmp(ln.tok[1], fmt_kind_names[i]))
@@ -319,7 +336,8 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 				goto bad_line;
 			if (grow((void **)&l.records, &reccap, l.nrecords, sizeof *l.records))
 				goto oom;
-			l.records[l.nrecords++] = (struct fmt_record){ kind, a, b, (size_t)si };
+			l.records[l.nrecords++] = (struct fmt_record){ kind, a, b, (size_t)si, ln.ntok == 7,
+								       ln.ntok == 7 ? d : 0, ln.ntok == 7 ? e : 0 };
 		} else if (!strcmp(k, "end") && ln.ntok == 1) {
 			saw_end = true;
 		}

@@ -21,9 +21,16 @@
  *   dropped N                       blocks not tracked (agent out of room)
  *   freeres yes|no                  libc's/libstdc++'s caches released
  *   module BASE LO HI BUILDID|- loaded|unloaded PATH
+ *   classified yes                  records carry reachability kinds
+ *   summary KIND BYTES BLOCKS       totals per kind (also of records left out)
+ *   check N all|increased           only in a leak check's file
+ *   unstopped_threads N             threads the scan could not stop
  *   stack ID FN PC PC ...           FN: allocator entry point (fmt_alloc_fn)
- *   record KIND BYTES BLOCKS STACKID
+ *   record KIND BYTES BLOCKS STACKID [INC_BYTES INC_BLOCKS]
  *   end
+ *
+ * KIND is a fmt_kind name. A record's optional last two numbers are its
+ * increase since the previous check (files of "increased" checks).
  *
  * Lines with an unknown first word are skipped by readers, so the format
  * can grow without breaking old readers; the version number changes only
@@ -75,6 +82,8 @@ struct fmt_record {
 	int kind;         /* enum fmt_kind */
 	uint64_t bytes, blocks;
 	size_t stack;     /* index into run->stacks */
+	bool has_increase;
+	uint64_t inc_bytes, inc_blocks;
 };
 
 struct fmt_leaks {
@@ -87,6 +96,12 @@ struct fmt_leaks {
 	uint64_t allocs, frees, bytes_allocated, in_use_bytes, in_use_blocks;
 	uint64_t dropped;
 	bool freeres;
+	bool classified;  /* kinds computed (else every record is in_use) */
+	bool has_summary; /* kind_bytes/kind_blocks below were in the file */
+	uint64_t kind_bytes[FMT_KIND_COUNT], kind_blocks[FMT_KIND_COUNT];
+	unsigned check;   /* leak check number, 0 for the exit report */
+	bool check_increased;
+	unsigned unstopped_threads;
 	struct fmt_module *modules;
 	size_t nmodules;
 	struct fmt_stack *stacks;

@@ -59,21 +59,35 @@ static void json_process(FILE *out, const struct prof_process *p)
 		(unsigned long long)l->bytes_allocated, (unsigned long long)l->in_use_bytes,
 		(unsigned long long)l->in_use_blocks, (unsigned long long)l->dropped);
 	fputs(" \"summary\": {", out);
-	bool first = true;
 	for (int k = 0; k < FMT_KIND_COUNT; k++) {
-		if (!p->kind_blocks[k] && k != FMT_KIND_IN_USE)
+		/* in_use alone when unclassified, the four kinds when classified */
+		if ((k == FMT_KIND_IN_USE) == l->classified)
 			continue;
-		fprintf(out, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu}", first ? "" : ", ",
-			fmt_kind_names[k], (unsigned long long)p->kind_bytes[k],
-			(unsigned long long)p->kind_blocks[k]);
-		first = false;
+		fprintf(out, "\"%s\": {\"bytes\": %llu, \"blocks\": %llu}, ", fmt_kind_names[k],
+			(unsigned long long)p->kind_bytes[k], (unsigned long long)p->kind_blocks[k]);
 	}
-	fputs("},\n \"records\": [", out);
+	fprintf(out, "\"suppressed\": {\"bytes\": %llu, \"blocks\": %llu}",
+		(unsigned long long)p->supp_bytes, (unsigned long long)p->supp_blocks);
+	fputs("},\n", out);
+	if (l->check)
+		fprintf(out, " \"check\": {\"number\": %u, \"mode\": \"%s\"},\n", l->check,
+			l->check_increased ? "increased" : "all");
+	fputs(" \"records\": [", out);
+	bool first = true;
 	for (size_t i = 0; i < p->nrecords; i++) {
 		const struct prof_record *r = &p->records[i];
-		fprintf(out, "%s\n  {\"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, \"allocator\": ",
-			i ? "," : "", fmt_kind_names[r->kind], (unsigned long long)r->bytes,
+		if (r->suppressed_by)
+			continue;
+		fprintf(out, "%s\n  {\"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, ",
+			first ? "" : ",", fmt_kind_names[r->kind], (unsigned long long)r->bytes,
 			(unsigned long long)r->blocks);
+		first = false;
+		if (r->has_increase)
+			fprintf(out, "\"increase\": {\"bytes\": %llu, \"blocks\": %llu}, ",
+				(unsigned long long)r->inc_bytes, (unsigned long long)r->inc_blocks);
+		if (r->over_limit)
+			fprintf(out, "\"over_suppression_limit\": true, ");
+		fputs("\"allocator\": ", out);
 		json_string(out, prof_alloc_fn_name(r->alloc_fn));
 		fputs(", \"stack\": [", out);
 		for (size_t j = 0; j < r->nframes; j++) {

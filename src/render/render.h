@@ -10,8 +10,13 @@
 
 #include "analyze/report.h"
 
+struct prof_supps;
+
 struct render_text_opts {
 	bool summary_only;      /* no records, just each process's summary */
+	unsigned kinds;         /* PROF_KIND_BIT mask of records to print; 0 = default */
+	bool gen_suppressions;  /* print a ready suppression after each record */
+	const struct prof_supps *supps;  /* to name a suppression whose limit broke */
 };
 
 /* The valgrind-like report: per process, each record with its stack, then

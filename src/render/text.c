@@ -2,6 +2,7 @@
  * feel at home; each frame is one line: function, file:line, module. */
 #include <string.h>
 
+#include "analyze/suppress.h"
 #include "render/render.h"
 
 const char *render_thousands(char *buf, uint64_t v)
@@ -67,9 +68,61 @@ static bool is_main(const struct sym_frame *f)
 	return !f->inlined && f->function && !strcmp(f->function, "main");
 }
 
-static void render_process(FILE *out, const struct prof_process *p, bool records)
+/* The suppression a user would write for r: its first frame that has a
+ * function name, anchored exactly. */
+static void render_suppression(FILE *out, const struct prof_record *r)
+{
+	for (size_t j = 0; j < r->nframes; j++)
+		if (r->frames[j].function && strcmp(r->frames[j].function, "??")) {
+			fprintf(out, "  suppression: leak:^%s$\n", r->frames[j].function);
+			return;
+		}
+}
+
+static void render_record(FILE *out, const struct prof_record *r, size_t i, size_t n,
+			  const struct render_text_opts *o)
+{
+	char a[32], b[32], c[32], d[32];
+	if (r->has_increase)
+		fprintf(out, "%s (+%s) bytes in %s (+%s) %s %s [record %zu of %zu], allocated at:\n",
+			render_thousands(a, r->bytes), render_thousands(b, r->inc_bytes),
+			render_thousands(c, r->blocks), render_thousands(d, r->inc_blocks),
+			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
+	else
+		fprintf(out, "%s bytes in %s %s %s [record %zu of %zu], allocated at:\n",
+			render_thousands(a, r->bytes), render_thousands(b, r->blocks),
+			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
+	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(r->alloc_fn));
+	for (size_t j = 0; j < r->nframes; j++) {
+		render_frame(out, (int)j + 1, &r->frames[j]);
+		if (is_main(&r->frames[j]))
+			break;
+	}
+	if (!r->nframes)
+		fprintf(out, "    (no stack recorded)\n");
+	if (r->over_limit && o->supps && (size_t)r->over_limit <= o->supps->n) {
+		const struct prof_supp *sp = &o->supps->v[r->over_limit - 1];
+		fprintf(out, "  not suppressed: 'leak:%s' (%s) matches, but what it matches is over "
+			"its limit of %s bytes\n", sp->pattern, sp->origin,
+			render_thousands(a, sp->max_bytes));
+	}
+	if (o->gen_suppressions)
+		render_suppression(out, r);
+	fputc('\n', out);
+}
+
+static void summary_line(FILE *out, const char *label, uint64_t bytes, uint64_t blocks)
+{
+	char a[32], b[32];
+	fprintf(out, "   %16s: %s bytes in %s %s\n", label, render_thousands(a, bytes),
+		render_thousands(b, blocks), plural(blocks, "block", "blocks"));
+}
+
+static void render_process(FILE *out, const struct prof_process *p,
+			   const struct render_text_opts *o)
 {
 	const struct fmt_leaks *l = &p->raw;
+	unsigned shown = o->kinds ? o->kinds : PROF_KINDS_DEFAULT_SHOWN;
 	char a[32], b[32], c[32];
 
 	fprintf(out, "== heaptrail: process %ld:", l->pid);
@@ -77,38 +130,60 @@ static void render_process(FILE *out, const struct prof_process *p, bool records
 		fprintf(out, " %s", l->argv[i]);
 	if (l->argc > 8)
 		fprintf(out, " ...");
-	fprintf(out, " (");
-	describe_exit(out, l);
-	fprintf(out, ")\n\n");
+	if (l->check) {
+		fprintf(out, " (leak check %u%s, while running)\n\n", l->check,
+			l->check_increased ? ", only what increased since the previous check" : "");
+	} else {
+		fprintf(out, " (");
+		describe_exit(out, l);
+		fprintf(out, ")\n\n");
+	}
 
-	for (size_t i = 0; records && i < p->nrecords; i++) {
+	size_t nshown = 0, k = 0;
+	for (size_t i = 0; i < p->nrecords; i++)
+		nshown += !p->records[i].suppressed_by && (shown & PROF_KIND_BIT(p->records[i].kind));
+	for (size_t i = 0; !o->summary_only && i < p->nrecords; i++) {
 		const struct prof_record *r = &p->records[i];
-		fprintf(out, "%s bytes in %s %s %s [record %zu of %zu], allocated at:\n",
-			render_thousands(a, r->bytes), render_thousands(b, r->blocks),
-			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i + 1,
-			p->nrecords);
-		fprintf(out, "    #0  %s\n", prof_alloc_fn_name(r->alloc_fn));
-		for (size_t j = 0; j < r->nframes; j++) {
-			render_frame(out, (int)j + 1, &r->frames[j]);
-			if (is_main(&r->frames[j]))
-				break;
-		}
-		if (!r->nframes)
-			fprintf(out, "    (no stack recorded)\n");
-		fputc('\n', out);
+		if (!r->suppressed_by && (shown & PROF_KIND_BIT(r->kind)))
+			render_record(out, r, ++k, nshown, o);
 	}
 
 	fprintf(out, "== summary for process %ld\n", l->pid);
 	fprintf(out, "   total heap usage: %s allocs, %s frees, %s bytes allocated\n",
 		render_thousands(a, l->allocs), render_thousands(b, l->frees),
 		render_thousands(c, l->bytes_allocated));
-	fprintf(out, "   in use at exit:   %s bytes in %s %s\n",
+	fprintf(out, "   in use %s: %s bytes in %s %s\n", l->check ? "now" : "at exit",
 		render_thousands(a, l->in_use_bytes), render_thousands(b, l->in_use_blocks),
 		plural(l->in_use_blocks, "block", "blocks"));
+	if (l->classified) {
+		fprintf(out, "   LEAK SUMMARY:\n");
+		summary_line(out, "definitely lost", p->kind_bytes[FMT_KIND_DEFINITELY],
+			     p->kind_blocks[FMT_KIND_DEFINITELY]);
+		summary_line(out, "indirectly lost", p->kind_bytes[FMT_KIND_INDIRECTLY],
+			     p->kind_blocks[FMT_KIND_INDIRECTLY]);
+		summary_line(out, "possibly lost", p->kind_bytes[FMT_KIND_POSSIBLY],
+			     p->kind_blocks[FMT_KIND_POSSIBLY]);
+		summary_line(out, "still reachable", p->kind_bytes[FMT_KIND_REACHABLE],
+			     p->kind_blocks[FMT_KIND_REACHABLE]);
+		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
+		const char *sep = "";
+		for (int kk = FMT_KIND_DEFINITELY; kk < FMT_KIND_COUNT && !o->summary_only; kk++)
+			if (p->kind_blocks[kk] && !(shown & PROF_KIND_BIT(kk))) {
+				fprintf(out, "%s%s", *sep ? sep : "   (not listed above: ", kind_phrase(kk));
+				sep = ", ";
+			}
+		if (*sep)
+			fprintf(out, "; --show-leak-kinds=all lists every kind)\n");
+	} else if (p->supp_blocks) {
+		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
+	}
+	if (l->unstopped_threads)
+		fprintf(out, "   warning: %u thread(s) could not be stopped for the scan; "
+			"what only they point to may show as lost\n", l->unstopped_threads);
 	if (l->dropped)
 		fprintf(out, "   warning: %s allocations could not be tracked (agent out of room);"
 			" totals above are low\n", render_thousands(a, l->dropped));
-	if (!l->freeres)
+	if (!l->freeres && !l->check)
 		fprintf(out, "   note: libc's internal caches were not released before this report"
 			" (threads were still running), so some of them may be listed\n");
 	fputc('\n', out);
@@ -116,7 +191,7 @@ static void render_process(FILE *out, const struct prof_process *p, bool records
 
 void render_text(FILE *out, const struct prof_run *run, const struct render_text_opts *opts)
 {
-	bool records = !(opts && opts->summary_only);
+	struct render_text_opts none = { 0 };
 	for (size_t i = 0; i < run->nprocs; i++)
-		render_process(out, &run->procs[i], records);
+		render_process(out, &run->procs[i], opts ? opts : &none);
 }

@@ -1,0 +1,802 @@
+/*
+ * leakscan.c — which live blocks can the program still reach?
+ *
+ * The same answer valgrind memcheck gives, computed the same way:
+ *
+ *  1. Roots: every readable and writable mapping of the process except the
+ *     malloc heap itself, the agent's own memory and the dead part of each
+ *     thread's stack (below its stack pointer); plus every thread's
+ *     registers. Other threads are stopped with a signal (no ptrace, so it
+ *     works in containers) and report their registers from the handler.
+ *  2. Marking: every aligned word is a possible pointer. From a root or a
+ *     reachable block, a pointer to the start of a block makes it
+ *     reachable, a pointer into its interior makes it possibly lost —
+ *     unless one of valgrind's default heuristics (stdstring, length64,
+ *     newarray, multipleinheritance) explains the interior pointer, which
+ *     then counts as a start pointer. From a possibly lost block, anything
+ *     reached is at best possibly lost.
+ *  3. Cliques: the blocks nobody reached are visited in address order; each
+ *     one still unreached leads a clique, and what it reaches that is
+ *     still unreached is indirectly lost. The leaders are definitely lost.
+ *
+ * The scan holds every table lock from the copy of the live table to the
+ * end of marking, so no block can be freed or added under it; the other
+ * threads stay stopped until marking is done. Nothing here allocates
+ * through the host's malloc or takes the loader lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <link.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "format/leakfile.h"
+#include "agent/banned.h"
+
+enum { ST_UNREACHED, ST_POSSIBLE, ST_REACHABLE, ST_INDIRECT };
+
+#define PAGE 4096ul
+#define MAX_THREADS 4096
+#define MAX_REGIONS 65536
+#define MAX_EXCL (MAX_REGIONS + 32768)
+
+/* ---------- stopping the other threads ---------- */
+
+struct stop_slot {
+	pid_t tid;
+	atomic_int state;        /* 0 signalled, 1 stopped, 2 released, 3 gone */
+	uintptr_t sp;
+	uintptr_t regs[NGREG];
+};
+
+static struct {
+	atomic_int active;
+	atomic_int release;
+	int sig;
+	struct sigaction old;
+	struct stop_slot *slots; /* MAX_THREADS, from mmap */
+	int nslots;
+	bool installed;
+} stop;
+
+static pid_t gettid_raw(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static void futex_wait(atomic_int *p, int val)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static void stop_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	bool ours = si && si->si_code == SI_TKILL && si->si_pid == getpid();
+	if (!ours) {
+		/* Someone else's signal: hand it to whoever had it before. */
+		if (stop.old.sa_flags & SA_SIGINFO) {
+			if (stop.old.sa_sigaction)
+				stop.old.sa_sigaction(sig, si, ucv);
+		} else if (stop.old.sa_handler != SIG_IGN && stop.old.sa_handler != SIG_DFL) {
+			stop.old.sa_handler(sig);
+		}
+		errno = saved_errno;
+		return;
+	}
+	if (!atomic_load(&stop.active)) {
+		errno = saved_errno;  /* a late stop request: nothing to do */
+		return;
+	}
+	pid_t tid = gettid_raw();
+	struct stop_slot *slot = NULL;
+	for (int i = 0; i < stop.nslots; i++)
+		if (stop.slots[i].tid == tid)
+			slot = &stop.slots[i];
+	if (slot) {
+		ucontext_t *uc = ucv;
+		for (int i = 0; i < NGREG; i++)
+			slot->regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+		slot->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		atomic_store(&slot->state, 1);
+		while (!atomic_load(&stop.release))
+			futex_wait(&stop.release, 0);
+		atomic_store(&slot->state, 2);
+	}
+	errno = saved_errno;
+}
+
+/* Makes sure our handler is the one installed (the program may have
+ * replaced it since), keeping the program's as the one to chain to. */
+static bool install_handler(void)
+{
+	struct sigaction cur, sa;
+	if (sigaction(stop.sig, NULL, &cur))
+		return false;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler)
+		return true;
+	agent_memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = stop_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(stop.sig, &sa, NULL))
+		return false;
+	stop.old = cur;
+	return true;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/* Adds and signals every thread not yet in the slots; returns how many
+ * were new. */
+static int signal_new_threads(pid_t self, pid_t skip)
+{
+	char buf[4096];
+	int added = 0;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct dirent64 { uint64_t ino; int64_t off; unsigned short reclen;
+					  unsigned char type; char name[]; } *d = (void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			pid_t tid = 0;
+			for (const char *c = d->name; *c; c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid == self || tid == skip)
+				continue;
+			bool known = false;
+			for (int i = 0; i < stop.nslots; i++)
+				known |= stop.slots[i].tid == tid;
+			if (known || stop.nslots == MAX_THREADS)
+				continue;
+			struct stop_slot *s = &stop.slots[stop.nslots];
+			s->tid = tid;
+			s->sp = 0;
+			atomic_store(&s->state, 0);
+			stop.nslots++;
+			if (syscall(SYS_tgkill, getpid(), tid, stop.sig) != 0)
+				atomic_store(&s->state, 3);
+			added++;
+		}
+	}
+	close(fd);
+	return added;
+}
+
+/* Reads the stack pointer of a thread blocked in a system call from
+ * /proc/self/task/TID/syscall ("nr a1..a6 sp pc"); 0 when unknown. */
+static uintptr_t blocked_sp(pid_t tid)
+{
+	char path[64] = "/proc/self/task/", buf[256];
+	size_t n = agent_strlen(path);
+	char digits[16];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + tid % 10);
+	while ((tid /= 10));
+	while (k)
+		path[n++] = digits[--k];
+	agent_strlcpy(path + n, "/syscall", sizeof path - n);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	/* the 8th field */
+	const char *p = buf;
+	for (int field = 0; field < 7 && *p; field++) {
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+	}
+	if (p[0] != '0' || p[1] != 'x')
+		return 0;
+	uintptr_t v = 0;
+	for (p += 2; *p && *p != ' ' && *p != '\n'; p++)
+		v = v * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10);
+	return v;
+}
+
+/* Returns the number of threads that could not be stopped. */
+static int stop_world(pid_t skip)
+{
+	pid_t self = gettid_raw();
+	stop.nslots = 0;
+	atomic_store(&stop.release, 0);
+	atomic_store(&stop.active, 1);
+	if (!stop.slots || !install_handler())
+		return -1;
+	for (int round = 0; round < 8; round++) {
+		if (!signal_new_threads(self, skip) && round)
+			break;
+		for (int waited = 0; waited < 2000; waited++) {
+			bool all = true;
+			for (int i = 0; i < stop.nslots; i++)
+				if (atomic_load(&stop.slots[i].state) == 0)
+					all = false;
+			if (all)
+				break;
+			if (waited < 100)
+				sched_yield();
+			else
+				sleep_ms(1);
+		}
+	}
+	int missing = 0;
+	for (int i = 0; i < stop.nslots; i++)
+		if (atomic_load(&stop.slots[i].state) == 0) {
+			/* blocked the signal: maybe it sits in a system call */
+			stop.slots[i].sp = blocked_sp(stop.slots[i].tid);
+			agent_memset(stop.slots[i].regs, 0, sizeof stop.slots[i].regs);
+			missing++;
+		}
+	return missing;
+}
+
+static void resume_world(void)
+{
+	atomic_store(&stop.release, 1);
+	syscall(SYS_futex, &stop.release, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+	for (int i = 0; i < stop.nslots; i++)
+		for (int w = 0; w < 2000 && atomic_load(&stop.slots[i].state) == 1; w++)
+			sched_yield();
+	atomic_store(&stop.active, 0);
+}
+
+/* ---------- the process's mappings ---------- */
+
+struct region {
+	uintptr_t start, end;
+	uint8_t r, w, x, file, heap, dev, skip;
+};
+
+static struct region *regions;
+static size_t nregions;
+
+static uintptr_t parse_hex(const char **p)
+{
+	uintptr_t v = 0;
+	for (;; (*p)++) {
+		char c = **p;
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+static void parse_maps_line(const char *l)
+{
+	struct region g = { 0 };
+	g.start = parse_hex(&l);
+	if (*l++ != '-')
+		return;
+	g.end = parse_hex(&l);
+	l++;
+	g.r = l[0] == 'r';
+	g.w = l[1] == 'w';
+	g.x = l[2] == 'x';
+	/* skip perms, offset, dev, inode; the rest is the path */
+	for (int field = 0; field < 4 && *l; field++) {
+		while (*l && *l != ' ')
+			l++;
+		while (*l == ' ')
+			l++;
+	}
+	g.file = *l == '/';
+	g.heap = agent_strstarts(l, "[heap]");
+	g.dev = agent_strstarts(l, "/dev/") && !agent_strstarts(l, "/dev/zero") &&
+		!agent_strstarts(l, "/dev/shm/");
+	if (agent_strstarts(l, "[vvar]") || agent_strstarts(l, "[vsyscall]"))
+		g.r = 0;
+	if (nregions < MAX_REGIONS)
+		regions[nregions++] = g;
+}
+
+static bool read_maps(char *buf, size_t cap)
+{
+	nregions = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t have = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, cap - 1 - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while ((nl = (char *)__builtin_memchr(line, '\n', have - (size_t)(line - buf)))) {
+			*nl = 0;
+			parse_maps_line(line);
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		agent_memcpy(buf, line, have);
+	}
+	close(fd);
+	return nregions > 0;
+}
+
+static const struct region *region_of(uintptr_t a)
+{
+	size_t lo = 0, hi = nregions;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a < regions[mid].start)
+			hi = mid;
+		else if (a >= regions[mid].end)
+			lo = mid + 1;
+		else
+			return &regions[mid];
+	}
+	return NULL;
+}
+
+/* ---------- sorting (radix, on the address) ---------- */
+
+static void radix_sort(struct agent_block *a, struct agent_block *tmp, size_t n)
+{
+	size_t count[256];
+	for (int shift = 0; shift < 64; shift += 8) {
+		agent_memset(count, 0, sizeof count);
+		for (size_t i = 0; i < n; i++)
+			count[(a[i].addr >> shift) & 0xff]++;
+		if (n && count[(a[0].addr >> shift) & 0xff] == n)
+			continue;  /* every key has the same digit here */
+		size_t sum = 0;
+		for (size_t i = 0; i < 256; i++) {
+			size_t c = count[i];
+			count[i] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(a[i].addr >> shift) & 0xff]++] = a[i];
+		agent_memcpy(a, tmp, n * sizeof *a);
+	}
+}
+
+/* ---------- marking ---------- */
+
+struct scan {
+	struct agent_block *b;
+	size_t n;
+	uint8_t *state;
+	uint32_t *stack;
+	size_t top, cap;
+	uintptr_t lo, hi;
+};
+
+static long find_block(const struct scan *s, uintptr_t p)
+{
+	if (p < s->lo || p >= s->hi)
+		return -1;
+	size_t lo = 0, hi = s->n;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (s->b[mid].addr <= p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct agent_block *b = &s->b[lo];
+	if (p >= b->addr && (p < b->addr + b->size || (b->size == 0 && p == b->addr)))
+		return (long)lo;
+	return -1;
+}
+
+static void push(struct scan *s, size_t i)
+{
+	if (s->top < s->cap)
+		s->stack[s->top++] = (uint32_t)i;
+}
+
+static bool readable_word(uintptr_t a)
+{
+	const struct region *g = region_of(a);
+	return g && g->r && a + 8 <= g->end;
+}
+
+/* valgrind's test for a vtable: a table in a file mapping whose first
+ * non-null entries (two of them, within twenty words) point at code. */
+static bool is_vtable(uintptr_t v)
+{
+	if ((v & 7) || v < PAGE)
+		return false;
+	const struct region *g = region_of(v);
+	if (!g || !g->file || !g->r)
+		return false;
+	int fns = 0;
+	for (uintptr_t a = v; a < v + 20 * 8; a += 8) {
+		if (!readable_word(a))
+			return false;
+		uintptr_t f = *(const uintptr_t *)a;
+		if (!f)
+			continue;
+		const struct region *fg = region_of(f);
+		if (!fg || !fg->x)
+			return false;
+		if (++fns == 2)
+			return true;
+	}
+	return false;
+}
+
+/* Does one of valgrind's default heuristics explain an interior pointer? */
+static bool heuristic(const struct agent_block *b, uintptr_t p)
+{
+	const uint64_t *w = (const uint64_t *)b->addr;
+	uint64_t size = b->size;
+	/* stdstring: old libstdc++ strings, {length, capacity, refcount, chars} */
+	if (p == b->addr + 24 && size >= 24 && 24 + w[1] + 1 == size && w[0] <= w[1])
+		return true;
+	/* length64: a block starting with the length of the rest */
+	if (p == b->addr + 8 && size >= 8 && w[0] > 0 && size - 8 == w[0])
+		return true;
+	/* newarray: new[] of objects with destructors keeps the count first */
+	if (p == b->addr + 8 && size >= 8 && w[0] > 0 && (size - 8) % w[0] == 0)
+		return true;
+	/* multipleinheritance: a pointer to a second vtable pointer inside */
+	if (!(p & 7) && p + 8 <= b->addr + size && size >= 8 &&
+	    is_vtable(*(const uintptr_t *)p) && is_vtable(w[0]))
+		return true;
+	return false;
+}
+
+/* glibc's malloc keeps pointers to the header of free chunks (bins, the
+ * top chunk). A free chunk's header overlaps the last word of the block
+ * before it, so such a pointer looks like an interior pointer into a live
+ * block; valgrind, with its own allocator, never sees them. */
+static bool is_chunk_header_of_next(const struct agent_block *b, uintptr_t p)
+{
+	uintptr_t hdr = ((const uintptr_t *)b->addr)[-1];
+	uintptr_t chunk = hdr & ~(uintptr_t)7;
+	return !(hdr & 2) && chunk >= b->size + 8 && chunk <= b->size + 64 &&
+	       p == b->addr - 16 + chunk;
+}
+
+static inline void consider(struct scan *s, uintptr_t p, bool definite)
+{
+	long i = find_block(s, p);
+	if (i < 0)
+		return;
+	uint8_t st = s->state[i];
+	if (st == ST_REACHABLE)
+		return;
+	bool start = p == s->b[i].addr || heuristic(&s->b[i], p);
+	if (!start && is_chunk_header_of_next(&s->b[i], p))
+		return;
+	if (start && definite) {
+		s->state[i] = ST_REACHABLE;
+		push(s, (size_t)i);
+	} else if (st == ST_UNREACHED) {
+		s->state[i] = ST_POSSIBLE;
+		push(s, (size_t)i);
+	}
+}
+
+static void scan_words(struct scan *s, const uintptr_t *w, size_t n, bool definite)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i] >= s->lo && w[i] < s->hi)
+			consider(s, w[i], definite);
+}
+
+static void drain(struct scan *s)
+{
+	while (s->top) {
+		size_t j = s->stack[--s->top];
+		const struct agent_block *b = &s->b[j];
+		scan_words(s, (const uintptr_t *)b->addr, b->size / 8, s->state[j] == ST_REACHABLE);
+	}
+}
+
+/* Cliques: what an unreached block reaches that nobody else did. */
+static void cliques(struct scan *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->state[i] != ST_UNREACHED)
+			continue;
+		push(s, i);
+		while (s->top) {
+			size_t j = s->stack[--s->top];
+			const struct agent_block *b = &s->b[j];
+			const uintptr_t *w = (const uintptr_t *)b->addr;
+			for (size_t k = 0; k < b->size / 8; k++) {
+				if (w[k] < s->lo || w[k] >= s->hi)
+					continue;
+				long t = find_block(s, w[k]);
+				if (t >= 0 && (size_t)t != i && s->state[t] == ST_UNREACHED) {
+					s->state[t] = ST_INDIRECT;
+					push(s, (size_t)t);
+				}
+			}
+		}
+	}
+}
+
+/* ---------- roots ---------- */
+
+struct excl {
+	struct agent_block *r;   /* addr = start, size = length; sorted */
+	size_t n, cap;
+};
+
+static void excl_add(struct excl *x, uintptr_t start, uintptr_t end)
+{
+	if (end > start && x->n < x->cap) {
+		x->r[x->n].addr = start;
+		x->r[x->n].size = end - start;
+		x->n++;
+	}
+}
+
+/* Scans [a, b) through process_vm_readv, so a page that faults (a shared
+ * file mapping past its end, say) is skipped instead of crashing us. */
+static void scan_range(struct scan *s, uintptr_t a, uintptr_t b, uintptr_t *buf, size_t bufwords)
+{
+	a = (a + 7) & ~(uintptr_t)7;
+	while (a + 8 <= b) {
+		size_t want = (b - a) / 8 < bufwords ? (b - a) / 8 : bufwords;
+		struct iovec local = { buf, want * 8 }, remote = { (void *)a, want * 8 };
+		ssize_t got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0) {
+			a = (a + PAGE) & ~(PAGE - 1);  /* skip the faulting page */
+			continue;
+		}
+		scan_words(s, buf, (size_t)got / 8, true);
+		a += (size_t)got & ~(size_t)7;
+	}
+}
+
+static void scan_region_minus(struct scan *s, uintptr_t a, uintptr_t b, const struct excl *x,
+			      uintptr_t *buf, size_t bufwords)
+{
+	/* exclusions are sorted by start; walk the ones that overlap */
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (x->r[mid].addr + x->r[mid].size <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* earlier exclusions may still reach past a: back up over them */
+	while (lo > 0 && x->r[lo - 1].addr + x->r[lo - 1].size > a)
+		lo--;
+	uintptr_t cur = a;
+	for (size_t i = lo; i < x->n && x->r[i].addr < b && cur < b; i++) {
+		uintptr_t es = x->r[i].addr, ee = x->r[i].addr + x->r[i].size;
+		if (ee <= cur)
+			continue;
+		if (es > cur)
+			scan_range(s, cur, es < b ? es : b, buf, bufwords);
+		if (ee > cur)
+			cur = ee;
+	}
+	if (cur < b)
+		scan_range(s, cur, b, buf, bufwords);
+}
+
+/* Does region g hold a block that malloc carved from an arena (not a
+ * block with a mapping of its own)? Such a region is heap, not a root. */
+static bool holds_arena_block(const struct scan *s, const struct region *g, struct excl *x)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->b[mid].addr < g->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool arena = false;
+	for (size_t i = lo; i < s->n && s->b[i].addr < g->end; i++) {
+		const struct agent_block *b = &s->b[i];
+		/* glibc marks a chunk with its own mapping by bit 1 of the size
+		 * word just before the block */
+		uintptr_t hdr = b->addr >= g->start + 8 ? ((const uintptr_t *)b->addr)[-1] : 0;
+		if (hdr & 2)
+			excl_add(x, (b->addr - 16) & ~(PAGE - 1),
+				 (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
+		else
+			arena = true;
+	}
+	return arena;
+}
+
+static uintptr_t own_rw_lo[8], own_rw_hi[8];
+static int own_rw_n;
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	bool mine = false;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && agent_self_lo >= a && agent_self_lo < a + ph->p_memsz)
+			mine = true;
+	}
+	if (!mine)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && own_rw_n < 8; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			own_rw_lo[own_rw_n] = a & ~(PAGE - 1);
+			own_rw_hi[own_rw_n++] = (a + ph->p_memsz + PAGE - 1) & ~(PAGE - 1);
+		}
+	}
+	return 1;
+}
+
+void agent_leakscan_init(int sig)
+{
+	stop.sig = sig;
+	stop.slots = agent_mmap(MAX_THREADS * sizeof *stop.slots);
+	dl_iterate_phdr(find_own, NULL);
+}
+
+/* ---------- the whole scan ---------- */
+
+struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
+				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info)
+{
+	struct agent_kinds *kinds = NULL;
+	struct scan s = { 0 };
+	struct excl x = { 0 };
+	size_t blocks_len = 0, state_len = 0, stack_len = 0, excl_len = 0;
+	size_t maps_len = 1 << 20, regions_len = MAX_REGIONS * sizeof(struct region);
+	size_t buf_len = 64 * 1024, agent_cap = 16384;
+	char *mapsbuf = agent_mmap(maps_len);
+	uintptr_t *buf = agent_mmap(buf_len);
+	uintptr_t *astart = agent_mmap(agent_cap * 2 * sizeof(uintptr_t));
+	size_t *alen = (size_t *)(astart + agent_cap);
+	struct agent_block *tmp = NULL, *xtmp = NULL;
+
+	agent_memset(info, 0, sizeof *info);
+	regions = agent_mmap(regions_len);
+	if (!mapsbuf || !buf || !astart || !regions)
+		goto out;
+
+	agent_tables_lock_all();
+	int missing = stop_world(0);
+	info->threads_stopped = stop.nslots;
+	info->threads_unstopped = missing > 0 ? missing : 0;
+
+	s.n = agent_live_count_locked();
+	blocks_len = (s.n + 1) * sizeof *s.b;
+	s.b = agent_mmap(blocks_len);
+	tmp = agent_mmap(blocks_len);
+	state_len = s.n + 1;
+	s.state = agent_mmap(state_len);
+	s.cap = 2 * s.n + 16;
+	stack_len = s.cap * sizeof *s.stack;
+	s.stack = agent_mmap(stack_len);
+	x.cap = MAX_EXCL;
+	excl_len = x.cap * sizeof *x.r;
+	x.r = agent_mmap(excl_len);
+	xtmp = agent_mmap(excl_len);
+	if (!s.b || !tmp || !s.state || !s.stack || !x.r || !xtmp || !read_maps(mapsbuf, maps_len)) {
+		resume_world();
+		agent_tables_unlock_all();
+		goto out;
+	}
+	s.n = agent_live_copy_locked(s.b, s.n);
+	radix_sort(s.b, tmp, s.n);
+	if (s.n) {
+		s.lo = s.b[0].addr;
+		s.hi = 0;
+		for (size_t i = 0; i < s.n; i++) {
+			uintptr_t e = s.b[i].addr + (s.b[i].size ? s.b[i].size : 1);
+			if (e > s.hi)
+				s.hi = e;
+		}
+	}
+
+	/* What is not a root: the agent's memory, its own data, the dead
+	 * part of every stack, and heap chunks with mappings of their own. */
+	size_t na = agent_mmap_ranges(astart, alen, agent_cap);
+	for (size_t i = 0; i < na; i++)
+		excl_add(&x, astart[i], astart[i] + alen[i]);
+	for (int i = 0; i < own_rw_n; i++)
+		excl_add(&x, own_rw_lo[i], own_rw_hi[i]);
+	const struct region *g = region_of(stack_from);
+	if (g)
+		excl_add(&x, g->start, stack_from);
+	/* Running on a signal stack (a leak check from a signal handler): it
+	 * holds only our frames. */
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+		excl_add(&x, (uintptr_t)ss.ss_sp, (uintptr_t)ss.ss_sp + ss.ss_size);
+	for (int i = 0; i < stop.nslots; i++) {
+		const struct region *tg = region_of(stop.slots[i].sp);
+		if (tg)
+			excl_add(&x, tg->start, stop.slots[i].sp);
+	}
+	for (size_t i = 0; i < nregions; i++) {
+		struct region *r = &regions[i];
+		r->skip = !r->r || !r->w || r->dev || r->heap || holds_arena_block(&s, r, &x);
+	}
+	radix_sort(x.r, xtmp, x.n);
+
+	if (s.n) {
+		for (size_t i = 0; i < nregions; i++)
+			if (!regions[i].skip) {
+				scan_region_minus(&s, regions[i].start, regions[i].end, &x, buf,
+						  buf_len / 8);
+				info->root_bytes += regions[i].end - regions[i].start;
+			}
+		for (int i = 0; i < stop.nslots; i++)
+			scan_words(&s, stop.slots[i].regs, NGREG, true);
+		if (extra)
+			scan_words(&s, extra, (size_t)nextra, true);
+		drain(&s);
+		cliques(&s);
+	}
+	resume_world();
+	agent_tables_unlock_all();
+
+	/* Totals per stack and kind. */
+	*nstacks = agent_stack_count();
+	*maplen = ((size_t)*nstacks + 1) * sizeof *kinds;
+	kinds = agent_mmap(*maplen);
+	if (!kinds)
+		goto out;
+	static const int kind_of[] = { [ST_UNREACHED] = FMT_KIND_DEFINITELY,
+				       [ST_POSSIBLE] = FMT_KIND_POSSIBLY,
+				       [ST_REACHABLE] = FMT_KIND_REACHABLE,
+				       [ST_INDIRECT] = FMT_KIND_INDIRECTLY };
+	for (size_t i = 0; i < s.n; i++) {
+		uint32_t id = s.b[i].stack;
+		if (id > *nstacks)
+			continue;
+		int k = kind_of[s.state[i]];
+		kinds[id].bytes[k] += s.b[i].size;
+		kinds[id].blocks[k]++;
+		info->bytes[k] += s.b[i].size;
+		info->blocks[k]++;
+	}
+	info->blocks_scanned = s.n;
+out:
+	agent_munmap(s.b, blocks_len);
+	agent_munmap(tmp, blocks_len);
+	agent_munmap(s.state, state_len);
+	agent_munmap(s.stack, stack_len);
+	agent_munmap(x.r, excl_len);
+	agent_munmap(xtmp, excl_len);
+	agent_munmap(mapsbuf, maps_len);
+	agent_munmap(buf, buf_len);
+	agent_munmap(astart, agent_cap * 2 * sizeof(uintptr_t));
+	agent_munmap(regions, regions_len);
+	regions = NULL;
+	return kinds;
+}

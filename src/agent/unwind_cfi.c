@@ -1,0 +1,1206 @@
+/*
+ * unwind_cfi.c — a fast x86_64 unwinder driven by .eh_frame call-frame
+ * information, for capturing the stack of every allocation.
+ *
+ * agent_unwind_cfi has agent_unwind's contract: return addresses of the
+ * current thread, the caller of the allocator first (leading frames inside
+ * [agent_self_lo, agent_self_hi) are dropped), at most max of them.
+ *
+ * How it is fast: what a frame needs — where the CFA is (rsp or rbp plus
+ * an offset), where rbp was saved — depends only on the pc, so it is
+ * computed once per pc and kept in a global, lock-free table (a 2-way
+ * set-associative hash in mmap'd memory; each slot is guarded by its own
+ * sequence number, so readers never wait and writers never block: a reader
+ * that races a writer just misses). In the steady state a frame costs one
+ * hash probe and one or two loads from the stack.
+ *
+ * A miss (the first time a pc is seen) finds the module containing the pc
+ * in a cached module list, binary-searches its .eh_frame_hdr table for the
+ * FDE, and runs the CIE and FDE programs up to the pc. The module list is
+ * refreshed when dl_iterate_phdr's dlpi_adds/dlpi_subs change; checking
+ * that costs one dl_iterate_phdr call that stops at the first module, and
+ * is done only on a miss. When a library was unloaded (dlpi_subs moved, or
+ * agent_unwind_cfi_flush was called) every cached rule is dropped at once
+ * by bumping a generation number that tags each slot.
+ *
+ * Invariants that keep the host alive:
+ *  - no libc allocation, no stdio; memory comes from agent_mmap;
+ *  - no lock is ever waited for: the module list is rebuilt by whoever wins
+ *    a compare-and-swap, others look the pc up themselves meanwhile; no
+ *    lock of ours is held while dl_iterate_phdr runs;
+ *  - every read of the stack stays inside [lo, hi): lo is the stack pointer
+ *    of the frame the walk started from, hi the top of the current thread's
+ *    stack (the thread pointer for a glibc thread, whose descriptor and TLS
+ *    sit at the top of its stack mapping; __libc_stack_end for the main
+ *    thread; otherwise a guess of 1 MiB). The stack pointer must grow at
+ *    every frame and a zero return address ends the walk;
+ *  - reads of .eh_frame stay inside the PT_LOAD segment holding the
+ *    module's .eh_frame_hdr; anything malformed or not understood ends the
+ *    walk instead of guessing.
+ *
+ * What it understands: CFA = rsp/rbp + offset or a DWARF expression (the
+ * PLT's, a realigned frame's *(rbp-8)), rbp saved at CFA+offset, unchanged
+ * or given by an expression, return address at CFA-8 or undefined (the
+ * outermost frame: _start, clone), the Linux rt_sigreturn trampoline
+ * (recognised by its code, as libunwind does), and rbp chaining for a pc
+ * without an FDE (JIT code) when rbp looks like a frame of this stack.
+ */
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+
+#include "agent/agent.h"
+#include "agent/banned.h"
+
+int agent_unwind_cfi(uintptr_t *pcs, int max);
+void agent_unwind_cfi_flush(void);
+void agent_unwind_cfi_fork_child(void);
+
+/* Top of the main thread's stack, set by the dynamic loader. Weak so that
+ * an odd libc without it only loses the precise bound. */
+extern void *__libc_stack_end __attribute__((weak));
+
+/* ---------- rules ---------- */
+
+enum rule_kind {
+	K_NONE = 0,     /* unused slot */
+	K_CFA_RSP,      /* CFA = rsp + off, return address at CFA-8 */
+	K_CFA_RBP,      /* CFA = rbp + off */
+	K_CFA_EXPR,     /* CFA = value of the DWARF expression at expr */
+	K_END,          /* return address undefined: outermost frame */
+	K_STOP,         /* not understood: end the walk */
+	K_FP,           /* no FDE: follow rbp if it looks like a frame */
+	K_NOMOD,        /* like K_FP, for a pc in no module; valid while
+			 * bp_off == mods_gen (a library may be loaded there) */
+	K_SIGNAL,       /* rt_sigreturn trampoline: registers in a ucontext */
+};
+
+enum bp_how {
+	B_SAME = 0,     /* caller's rbp is this frame's rbp */
+	B_UNKNOWN,      /* caller's rbp cannot be known */
+	B_OFFSET,       /* saved at CFA + off */
+	B_EXPR,         /* saved at the address the expression computes */
+};
+
+/* One frame's recipe. off is signed; expr points at a DWARF expression's
+ * ULEB128 length inside the module's mapped .eh_frame. */
+struct rule {
+	uint8_t kind, bp_how;
+	int64_t cfa_off, bp_off;
+	const uint8_t *cfa_expr, *bp_expr;
+};
+
+/* Packed as two words for the cache: kind/how in the low byte, offset or
+ * pointer in the other 56 bits (user-space pointers fit). */
+static inline uint64_t pack(uint8_t tag, int64_t off, const uint8_t *p)
+{
+	uint64_t v = p ? (uint64_t)(uintptr_t)p : (uint64_t)off;
+	return (v << 8) | tag;
+}
+
+static inline bool fits56(int64_t v)
+{
+	return v >= -((int64_t)1 << 55) && v < ((int64_t)1 << 55);
+}
+
+static inline void unpack(uint64_t w0, uint64_t w1, struct rule *r)
+{
+	r->kind = (uint8_t)w0;
+	r->bp_how = (uint8_t)w1;
+	r->cfa_off = (int64_t)w0 >> 8;
+	r->bp_off = (int64_t)w1 >> 8;
+	r->cfa_expr = (const uint8_t *)(uintptr_t)(w0 >> 8);
+	r->bp_expr = (const uint8_t *)(uintptr_t)(w1 >> 8);
+}
+
+/* ---------- the pc → rule cache ---------- */
+
+/* tag = generation << 32 | sequence; the sequence is odd while a writer
+ * fills the slot. Slot 0 of a set and slot 1 share a cache line. */
+struct slot {
+	_Atomic uint64_t tag;
+	_Atomic uint64_t key;
+	_Atomic uint64_t w0, w1;
+};
+
+#define CACHE_BITS 15                   /* 32768 slots, 1 MiB reserved */
+#define CACHE_SLOTS (1u << CACHE_BITS)
+
+static struct slot *_Atomic cache;
+/* Starts at 1 so that a zeroed slot never matches. */
+static _Atomic uint32_t cache_gen = 1;
+/* Moves whenever the set of modules changes (K_NOMOD answers expire). */
+static _Atomic uint32_t mods_gen;
+
+static inline struct slot *cache_set(struct slot *c, uintptr_t a)
+{
+	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
+	return &c[(h >> (64 - CACHE_BITS)) & ~1u];
+}
+
+#define RELAXED memory_order_relaxed
+
+static inline bool cache_get(struct slot *c, uintptr_t a, uint32_t gen, struct rule *r)
+{
+	struct slot *s = cache_set(c, a);
+	for (int i = 0; i < 2; i++, s++) {
+		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
+		if ((t & 1) || (uint32_t)(t >> 32) != gen)
+			continue;
+		if (atomic_load_explicit(&s->key, RELAXED) != a)
+			continue;
+		uint64_t w0 = atomic_load_explicit(&s->w0, RELAXED);
+		uint64_t w1 = atomic_load_explicit(&s->w1, RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->tag, RELAXED) != t)
+			continue;
+		unpack(w0, w1, r);
+		return true;
+	}
+	return false;
+}
+
+static struct slot *cache_table(void)
+{
+	struct slot *c = atomic_load_explicit(&cache, memory_order_acquire);
+	if (c)
+		return c;
+	struct slot *fresh = agent_mmap(CACHE_SLOTS * sizeof *fresh);
+	if (!fresh)
+		return NULL;
+	if (atomic_compare_exchange_strong(&cache, &c, fresh))
+		return fresh;
+	agent_munmap(fresh, CACHE_SLOTS * sizeof *fresh);
+	return c;
+}
+
+/* Stores a rule unless its offsets do not fit or the slot is busy: the
+ * cache is only ever an optimisation. */
+static void cache_put(uintptr_t a, uint32_t gen, const struct rule *r)
+{
+	if (!fits56(r->cfa_off) || !fits56(r->bp_off))
+		return;
+	struct slot *c = cache_table();
+	if (!c)
+		return;
+	struct slot *s = cache_set(c, a);
+	int victim = (a >> 4) & 1;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t = atomic_load_explicit(&s[i].tag, RELAXED);
+		if ((uint32_t)(t >> 32) != gen || atomic_load_explicit(&s[i].key, RELAXED) == a) {
+			victim = i;
+			break;
+		}
+	}
+	s += victim;
+	uint64_t t = atomic_load_explicit(&s->tag, RELAXED);
+	if (t & 1)
+		return;
+	uint32_t seq = (uint32_t)t;
+	uint64_t busy = (uint64_t)gen << 32 | (uint32_t)(seq + 1);
+	if (!atomic_compare_exchange_strong(&s->tag, &t, busy))
+		return;
+	atomic_store_explicit(&s->key, a, RELAXED);
+	atomic_store_explicit(&s->w0, pack(r->kind, r->cfa_off, r->cfa_expr), RELAXED);
+	atomic_store_explicit(&s->w1, pack(r->bp_how, r->bp_off, r->bp_expr), RELAXED);
+	atomic_store_explicit(&s->tag, (uint64_t)gen << 32 | (uint32_t)(seq + 2),
+			      memory_order_release);
+}
+
+/* Drops every cached rule: call after a library was unloaded. Hook-safe,
+ * signal-safe. */
+void agent_unwind_cfi_flush(void)
+{
+	atomic_fetch_add(&cache_gen, 1);
+}
+
+/* ---------- modules ---------- */
+
+/* What a miss needs to know about a loaded object. Fields are atomics
+ * because a reader may look while the list is being rebuilt (it then
+ * notices the sequence moved and discards what it read). */
+struct mod {
+	uintptr_t lo, hi;               /* executable PT_LOAD span */
+	uintptr_t seg_lo, seg_hi;       /* PT_LOAD holding .eh_frame_hdr */
+	uintptr_t hdr;                  /* .eh_frame_hdr, 0 when none */
+	bool code_readable;             /* every PF_X segment also PF_R */
+};
+
+struct mod_slot {
+	_Atomic uintptr_t lo, hi, seg_lo, seg_hi, hdr;
+	_Atomic bool code_readable;
+};
+
+#define MAX_MODS 1024
+
+static struct mod_slot mods[MAX_MODS];
+static _Atomic unsigned mod_count;
+static _Atomic unsigned mod_seq;        /* odd while one thread rebuilds */
+static _Atomic unsigned long long mod_adds, mod_subs;
+static _Atomic bool mods_valid;
+
+static bool describe(const struct dl_phdr_info *info, struct mod *m)
+{
+	uintptr_t hdr_vaddr = 0;
+	bool have_hdr = false;
+	m->lo = UINTPTR_MAX;
+	m->hi = 0;
+	m->seg_lo = m->seg_hi = m->hdr = 0;
+	m->code_readable = true;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			if (a < m->lo)
+				m->lo = a;
+			if (a + ph->p_memsz > m->hi)
+				m->hi = a + ph->p_memsz;
+			if (!(ph->p_flags & PF_R))
+				m->code_readable = false;
+		} else if (ph->p_type == PT_GNU_EH_FRAME) {
+			hdr_vaddr = ph->p_vaddr;
+			have_hdr = true;
+		}
+	}
+	if (m->hi == 0)
+		return false;
+	if (!have_hdr)
+		return true;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && hdr_vaddr >= ph->p_vaddr &&
+		    hdr_vaddr < ph->p_vaddr + ph->p_memsz) {
+			m->seg_lo = info->dlpi_addr + ph->p_vaddr;
+			m->seg_hi = m->seg_lo + ph->p_memsz;
+			m->hdr = info->dlpi_addr + hdr_vaddr;
+		}
+	}
+	return true;
+}
+
+struct iter {
+	uintptr_t a;
+	struct mod found;
+	bool have, uptodate, writer;
+	unsigned calls, n, seq;
+	unsigned long long adds, subs;
+};
+
+static int iter_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct iter *it = arg;
+	if (it->calls++ == 0 &&
+	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		/* (a libc too old to count loads leaves this a plain search) */
+		it->adds = info->dlpi_adds;
+		it->subs = info->dlpi_subs;
+		if (atomic_load(&mods_valid) && it->adds == atomic_load(&mod_adds) &&
+		    it->subs == atomic_load(&mod_subs)) {
+			it->uptodate = true;
+			return 1;
+		}
+		unsigned s = atomic_load(&mod_seq);
+		if (!(s & 1) && atomic_compare_exchange_strong(&mod_seq, &s, s + 1)) {
+			it->writer = true;
+			it->seq = s + 1;
+		}
+	}
+	struct mod m;
+	if (!describe(info, &m))
+		return 0;
+	if (it->writer && it->n < MAX_MODS) {
+		struct mod_slot *d = &mods[it->n++];
+		atomic_store_explicit(&d->lo, m.lo, RELAXED);
+		atomic_store_explicit(&d->hi, m.hi, RELAXED);
+		atomic_store_explicit(&d->seg_lo, m.seg_lo, RELAXED);
+		atomic_store_explicit(&d->seg_hi, m.seg_hi, RELAXED);
+		atomic_store_explicit(&d->hdr, m.hdr, RELAXED);
+		atomic_store_explicit(&d->code_readable, m.code_readable, RELAXED);
+	}
+	if (it->a >= m.lo && it->a < m.hi) {
+		it->found = m;
+		it->have = true;
+		if (!it->writer)
+			return 1;
+	}
+	return 0;
+}
+
+/* Looks a up in the cached list; false when not there or when the list
+ * moved underneath (the caller then searches with dl_iterate_phdr). */
+static bool mods_lookup(uintptr_t a, struct mod *out, bool *found)
+{
+	unsigned s = atomic_load_explicit(&mod_seq, memory_order_acquire);
+	if (s & 1)
+		return false;
+	unsigned n = atomic_load_explicit(&mod_count, RELAXED);
+	*found = false;
+	for (unsigned i = 0; i < n && i < MAX_MODS; i++) {
+		const struct mod_slot *d = &mods[i];
+		uintptr_t lo = atomic_load_explicit(&d->lo, RELAXED);
+		uintptr_t hi = atomic_load_explicit(&d->hi, RELAXED);
+		if (a >= lo && a < hi) {
+			out->lo = lo;
+			out->hi = hi;
+			out->seg_lo = atomic_load_explicit(&d->seg_lo, RELAXED);
+			out->seg_hi = atomic_load_explicit(&d->seg_hi, RELAXED);
+			out->hdr = atomic_load_explicit(&d->hdr, RELAXED);
+			out->code_readable = atomic_load_explicit(&d->code_readable, RELAXED);
+			*found = true;
+			break;
+		}
+	}
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&mod_seq, RELAXED) == s;
+}
+
+/* Finds the module whose code holds a. May call dl_iterate_phdr (the
+ * loader lock; never with a lock of ours held). */
+static NOINLINE bool module_find(uintptr_t a, struct mod *m)
+{
+	struct iter it = { .a = a };
+	dl_iterate_phdr(iter_cb, &it);
+	if (it.writer) {
+		unsigned long long old_subs = atomic_load(&mod_subs);
+		bool was_valid = atomic_load(&mods_valid);
+		atomic_store(&mod_count, it.n);
+		atomic_store(&mod_adds, it.adds);
+		atomic_store(&mod_subs, it.subs);
+		atomic_store(&mods_valid, it.n < MAX_MODS);
+		if (was_valid && old_subs != it.subs)
+			agent_unwind_cfi_flush();
+		atomic_fetch_add(&mods_gen, 1);
+		atomic_store_explicit(&mod_seq, it.seq + 1, memory_order_release);
+	}
+	if (it.have) {
+		*m = it.found;
+		return true;
+	}
+	if (!it.uptodate)
+		return false;   /* the walk above saw every module */
+	bool found;
+	if (mods_lookup(a, m, &found))
+		return found;
+	it = (struct iter){ .a = a, .calls = 1 };   /* search only */
+	dl_iterate_phdr(iter_cb, &it);
+	*m = it.found;
+	return it.have;
+}
+
+/* For a forked child: a rebuild that another thread had in progress at
+ * fork() would otherwise leave the module list disabled (correct, but every
+ * miss would walk dl_iterate_phdr). Call only while single-threaded. */
+void agent_unwind_cfi_fork_child(void)
+{
+	unsigned s = atomic_load(&mod_seq);
+	if (s & 1) {
+		atomic_store(&mods_valid, false);
+		atomic_store(&mod_seq, s + 1);
+	}
+}
+
+/* ---------- bounded byte reader over module memory ---------- */
+
+struct bytes {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static inline uint8_t rd_u8(struct bytes *b)
+{
+	if (b->p >= b->end) {
+		b->bad = true;
+		return 0;
+	}
+	return *b->p++;
+}
+
+static uint64_t rd_fixed(struct bytes *b, int n)
+{
+	if (b->end - b->p < n) {
+		b->bad = true;
+		b->p = b->end;
+		return 0;
+	}
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)b->p[i] << (8 * i);
+	b->p += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct bytes *b)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		uint8_t c = rd_u8(b);
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return v;
+	}
+	b->bad = true;
+	return 0;
+}
+
+static int64_t rd_sleb(struct bytes *b)
+{
+	uint64_t v = 0;
+	int shift = 0;
+	uint8_t c;
+	do {
+		if (shift >= 64) {
+			b->bad = true;
+			return 0;
+		}
+		c = rd_u8(b);
+		v |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+	} while (c & 0x80);
+	if (shift < 64 && (c & 0x40))
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+#define PE_OMIT 0xff
+
+/* Reads a DW_EH_PE-encoded value. Only absolute, pc-relative and (with a
+ * base) data-relative values are accepted; indirect ones are refused. */
+static bool rd_encoded(struct bytes *b, uint8_t enc, uintptr_t datarel, uintptr_t *out)
+{
+	if (enc == PE_OMIT || (enc & 0x80))
+		return false;
+	uintptr_t at = (uintptr_t)b->p;
+	uint64_t v;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: v = rd_fixed(b, 8); break;
+	case 0x01: v = rd_uleb(b); break;
+	case 0x02: v = rd_fixed(b, 2); break;
+	case 0x03: v = rd_fixed(b, 4); break;
+	case 0x09: v = (uint64_t)rd_sleb(b); break;
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_fixed(b, 2); break;
+	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_fixed(b, 4); break;
+	case 0x0c: v = rd_fixed(b, 8); break;
+	default: return false;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += at; break;
+	case 0x30:
+		if (!datarel)
+			return false;
+		v += datarel;
+		break;
+	default: return false;
+	}
+	*out = (uintptr_t)v;
+	return !b->bad;
+}
+
+/* ---------- FDE search ---------- */
+
+/* Returns the FDE covering a from the module's .eh_frame_hdr table, or
+ * NULL (no table, a table layout we do not read, or no covering entry; the
+ * FDE's own range is checked by the caller). */
+static const uint8_t *fde_search(const struct mod *m, uintptr_t a)
+{
+	if (!m->hdr)
+		return NULL;
+	struct bytes b = { (const uint8_t *)m->hdr, (const uint8_t *)m->seg_hi, false };
+	uint8_t version = rd_u8(&b), ptr_enc = rd_u8(&b), cnt_enc = rd_u8(&b);
+	uint8_t tab_enc = rd_u8(&b);
+	uintptr_t eh_frame, count;
+	if (b.bad || version != 1 || tab_enc != 0x3b ||
+	    !rd_encoded(&b, ptr_enc, m->hdr, &eh_frame) ||
+	    !rd_encoded(&b, cnt_enc, m->hdr, &count) || count == 0)
+		return NULL;
+	const int32_t *tab = (const int32_t *)b.p;
+	if ((uintptr_t)(b.end - b.p) / 8 < count)
+		return NULL;
+	intptr_t rel = (intptr_t)(a - m->hdr);
+	if (rel < tab[0])
+		return NULL;
+	size_t lo = 0, hi = count;      /* tab[lo] <= rel < tab[hi] */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (tab[2 * mid] <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	uintptr_t fde = m->hdr + (intptr_t)tab[2 * lo + 1];
+	if (fde < m->seg_lo || fde >= m->seg_hi)
+		return NULL;
+	return (const uint8_t *)fde;
+}
+
+/* ---------- CIE/FDE parsing and the CFA program ---------- */
+
+struct cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	bool aug_z;
+	const uint8_t *insns, *end;
+};
+
+/* Reads an entry's length; returns the end of the entry or NULL. */
+static const uint8_t *entry_end(struct bytes *b)
+{
+	uint64_t len = rd_fixed(b, 4);
+	if (len == 0xffffffffu)
+		len = rd_fixed(b, 8);
+	if (b->bad || len == 0 || len > (uint64_t)(b->end - b->p))
+		return NULL;
+	return b->p + len;
+}
+
+static bool cie_parse(const uint8_t *p, const struct mod *m, struct cie *c)
+{
+	struct bytes b = { p, (const uint8_t *)m->seg_hi, false };
+	const uint8_t *end = entry_end(&b);
+	if (!end || rd_fixed(&b, 4) != 0)
+		return false;
+	b.end = end;
+	uint8_t version = rd_u8(&b);
+	if (version != 1 && version != 3 && version != 4)
+		return false;
+	char aug[8];
+	int n = 0;
+	for (;;) {
+		uint8_t ch = rd_u8(&b);
+		if (b.bad || n == (int)sizeof aug)
+			return false;
+		aug[n++] = (char)ch;
+		if (!ch)
+			break;
+	}
+	if (version == 4) {
+		if (rd_u8(&b) != 8)     /* address size */
+			return false;
+		rd_u8(&b);              /* segment selector size */
+	}
+	c->code_align = rd_uleb(&b);
+	c->data_align = rd_sleb(&b);
+	c->ra_reg = version == 1 ? rd_u8(&b) : rd_uleb(&b);
+	c->fde_enc = 0;
+	c->aug_z = aug[0] == 'z';
+	if (c->aug_z) {
+		uint64_t len = rd_uleb(&b);
+		if (b.bad || len > (uint64_t)(b.end - b.p))
+			return false;
+		const uint8_t *after = b.p + len;
+		for (int i = 1; aug[i]; i++) {
+			switch (aug[i]) {
+			case 'R':
+				c->fde_enc = rd_u8(&b);
+				break;
+			case 'L':
+				rd_u8(&b);
+				break;
+			case 'P': {
+				uint8_t enc = rd_u8(&b);
+				static const int8_t size[16] = { 8, -1, 2, 4, 8, -1, -1, -1,
+								 -1, -1, 2, 4, 8, -1, -1, -1 };
+				if (size[enc & 0x0f] < 0 || (enc & 0x70) == 0x50)
+					return false;
+				rd_fixed(&b, size[enc & 0x0f]);
+				break;
+			}
+			case 'S':       /* signal frames are recognised by code */
+			case 'B':
+				break;
+			default:
+				return false;
+			}
+		}
+		b.p = after;
+	} else if (aug[0]) {
+		return false;
+	}
+	c->insns = b.p;
+	c->end = end;
+	return !b.bad && c->code_align != 0;
+}
+
+enum reg_how { R_SAME, R_UNDEF, R_OFFSET, R_EXPR, R_OTHER };
+
+struct reg_rule {
+	uint8_t how;
+	int64_t off;
+	const uint8_t *expr;
+};
+
+struct row {
+	bool cfa_is_expr;
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	const uint8_t *cfa_expr;
+	struct reg_rule bp, ra;
+	bool sp_odd;            /* a rule for rsp itself: not understood */
+};
+
+#define DW_RBP 6
+#define DW_RSP 7
+#define STATE_DEPTH 8
+
+struct cfa_prog {
+	const struct cie *cie;
+	uintptr_t a, loc;
+	struct row row, init;
+	struct row stack[STATE_DEPTH];
+	int depth;
+	uintptr_t seg_hi;
+};
+
+static struct reg_rule *reg_slot(struct cfa_prog *s, struct row *r, uint64_t reg)
+{
+	if (reg == DW_RBP)
+		return &r->bp;
+	if (reg == s->cie->ra_reg)
+		return &r->ra;
+	if (reg == DW_RSP)
+		r->sp_odd = true;
+	return NULL;
+}
+
+static void set_rule(struct cfa_prog *s, uint64_t reg, uint8_t how, int64_t off,
+		     const uint8_t *expr)
+{
+	struct reg_rule *rr = reg_slot(s, &s->row, reg);
+	if (rr) {
+		rr->how = how;
+		rr->off = off;
+		rr->expr = expr;
+	}
+}
+
+static void restore_rule(struct cfa_prog *s, uint64_t reg)
+{
+	struct reg_rule *rr = reg_slot(s, &s->row, reg);
+	if (rr)
+		*rr = reg == DW_RBP ? s->init.bp : s->init.ra;
+}
+
+/* Reads an expression block (ULEB length, then bytes); returns where it
+ * starts (at the length) or NULL when it runs past the segment. */
+static const uint8_t *rd_block(struct bytes *b)
+{
+	const uint8_t *at = b->p;
+	uint64_t len = rd_uleb(b);
+	if (b->bad || len > 64 || len > (uint64_t)(b->end - b->p)) {
+		b->bad = true;
+		return NULL;
+	}
+	b->p += len;
+	return at;
+}
+
+/* Runs [p, end) until the row for s->a is complete. Returns false on
+ * anything malformed or not understood. */
+static bool run_cfa(struct cfa_prog *s, const uint8_t *p, const uint8_t *end)
+{
+	struct bytes b = { p, end, false };
+	const struct cie *c = s->cie;
+	while (b.p < b.end && !b.bad) {
+		uint8_t op = rd_u8(&b);
+		uint64_t reg, delta = 0;
+		bool advance = false;
+		switch (op >> 6) {
+		case 1:
+			delta = (op & 0x3f) * c->code_align;
+			advance = true;
+			break;
+		case 2:
+			set_rule(s, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(&b) * c->data_align, NULL);
+			continue;
+		case 3:
+			restore_rule(s, op & 0x3f);
+			continue;
+		}
+		if (!advance) {
+			switch (op) {
+			case 0x00:      /* nop */
+				break;
+			case 0x01: {    /* set_loc */
+				uintptr_t to;
+				if (!rd_encoded(&b, c->fde_enc, 0, &to))
+					return false;
+				if (to > s->a)
+					return true;
+				s->loc = to;
+				break;
+			}
+			case 0x02: delta = rd_fixed(&b, 1) * c->code_align; advance = true; break;
+			case 0x03: delta = rd_fixed(&b, 2) * c->code_align; advance = true; break;
+			case 0x04: delta = rd_fixed(&b, 4) * c->code_align; advance = true; break;
+			case 0x05:      /* offset_extended */
+				reg = rd_uleb(&b);
+				set_rule(s, reg, R_OFFSET, (int64_t)rd_uleb(&b) * c->data_align, NULL);
+				break;
+			case 0x06:      /* restore_extended */
+				restore_rule(s, rd_uleb(&b));
+				break;
+			case 0x07:      /* undefined */
+				set_rule(s, rd_uleb(&b), R_UNDEF, 0, NULL);
+				break;
+			case 0x08:      /* same_value */
+				set_rule(s, rd_uleb(&b), R_SAME, 0, NULL);
+				break;
+			case 0x09:      /* register */
+				reg = rd_uleb(&b);
+				rd_uleb(&b);
+				set_rule(s, reg, R_OTHER, 0, NULL);
+				break;
+			case 0x0a:      /* remember_state */
+				if (s->depth == STATE_DEPTH)
+					return false;
+				s->stack[s->depth++] = s->row;
+				break;
+			case 0x0b:      /* restore_state */
+				if (s->depth == 0)
+					return false;
+				s->row = s->stack[--s->depth];
+				break;
+			case 0x0c:      /* def_cfa */
+				s->row.cfa_reg = rd_uleb(&b);
+				s->row.cfa_off = (int64_t)rd_uleb(&b);
+				s->row.cfa_is_expr = false;
+				break;
+			case 0x0d:      /* def_cfa_register */
+				s->row.cfa_reg = rd_uleb(&b);
+				s->row.cfa_is_expr = false;
+				break;
+			case 0x0e:      /* def_cfa_offset */
+				s->row.cfa_off = (int64_t)rd_uleb(&b);
+				break;
+			case 0x0f:      /* def_cfa_expression */
+				s->row.cfa_expr = rd_block(&b);
+				s->row.cfa_is_expr = true;
+				break;
+			case 0x10: {    /* expression */
+				reg = rd_uleb(&b);
+				const uint8_t *e = rd_block(&b);
+				set_rule(s, reg, R_EXPR, 0, e);
+				break;
+			}
+			case 0x11:      /* offset_extended_sf */
+				reg = rd_uleb(&b);
+				set_rule(s, reg, R_OFFSET, rd_sleb(&b) * c->data_align, NULL);
+				break;
+			case 0x12:      /* def_cfa_sf */
+				s->row.cfa_reg = rd_uleb(&b);
+				s->row.cfa_off = rd_sleb(&b) * c->data_align;
+				s->row.cfa_is_expr = false;
+				break;
+			case 0x13:      /* def_cfa_offset_sf */
+				s->row.cfa_off = rd_sleb(&b) * c->data_align;
+				break;
+			case 0x14:      /* val_offset */
+			case 0x15:      /* val_offset_sf */
+				reg = rd_uleb(&b);
+				rd_uleb(&b);
+				set_rule(s, reg, R_OTHER, 0, NULL);
+				break;
+			case 0x16:      /* val_expression */
+				reg = rd_uleb(&b);
+				rd_block(&b);
+				set_rule(s, reg, R_OTHER, 0, NULL);
+				break;
+			case 0x2e:      /* GNU_args_size */
+				rd_uleb(&b);
+				break;
+			case 0x2f:      /* GNU_negative_offset_extended */
+				reg = rd_uleb(&b);
+				set_rule(s, reg, R_OFFSET, -(int64_t)rd_uleb(&b) * c->data_align, NULL);
+				break;
+			default:
+				return false;
+			}
+		}
+		if (advance) {
+			if (delta > s->a - s->loc)
+				return true;    /* the next row starts after a */
+			s->loc += delta;
+		}
+	}
+	return !b.bad;
+}
+
+/* Computes the rule for address a covered by the FDE at fde. Returns false
+ * when the FDE does not cover a (the caller falls back to rbp chaining). */
+static bool rule_from_fde(const struct mod *m, const uint8_t *fde, uintptr_t a,
+			  struct rule *r)
+{
+	struct bytes b = { fde, (const uint8_t *)m->seg_hi, false };
+	const uint8_t *end = entry_end(&b);
+	if (!end)
+		return false;
+	b.end = end;
+	const uint8_t *at = b.p;
+	uint32_t cie_off = (uint32_t)rd_fixed(&b, 4);
+	if (b.bad || cie_off == 0 || (uintptr_t)at - m->seg_lo < cie_off)
+		return false;
+	struct cie c;
+	if (!cie_parse(at - cie_off, m, &c))
+		return false;
+	uintptr_t begin, range;
+	if (!rd_encoded(&b, c.fde_enc, 0, &begin) ||
+	    !rd_encoded(&b, c.fde_enc & 0x0f, 0, &range))
+		return false;
+	if (a < begin || a - begin >= range)
+		return false;
+	if (c.aug_z) {
+		uint64_t len = rd_uleb(&b);
+		if (b.bad || len > (uint64_t)(b.end - b.p))
+			return false;
+		b.p += len;
+	}
+
+	struct cfa_prog s;
+	s.cie = &c;
+	s.a = UINTPTR_MAX;
+	s.loc = begin;
+	s.depth = 0;
+	s.seg_hi = m->seg_hi;
+	s.row = (struct row){ .cfa_reg = DW_RSP, .cfa_off = 8 };
+	s.row.ra.how = R_SAME;
+	r->kind = K_STOP;
+	r->bp_how = B_UNKNOWN;
+	r->cfa_off = r->bp_off = 0;
+	r->cfa_expr = r->bp_expr = NULL;
+	if (!run_cfa(&s, c.insns, c.end))
+		return true;
+	s.init = s.row;
+	s.a = a;
+	s.depth = 0;
+	if (!run_cfa(&s, b.p, b.end))
+		return true;
+
+	const struct row *w = &s.row;
+	if (w->ra.how == R_UNDEF) {
+		r->kind = K_END;
+		return true;
+	}
+	if (w->ra.how != R_OFFSET || w->ra.off != -8 || w->sp_odd)
+		return true;
+	if (w->cfa_is_expr) {
+		if (!w->cfa_expr)
+			return true;
+		r->kind = K_CFA_EXPR;
+		r->cfa_expr = w->cfa_expr;
+	} else if (w->cfa_reg == DW_RSP || w->cfa_reg == DW_RBP) {
+		r->kind = w->cfa_reg == DW_RSP ? K_CFA_RSP : K_CFA_RBP;
+		r->cfa_off = w->cfa_off;
+	} else {
+		return true;
+	}
+	switch (w->bp.how) {
+	case R_SAME: r->bp_how = B_SAME; break;
+	case R_OFFSET: r->bp_how = B_OFFSET; r->bp_off = w->bp.off; break;
+	case R_EXPR:
+		r->bp_how = w->bp.expr ? B_EXPR : B_UNKNOWN;
+		r->bp_expr = w->bp.expr;
+		break;
+	default: r->bp_how = B_UNKNOWN; break;
+	}
+	return true;
+}
+
+/* ---------- the walk ---------- */
+
+struct walk {
+	uintptr_t pc, sp, bp;
+	bool bp_ok;             /* bp holds this frame's rbp */
+	bool exact;             /* pc is not a return address (signal frame) */
+	uintptr_t lo, hi;       /* stack reads must fall in [lo, hi) */
+	uint32_t gen;
+	struct slot *cache;
+};
+
+#define STACK_MAX ((uintptr_t)1 << 30)
+#define STACK_GUESS ((uintptr_t)1 << 20)
+
+/* The highest address the stack holding sp can have; see the header. */
+static uintptr_t stack_top(uintptr_t sp)
+{
+	uintptr_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	if (sp < tp && tp - sp <= STACK_MAX)
+		return tp;
+	uintptr_t end = &__libc_stack_end ? (uintptr_t)__libc_stack_end : 0;
+	if (sp < end && end - sp <= STACK_MAX)
+		return end;
+	return sp + STACK_GUESS;
+}
+
+static inline bool stack_read(const struct walk *w, uintptr_t addr, uintptr_t *out)
+{
+	if (addr < w->lo || addr >= w->hi || w->hi - addr < 8 || (addr & 7))
+		return false;
+	*out = *(const uintptr_t *)addr;
+	return true;
+}
+
+/* A tiny DWARF expression evaluator for CFA and register expressions:
+ * constants, arithmetic, comparisons, rsp/rbp/rip as base registers and
+ * dereferences of this stack. */
+static bool eval(const struct walk *w, const uint8_t *blk, bool push_cfa, uintptr_t cfa,
+		 uintptr_t *out)
+{
+	uintptr_t st[8];
+	int n = 0;
+	const uint8_t *p = blk;
+	struct bytes b = { p, p + 10, false };
+	uint64_t len = rd_uleb(&b);
+	b.end = b.p + len;      /* checked against the segment by rd_block */
+	if (push_cfa)
+		st[n++] = cfa;
+#define NEED(k) do { if (n < (k)) return false; } while (0)
+#define PUSH(v) do { if (n == 8) return false; uintptr_t v_ = (v); st[n++] = v_; } while (0)
+	while (b.p < b.end) {
+		uint8_t op = rd_u8(&b);
+		uintptr_t x, y;
+		if (op >= 0x30 && op <= 0x4f) {                 /* lit0..31 */
+			PUSH(op - 0x30u);
+			continue;
+		}
+		if (op >= 0x70 && op <= 0x8f) {                 /* breg0..31 */
+			int64_t off = rd_sleb(&b);
+			unsigned reg = op - 0x70u;
+			if (reg == DW_RSP)
+				x = w->sp;
+			else if (reg == DW_RBP && w->bp_ok)
+				x = w->bp;
+			else if (reg == 16)
+				x = w->pc;
+			else
+				return false;
+			PUSH(x + (uintptr_t)off);
+			continue;
+		}
+		switch (op) {
+		case 0x06:      /* deref */
+			NEED(1);
+			if (!stack_read(w, st[n - 1], &st[n - 1]))
+				return false;
+			break;
+		case 0x08: PUSH(rd_fixed(&b, 1)); break;
+		case 0x09: PUSH((uintptr_t)(int8_t)rd_fixed(&b, 1)); break;
+		case 0x0a: PUSH(rd_fixed(&b, 2)); break;
+		case 0x0b: PUSH((uintptr_t)(int16_t)rd_fixed(&b, 2)); break;
+		case 0x0c: PUSH(rd_fixed(&b, 4)); break;
+		case 0x0d: PUSH((uintptr_t)(int32_t)rd_fixed(&b, 4)); break;
+		case 0x0e: case 0x0f: PUSH(rd_fixed(&b, 8)); break;
+		case 0x10: PUSH(rd_uleb(&b)); break;
+		case 0x11: PUSH((uintptr_t)rd_sleb(&b)); break;
+		case 0x12: NEED(1); PUSH(st[n - 1]); break;             /* dup */
+		case 0x13: NEED(1); n--; break;                         /* drop */
+		case 0x14: NEED(2); PUSH(st[n - 2]); break;             /* over */
+		case 0x16: NEED(2); x = st[n - 1]; st[n - 1] = st[n - 2]; st[n - 2] = x; break;
+		case 0x1f: NEED(1); st[n - 1] = -st[n - 1]; break;      /* neg */
+		case 0x20: NEED(1); st[n - 1] = ~st[n - 1]; break;      /* not */
+		case 0x23: NEED(1); st[n - 1] += rd_uleb(&b); break;    /* plus_uconst */
+		case 0x96: break;                                       /* nop */
+		case 0x1a: case 0x1c: case 0x1e: case 0x21: case 0x22: case 0x24:
+		case 0x25: case 0x26: case 0x27: case 0x29: case 0x2a: case 0x2b:
+		case 0x2c: case 0x2d: case 0x2e:
+			NEED(2);
+			y = st[--n];
+			x = st[n - 1];
+			switch (op) {
+			case 0x1a: x &= y; break;
+			case 0x1c: x -= y; break;
+			case 0x1e: x *= y; break;
+			case 0x21: x |= y; break;
+			case 0x22: x += y; break;
+			case 0x24: x = y < 64 ? x << y : 0; break;
+			case 0x25: x = y < 64 ? x >> y : 0; break;
+			case 0x26: x = (uintptr_t)((intptr_t)x >> (y < 63 ? y : 63)); break;
+			case 0x27: x ^= y; break;
+			case 0x29: x = x == y; break;
+			case 0x2a: x = (intptr_t)x >= (intptr_t)y; break;
+			case 0x2b: x = (intptr_t)x > (intptr_t)y; break;
+			case 0x2c: x = (intptr_t)x <= (intptr_t)y; break;
+			case 0x2d: x = (intptr_t)x < (intptr_t)y; break;
+			case 0x2e: x = x != y; break;
+			}
+			st[n - 1] = x;
+			break;
+		default:
+			return false;
+		}
+	}
+#undef NEED
+#undef PUSH
+	if (b.bad || n == 0)
+		return false;
+	*out = st[n - 1];
+	return true;
+}
+
+/* Code of the rt_sigreturn trampoline: mov $15, %rax; syscall. */
+static bool is_sigreturn(const struct mod *m, uintptr_t pc)
+{
+	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	if (!m->code_readable || pc < m->lo || pc > m->hi - sizeof code)
+		return false;
+	const uint8_t *p = (const uint8_t *)pc;
+	for (size_t i = 0; i < sizeof code; i++)
+		if (p[i] != code[i])
+			return false;
+	return true;
+}
+
+/* The slow path: module, FDE, CFA program. */
+static NOINLINE void rule_slow(struct walk *w, uintptr_t a, struct rule *r)
+{
+	struct mod m;
+	agent_memset(r, 0, sizeof *r);
+	uint32_t gen = w->gen;
+	uint32_t mgen = atomic_load(&mods_gen);
+	bool found = module_find(a, &m);
+	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
+	if (!found) {
+		r->kind = K_NOMOD;
+		r->bp_off = mgen;
+	} else if (!w->exact && is_sigreturn(&m, a + 1)) {
+		r->kind = K_SIGNAL;
+	} else {
+		const uint8_t *fde = fde_search(&m, a);
+		r->kind = K_FP;
+		if (fde && !rule_from_fde(&m, fde, a, r))
+			r->kind = K_FP;
+	}
+	if (gen == w->gen)
+		cache_put(a, gen, r);
+}
+
+static inline void rule_for(struct walk *w, uintptr_t a, struct rule *r)
+{
+	if (likely(w->cache && cache_get(w->cache, a, w->gen, r)) &&
+	    likely(r->kind != K_NOMOD || r->bp_off == atomic_load_explicit(&mods_gen, RELAXED)))
+		return;
+	rule_slow(w, a, r);
+	if (!w->cache)
+		w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+}
+
+/* Moves w to the caller's frame. Returns false at the end of the stack or
+ * when the frame cannot be trusted. */
+static inline bool step(struct walk *w, const struct rule *r)
+{
+	uintptr_t cfa, ra, bp = w->bp;
+	bool bp_ok = w->bp_ok;
+	switch (r->kind) {
+	case K_CFA_RSP:
+		cfa = w->sp + (uintptr_t)r->cfa_off;
+		break;
+	case K_CFA_RBP:
+		if (!w->bp_ok)
+			return false;
+		cfa = w->bp + (uintptr_t)r->cfa_off;
+		break;
+	case K_CFA_EXPR:
+		if (!eval(w, r->cfa_expr, false, 0, &cfa))
+			return false;
+		break;
+	case K_FP:
+	case K_NOMOD:
+		/* No FDE: believe rbp only if it points into this stack above
+		 * the stack pointer, as a frame-pointer frame would. */
+		if (!w->bp_ok || w->bp < w->sp)
+			return false;
+		cfa = w->bp + 16;
+		if (!stack_read(w, w->bp, &bp))
+			return false;
+		bp_ok = true;
+		break;
+	case K_SIGNAL: {
+		/* The handler returned into the trampoline: sp points at the
+		 * ucontext (uc_mcontext.gregs at +40: rbp 10, rsp 15, rip 16). */
+		uintptr_t nsp, nbp, npc;
+		if (!stack_read(w, w->sp + 40 + 10 * 8, &nbp) ||
+		    !stack_read(w, w->sp + 40 + 15 * 8, &nsp) ||
+		    !stack_read(w, w->sp + 40 + 16 * 8, &npc))
+			return false;
+		w->pc = npc;
+		w->sp = nsp;
+		w->bp = nbp;
+		w->bp_ok = true;
+		w->exact = true;
+		/* The interrupted code may run on another stack (sigaltstack). */
+		w->lo = nsp;
+		w->hi = stack_top(nsp);
+		return npc != 0;
+	}
+	default:
+		return false;
+	}
+	if (cfa <= w->sp || !stack_read(w, cfa - 8, &ra))
+		return false;
+	switch (r->bp_how) {
+	case B_SAME:
+		break;
+	case B_OFFSET:
+		if (!stack_read(w, cfa + (uintptr_t)r->bp_off, &bp))
+			return false;
+		bp_ok = true;
+		break;
+	case B_EXPR: {
+		uintptr_t at;
+		if (!eval(w, r->bp_expr, true, cfa, &at) || !stack_read(w, at, &bp))
+			return false;
+		bp_ok = true;
+		break;
+	}
+	default:
+		bp_ok = false;
+		break;
+	}
+	w->pc = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	w->bp_ok = bp_ok;
+	w->exact = false;
+	return ra != 0;
+}
+
+static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
+{
+	int n = 0;
+	bool skipping = true;
+	w->lo = w->sp;
+	w->hi = stack_top(w->sp);
+	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	for (int steps = 0; n < max && steps < max + 64; steps++) {
+		struct rule r;
+		rule_for(w, w->pc - !w->exact, &r);
+		if (!step(w, &r))
+			break;
+		if (skipping && w->pc >= agent_self_lo && w->pc < agent_self_hi)
+			continue;
+		skipping = false;
+		pcs[n++] = w->pc;
+	}
+	return n;
+}
+
+NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
+{
+	struct walk w;
+	if (max <= 0)
+		return 0;
+	/* The registers of this very frame; its CFI row is the same at the
+	 * lea and after it, so pc-1 is looked up like a return address. */
+	__asm__ volatile("lea 0(%%rip), %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2"
+			 : "=r"(w.pc), "=r"(w.sp), "=r"(w.bp));
+	w.bp_ok = true;
+	w.exact = false;
+	int n = walk(&w, pcs, max);
+	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
+	return n;
+}

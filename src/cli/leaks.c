@@ -1,0 +1,208 @@
+/* leaks.c — `heaptrail leaks [--increased] [options] PID`: asks a process
+ * running under the agent for a leak check now, waits for the file it
+ * writes, and prints it. The process goes on running. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "render/render.h"
+
+static const char usage[] =
+	"usage: heaptrail leaks [options] PID\n"
+	"  PID                    a process started under heaptrail (or with the agent\n"
+	"                         preloaded)\n"
+	"  --increased            list only what grew since the previous check\n"
+	"  --json                 print the JSON report instead of text\n"
+	"  --timeout SECONDS      how long to wait for the check (default 60)\n"
+	CLI_REPORT_OPTS_HELP;
+
+/* Reads /proc/PID/FILE whole (NUL-separated for environ). */
+static char *read_proc(long pid, const char *file, size_t *len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/%s", pid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+	ssize_t r;
+	while (buf && (r = read(fd, buf + n, cap - n)) > 0) {
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, 2 * cap + 1);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (buf)
+		buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+static const char *env_get(const char *env, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+		if (!strncmp(env + i, name, n) && env[i + n] == '=')
+			return env + i + n + 1;
+	return NULL;
+}
+
+/* The highest check number already written by pid in dir. */
+static unsigned last_check(const char *dir, long pid)
+{
+	char prefix[64];
+	unsigned best = 0;
+	snprintf(prefix, sizeof prefix, "heaptrail.%ld.check-", pid);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+			unsigned n = (unsigned)strtoul(e->d_name + strlen(prefix), NULL, 10);
+			if (n > best)
+				best = n;
+		}
+	if (d)
+		closedir(d);
+	return best;
+}
+
+int cmd_leaks(int argc, char **argv)
+{
+	struct cli_report_opts o;
+	long pid = -1, timeout = 60;
+	int increased = 0, json = 0, ret = 1;
+	const char *v;
+	char *env = NULL, *maps = NULL;
+	cli_report_opts_init(&o);
+	for (int i = 1; i < argc; i++) {
+		int r = cli_report_opt(argc, argv, &i, &o);
+		if (r < 0) {
+			ret = 2;
+			goto out;
+		}
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "--increased")) {
+			increased = 1;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout"))) {
+			if ((timeout = cli_parse_count(v, 86400)) < 1) {
+				cli_error("leaks: --timeout takes a number of seconds, not '%s'", v);
+				ret = 2;
+				goto out;
+			}
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			ret = 0;
+			goto out;
+		} else if (pid < 0 && (pid = cli_parse_count(argv[i], INT_MAX)) > 0) {
+			;
+		} else {
+			cli_error("leaks: unexpected argument '%s'", argv[i]);
+			fputs(usage, stderr);
+			ret = 2;
+			goto out;
+		}
+	}
+	if (pid <= 0) {
+		fputs(usage, stderr);
+		ret = 2;
+		goto out;
+	}
+	size_t envlen, mapslen;
+	maps = read_proc(pid, "maps", &mapslen);
+	if (!maps) {
+		cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
+		goto out;
+	}
+	/* Never signal a process without the agent: the signal would kill it. */
+	if (!strstr(maps, "/libheaptrail.so")) {
+		cli_error("process %ld does not run under heaptrail (no libheaptrail.so in its "
+			  "memory map)", pid);
+		goto out;
+	}
+	env = read_proc(pid, "environ", &envlen);
+	const char *dir = env ? env_get(env, envlen, "HEAPTRAIL_OUTPUT") : NULL;
+	char cwd_link[64], cwd[PATH_MAX];
+	if (!dir) {
+		/* without an output directory the agent writes into its cwd */
+		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
+		ssize_t n = readlink(cwd_link, cwd, sizeof cwd - 1);
+		if (n <= 0) {
+			cli_error("cannot find where process %ld writes its files", pid);
+			goto out;
+		}
+		cwd[n] = 0;
+		dir = cwd;
+	}
+	int sig = SIGRTMAX - 2;
+	const char *opts = env ? env_get(env, envlen, "HEAPTRAIL_OPTIONS") : NULL;
+	const char *lcs = opts ? strstr(opts, "leak_check_signal=") : NULL;
+	if (lcs)
+		sig = atoi(lcs + 18);
+	if (sig <= 0) {
+		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
+		goto out;
+	}
+	unsigned before = last_check(dir, pid);
+	union sigval val = { .sival_int = increased };
+	if (sigqueue((pid_t)pid, sig, val)) {
+		cli_error("cannot signal process %ld: %s", pid, strerror(errno));
+		goto out;
+	}
+	char path[PATH_MAX + 64];
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		unsigned n = last_check(dir, pid);
+		if (n > before) {
+			snprintf(path, sizeof path, "%s/heaptrail.%ld.check-%u.leaks", dir, pid, n);
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= timeout) {
+			cli_error("process %ld wrote no leak check within %ld s (is it stopped, or "
+				  "blocking signal %d?)", pid, timeout, sig);
+			goto out;
+		}
+		usleep(20 * 1000);
+	}
+	struct prof_run run;
+	const char *err, *err_file;
+	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
+		cli_error("cannot read '%s': %s", err_file, err);
+		goto out;
+	}
+	cli_report_apply(&o, &run);
+	if (json)
+		render_json(stdout, &run, false);
+	else
+		render_text(stdout, &run, &(struct render_text_opts){
+			.kinds = o.shown, .gen_suppressions = o.gen_suppressions, .supps = &o.supps });
+	prof_run_release(&run);
+	fprintf(stderr, "heaptrail: leak check written to %s\n", path);
+	ret = 0;
+out:
+	free(env);
+	free(maps);
+	cli_report_opts_release(&o);
+	return ret;
+}
