@@ -188,6 +188,7 @@ struct agent_kinds {
 struct agent_scan_info {
 	int threads_stopped, threads_unstopped;
 	uint64_t root_bytes, blocks_scanned;
+	uint64_t scan_ns;        /* wall time the world was stopped for */
 	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
 };
 /* Once, from the constructor: sig is the signal used to stop threads. */

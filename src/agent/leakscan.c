@@ -682,6 +682,8 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	size_t *alen = (size_t *)(astart + agent_cap);
 	struct agent_block *tmp = NULL, *xtmp = NULL;
 
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	agent_memset(info, 0, sizeof *info);
 	regions = agent_mmap(regions_len);
 	if (!mapsbuf || !buf || !astart || !regions)
@@ -764,6 +766,9 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	}
 	resume_world();
 	agent_tables_unlock_all();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	info->scan_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+			(uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
 
 	/* Totals per stack and kind. */
 	*nstacks = agent_stack_count();

@@ -427,6 +427,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 		}
 		if (kinds) {
 			agent_put(&w, "classified yes\n");
+			write_line_u64(&w, "scan_us", info.scan_ns / 1000);
 			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
 				agent_put(&w, "summary ");
 				agent_put(&w, fmt_kind_names[k]);

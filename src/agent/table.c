@@ -212,10 +212,20 @@ struct live_shard {
 
 static struct live_shard shards[NSHARDS];
 
+/* Blocks are 16-byte aligned and mostly allocated in address order. The
+ * hash keeps neighbours together: a 4 KiB page of the heap gets a random
+ * place in the table (murmur3's finalizer on the page number) and its
+ * blocks follow each other from there, so filling or walking the heap in
+ * order touches the table in order too instead of one cache miss per
+ * block. A page holds at most 256 slots' worth of blocks, which bounds how
+ * long a run one page can add to a probe chain. */
 static inline uint64_t addr_hash(uintptr_t a)
 {
-	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
+	uint64_t page = (uint64_t)a >> 12;
+	page ^= page >> 33;
+	page *= 0xff51afd7ed558ccdull;
+	page ^= page >> 33;
+	return page + (((uint64_t)a >> 4) & 0xff);
 }
 
 static inline struct live_shard *shard_of(uint64_t h)

@@ -23,6 +23,7 @@
  *   module BASE LO HI BUILDID|- loaded|unloaded PATH
  *   classified yes                  records carry reachability kinds
  *   summary KIND BYTES BLOCKS       totals per kind (also of records left out)
+ *   scan_us N                       how long the reachability scan took
  *   check N all|increased           only in a leak check's file
  *   unstopped_threads N             threads the scan could not stop
  *   stack ID FN PC PC ...           FN: allocator entry point (fmt_alloc_fn)
@@ -98,6 +99,7 @@ struct fmt_leaks {
 	bool freeres;
 	bool classified;  /* kinds computed (else every record is in_use) */
 	bool has_summary; /* kind_bytes/kind_blocks below were in the file */
+	uint64_t scan_us;
 	uint64_t kind_bytes[FMT_KIND_COUNT], kind_blocks[FMT_KIND_COUNT];
 	unsigned check;   /* leak check number, 0 for the exit report */
 	bool check_increased;

@@ -166,6 +166,8 @@ static void render_process(FILE *out, const struct prof_process *p,
 		summary_line(out, "still reachable", p->kind_bytes[FMT_KIND_REACHABLE],
 			     p->kind_blocks[FMT_KIND_REACHABLE]);
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
+		if (l->scan_us >= 100000)
+			fprintf(out, "   (the reachability scan took %.1f s)\n", l->scan_us / 1e6);
 		const char *sep = "";
 		for (int kk = FMT_KIND_DEFINITELY; kk < FMT_KIND_COUNT && !o->summary_only; kk++)
 			if (p->kind_blocks[kk] && !(shown & PROF_KIND_BIT(kk))) {

@@ -1,0 +1,527 @@
+// build: agent
+/*
+ * test_unwind — the agent's CFI unwinder (src/agent/unwind_cfi.c) against
+ * libunwind's unw_backtrace, the unwinder it replaces, on this very
+ * process: plain call chains, a deep recursion, a second thread, a call
+ * through libc (a qsort comparator), frames whose CFA is rbp or a DWARF
+ * expression, signal handlers (on the thread's stack and on an alternate
+ * stack), code without an FDE (frame-pointer fallback), frames that lie
+ * (must stop, not crash), the agent's own-frame skipping, and many threads
+ * unwinding at once while the cache is flushed under them.
+ *
+ * Both unwinders are called through one indirect call site, so their lists
+ * must be identical pc for pc, down to the outermost frame (_start or the
+ * clone3 thread entry, whose CFI marks the return address undefined).
+ *
+ * Built with the unwinder linked in directly:
+ *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Iinclude -Isrc \
+ *      tests/unit/test_unwind.c src/agent/unwind_cfi.c src/agent/os.c \
+ *      -lunwind -lpthread -ldl
+ * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* What the agent's lifecycle.c would define: our own text, skipped. */
+uintptr_t agent_self_lo, agent_self_hi;
+
+int agent_unwind_cfi(uintptr_t *pcs, int max);
+void agent_unwind_cfi_flush(void);
+
+#define NOINLINE __attribute__((noinline))
+#define MAXF 256
+
+static int failures;
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", ok ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	failures += !ok;
+}
+
+/* ---- capturing both lists from one call site --------------------------- */
+
+typedef int (*unwind_fn)(uintptr_t *, int);
+
+struct trace {
+	int n;
+	uintptr_t pc[MAXF];
+};
+
+struct pair {
+	struct trace t[2];      /* [0] ours, [1] libunwind */
+};
+
+/* unw_backtrace(void **, int) is called through the same pointer type as
+ * ours (the two pointer types are passed alike), with no wrapper frame in
+ * between, so at any -O both lists start at the same return address. */
+static unwind_fn fns[2] = { agent_unwind_cfi, (unwind_fn)(void (*)(void))unw_backtrace };
+static volatile int nfns = 2;
+static volatile unsigned sink;
+
+static NOINLINE int capture(unwind_fn fn, uintptr_t *buf, int max)
+{
+	int n = fn(buf, max);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+static NOINLINE void capture_both(struct pair *p, int max)
+{
+	/* One call site for both: i is hidden from the optimiser so that it
+	 * cannot peel the loop into two calls. */
+	for (int i = 0; i < nfns; i++) {
+		int k = i;
+		__asm__ volatile("" : "+r"(k));
+		p->t[k].n = capture(fns[k], p->t[k].pc, max);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+static void print_trace(const char *label, const struct trace *t)
+{
+	printf("#   %s (%d frames)\n", label, t->n);
+	for (int i = 0; i < t->n; i++) {
+		Dl_info d;
+		const char *sym = dladdr((void *)t->pc[i], &d) && d.dli_sname ? d.dli_sname : "?";
+		printf("#     %2d %#lx %s\n", i, (unsigned long)t->pc[i], sym);
+	}
+}
+
+static bool same(const struct trace *a, const struct trace *b)
+{
+	return a->n == b->n && memcmp(a->pc, b->pc, sizeof a->pc[0] * (size_t)a->n) == 0;
+}
+
+static bool compare(const struct pair *p, int min_frames, const char *what)
+{
+	bool ok = same(&p->t[0], &p->t[1]) && p->t[0].n >= min_frames;
+	check(ok, "%s: %d frames, same as unw_backtrace", what, p->t[0].n);
+	if (!ok) {
+		print_trace("agent_unwind_cfi", &p->t[0]);
+		print_trace("unw_backtrace", &p->t[1]);
+	}
+	return ok;
+}
+
+/* ---- a call chain 5 deep ------------------------------------------------ */
+
+static NOINLINE int chain5(struct pair *p, int max);
+static NOINLINE int chain4(struct pair *p, int max);
+static NOINLINE int chain3(struct pair *p, int max);
+static NOINLINE int chain2(struct pair *p, int max);
+
+static NOINLINE int chain1(struct pair *p, int max)
+{
+	capture_both(p, max);
+	sink++;
+	return 1;
+}
+
+static NOINLINE int chain2(struct pair *p, int max) { int r = chain1(p, max); sink += r; return r + 1; }
+static NOINLINE int chain3(struct pair *p, int max) { int r = chain2(p, max); sink += r; return r + 1; }
+static NOINLINE int chain4(struct pair *p, int max) { int r = chain3(p, max); sink += r; return r + 1; }
+static NOINLINE int chain5(struct pair *p, int max) { int r = chain4(p, max); sink += r; return r + 1; }
+
+static struct pair pairs[4];
+
+static void test_chain(void)
+{
+	/* One call site (the loop must stay a loop), so the three lists must
+	 * be equal to each other. */
+	for (int i = 0; i < nfns + 1; i++) {
+		int k = i;
+		__asm__ volatile("" : "+r"(k));
+		if (k == 2)
+			agent_unwind_cfi_flush();
+		chain5(&pairs[k], MAXF);
+	}
+	compare(&pairs[0], 9, "chain 5 deep, first time (cache misses)");
+	compare(&pairs[1], 9, "chain 5 deep, again (cache hits)");
+	compare(&pairs[2], 9, "chain 5 deep, after a flush");
+	check(same(&pairs[0].t[0], &pairs[1].t[0]) && same(&pairs[0].t[0], &pairs[2].t[0]),
+	      "chain 5 deep: cold, warm and flushed lists agree");
+}
+
+/* Both unwinders start at the return address into capture(). */
+static void test_alignment(void)
+{
+	Dl_info a, b;
+	chain5(&pairs[0], MAXF);
+	bool ok = pairs[0].t[0].n > 2 && pairs[0].t[1].n > 2 &&
+		  pairs[0].t[0].pc[0] == pairs[0].t[1].pc[0] &&
+		  dladdr((void *)pairs[0].t[0].pc[0], &a) && dladdr((void *)(uintptr_t)capture, &b) &&
+		  a.dli_fbase == b.dli_fbase;
+	check(ok, "the first pc is the return address into the unwinder's caller");
+}
+
+/* ---- a 60-deep recursion, and truncation -------------------------------- */
+
+static NOINLINE int recurse(int depth, struct pair *p, int max)
+{
+	if (depth == 0) {
+		capture_both(p, max);
+		return 0;
+	}
+	int r = recurse(depth - 1, p, max);
+	sink += (unsigned)r;
+	return r + depth;
+}
+
+static void test_recursion(void)
+{
+	recurse(60, &pairs[0], MAXF);
+	compare(&pairs[0], 64, "recursion 60 deep");
+	recurse(60, &pairs[1], MAXF);
+	compare(&pairs[1], 64, "recursion 60 deep, warm");
+	recurse(60, &pairs[2], 3);
+	compare(&pairs[2], 3, "recursion 60 deep, max 3");
+	bool ok = pairs[2].t[0].n == 3;
+	check(ok, "max bounds the list (3 of 60+)");
+	recurse(60, &pairs[3], 1);
+	check(pairs[3].t[0].n == 1 && pairs[3].t[0].pc[0] == pairs[2].t[0].pc[0], "max 1");
+	check(agent_unwind_cfi(pairs[3].t[0].pc, 0) == 0, "max 0 captures nothing");
+}
+
+/* ---- frames whose CFA is rbp (a VLA) ------------------------------------ */
+
+static NOINLINE int vla_frame(int n, struct pair *p, int max)
+{
+	volatile char buf[n];
+	buf[0] = (char)n;
+	int r = chain3(p, max);
+	return r + buf[0];
+}
+
+static void test_vla(void)
+{
+	vla_frame(100 + (int)(sink & 1), &pairs[0], MAXF);
+	compare(&pairs[0], 7, "through a frame with CFA = rbp + 16 (VLA)");
+}
+
+/* ---- a frame described by DWARF expressions ------------------------------
+ * GCC's "DRAP" shape for realigned frames: CFA = *(rbp - 8), rbp saved at
+ * [rbp]. expr_frame(fn, p, max) calls fn(p, max). */
+int expr_frame(int (*fn)(struct pair *, int), struct pair *p, int max);
+__asm__(".pushsection .text\n"
+	".type expr_frame, @function\n"
+	"expr_frame:\n"
+	".cfi_startproc\n"
+	"	lea 8(%rsp), %r10\n"
+	"	.cfi_def_cfa %r10, 0\n"
+	"	and $-64, %rsp\n"
+	"	pushq -8(%r10)\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	push %r10\n"
+	/* DW_CFA_def_cfa_expression { DW_OP_breg6 -8; DW_OP_deref } */
+	"	.cfi_escape 0x0f, 0x03, 0x76, 0x78, 0x06\n"
+	/* DW_CFA_expression rbp { DW_OP_breg6 0 } */
+	"	.cfi_escape 0x10, 0x06, 0x02, 0x76, 0x00\n"
+	"	sub $8, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	mov %edx, %esi\n"
+	"	call *%rax\n"
+	"	mov -8(%rbp), %r10\n"
+	"	.cfi_def_cfa %r10, 0\n"
+	"	leave\n"
+	"	.cfi_restore %rbp\n"
+	"	lea -8(%r10), %rsp\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size expr_frame, .-expr_frame\n"
+	".popsection\n");
+
+static NOINLINE int via_expr(struct pair *p, int max)
+{
+	int r = expr_frame(chain2, p, max);
+	sink += (unsigned)r;
+	return r;
+}
+
+static void test_expr(void)
+{
+	via_expr(&pairs[0], MAXF);
+	compare(&pairs[0], 7, "through a frame with CFA and rbp given by DWARF expressions");
+}
+
+/* ---- a second thread ----------------------------------------------------- */
+
+static void *thread_main(void *arg)
+{
+	chain5(arg, MAXF);
+	return NULL;
+}
+
+static void test_thread(void)
+{
+	pthread_t th;
+	pthread_create(&th, NULL, thread_main, &pairs[0]);
+	pthread_join(th, NULL);
+	compare(&pairs[0], 9, "chain 5 deep on a second thread (down to clone3)");
+}
+
+/* ---- through libc: a qsort comparator ---------------------------------- */
+
+static struct pair *qsort_pair;
+
+static int by_value(const void *a, const void *b)
+{
+	if (qsort_pair) {
+		capture_both(qsort_pair, MAXF);
+		qsort_pair = NULL;
+	}
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+static NOINLINE void sort_some(struct pair *p)
+{
+	int v[64];
+	for (int i = 0; i < 64; i++)
+		v[i] = (i * 37) % 64;
+	qsort_pair = p;
+	qsort(v, 64, sizeof v[0], by_value);
+	sink += (unsigned)v[7];
+}
+
+static void test_qsort(void)
+{
+	sort_some(&pairs[0]);
+	Dl_info d;
+	bool libc = false;
+	for (int i = 0; i < pairs[0].t[0].n; i++)
+		if (dladdr((void *)pairs[0].t[0].pc[i], &d) && d.dli_fname && strstr(d.dli_fname, "libc.so"))
+			libc = true;
+	compare(&pairs[0], 6, "from a qsort comparator back through libc");
+	check(libc, "the qsort stack has frames inside libc.so");
+}
+
+/* ---- signal frames ------------------------------------------------------- */
+
+static struct pair *signal_pair;
+
+static void on_signal(int sig)
+{
+	capture_both(signal_pair, MAXF);
+}
+
+static NOINLINE void raise_here(struct pair *p, int sig)
+{
+	signal_pair = p;
+	raise(sig);
+	sink++;
+}
+
+static bool has_pc_in(const struct trace *t, void *fn, size_t len)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->pc[i] >= (uintptr_t)fn && t->pc[i] < (uintptr_t)fn + len)
+			return true;
+	return false;
+}
+
+static void test_signal(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	raise_here(&pairs[0], SIGUSR1);
+	compare(&pairs[0], 8, "from a signal handler, through the sigreturn frame");
+	check(has_pc_in(&pairs[0].t[0], (void *)(uintptr_t)raise_here, 64),
+	      "the signal stack continues into the code that raised it");
+
+	/* The same on an alternate signal stack: the walk must hop stacks. */
+	size_t alt_size = 256 * 1024;
+	stack_t ss = { .ss_sp = mmap(NULL, alt_size, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+		       .ss_size = alt_size };
+	sigaltstack(&ss, NULL);
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR2, &sa, NULL);
+	raise_here(&pairs[1], SIGUSR2);
+	compare(&pairs[1], 8, "from a signal handler on an alternate stack");
+	check(has_pc_in(&pairs[1].t[0], (void *)(uintptr_t)raise_here, 64),
+	      "the alternate-stack walk continues on the thread's stack");
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+}
+
+/* ---- code without an FDE ---------------------------------------------------
+ * Stubs in anonymous executable memory, like JIT code: stub(fn, arg)
+ * calls fn() with rbp set as the stub's bytes say. */
+
+static struct pair *jit_pair;
+
+static NOINLINE void jit_callee(void)
+{
+	capture_both(jit_pair, MAXF);
+	sink++;
+}
+
+typedef void (*stub_fn)(void (*fn)(void), void *arg);
+
+static stub_fn make_stub(const unsigned char *code, size_t len)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, code, len);
+	if (mprotect(p, 4096, PROT_READ | PROT_EXEC) != 0)
+		return NULL;
+	return (stub_fn)p;
+}
+
+static NOINLINE void call_stub(stub_fn stub, void *arg)
+{
+	stub(jit_callee, arg);
+	sink++;
+}
+
+static void test_no_fde(void)
+{
+	/* push rbp; mov rsp,rbp; call *rdi; pop rbp; ret — a frame-pointer frame */
+	static const unsigned char fp_code[] = { 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3 };
+	/* push rbp; mov $0x1234,rbp; call *rdi; pop rbp; ret — rbp is garbage */
+	static const unsigned char bad_code[] = { 0x55, 0x48, 0xc7, 0xc5, 0x34, 0x12, 0x00, 0x00,
+						  0xff, 0xd7, 0x5d, 0xc3 };
+	/* push rbp; mov rsi,rbp; call *rdi; pop rbp; ret — rbp points at a fake frame */
+	static const unsigned char fake_code[] = { 0x55, 0x48, 0x89, 0xf5, 0xff, 0xd7, 0x5d, 0xc3 };
+
+	stub_fn fp = make_stub(fp_code, sizeof fp_code);
+	stub_fn bad = make_stub(bad_code, sizeof bad_code);
+	stub_fn fake = make_stub(fake_code, sizeof fake_code);
+	if (!fp || !bad || !fake) {
+		check(false, "cannot map executable memory for the no-FDE tests");
+		return;
+	}
+
+	/* Through the frame-pointer stub: the walk follows rbp across it and
+	 * must then find call_stub and its callers as libunwind does. */
+	jit_pair = &pairs[0];
+	call_stub(fp, NULL);
+	compare(&pairs[0], 6, "through code without an FDE (rbp chain)");
+	jit_pair = &pairs[1];
+	call_stub(fp, NULL);
+	compare(&pairs[1], 6, "through code without an FDE, warm");
+
+	/* rbp garbage: the walk must stop at the stub, not crash. */
+	jit_pair = &pairs[2];
+	call_stub(bad, NULL);
+	const struct trace *t = &pairs[2].t[0];
+	check(t->n == 4 && t->pc[3] >= (uintptr_t)bad && t->pc[3] < (uintptr_t)bad + sizeof bad_code,
+	      "code without an FDE and a garbage rbp: the walk ends at that code (%d frames)", t->n);
+
+	/* rbp points at a fake frame whose return address is garbage and whose
+	 * saved rbp loops back: one bogus pc at most, then a clean stop. */
+	volatile uintptr_t frame[2];
+	frame[0] = (uintptr_t)frame;
+	frame[1] = 0x4141414141414141ull;
+	jit_pair = &pairs[3];
+	call_stub(fake, (void *)frame);
+	t = &pairs[3].t[0];
+	check(t->n == 5 && t->pc[4] == 0x4141414141414141ull,
+	      "a fake frame with a looping rbp: stops after its bogus pc (%d frames)", t->n);
+}
+
+/* ---- skipping the agent's own frames --------------------------------------- */
+
+static void test_skip(void)
+{
+	chain5(&pairs[0], MAXF);
+	/* Pretend capture() is the agent: its return address is dropped. */
+	agent_self_lo = pairs[0].t[1].pc[0];
+	agent_self_hi = agent_self_lo + 1;
+	chain5(&pairs[1], MAXF);
+	agent_self_lo = agent_self_hi = 0;
+	const struct trace *mine = &pairs[1].t[0], *ref = &pairs[1].t[1];
+	bool ok = mine->n == ref->n - 1 &&
+		  memcmp(mine->pc, ref->pc + 1, sizeof mine->pc[0] * (size_t)mine->n) == 0;
+	check(ok, "leading frames inside [agent_self_lo, agent_self_hi) are skipped");
+}
+
+/* ---- many threads at once, with flushes ----------------------------------- */
+
+#define STRESS_THREADS 6
+#define STRESS_ROUNDS 3000
+
+struct stress {
+	int id, bad;
+	uint64_t rng;
+	struct pair p;
+};
+
+static void *stress_main(void *arg)
+{
+	struct stress *s = arg;
+	for (int i = 0; i < STRESS_ROUNDS; i++) {
+		s->rng ^= s->rng << 13;
+		s->rng ^= s->rng >> 7;
+		s->rng ^= s->rng << 17;
+		int depth = (int)(s->rng % 45);
+		if (s->rng & 64)
+			recurse(depth, &s->p, MAXF);
+		else
+			vla_frame(depth + 1, &s->p, MAXF);
+		if (!same(&s->p.t[0], &s->p.t[1]))
+			s->bad++;
+		if (s->id == 0 && i % 97 == 0)
+			agent_unwind_cfi_flush();
+	}
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	static struct stress st[STRESS_THREADS];
+	pthread_t th[STRESS_THREADS];
+	for (int i = 0; i < STRESS_THREADS; i++) {
+		st[i].id = i;
+		st[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		pthread_create(&th[i], NULL, stress_main, &st[i]);
+	}
+	int bad = 0;
+	for (int i = 0; i < STRESS_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		bad += st[i].bad;
+	}
+	check(bad == 0, "%d threads x %d unwinds with cache flushes: %d mismatches",
+	      STRESS_THREADS, STRESS_ROUNDS, bad);
+}
+
+int main(void)
+{
+	test_chain();
+	test_alignment();
+	test_recursion();
+	test_vla();
+	test_expr();
+	test_thread();
+	test_qsort();
+	test_signal();
+	test_no_fde();
+	test_skip();
+	test_stress();
+	return failures ? 1 : 0;
+}
