@@ -77,8 +77,8 @@ enum rule_kind {
 
 enum bp_how {
 	B_SAME = 0,     /* caller's rbp is this frame's rbp */
-	B_UNKNOWN,      /* caller's rbp cannot be known */
 	B_OFFSET,       /* saved at CFA + off */
+	B_UNKNOWN,      /* caller's rbp cannot be known */
 	B_EXPR,         /* saved at the address the expression computes */
 };
 
@@ -103,15 +103,9 @@ static inline bool fits56(int64_t v)
 	return v >= -((int64_t)1 << 55) && v < ((int64_t)1 << 55);
 }
 
-static inline void unpack(uint64_t w0, uint64_t w1, struct rule *r)
-{
-	r->kind = (uint8_t)w0;
-	r->bp_how = (uint8_t)w1;
-	r->cfa_off = (int64_t)w0 >> 8;
-	r->bp_off = (int64_t)w1 >> 8;
-	r->cfa_expr = (const uint8_t *)(uintptr_t)(w0 >> 8);
-	r->bp_expr = (const uint8_t *)(uintptr_t)(w1 >> 8);
-}
+static inline uint8_t kind_of(uint64_t w) { return (uint8_t)w; }
+static inline int64_t off_of(uint64_t w) { return (int64_t)w >> 8; }
+static inline const uint8_t *expr_of(uint64_t w) { return (const uint8_t *)(uintptr_t)(w >> 8); }
 
 /* ---------- the pc → rule cache ---------- */
 
@@ -132,32 +126,45 @@ static _Atomic uint32_t cache_gen = 1;
 /* Moves whenever the set of modules changes (K_NOMOD answers expire). */
 static _Atomic uint32_t mods_gen;
 
-static inline struct slot *cache_set(struct slot *c, uintptr_t a)
+/* Slots are keyed by the frame's pc, with bit 63 set when the pc is not a
+ * return address (after a signal frame: its rule is the one at pc, not at
+ * pc - 1). The set is chosen by the pc alone. */
+static inline uint64_t cache_key(uintptr_t pc, bool exact)
 {
-	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
+	return (uint64_t)pc | (uint64_t)exact << 63;
+}
+
+static inline struct slot *cache_set(struct slot *c, uint64_t key)
+{
+	uint64_t h = (key & ~(1ull << 63)) * 0x9e3779b97f4a7c15ull;
 	return &c[(h >> (64 - CACHE_BITS)) & ~1u];
 }
 
 #define RELAXED memory_order_relaxed
 
-static inline bool cache_get(struct slot *c, uintptr_t a, uint32_t gen, struct rule *r)
+/* A packed rule: kind (or bp_how) in the low byte of each word. */
+struct packed {
+	uint64_t w0, w1;
+};
+
+/* The packed rule for key, or one of kind K_NONE when the cache does not
+ * have it for this generation. */
+static inline struct packed cache_get(struct slot *c, uint64_t key, uint32_t gen)
 {
-	struct slot *s = cache_set(c, a);
+	struct slot *s = cache_set(c, key);
+	uint64_t want = (uint64_t)gen << 32;
 	for (int i = 0; i < 2; i++, s++) {
 		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
-		if ((t & 1) || (uint32_t)(t >> 32) != gen)
+		if (((t ^ want) & 0xffffffff00000001ull) ||
+		    atomic_load_explicit(&s->key, RELAXED) != key)
 			continue;
-		if (atomic_load_explicit(&s->key, RELAXED) != a)
-			continue;
-		uint64_t w0 = atomic_load_explicit(&s->w0, RELAXED);
-		uint64_t w1 = atomic_load_explicit(&s->w1, RELAXED);
+		struct packed r = { atomic_load_explicit(&s->w0, RELAXED),
+				    atomic_load_explicit(&s->w1, RELAXED) };
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&s->tag, RELAXED) != t)
-			continue;
-		unpack(w0, w1, r);
-		return true;
+		if (likely(atomic_load_explicit(&s->tag, RELAXED) == t))
+			return r;
 	}
-	return false;
+	return (struct packed){ K_NONE, 0 };
 }
 
 static struct slot *cache_table(void)
@@ -174,20 +181,18 @@ static struct slot *cache_table(void)
 	return c;
 }
 
-/* Stores a rule unless its offsets do not fit or the slot is busy: the
- * cache is only ever an optimisation. */
-static void cache_put(uintptr_t a, uint32_t gen, const struct rule *r)
+/* Stores a packed rule unless the slot is busy: the cache is only ever an
+ * optimisation. */
+static void cache_put(uint64_t key, uint32_t gen, struct packed r)
 {
-	if (!fits56(r->cfa_off) || !fits56(r->bp_off))
-		return;
 	struct slot *c = cache_table();
 	if (!c)
 		return;
-	struct slot *s = cache_set(c, a);
-	int victim = (a >> 4) & 1;
+	struct slot *s = cache_set(c, key);
+	int victim = (key >> 4) & 1;
 	for (int i = 0; i < 2; i++) {
 		uint64_t t = atomic_load_explicit(&s[i].tag, RELAXED);
-		if ((uint32_t)(t >> 32) != gen || atomic_load_explicit(&s[i].key, RELAXED) == a) {
+		if ((uint32_t)(t >> 32) != gen || atomic_load_explicit(&s[i].key, RELAXED) == key) {
 			victim = i;
 			break;
 		}
@@ -200,9 +205,9 @@ static void cache_put(uintptr_t a, uint32_t gen, const struct rule *r)
 	uint64_t busy = (uint64_t)gen << 32 | (uint32_t)(seq + 1);
 	if (!atomic_compare_exchange_strong(&s->tag, &t, busy))
 		return;
-	atomic_store_explicit(&s->key, a, RELAXED);
-	atomic_store_explicit(&s->w0, pack(r->kind, r->cfa_off, r->cfa_expr), RELAXED);
-	atomic_store_explicit(&s->w1, pack(r->bp_how, r->bp_off, r->bp_expr), RELAXED);
+	atomic_store_explicit(&s->key, key, RELAXED);
+	atomic_store_explicit(&s->w0, r.w0, RELAXED);
+	atomic_store_explicit(&s->w1, r.w1, RELAXED);
 	atomic_store_explicit(&s->tag, (uint64_t)gen << 32 | (uint32_t)(seq + 2),
 			      memory_order_release);
 }
@@ -909,11 +914,12 @@ static bool rule_from_fde(const struct mod *m, const uint8_t *fde, uintptr_t a,
 
 /* ---------- the walk ---------- */
 
+/* A frame's registers, and where its stack may be read. */
 struct walk {
-	uintptr_t pc, sp, bp;
-	bool bp_ok;             /* bp holds this frame's rbp */
+	uintptr_t pc, sp, bp;   /* bp 0: this frame's rbp is not known (no
+				 * frame can be found from an rbp of 0) */
 	bool exact;             /* pc is not a return address (signal frame) */
-	uintptr_t lo, hi;       /* stack reads must fall in [lo, hi) */
+	uintptr_t lo, span;     /* stack reads: lo <= addr <= lo + span, 8 bytes */
 	uint32_t gen;
 	struct slot *cache;
 };
@@ -921,22 +927,25 @@ struct walk {
 #define STACK_MAX ((uintptr_t)1 << 30)
 #define STACK_GUESS ((uintptr_t)1 << 20)
 
-/* The highest address the stack holding sp can have; see the header. */
-static uintptr_t stack_top(uintptr_t sp)
+/* Bounds of the stack holding sp, as lo and span (see the header). */
+static void stack_bounds(struct walk *w, uintptr_t sp)
 {
-	uintptr_t tp;
+	uintptr_t tp, hi;
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	if (sp < tp && tp - sp <= STACK_MAX)
-		return tp;
 	uintptr_t end = &__libc_stack_end ? (uintptr_t)__libc_stack_end : 0;
-	if (sp < end && end - sp <= STACK_MAX)
-		return end;
-	return sp + STACK_GUESS;
+	if (sp < tp && tp - sp <= STACK_MAX)
+		hi = tp;
+	else if (sp < end && end - sp <= STACK_MAX)
+		hi = end;
+	else
+		hi = sp + STACK_GUESS;
+	w->lo = sp;
+	w->span = hi - sp >= 8 ? hi - sp - 8 : 0;
 }
 
 static inline bool stack_read(const struct walk *w, uintptr_t addr, uintptr_t *out)
 {
-	if (addr < w->lo || addr >= w->hi || w->hi - addr < 8 || (addr & 7))
+	if (addr - w->lo > w->span)
 		return false;
 	*out = *(const uintptr_t *)addr;
 	return true;
@@ -970,7 +979,7 @@ static bool eval(const struct walk *w, const uint8_t *blk, bool push_cfa, uintpt
 			unsigned reg = op - 0x70u;
 			if (reg == DW_RSP)
 				x = w->sp;
-			else if (reg == DW_RBP && w->bp_ok)
+			else if (reg == DW_RBP && w->bp)
 				x = w->bp;
 			else if (reg == 16)
 				x = w->pc;
@@ -1052,69 +1061,71 @@ static bool is_sigreturn(const struct mod *m, uintptr_t pc)
 	return true;
 }
 
-/* The slow path: module, FDE, CFA program. */
-static NOINLINE void rule_slow(struct walk *w, uintptr_t a, struct rule *r)
+/* The slow path: module, FDE, CFA program for w->pc; caches what it
+ * finds. */
+static NOINLINE struct packed rule_slow(struct walk *w)
 {
+	uintptr_t a = w->pc - !w->exact;   /* the call, for a return address */
 	struct mod m;
-	agent_memset(r, 0, sizeof *r);
+	struct rule r;
+	agent_memset(&r, 0, sizeof r);
 	uint32_t gen = w->gen;
 	uint32_t mgen = atomic_load(&mods_gen);
 	bool found = module_find(a, &m);
 	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
 	if (!found) {
-		r->kind = K_NOMOD;
-		r->bp_off = mgen;
+		r.kind = K_NOMOD;
+		r.bp_off = mgen;
 	} else if (!w->exact && is_sigreturn(&m, a + 1)) {
-		r->kind = K_SIGNAL;
+		r.kind = K_SIGNAL;
 	} else {
 		const uint8_t *fde = fde_search(&m, a);
-		r->kind = K_FP;
-		if (fde && !rule_from_fde(&m, fde, a, r))
-			r->kind = K_FP;
+		r.kind = K_FP;
+		if (fde && !rule_from_fde(&m, fde, a, &r))
+			r.kind = K_FP;
 	}
+	if (!fits56(r.cfa_off) || !fits56(r.bp_off))
+		r.kind = K_STOP;
+	struct packed p = { pack(r.kind, r.cfa_off, r.cfa_expr),
+			    pack(r.bp_how, r.bp_off, r.bp_expr) };
 	if (gen == w->gen)
-		cache_put(a, gen, r);
-}
-
-static inline void rule_for(struct walk *w, uintptr_t a, struct rule *r)
-{
-	if (likely(w->cache && cache_get(w->cache, a, w->gen, r)) &&
-	    likely(r->kind != K_NOMOD || r->bp_off == atomic_load_explicit(&mods_gen, RELAXED)))
-		return;
-	rule_slow(w, a, r);
+		cache_put(cache_key(w->pc, w->exact), gen, p);
 	if (!w->cache)
 		w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	return p;
 }
 
-/* Moves w to the caller's frame. Returns false at the end of the stack or
- * when the frame cannot be trusted. */
-static inline bool step(struct walk *w, const struct rule *r)
+/* Moves w to the caller's frame by any rule. Returns false at the end of
+ * the stack or when the frame cannot be trusted. */
+static NOINLINE bool step_slow(struct walk *w, struct packed r)
 {
 	uintptr_t cfa, ra, bp = w->bp;
-	bool bp_ok = w->bp_ok;
-	switch (r->kind) {
+	if (kind_of(r.w0) == K_NOMOD &&
+	    (uint32_t)off_of(r.w1) != atomic_load_explicit(&mods_gen, RELAXED))
+		r = rule_slow(w);       /* a library may be there now */
+	uint64_t w0 = r.w0, w1 = r.w1;
+	switch (kind_of(w0)) {
 	case K_CFA_RSP:
-		cfa = w->sp + (uintptr_t)r->cfa_off;
+		cfa = w->sp + (uintptr_t)off_of(w0);
 		break;
 	case K_CFA_RBP:
-		if (!w->bp_ok)
+		if (!w->bp)
 			return false;
-		cfa = w->bp + (uintptr_t)r->cfa_off;
+		cfa = w->bp + (uintptr_t)off_of(w0);
 		break;
 	case K_CFA_EXPR:
-		if (!eval(w, r->cfa_expr, false, 0, &cfa))
+		if (!eval(w, expr_of(w0), false, 0, &cfa))
 			return false;
 		break;
 	case K_FP:
 	case K_NOMOD:
 		/* No FDE: believe rbp only if it points into this stack above
 		 * the stack pointer, as a frame-pointer frame would. */
-		if (!w->bp_ok || w->bp < w->sp)
+		if (!w->bp || w->bp < w->sp)
 			return false;
 		cfa = w->bp + 16;
 		if (!stack_read(w, w->bp, &bp))
 			return false;
-		bp_ok = true;
 		break;
 	case K_SIGNAL: {
 		/* The handler returned into the trampoline: sp points at the
@@ -1127,11 +1138,9 @@ static inline bool step(struct walk *w, const struct rule *r)
 		w->pc = npc;
 		w->sp = nsp;
 		w->bp = nbp;
-		w->bp_ok = true;
 		w->exact = true;
 		/* The interrupted code may run on another stack (sigaltstack). */
-		w->lo = nsp;
-		w->hi = stack_top(nsp);
+		stack_bounds(w, nsp);
 		return npc != 0;
 	}
 	default:
@@ -1139,50 +1148,89 @@ static inline bool step(struct walk *w, const struct rule *r)
 	}
 	if (cfa <= w->sp || !stack_read(w, cfa - 8, &ra))
 		return false;
-	switch (r->bp_how) {
+	switch (kind_of(w1)) {
 	case B_SAME:
 		break;
 	case B_OFFSET:
-		if (!stack_read(w, cfa + (uintptr_t)r->bp_off, &bp))
+		if (!stack_read(w, cfa + (uintptr_t)off_of(w1), &bp))
 			return false;
-		bp_ok = true;
 		break;
 	case B_EXPR: {
 		uintptr_t at;
-		if (!eval(w, r->bp_expr, true, cfa, &at) || !stack_read(w, at, &bp))
+		if (!eval(w, expr_of(w1), true, cfa, &at) || !stack_read(w, at, &bp))
 			return false;
-		bp_ok = true;
 		break;
 	}
 	default:
-		bp_ok = false;
+		bp = 0;
 		break;
 	}
 	w->pc = ra;
 	w->sp = cfa;
 	w->bp = bp;
-	w->bp_ok = bp_ok;
 	w->exact = false;
 	return ra != 0;
 }
 
+/* The loop keeps the registers in locals (the compiler cannot prove that
+ * stores to pcs leave a struct alone) and handles inline the two shapes
+ * nearly every compiled frame has: CFA = rsp or rbp + k, rbp unchanged or
+ * saved at CFA + k. Its bounds checks need no lower bound: the return
+ * address and the saved rbp must lie in [sp, CFA - 8] (inside the frame),
+ * and the CFA at most at the stack's top. A frame failing them is not
+ * dropped but handed, like every other shape, to step_slow, which checks
+ * reads against the stack's bounds only. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC's SLP vectoriser packs pc/sp into vector registers and spills them:
+ * a 1.3x slower loop. */
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
 static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
 {
-	int n = 0;
-	bool skipping = true;
-	w->lo = w->sp;
-	w->hi = stack_top(w->sp);
+	stack_bounds(w, w->sp);
 	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
 	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
-	for (int steps = 0; n < max && steps < max + 64; steps++) {
-		struct rule r;
-		rule_for(w, w->pc - !w->exact, &r);
-		if (!step(w, &r))
-			break;
-		if (skipping && w->pc >= agent_self_lo && w->pc < agent_self_hi)
+	uintptr_t pc = w->pc, sp = w->sp, bp = w->bp, hi = w->lo + w->span + 8;
+	bool exact = w->exact;
+	struct slot *c = w->cache;
+	uint32_t gen = w->gen;
+	int n = 0;
+
+	for (int budget = max + 64; n < max && budget > 0; budget--) {
+		struct packed r = { K_NONE, 0 };
+		if (likely(c))
+			r = cache_get(c, cache_key(pc, exact), gen);
+		if (unlikely(kind_of(r.w0) == K_NONE)) {
+			w->pc = pc, w->exact = exact;
+			r = rule_slow(w);
+			c = w->cache;
+			gen = w->gen;
+		}
+		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
+		uintptr_t cfa = (kind == K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
+		uintptr_t room = cfa - sp - 8;          /* frame size less the RA */
+		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		if (likely((kind == K_CFA_RSP || kind == K_CFA_RBP) && how <= B_OFFSET &&
+			   room <= hi - sp - 8 && (how == B_SAME || at - sp <= room))) {
+			pc = *(const uintptr_t *)(cfa - 8);
+			if (how == B_OFFSET)
+				bp = *(const uintptr_t *)at;
+			sp = cfa;
+			exact = false;
+			if (pc == 0)
+				break;
+		} else {
+			w->pc = pc, w->sp = sp, w->bp = bp, w->exact = exact;
+			if (!step_slow(w, r))
+				break;
+			pc = w->pc, sp = w->sp, bp = w->bp, exact = w->exact;
+			hi = w->lo + w->span + 8;
+			c = w->cache;
+			gen = w->gen;
+		}
+		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo)
 			continue;
-		skipping = false;
-		pcs[n++] = w->pc;
+		pcs[n++] = pc;
 	}
 	return n;
 }
@@ -1198,7 +1246,6 @@ NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
 			 "mov %%rsp, %1\n\t"
 			 "mov %%rbp, %2"
 			 : "=r"(w.pc), "=r"(w.sp), "=r"(w.bp));
-	w.bp_ok = true;
 	w.exact = false;
 	int n = walk(&w, pcs, max);
 	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */

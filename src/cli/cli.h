@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "analyze/report.h"
 #include "analyze/suppress.h"
@@ -26,6 +27,7 @@ struct cli_report_opts {
 	unsigned shown;         /* PROF_KIND_BIT mask; 0 = default */
 	unsigned errors;        /* kinds --error-exitcode counts */
 	bool gen_suppressions;
+	bool json;              /* --json: print JSON instead of text */
 	const char *binary_path;
 	struct prof_supps supps;
 };
@@ -44,6 +46,8 @@ void cli_report_opts_init(struct cli_report_opts *o);
 int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o);
 /* Applies suppressions to every process of run. */
 void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run);
+/* Applies suppressions and prints run as o asks (text or JSON). */
+void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_opts *o);
 void cli_report_opts_release(struct cli_report_opts *o);
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line. */

@@ -20,8 +20,8 @@ static const char usage[] =
 	"  PID                    a process started under heaptrail (or with the agent\n"
 	"                         preloaded)\n"
 	"  --increased            list only what grew since the previous check\n"
-	"  --json                 print the JSON report instead of text\n"
 	"  --timeout SECONDS      how long to wait for the check (default 60)\n"
+	"  --json                 print the JSON report instead of text\n"
 	CLI_REPORT_OPTS_HELP;
 
 /* Reads /proc/PID/FILE whole (NUL-separated for environ). */
@@ -87,7 +87,7 @@ int cmd_leaks(int argc, char **argv)
 {
 	struct cli_report_opts o;
 	long pid = -1, timeout = 60;
-	int increased = 0, json = 0, ret = 1;
+	int increased = 0, ret = 1;
 	const char *v;
 	char *env = NULL, *maps = NULL;
 	cli_report_opts_init(&o);
@@ -101,8 +101,6 @@ int cmd_leaks(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--increased")) {
 			increased = 1;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout"))) {
 			if ((timeout = cli_parse_count(v, 86400)) < 1) {
 				cli_error("leaks: --timeout takes a number of seconds, not '%s'", v);
@@ -191,12 +189,7 @@ int cmd_leaks(int argc, char **argv)
 		cli_error("cannot read '%s': %s", err_file, err);
 		goto out;
 	}
-	cli_report_apply(&o, &run);
-	if (json)
-		render_json(stdout, &run, false);
-	else
-		render_text(stdout, &run, &(struct render_text_opts){
-			.kinds = o.shown, .gen_suppressions = o.gen_suppressions, .supps = &o.supps });
+	cli_report_print(stdout, &run, &o);
 	prof_run_release(&run);
 	fprintf(stderr, "heaptrail: leak check written to %s\n", path);
 	ret = 0;

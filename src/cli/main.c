@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "render/render.h"
 
 static const struct {
 	const char *name;
@@ -82,6 +83,8 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 		}
 	} else if ((v = cli_opt_value(argc, argv, i, "--binary-path"))) {
 		o->binary_path = v;
+	} else if (!strcmp(argv[*i], "--json")) {
+		o->json = true;
 	} else if (!strcmp(argv[*i], "--gen-suppressions") ||
 		   !strcmp(argv[*i], "--gen-suppressions=yes")) {
 		o->gen_suppressions = true;
@@ -99,6 +102,17 @@ void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run)
 {
 	for (size_t i = 0; i < run->nprocs; i++)
 		prof_supps_apply(&o->supps, &run->procs[i]);
+}
+
+void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_opts *o)
+{
+	cli_report_apply(o, run);
+	if (o->json)
+		render_json(out, run, false);
+	else
+		render_text(out, run, &(struct render_text_opts){
+			.kinds = o->shown, .gen_suppressions = o->gen_suppressions,
+			.supps = &o->supps });
 }
 
 void cli_report_opts_release(struct cli_report_opts *o)

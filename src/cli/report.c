@@ -16,7 +16,7 @@ int cmd_report(int argc, char **argv)
 {
 	const char *path = NULL, *err, *err_file;
 	struct cli_report_opts o;
-	int json = 0, ret = 0;
+	int ret = 0;
 	cli_report_opts_init(&o);
 	for (int i = 1; i < argc; i++) {
 		int r = cli_report_opt(argc, argv, &i, &o);
@@ -26,9 +26,7 @@ int cmd_report(int argc, char **argv)
 		}
 		if (r > 0)
 			continue;
-		if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
 			goto out;
 		} else if (argv[i][0] == '-' || path) {
@@ -51,12 +49,7 @@ int cmd_report(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	cli_report_apply(&o, &run);
-	if (json)
-		render_json(stdout, &run, false);
-	else
-		render_text(stdout, &run, &(struct render_text_opts){
-			.kinds = o.shown, .gen_suppressions = o.gen_suppressions, .supps = &o.supps });
+	cli_report_print(stdout, &run, &o);
 	prof_run_release(&run);
 	ret = fflush(stdout) ? 1 : 0;
 out:

@@ -55,7 +55,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int r = cli_report_opt(argc, argv, &i, &o->report);
+		/* run's --json takes a file; the report options' --json is a flag */
+		int r = strncmp(a, "--json", 6) ? cli_report_opt(argc, argv, &i, &o->report) : 0;
 		if (r < 0)
 			return -1;
 		if (r > 0)
