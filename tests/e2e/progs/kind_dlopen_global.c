@@ -30,7 +30,7 @@
  * @leak 0 lib_keep_in_data 123/1 still_reachable
  * @leak 0 lib_keep_in_bss 45/1 still_reachable
  * @leak 0 lib_keep_in_tls 75/2 still_reachable
- * @leak 0 dlopen 1505/4 still_reachable
+ * @leak 0 dl_open_worker 1505/4 still_reachable
  */
 #include <dlfcn.h>
 #include <limits.h>
