@@ -1018,6 +1018,43 @@ class Suite:
             if o != bare_out:
                 problems.append("stdout differs from the bare run: " +
                                 first_difference(o, bare_out))
+        elif name == "no-follow-children":
+            # A forked child reports by default, and not with the option.
+            prog = self.build_prog(self.specs["fork_leak"], "fp")
+            for opt, want in (([], 2), (["--no-follow-children"], 1)):
+                jpath = os.path.join(work, "follow%d.json" % len(opt))
+                rc, o, e = run([ht, "run", "-o", out + str(len(opt)), "--json",
+                                jpath] + opt + ["--", prog], cwd=work)
+                got = len(load_json_objects(jpath)) if os.path.exists(jpath) \
+                    else 0
+                if got != want:
+                    problems.append("%s: %d process reports, expected %d" % (
+                        " ".join(opt) or "default", got, want))
+        elif name == "leaks-pid":
+            problems += self.leaks_pid(work, out)
+        elif name == "gen-suppressions":
+            # The suppression heaptrail prints, fed back, hides the leak.
+            prog = self.build_prog(leak, "fp")
+            rc, o, e = run([ht, "run", "-o", out + "1", "--gen-suppressions",
+                            "--", prog], cwd=work)
+            supp = [l.split("suppression:", 1)[1].strip()
+                    for l in e.decode("utf-8", "replace").split("\n")
+                    if "suppression: leak:" in l]
+            if not supp:
+                problems.append("--gen-suppressions printed no suppression")
+            else:
+                spath = os.path.join(work, "gen.supp")
+                with open(spath, "w") as f:
+                    f.write("\n".join(supp) + "\n")
+                jpath = os.path.join(work, "gen.json")
+                run([ht, "run", "-o", out + "2", "--suppressions", spath,
+                     "--json", jpath, "--", prog], cwd=work)
+                obj = load_json_objects(jpath)[0]
+                kinds = ht_kinds(obj)
+                if kinds["definitely_lost"] != [0, 0] or \
+                        kinds["suppressed"][1] == 0:
+                    problems.append("with the generated suppressions: %s" %
+                                    show_kinds(kinds))
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -1029,6 +1066,62 @@ class Suite:
                            cwd=work)
             one_line_error(rc, e, "missing", "report of a missing directory")
         return problems, []
+
+    def leaks_pid(self, work, out):
+        """`heaptrail leaks PID` on a running server, twice: everything, then
+        only what increased."""
+        prog = self.build_prog(self.specs["delta_leak_server"], "fp")
+        problems = []
+        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o", out, "--",
+                              prog], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, cwd=work)
+        try:
+            child = None
+            for _ in range(200):
+                try:
+                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                        kids = f.read().split()
+                except OSError:
+                    kids = []
+                if kids and os.path.exists(os.path.join(out)):
+                    child = int(kids[0])
+                    with open("/proc/%d/maps" % child) as f:
+                        if "libheaptrail" in f.read():
+                            break
+                time.sleep(0.02)
+            if child is None:
+                return ["the server under heaptrail did not start"]
+            checks = []
+            for reqs, opt in ((5, []), (3, ["--increased"])):
+                p.stdin.write(b"".join(b"req-%d\n" % i for i in range(reqs)))
+                p.stdin.flush()
+                time.sleep(0.3)  # the server reads and handles them
+                rc, o, e = run([self.heaptrail, "leaks", "--json"] + opt +
+                               [str(child)], cwd=work)
+                if rc != 0:
+                    return ["heaptrail leaks %s: status %d: %s" % (
+                        " ".join(opt), rc, short(e))]
+                checks.append(wrap(json.loads(o))[0])
+            first = ht_kinds(checks[0])["definitely_lost"]
+            if first != [240, 5]:
+                problems.append("first check: definitely lost %d/%d, "
+                                "expected 240/5" % tuple(first))
+            inc = [r for r in records_of(checks[1])
+                   if r["kind"] == "definitely_lost"]
+            names = {f.get("function") for r in inc
+                     for f in r["stack"][:1]}
+            grown = [(r.get("increase") or {}).get("bytes") for r in inc]
+            if names != {"log_request"} or grown != [144]:
+                problems.append("second check: increased records %s with "
+                                "increases %s, expected log_request +144" %
+                                (sorted(names), grown))
+        finally:
+            p.stdin.close()
+            p.wait(timeout=30)
+        if p.returncode != 0:
+            problems.append("the server exited with %d" % p.returncode)
+        return problems
 
     def test_unit(self, path):
         rc, out, err = run([path], cwd=ROOT, timeout=300,
@@ -1392,7 +1485,8 @@ def collect_tests(suite):
         tests.append(("report:" + prog, lambda s=suite.specs[prog], f=func:
                       suite.test_report(s, f)))
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
-                 "error-exitcode", "static", "signal-status", "usage-errors"):
+                 "error-exitcode", "static", "signal-status", "usage-errors",
+                 "no-follow-children", "leaks-pid", "gen-suppressions"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     return tests
 
