@@ -70,7 +70,7 @@ unit: $(UNIT_BIN)
 
 # The main job of the README: run the bundled leaky example.
 demo: all
-	$(B)/heaptrail run -- $(B)/examples/leaky
+	$(B)/heaptrail run -o $(B)/demo -- $(B)/examples/leaky
 
 test: all $(UNIT_BIN)
 	python3 tests/run_tests.py --build $(B)
