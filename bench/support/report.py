@@ -14,7 +14,9 @@ import sys
 WORKLOADS = ["churn", "threads", "deep", "sqlite3", "gcc"]
 TOOLS = ["bare", "ht-exact", "ht-sample", "ht-run", "heaptrack", "memcheck",
          "lsan", "jemalloc", "je-prof", "je-prof-exact"]
-PEERS = ["heaptrack", "memcheck", "lsan", "je-prof", "je-prof-exact"]
+# each peer is set against the heaptrail mode that does the same job
+PEERS = [("heaptrack", "ht-exact"), ("memcheck", "ht-exact"), ("lsan", "ht-exact"),
+         ("je-prof-exact", "ht-exact"), ("je-prof", "ht-sample")]
 LABEL = {
     "bare": "bare",
     "ht-exact": "**heaptrail exact**",
@@ -189,20 +191,21 @@ def main():
 
     # --- versus heaptrail ----------------------------------------------------
     if "ht-exact" in T.tools:
-        p("## Peers against heaptrail exact")
+        p("## Peers against heaptrail")
         p("")
-        p("A peer's slowdown divided by heaptrail exact's (both to bare at the size "
-          "each ran at): above 1× the peer costs more than heaptrail, below 1× "
-          "heaptrail costs more.")
+        p("A peer's slowdown divided by heaptrail's (each to bare at the size it ran "
+          "at): above 1× the peer costs more than heaptrail, below 1× heaptrail costs "
+          "more. Peers that track every allocation are set against heaptrail exact, "
+          "jemalloc's sampling profiler against heaptrail sampling.")
         p("")
-        p(row(["peer"] + T.workloads))
-        p(row(["---"] + ["---:"] * len(T.workloads)))
-        for t in [t for t in T.tools if t in PEERS]:
-            cells = [LABEL[t]]
+        p(row(["peer", "against"] + T.workloads))
+        p(row(["---", "---"] + ["---:"] * len(T.workloads)))
+        for t, mine in [(t, m) for t, m in PEERS if t in T.tools]:
+            cells = [LABEL[t], LABEL[mine].strip("*")]
             for w in T.workloads:
                 r = T.main_row(w, t)
-                bad = T.status_cell(r)
-                h = T.ratio(w, "ht-exact")
+                bad = T.status_cell(r) or T.status_cell(T.main_row(w, mine))
+                h = T.ratio(w, mine)
                 if bad:
                     cells.append(bad)
                 elif not h:

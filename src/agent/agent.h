@@ -128,6 +128,11 @@ static inline void agent_unlock(agent_lock_t *l)
  * caller of the allocator first, skipping frames inside the agent. Returns
  * the count. Hook-safe; never allocates through the host's malloc. */
 int agent_unwind(uintptr_t *pcs, int max);
+/* The DWARF unwinder behind agent_unwind (unwind_cfi.c): lock-free, with a
+ * per-pc rule cache. agent_unwind_cfi_flush forgets every cached rule; the
+ * dlclose hook calls it once a library is gone. */
+int agent_unwind_cfi(uintptr_t *pcs, int max);
+void agent_unwind_cfi_flush(void);
 
 /* ---- tables (table.c) ---- */
 struct agent_stack {

@@ -448,7 +448,9 @@ AGENT_API int dlclose(void *h)
 		agent_modules_snapshot();
 		agent_tls.busy = 0;
 	}
-	return real.dlclose(h);
+	int r = real.dlclose(h);
+	agent_unwind_cfi_flush();  /* its code may be gone: forget its frames */
+	return r;
 }
 
 /* _exit skips exit handlers and destructors, so the report is written

@@ -4,47 +4,48 @@
  *
  * agent_unwind_cfi has agent_unwind's contract: return addresses of the
  * current thread, the caller of the allocator first (leading frames inside
- * [agent_self_lo, agent_self_hi) are dropped), at most max of them.
+ * [agent_self_lo, agent_self_hi) are dropped), at most max of them. It is
+ * hook-safe and async-signal-safe, takes no lock and needs nothing at
+ * fork().
  *
  * How it is fast: what a frame needs — where the CFA is (rsp or rbp plus
  * an offset), where rbp was saved — depends only on the pc, so it is
- * computed once per pc and kept in a global, lock-free table (a 2-way
- * set-associative hash in mmap'd memory; each slot is guarded by its own
- * sequence number, so readers never wait and writers never block: a reader
- * that races a writer just misses). In the steady state a frame costs one
- * hash probe and one or two loads from the stack.
+ * worked out once per pc and kept in a global, lock-free table (2-way
+ * set-associative, in mmap'd memory; each slot guarded by its own sequence
+ * number, so readers never wait and writers never block: a reader that
+ * races a writer just misses). In the steady state a frame costs one hash
+ * probe and one or two loads from the stack.
  *
- * A miss (the first time a pc is seen) finds the module containing the pc
- * in a cached module list, binary-searches its .eh_frame_hdr table for the
- * FDE, and runs the CIE and FDE programs up to the pc. The module list is
- * refreshed when dl_iterate_phdr's dlpi_adds/dlpi_subs change; checking
- * that costs one dl_iterate_phdr call that stops at the first module, and
- * is done only on a miss. When a library was unloaded (dlpi_subs moved, or
- * agent_unwind_cfi_flush was called) every cached rule is dropped at once
- * by bumping a generation number that tags each slot.
+ * A miss (the first time a pc is seen) asks glibc's _dl_find_object for
+ * the object holding the pc (lock-free; no loader lock, which matters:
+ * glibc does not reset dl_iterate_phdr's lock in a forked child, so a
+ * fork racing a dl_iterate_phdr call hangs the child), binary-searches
+ * its .eh_frame_hdr table for the FDE, and runs the CIE and FDE programs
+ * up to the pc. Every cached rule is dropped at once by bumping a
+ * generation number (agent_unwind_cfi_flush), which the dlclose hook
+ * should call; the cache holds only numbers, never pointers into a
+ * module, so a stale rule can mislead a walk but not make it fault.
  *
  * Invariants that keep the host alive:
  *  - no libc allocation, no stdio; memory comes from agent_mmap;
- *  - no lock is ever waited for: the module list is rebuilt by whoever wins
- *    a compare-and-swap, others look the pc up themselves meanwhile; no
- *    lock of ours is held while dl_iterate_phdr runs;
  *  - every read of the stack stays inside [lo, hi): lo is the stack pointer
- *    of the frame the walk started from, hi the top of the current thread's
- *    stack (the thread pointer for a glibc thread, whose descriptor and TLS
- *    sit at the top of its stack mapping; __libc_stack_end for the main
- *    thread; otherwise a guess of 1 MiB). The stack pointer must grow at
- *    every frame and a zero return address ends the walk;
+ *    the walk started from, hi the top of the current thread's stack (the
+ *    thread pointer for a glibc thread, whose descriptor and TLS sit at
+ *    the top of its stack mapping; __libc_stack_end for the main thread;
+ *    otherwise a guess of 1 MiB). The stack pointer must grow at every
+ *    frame and a zero return address ends the walk;
  *  - reads of .eh_frame stay inside the PT_LOAD segment holding the
- *    module's .eh_frame_hdr; anything malformed or not understood ends the
+ *    object's .eh_frame_hdr; anything malformed or not understood ends the
  *    walk instead of guessing.
  *
  * What it understands: CFA = rsp/rbp + offset or a DWARF expression (the
  * PLT's, a realigned frame's *(rbp-8)), rbp saved at CFA+offset, unchanged
  * or given by an expression, return address at CFA-8 or undefined (the
- * outermost frame: _start, clone), the Linux rt_sigreturn trampoline
+ * outermost frame: _start, clone3), the Linux rt_sigreturn trampoline
  * (recognised by its code, as libunwind does), and rbp chaining for a pc
  * without an FDE (JIT code) when rbp looks like a frame of this stack.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -52,9 +53,6 @@
 #include "agent/agent.h"
 #include "agent/banned.h"
 
-int agent_unwind_cfi(uintptr_t *pcs, int max);
-void agent_unwind_cfi_flush(void);
-void agent_unwind_cfi_fork_child(void);
 
 /* Top of the main thread's stack, set by the dynamic loader. Weak so that
  * an odd libc without it only loses the precise bound. */
@@ -70,8 +68,8 @@ enum rule_kind {
 	K_END,          /* return address undefined: outermost frame */
 	K_STOP,         /* not understood: end the walk */
 	K_FP,           /* no FDE: follow rbp if it looks like a frame */
-	K_NOMOD,        /* like K_FP, for a pc in no module; valid while
-			 * bp_off == mods_gen (a library may be loaded there) */
+	K_NOMOD,        /* like K_FP, for a pc in no module (never cached:
+			 * a library may be loaded there later) */
 	K_SIGNAL,       /* rt_sigreturn trampoline: registers in a ucontext */
 };
 
@@ -123,8 +121,6 @@ struct slot {
 static struct slot *_Atomic cache;
 /* Starts at 1 so that a zeroed slot never matches. */
 static _Atomic uint32_t cache_gen = 1;
-/* Moves whenever the set of modules changes (K_NOMOD answers expire). */
-static _Atomic uint32_t mods_gen;
 
 /* Slots are keyed by the frame's pc, with bit 63 set when the pc is not a
  * return address (after a signal frame: its rule is the one at pc, not at
@@ -136,8 +132,11 @@ static inline uint64_t cache_key(uintptr_t pc, bool exact)
 
 static inline struct slot *cache_set(struct slot *c, uint64_t key)
 {
-	uint64_t h = (key & ~(1ull << 63)) * 0x9e3779b97f4a7c15ull;
-	return &c[(h >> (64 - CACHE_BITS)) & ~1u];
+	/* Shift and xor rather than a multiply: this sits on the chain of
+	 * dependent loads every frame waits for. Return addresses differ in
+	 * their low bits; the high ones tell objects apart. */
+	uint64_t h = key ^ (key >> CACHE_BITS) ^ (key >> 29);
+	return &c[h & (CACHE_SLOTS - 2)];
 }
 
 #define RELAXED memory_order_relaxed
@@ -205,6 +204,9 @@ static void cache_put(uint64_t key, uint32_t gen, struct packed r)
 	uint64_t busy = (uint64_t)gen << 32 | (uint32_t)(seq + 1);
 	if (!atomic_compare_exchange_strong(&s->tag, &t, busy))
 		return;
+	/* Orders the odd tag before the data (a seqlock writer's fence; free
+	 * on x86): a reader that sees new data then sees the tag moved. */
+	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&s->key, key, RELAXED);
 	atomic_store_explicit(&s->w0, r.w0, RELAXED);
 	atomic_store_explicit(&s->w1, r.w1, RELAXED);
@@ -221,9 +223,7 @@ void agent_unwind_cfi_flush(void)
 
 /* ---------- modules ---------- */
 
-/* What a miss needs to know about a loaded object. Fields are atomics
- * because a reader may look while the list is being rebuilt (it then
- * notices the sequence moved and discards what it read). */
+/* What a miss needs to know about the object holding a pc. */
 struct mod {
 	uintptr_t lo, hi;               /* executable PT_LOAD span */
 	uintptr_t seg_lo, seg_hi;       /* PT_LOAD holding .eh_frame_hdr */
@@ -231,20 +231,9 @@ struct mod {
 	bool code_readable;             /* every PF_X segment also PF_R */
 };
 
-struct mod_slot {
-	_Atomic uintptr_t lo, hi, seg_lo, seg_hi, hdr;
-	_Atomic bool code_readable;
-};
-
-#define MAX_MODS 1024
-
-static struct mod_slot mods[MAX_MODS];
-static _Atomic unsigned mod_count;
-static _Atomic unsigned mod_seq;        /* odd while one thread rebuilds */
-static _Atomic unsigned long long mod_adds, mod_subs;
-static _Atomic bool mods_valid;
-
-static bool describe(const struct dl_phdr_info *info, struct mod *m)
+/* Fills m from an object's program headers; false when it has no
+ * executable segment. */
+static bool describe(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct mod *m)
 {
 	uintptr_t hdr_vaddr = 0;
 	bool have_hdr = false;
@@ -252,10 +241,10 @@ static bool describe(const struct dl_phdr_info *info, struct mod *m)
 	m->hi = 0;
 	m->seg_lo = m->seg_hi = m->hdr = 0;
 	m->code_readable = true;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+	for (int i = 0; i < phnum; i++) {
+		const ElfW(Phdr) *ph = &phdr[i];
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			uintptr_t a = base + ph->p_vaddr;
 			if (a < m->lo)
 				m->lo = a;
 			if (a + ph->p_memsz > m->hi)
@@ -269,140 +258,76 @@ static bool describe(const struct dl_phdr_info *info, struct mod *m)
 	}
 	if (m->hi == 0)
 		return false;
-	if (!have_hdr)
-		return true;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+	for (int i = 0; have_hdr && i < phnum; i++) {
+		const ElfW(Phdr) *ph = &phdr[i];
 		if (ph->p_type == PT_LOAD && hdr_vaddr >= ph->p_vaddr &&
 		    hdr_vaddr < ph->p_vaddr + ph->p_memsz) {
-			m->seg_lo = info->dlpi_addr + ph->p_vaddr;
+			m->seg_lo = base + ph->p_vaddr;
 			m->seg_hi = m->seg_lo + ph->p_memsz;
-			m->hdr = info->dlpi_addr + hdr_vaddr;
+			m->hdr = base + hdr_vaddr;
 		}
 	}
 	return true;
 }
 
+#ifdef DLFO_EH_SEGMENT_TYPE
+/* glibc >= 2.35: _dl_find_object is lock-free and async-signal-safe. It
+ * gives the object's mapping, its PT_GNU_EH_FRAME and its link map; the
+ * program headers come from the ELF header at the start of the mapping,
+ * checked before use (they must lie in its first page, which is mapped).
+ * Without them, the whole mapping bounds the reads of .eh_frame and the
+ * code is not read (no signal-frame check). */
+static bool module_find(uintptr_t a, struct mod *m)
+{
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)a, &fo) != 0 || !fo.dlfo_link_map)
+		return false;
+	uintptr_t start = (uintptr_t)fo.dlfo_map_start & ~(uintptr_t)4095;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	if (eh->e_ident[EI_MAG0] == ELFMAG0 && eh->e_ident[EI_MAG1] == ELFMAG1 &&
+	    eh->e_ident[EI_MAG2] == ELFMAG2 && eh->e_ident[EI_MAG3] == ELFMAG3 &&
+	    eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phoff < 4096 &&
+	    eh->e_phnum <= (4096 - eh->e_phoff) / sizeof(ElfW(Phdr)) &&
+	    describe(fo.dlfo_link_map->l_addr, (const ElfW(Phdr) *)(start + eh->e_phoff),
+		     eh->e_phnum, m))
+		return true;
+	m->lo = m->seg_lo = (uintptr_t)fo.dlfo_map_start;
+	m->hi = m->seg_hi = (uintptr_t)fo.dlfo_map_end;
+	m->hdr = (uintptr_t)fo.dlfo_eh_frame;
+	m->code_readable = false;
+	return true;
+}
+#else
+/* Older glibc: dl_iterate_phdr, which takes the loader's lock. Note that
+ * glibc does not reset that lock in a forked child: a fork while another
+ * thread is inside dl_iterate_phdr leaves it held for good in the child. */
 struct iter {
 	uintptr_t a;
 	struct mod found;
-	bool have, uptodate, writer;
-	unsigned calls, n, seq;
-	unsigned long long adds, subs;
+	bool have;
 };
 
 static int iter_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct iter *it = arg;
-	if (it->calls++ == 0 &&
-	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-		/* (a libc too old to count loads leaves this a plain search) */
-		it->adds = info->dlpi_adds;
-		it->subs = info->dlpi_subs;
-		if (atomic_load(&mods_valid) && it->adds == atomic_load(&mod_adds) &&
-		    it->subs == atomic_load(&mod_subs)) {
-			it->uptodate = true;
-			return 1;
-		}
-		unsigned s = atomic_load(&mod_seq);
-		if (!(s & 1) && atomic_compare_exchange_strong(&mod_seq, &s, s + 1)) {
-			it->writer = true;
-			it->seq = s + 1;
-		}
-	}
 	struct mod m;
-	if (!describe(info, &m))
-		return 0;
-	if (it->writer && it->n < MAX_MODS) {
-		struct mod_slot *d = &mods[it->n++];
-		atomic_store_explicit(&d->lo, m.lo, RELAXED);
-		atomic_store_explicit(&d->hi, m.hi, RELAXED);
-		atomic_store_explicit(&d->seg_lo, m.seg_lo, RELAXED);
-		atomic_store_explicit(&d->seg_hi, m.seg_hi, RELAXED);
-		atomic_store_explicit(&d->hdr, m.hdr, RELAXED);
-		atomic_store_explicit(&d->code_readable, m.code_readable, RELAXED);
-	}
-	if (it->a >= m.lo && it->a < m.hi) {
+	if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) &&
+	    it->a >= m.lo && it->a < m.hi) {
 		it->found = m;
 		it->have = true;
-		if (!it->writer)
-			return 1;
+		return 1;
 	}
 	return 0;
 }
 
-/* Looks a up in the cached list; false when not there or when the list
- * moved underneath (the caller then searches with dl_iterate_phdr). */
-static bool mods_lookup(uintptr_t a, struct mod *out, bool *found)
-{
-	unsigned s = atomic_load_explicit(&mod_seq, memory_order_acquire);
-	if (s & 1)
-		return false;
-	unsigned n = atomic_load_explicit(&mod_count, RELAXED);
-	*found = false;
-	for (unsigned i = 0; i < n && i < MAX_MODS; i++) {
-		const struct mod_slot *d = &mods[i];
-		uintptr_t lo = atomic_load_explicit(&d->lo, RELAXED);
-		uintptr_t hi = atomic_load_explicit(&d->hi, RELAXED);
-		if (a >= lo && a < hi) {
-			out->lo = lo;
-			out->hi = hi;
-			out->seg_lo = atomic_load_explicit(&d->seg_lo, RELAXED);
-			out->seg_hi = atomic_load_explicit(&d->seg_hi, RELAXED);
-			out->hdr = atomic_load_explicit(&d->hdr, RELAXED);
-			out->code_readable = atomic_load_explicit(&d->code_readable, RELAXED);
-			*found = true;
-			break;
-		}
-	}
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&mod_seq, RELAXED) == s;
-}
-
-/* Finds the module whose code holds a. May call dl_iterate_phdr (the
- * loader lock; never with a lock of ours held). */
-static NOINLINE bool module_find(uintptr_t a, struct mod *m)
+static bool module_find(uintptr_t a, struct mod *m)
 {
 	struct iter it = { .a = a };
-	dl_iterate_phdr(iter_cb, &it);
-	if (it.writer) {
-		unsigned long long old_subs = atomic_load(&mod_subs);
-		bool was_valid = atomic_load(&mods_valid);
-		atomic_store(&mod_count, it.n);
-		atomic_store(&mod_adds, it.adds);
-		atomic_store(&mod_subs, it.subs);
-		atomic_store(&mods_valid, it.n < MAX_MODS);
-		if (was_valid && old_subs != it.subs)
-			agent_unwind_cfi_flush();
-		atomic_fetch_add(&mods_gen, 1);
-		atomic_store_explicit(&mod_seq, it.seq + 1, memory_order_release);
-	}
-	if (it.have) {
-		*m = it.found;
-		return true;
-	}
-	if (!it.uptodate)
-		return false;   /* the walk above saw every module */
-	bool found;
-	if (mods_lookup(a, m, &found))
-		return found;
-	it = (struct iter){ .a = a, .calls = 1 };   /* search only */
 	dl_iterate_phdr(iter_cb, &it);
 	*m = it.found;
 	return it.have;
 }
-
-/* For a forked child: a rebuild that another thread had in progress at
- * fork() would otherwise leave the module list disabled (correct, but every
- * miss would walk dl_iterate_phdr). Call only while single-threaded. */
-void agent_unwind_cfi_fork_child(void)
-{
-	unsigned s = atomic_load(&mod_seq);
-	if (s & 1) {
-		atomic_store(&mods_valid, false);
-		atomic_store(&mod_seq, s + 1);
-	}
-}
+#endif
 
 /* ---------- bounded byte reader over module memory ---------- */
 
@@ -655,7 +580,6 @@ struct cfa_prog {
 	struct row row, init;
 	struct row stack[STATE_DEPTH];
 	int depth;
-	uintptr_t seg_hi;
 };
 
 static struct reg_rule *reg_slot(struct cfa_prog *s, struct row *r, uint64_t reg)
@@ -867,7 +791,6 @@ static bool rule_from_fde(const struct mod *m, const uint8_t *fde, uintptr_t a,
 	s.a = UINTPTR_MAX;
 	s.loc = begin;
 	s.depth = 0;
-	s.seg_hi = m->seg_hi;
 	s.row = (struct row){ .cfa_reg = DW_RSP, .cfa_off = 8 };
 	s.row.ra.how = R_SAME;
 	r->kind = K_STOP;
@@ -1070,12 +993,8 @@ static NOINLINE struct packed rule_slow(struct walk *w)
 	struct rule r;
 	agent_memset(&r, 0, sizeof r);
 	uint32_t gen = w->gen;
-	uint32_t mgen = atomic_load(&mods_gen);
-	bool found = module_find(a, &m);
-	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
-	if (!found) {
+	if (!module_find(a, &m)) {
 		r.kind = K_NOMOD;
-		r.bp_off = mgen;
 	} else if (!w->exact && is_sigreturn(&m, a + 1)) {
 		r.kind = K_SIGNAL;
 	} else {
@@ -1088,7 +1007,13 @@ static NOINLINE struct packed rule_slow(struct walk *w)
 		r.kind = K_STOP;
 	struct packed p = { pack(r.kind, r.cfa_off, r.cfa_expr),
 			    pack(r.bp_how, r.bp_off, r.bp_expr) };
-	if (gen == w->gen)
+	/* Only plain numbers are cached, never a pointer into a module's
+	 * .eh_frame (an expression), so that a stale entry left by a library
+	 * unloaded behind our back can mislead a walk but never make it read
+	 * unmapped memory; expression frames are rare (PLT entries, reached
+	 * only through a signal frame, and realigned frames). */
+	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
+	if (gen == w->gen && r.kind != K_NOMOD && !r.cfa_expr && !r.bp_expr)
 		cache_put(cache_key(w->pc, w->exact), gen, p);
 	if (!w->cache)
 		w->cache = atomic_load_explicit(&cache, memory_order_acquire);
@@ -1100,9 +1025,6 @@ static NOINLINE struct packed rule_slow(struct walk *w)
 static NOINLINE bool step_slow(struct walk *w, struct packed r)
 {
 	uintptr_t cfa, ra, bp = w->bp;
-	if (kind_of(r.w0) == K_NOMOD &&
-	    (uint32_t)off_of(r.w1) != atomic_load_explicit(&mods_gen, RELAXED))
-		r = rule_slow(w);       /* a library may be there now */
 	uint64_t w0 = r.w0, w1 = r.w1;
 	switch (kind_of(w0)) {
 	case K_CFA_RSP:
@@ -1208,10 +1130,13 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
 		}
 		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
 		uintptr_t cfa = (kind == K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
-		uintptr_t room = cfa - sp - 8;          /* frame size less the RA */
 		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		/* Signed: user addresses are below 2^63, and neither may wrap. */
+		intptr_t room = (intptr_t)(cfa - sp) - 8;       /* frame less the RA */
+		intptr_t limit = (intptr_t)(hi - sp) - 8;
 		if (likely((kind == K_CFA_RSP || kind == K_CFA_RBP) && how <= B_OFFSET &&
-			   room <= hi - sp - 8 && (how == B_SAME || at - sp <= room))) {
+			   room >= 0 && room <= limit &&
+			   (how == B_SAME || at - sp <= (uintptr_t)room))) {
 			pc = *(const uintptr_t *)(cfa - 8);
 			if (how == B_OFFSET)
 				bp = *(const uintptr_t *)at;

@@ -6,14 +6,17 @@
  * through libc (a qsort comparator), frames whose CFA is rbp or a DWARF
  * expression, signal handlers (on the thread's stack and on an alternate
  * stack), code without an FDE (frame-pointer fallback), frames that lie
- * (must stop, not crash), the agent's own-frame skipping, and many threads
- * unwinding at once while the cache is flushed under them.
+ * (must stop, not crash), the agent's own-frame skipping, a library
+ * loaded, unloaded and loaded again (zlib, whose allocator callback is
+ * where we unwind from), many threads unwinding at once while the cache is
+ * flushed under them, and fork() while other threads unwind.
  *
  * Both unwinders are called through one indirect call site, so their lists
  * must be identical pc for pc, down to the outermost frame (_start or the
  * clone3 thread entry, whose CFI marks the return address undefined).
  *
- * Built with the unwinder linked in directly:
+ * Built by the Makefile against the agent's objects, or with the unwinder
+ * linked in directly:
  *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Iinclude -Isrc \
  *      tests/unit/test_unwind.c src/agent/unwind_cfi.c src/agent/os.c \
  *      -lunwind -lpthread -ldl
@@ -22,25 +25,34 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "agent/agent.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#if __has_include(<zlib.h>)
+#include <zlib.h>
+#define HAVE_ZLIB 1
+#endif
 
-/* What the agent's lifecycle.c would define: our own text, skipped. */
+/* What the agent's lifecycle.c defines (the test links the agent's objects
+ * but not that one): our own text, skipped, and the totals table.c counts. */
 uintptr_t agent_self_lo, agent_self_hi;
+struct agent_totals agent_totals;
 
 int agent_unwind_cfi(uintptr_t *pcs, int max);
 void agent_unwind_cfi_flush(void);
 
-#define NOINLINE __attribute__((noinline))
 #define MAXF 256
 
 static int failures;
@@ -510,6 +522,132 @@ static void test_stress(void)
 	      STRESS_THREADS, STRESS_ROUNDS, bad);
 }
 
+/* ---- a library loaded and unloaded ------------------------------------- */
+
+#ifdef HAVE_ZLIB
+static struct pair *z_pair;
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	if (z_pair) {
+		capture_both(z_pair, MAXF);
+		z_pair = NULL;
+	}
+	return calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	free(p);
+}
+
+/* Runs zlib's deflateInit_ from lib, unwinding from its first allocation. */
+static NOINLINE bool deflate_in(void *lib, struct pair *p)
+{
+	int (*init)(z_streamp, int, const char *, int) =
+		(int (*)(z_streamp, int, const char *, int))dlsym(lib, "deflateInit_");
+	int (*end)(z_streamp) = (int (*)(z_streamp))dlsym(lib, "deflateEnd");
+	if (!init || !end)
+		return false;
+	z_stream zs;
+	memset(&zs, 0, sizeof zs);
+	zs.zalloc = z_alloc;
+	zs.zfree = z_free;
+	z_pair = p;
+	if (init(&zs, 6, ZLIB_VERSION, (int)sizeof zs) != Z_OK)
+		return false;
+	end(&zs);
+	sink++;
+	return true;
+}
+
+static bool in_module(const struct trace *t, const char *name)
+{
+	Dl_info d;
+	for (int i = 0; i < t->n; i++)
+		if (dladdr((void *)t->pc[i], &d) && d.dli_fname && strstr(d.dli_fname, name))
+			return true;
+	return false;
+}
+#endif
+
+static void test_dlopen(void)
+{
+#ifdef HAVE_ZLIB
+	/* Loaded, unloaded, loaded again: each time the module list changes
+	 * and the next miss must notice (a rebuild; a flush after the unload). */
+	for (int round = 0; round < 2; round++) {
+		void *lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!lib) {
+			check(true, "through a dlopen'd library # SKIP no libz.so.1");
+			return;
+		}
+		bool ran = deflate_in(lib, &pairs[0]);
+		check(ran, "zlib's deflateInit_ called our allocator (round %d)", round + 1);
+		if (ran) {
+			compare(&pairs[0], 6, round ? "through a library dlopen'd again after dlclose"
+						    : "through a dlopen'd library (zlib's allocator callback)");
+			check(in_module(&pairs[0].t[0], "libz.so"), "the stack has frames inside libz.so");
+		}
+		dlclose(lib);
+		chain5(&pairs[1], MAXF);
+		compare(&pairs[1], 9, "a fresh stack after dlclose");
+	}
+#else
+	check(true, "through a dlopen'd library # SKIP no zlib.h");
+#endif
+}
+
+/* ---- fork while other threads unwind ---------------------------------------- */
+
+static atomic_int spin_stop;
+
+static NOINLINE int spin_down(int depth, uintptr_t *pcs)
+{
+	if (depth == 0)
+		return agent_unwind_cfi(pcs, MAXF);
+	int r = spin_down(depth - 1, pcs);
+	sink += (unsigned)r;
+	return r;
+}
+
+static void *spinner(void *arg)
+{
+	uintptr_t pcs[MAXF];
+	for (long i = 0; !atomic_load(&spin_stop); i++) {
+		spin_down((int)(i % 30), pcs);
+		if (i % 64 == 0)
+			agent_unwind_cfi_flush();   /* keep misses (and writers) going */
+	}
+	return NULL;
+}
+
+static void test_fork(void)
+{
+	pthread_t th[2];
+	int bad = 0, children = 40;
+	atomic_store(&spin_stop, 0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, spinner, NULL);
+	for (int i = 0; i < children; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(20);      /* a deadlock shows as SIGALRM */
+			chain5(&pairs[0], MAXF);
+			_exit(same(&pairs[0].t[0], &pairs[0].t[1]) && pairs[0].t[0].n >= 9 ? 0 : 1);
+		}
+		int status = 0;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			bad++;
+	}
+	atomic_store(&spin_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	check(bad == 0, "fork while 2 threads unwind and flush: %d of %d children unwound correctly",
+	      children - bad, children);
+}
+
 int main(void)
 {
 	test_chain();
@@ -522,6 +660,8 @@ int main(void)
 	test_signal();
 	test_no_fde();
 	test_skip();
+	test_dlopen();
 	test_stress();
+	test_fork();
 	return failures ? 1 : 0;
 }
