@@ -60,7 +60,7 @@ $(B)/examples/%: examples/%.c
 
 $(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(filter-out %/hooks.o %/lifecycle.o %/api.o,$(AGENT_OBJ)) $(AGENT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(filter-out %/hooks.o %/lifecycle.o %/api.o %/counters.o %/leakscan.o,$(AGENT_OBJ)) $(AGENT_LIBS)
 
 $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -49,11 +49,48 @@ extern struct agent_config agent_config;
  * reported once on stderr and ignored. */
 void agent_config_load(void);
 
+/* ---- per-thread counters (counters.c) ---- */
+struct agent_counts {
+	_Atomic uint64_t allocs, bytes_allocated;  /* every allocation seen */
+	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
+	_Atomic uint64_t frees, freed_bytes;       /* tracked blocks released */
+	_Atomic uint64_t dropped;                  /* could not be tracked */
+};
+struct agent_counters {
+	struct agent_counts c;
+	_Atomic pid_t owner;     /* thread writing it; 0 = free */
+	bool shared;             /* the overflow slot: atomic adds */
+} __attribute__((aligned(64)));
+
 /* ---- per-thread state (hooks.c) ---- */
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
+	struct agent_counters *ctr;
 };
 extern __thread struct agent_tls agent_tls;
+
+/* A slot for the calling thread. Hook-safe (a system call or two, once). */
+struct agent_counters *agent_counters_claim(void);
+/* In a forked child: the surviving thread keeps its slot under its new id. */
+void agent_counters_forked(void);
+/* Sums every thread's counters. Signal-safe. */
+void agent_counters_sum(struct agent_counts *out);
+
+static inline void agent_count(_Atomic uint64_t *field, uint64_t n)
+{
+	if (unlikely(agent_tls.ctr->shared))
+		atomic_fetch_add_explicit(field, n, memory_order_relaxed);
+	else  /* the only writer: no locked instruction needed */
+		atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
+static inline struct agent_counts *agent_my_counts(void)
+{
+	if (unlikely(!agent_tls.ctr))
+		agent_tls.ctr = agent_counters_claim();
+	return &agent_tls.ctr->c;
+}
 
 /* ---- real allocator (hooks.c) ---- */
 /* Resolves the real allocator and runs agent_init_early if no allocation
@@ -135,21 +172,15 @@ int agent_unwind_cfi(uintptr_t *pcs, int max);
 void agent_unwind_cfi_flush(void);
 
 /* ---- tables (table.c) ---- */
+/* What is live per stack is not counted here: it is summed from the live
+ * table when a report needs it, so a free never touches its stack. */
 struct agent_stack {
 	uint64_t hash;
 	uint32_t pc_chunk, pc_off;      /* where its pcs live */
 	uint16_t depth;
 	uint8_t fn;                     /* enum fmt_alloc_fn */
-	atomic_uint_fast64_t live_bytes, live_blocks;
-	atomic_uint_fast64_t total_bytes, total_blocks;
+	atomic_uint_fast64_t total_bytes, total_blocks;  /* ever allocated */
 };
-
-struct agent_totals {
-	atomic_uint_fast64_t allocs, frees, bytes_allocated;
-	atomic_uint_fast64_t live_bytes, live_blocks;
-	atomic_uint_fast64_t dropped;   /* blocks we could not track */
-};
-extern struct agent_totals agent_totals;
 
 /* Interns a stack; returns its id (>= 1), or 0 when the table is full.
  * Hook-safe. */
@@ -166,12 +197,19 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
  * A block the agent never saw is not an error. Hook-safe. */
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
 
+struct agent_kinds {
+	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+};
+
 /* A live block as the leak scan sees it. */
 struct agent_block {
 	uintptr_t addr;
 	uint64_t size : 40;
 	uint64_t stack : 24;
 };
+/* With every table lock held: adds each live block's size and count to
+ * out[stack].bytes/blocks[FMT_KIND_IN_USE] (out has nstacks + 1 entries). */
+void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
 /* With every table lock held: the number of live blocks, and a copy of up
  * to cap of them (unordered). */
 size_t agent_live_count_locked(void);
@@ -187,9 +225,6 @@ void agent_tables_unlock_all(void);
 void agent_modules_snapshot(void);
 
 /* ---- leak scan (leakscan.c) ---- */
-struct agent_kinds {
-	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
-};
 struct agent_scan_info {
 	int threads_stopped, threads_unstopped;
 	uint64_t root_bytes, blocks_scanned;

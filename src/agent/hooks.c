@@ -133,26 +133,23 @@ int agent_set_recording(bool on)
 
 static NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
-	atomic_fetch_add_explicit(&agent_totals.allocs, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.bytes_allocated, n, memory_order_relaxed);
+	struct agent_counts *c = agent_my_counts();
+	agent_count(&c->allocs, 1);
+	agent_count(&c->bytes_allocated, n);
 	if (!atomic_load_explicit(&recording, memory_order_relaxed))
 		return;
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int depth = agent_unwind(pcs, agent_config.depth);
 	uint32_t id = agent_stack_intern(fn, pcs, depth);
-	if (unlikely(!id)) {
-		atomic_fetch_add_explicit(&agent_totals.dropped, 1, memory_order_relaxed);
+	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
+		agent_count(&c->dropped, 1);
 		return;
 	}
-	if (!agent_live_insert((uintptr_t)p, n, id))
-		return;
 	struct agent_stack *s = agent_stack_get(id);
-	atomic_fetch_add_explicit(&s->live_bytes, n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->live_blocks, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->total_bytes, n, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->total_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.live_bytes, n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.live_blocks, 1, memory_order_relaxed);
+	agent_count(&c->tracked, 1);
+	agent_count(&c->tracked_bytes, n);
 }
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
@@ -161,12 +158,9 @@ static bool note_free(void *p, size_t *size, uint32_t *stack)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack))
 		return false;
-	struct agent_stack *s = agent_stack_get(*stack);
-	atomic_fetch_sub_explicit(&s->live_bytes, *size, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&s->live_blocks, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&agent_totals.live_bytes, *size, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&agent_totals.live_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.frees, 1, memory_order_relaxed);
+	struct agent_counts *c = agent_my_counts();
+	agent_count(&c->frees, 1);
+	agent_count(&c->freed_bytes, *size);
 	return true;
 }
 
@@ -174,12 +168,10 @@ static void put_back(void *p, size_t size, uint32_t id)
 {
 	if (!agent_live_insert((uintptr_t)p, size, id))
 		return;
-	struct agent_stack *s = agent_stack_get(id);
-	atomic_fetch_add_explicit(&s->live_bytes, size, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->live_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.live_bytes, size, memory_order_relaxed);
-	atomic_fetch_add_explicit(&agent_totals.live_blocks, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&agent_totals.frees, 1, memory_order_relaxed);
+	struct agent_counts *c = agent_my_counts();
+	/* undo note_free's counts */
+	agent_count(&c->frees, (uint64_t)-1);
+	agent_count(&c->freed_bytes, (uint64_t)-size);
 }
 
 /* ---------- the entry points ---------- */

@@ -38,7 +38,6 @@
 atomic_int agent_state;
 pid_t agent_pid;
 uintptr_t agent_self_lo, agent_self_hi;
-struct agent_totals agent_totals;
 
 extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _etext[] __attribute__((visibility("hidden")));
@@ -81,6 +80,7 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
+	agent_counters_forked();
 	if (!agent_config.follow_children)
 		reports_enabled = false;
 	agent_hooks_fork_done();
@@ -280,18 +280,20 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 		write_line_u64(w, "exit status", (uint64_t)status);
 	else
 		agent_put(w, "exit unknown\n");
+	struct agent_counts t;
+	agent_counters_sum(&t);
 	agent_put(w, "totals ");
-	agent_put_u64(w, agent_totals.allocs);
+	agent_put_u64(w, t.allocs);
 	agent_put(w, " ");
-	agent_put_u64(w, agent_totals.frees);
+	agent_put_u64(w, t.frees);
 	agent_put(w, " ");
-	agent_put_u64(w, agent_totals.bytes_allocated);
+	agent_put_u64(w, t.bytes_allocated);
 	agent_put(w, " ");
-	agent_put_u64(w, agent_totals.live_bytes);
+	agent_put_u64(w, t.tracked_bytes - t.freed_bytes);
 	agent_put(w, " ");
-	agent_put_u64(w, agent_totals.live_blocks);
+	agent_put_u64(w, t.tracked - t.frees);
 	agent_put(w, "\n");
-	write_line_u64(w, "dropped", agent_totals.dropped);
+	write_line_u64(w, "dropped", t.dropped);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
 	agent_modules_write(w);
 }
@@ -348,20 +350,14 @@ static void write_records(struct agent_writer *w, const struct agent_kinds *kind
 			  uint32_t nstacks, bool only_increased)
 {
 	uint32_t count = agent_stack_count();
+	if (!kinds)
+		return;
 	for (uint32_t id = 1; id <= count; id++) {
 		struct agent_stack *s = agent_stack_get(id);
-		if (!kinds) {
-			if (!s->live_blocks)
-				continue;
-			write_stack(w, id, s);
-			write_record(w, FMT_KIND_IN_USE, s->live_bytes, s->live_blocks, id);
-			agent_put(w, "\n");
-			continue;
-		}
 		if (id > nstacks)
 			break;
 		bool stack_written = false;
-		for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
+		for (int k = 0; k < FMT_KIND_COUNT; k++) {
 			uint64_t db = 0, dn = 0;
 			if (!kinds[id].blocks[k] || (only_increased && !increased(kinds, id, k, &db, &dn)))
 				continue;
@@ -411,8 +407,19 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
 
+	bool classified = false;
 	if (agent_config.leak_kinds)
-		kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info);
+		classified = (kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info));
+	if (!kinds) {
+		/* no classification: every live block is "in use" */
+		nstacks = agent_stack_count();
+		maplen = ((size_t)nstacks + 1) * sizeof *kinds;
+		if ((kinds = agent_mmap(maplen))) {
+			agent_tables_lock_all();
+			agent_live_per_stack_locked(kinds, nstacks);
+			agent_tables_unlock_all();
+		}
+	}
 
 	char name[64];
 	file_name(name, sizeof name, check);
@@ -425,7 +432,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 			agent_put_u64(&w, check);
 			agent_put(&w, flags & HEAPTRAIL_LEAKS_INCREASED ? " increased\n" : " all\n");
 		}
-		if (kinds) {
+		if (classified) {
 			agent_put(&w, "classified yes\n");
 			write_line_u64(&w, "scan_us", info.scan_ns / 1000);
 			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
@@ -438,7 +445,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 				agent_put(&w, "\n");
 			}
 		}
-		if (kinds && info.threads_unstopped)
+		if (classified && info.threads_unstopped)
 			write_line_u64(&w, "unstopped_threads", (uint64_t)info.threads_unstopped);
 		write_records(&w, kinds, nstacks, check && (flags & HEAPTRAIL_LEAKS_INCREASED));
 		agent_put(&w, "end\n");
@@ -446,7 +453,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	}
 	if (err)
 		agent_log("cannot write '", name, "' into the output directory");
-	if (check && kinds) {
+	if (check && classified) {
 		agent_munmap(prev_kinds, prev_len);
 		prev_kinds = kinds;
 		prev_nstacks = nstacks;

@@ -261,7 +261,6 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 	agent_lock(&sh->lock);
 	if (unlikely((sh->count + 1) * 4 > sh->cap * 3) && !shard_grow(sh)) {
 		agent_unlock(&sh->lock);
-		atomic_fetch_add_explicit(&agent_totals.dropped, 1, memory_order_relaxed);
 		return false;
 	}
 	uint32_t mask = sh->cap - 1;
@@ -322,6 +321,19 @@ size_t agent_live_count_locked(void)
 	for (unsigned i = 0; i < NSHARDS; i++)
 		n += shards[i].count;
 	return n;
+}
+
+void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks)
+{
+	for (unsigned i = 0; i < NSHARDS; i++)
+		for (uint32_t j = 0; j < shards[i].cap; j++)
+			if (shards[i].e[j].addr) {
+				uint32_t id = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
+				if (id > nstacks)
+					continue;
+				out[id].bytes[FMT_KIND_IN_USE] += shards[i].e[j].meta & SIZE_MAX_TRACKED;
+				out[id].blocks[FMT_KIND_IN_USE]++;
+			}
 }
 
 size_t agent_live_copy_locked(struct agent_block *out, size_t cap)

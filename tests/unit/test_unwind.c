@@ -48,7 +48,7 @@
 /* What the agent's lifecycle.c defines (the test links the agent's objects
  * but not that one): our own text, skipped, and the totals table.c counts. */
 uintptr_t agent_self_lo, agent_self_hi;
-struct agent_totals agent_totals;
+
 
 int agent_unwind_cfi(uintptr_t *pcs, int max);
 void agent_unwind_cfi_flush(void);
