@@ -36,6 +36,16 @@ int heaptrail_set_active(int on) __attribute__((weak));
 #define HEAPTRAIL_LEAKS_INCREASED 1
 int heaptrail_leak_check(int flags) __attribute__((weak));
 
+/* Writes a heap profile now (gperftools' text layout with the sampled
+ * header, which jeprof and pprof read) to path, or, when path is NULL, to
+ * PREFIX.PID.SEQ.api.heap in the output directory. Returns 0 or a
+ * negative errno. */
+int heaptrail_dump(const char *path) __attribute__((weak));
+
+/* Restarts the allocated-so-far counts of every call site (what "alloc"
+ * views of a dump show); live blocks are not affected. Returns 0. */
+int heaptrail_reset(void) __attribute__((weak));
+
 /* Nonzero when the agent is loaded into this process. */
 static inline int heaptrail_loaded(void)
 {

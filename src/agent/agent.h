@@ -38,9 +38,19 @@ struct agent_config {
 	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
 	bool freeres;            /* release libc/libstdc++ caches before the report */
 	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
+	bool active;             /* record new allocations from the start */
+	bool peak;               /* keep a dump of the peak */
+	bool final;              /* dump at exit */
 	int stop_signal;         /* signal that stops threads for the scan */
 	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
+	int dump_signal;         /* dump on this signal; 0 = none */
+	int peak_step;           /* percent the peak must grow by to be dumped again */
+	uint64_t sample;         /* mean bytes between samples; 1 = exact */
+	uint64_t interval;       /* dump every this many bytes allocated; 0 = off */
+	uint64_t every_ms;       /* dump every this many ms; 0 = off */
+	uint64_t timeline_ms;    /* timeline period; 0 = off */
 	char output[4096];       /* directory for files; "" = current directory */
+	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
 };
 extern struct agent_config agent_config;
 
@@ -52,9 +62,13 @@ void agent_config_load(void);
 /* ---- per-thread counters (counters.c) ---- */
 struct agent_counts {
 	_Atomic uint64_t allocs, bytes_allocated;  /* every allocation seen */
+	_Atomic uint64_t frees;                    /* every free seen */
 	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
-	_Atomic uint64_t frees, freed_bytes;       /* tracked blocks released */
+	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
 	_Atomic uint64_t dropped;                  /* could not be tracked */
+	/* What the tracked blocks stand for (each sampled block weighted as
+	 * in sample.c; in exact mode, the blocks themselves): signed sums. */
+	_Atomic uint64_t est_bytes, est_blocks_x1024;
 };
 struct agent_counters {
 	struct agent_counts c;
@@ -66,6 +80,9 @@ struct agent_counters {
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
 	struct agent_counters *ctr;
+	int64_t sample_left;     /* bytes until the next sampled allocation */
+	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
+	uint64_t since_check;    /* estimated bytes since the last trigger check */
 };
 extern __thread struct agent_tls agent_tls;
 
@@ -92,6 +109,29 @@ static inline struct agent_counts *agent_my_counts(void)
 	return &agent_tls.ctr->c;
 }
 
+/* ---- sampling (sample.c) ---- */
+bool agent_sample_slow(size_t n);
+/* Counts an allocation of n bytes and says whether to record it: always
+ * in exact mode; else when it crosses the thread's byte countdown. The
+ * common case is one subtraction and one compare. Hook-safe. */
+static inline bool agent_sampled(size_t n)
+{
+	struct agent_counts *c = agent_my_counts();
+	agent_count(&c->allocs, 1);
+	agent_count(&c->bytes_allocated, n);
+	if (likely((int64_t)n < agent_tls.sample_left)) {
+		agent_tls.sample_left -= (int64_t)n;
+		return false;
+	}
+	return agent_sample_slow(n);
+}
+/* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
+ * estimates, and now and then checks the triggers. Hook-safe. */
+void agent_sample_note(struct agent_counts *c, size_t n, int sign);
+/* What a sampled block of n bytes stands for, in bytes and in blocks
+ * scaled by 1024. */
+void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024);
+
 /* ---- real allocator (hooks.c) ---- */
 /* Resolves the real allocator and runs agent_init_early if no allocation
  * has done it yet. */
@@ -99,6 +139,7 @@ void agent_ensure_ready(void);
 /* Stops or restarts recording new blocks (frees are always seen);
  * returns the previous state. */
 int agent_set_recording(bool on);
+bool agent_recording(void);
 /* Around fork: every nested call passes through while the tables are
  * locked. */
 void agent_hooks_fork_prepare(void);
@@ -121,10 +162,14 @@ void agent_report_exit(int status, uintptr_t stack_from);
  * is running). Not hook-safe. */
 int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra);
 
-/* A leak check requested by signal while the thread was inside the agent
- * runs when it leaves: hooks call this when agent_check_pending is set. */
-extern atomic_int agent_check_pending;
-void agent_run_pending_check(void);
+/* Work asked for by a signal while the thread was inside the agent runs
+ * when it leaves: hooks call agent_run_pending when agent_pending is set. */
+#define AGENT_PENDING_CHECK 1            /* a leak check, "all" */
+#define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
+#define AGENT_PENDING_DUMP_EVERY 4
+#define AGENT_PENDING_DUMP_SIGNAL 8
+extern atomic_int agent_pending;
+void agent_run_pending(void);
 
 static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 {
@@ -154,7 +199,13 @@ void agent_memset(void *dst, int c, size_t n);
  * takes every lock in the agent before fork and releases it in both
  * processes afterwards. */
 typedef struct { atomic_int v; } agent_lock_t;
-void agent_lock(agent_lock_t *l);
+void agent_lock_slow(agent_lock_t *l);
+static inline void agent_lock(agent_lock_t *l)
+{
+	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
+		return;
+	agent_lock_slow(l);
+}
 static inline void agent_unlock(agent_lock_t *l)
 {
 	atomic_store_explicit(&l->v, 0, memory_order_release);
@@ -215,6 +266,25 @@ void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
 size_t agent_live_count_locked(void);
 size_t agent_live_copy_locked(struct agent_block *out, size_t cap);
 
+/* With every table lock held: forgets every live block. */
+void agent_live_clear_locked(void);
+
+/* In sampling mode, whether addr may be a tracked block: false is sure and
+ * costs one load, without a lock. Always true in exact mode. Hook-safe. */
+extern _Atomic uint16_t *agent_filter;
+static inline size_t agent_filter_slot(uintptr_t a)
+{
+	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 44);  /* 20 bits */
+}
+static inline bool agent_live_may_contain(uintptr_t addr)
+{
+	return !agent_filter ||
+	       atomic_load_explicit(&agent_filter[agent_filter_slot(addr)], memory_order_relaxed);
+}
+/* Sets up the filter (sampling mode only); from the constructor. */
+void agent_filter_init(void);
+
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);
 void agent_tables_unlock_all(void);
@@ -244,6 +314,24 @@ void agent_leakscan_init(int sig);
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
 				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info);
 
+/* ---- heap dumps and triggers (dump.c) ---- */
+/* Writes a heap profile in gperftools' text layout (heap_v2/S header,
+ * MAPPED_LIBRARIES) to path, or when path is NULL to an automatic name
+ * PREFIX.PID.SEQ.KIND.heap. Returns 0 or -errno. Takes every table lock
+ * briefly; safe from a signal handler when the thread is not inside the
+ * agent. */
+int agent_dump(const char *path, const char *kind);
+/* Checks the interval and peak triggers against the current totals.
+ * Called now and then by agent_sample_note. */
+void agent_triggers_check(void);
+/* Starts the ticker thread and installs the dump signal (constructor;
+ * again in a forked child, which fork left without the thread). */
+void agent_triggers_start(void);
+/* The ticker thread's id, or 0: it is the agent's, not the program's. */
+extern atomic_int agent_ticker_tid;
+/* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
+void agent_reset_cumulative(void);
+
 /* ---- writer (writer.c) ---- */
 struct agent_writer {
 	int fd;
@@ -254,6 +342,10 @@ struct agent_writer {
 };
 /* Opens dir/name via a temporary name. Returns 0 or -errno. */
 int agent_writer_open(struct agent_writer *w, const char *dir, const char *name);
+/* The same for a whole path. */
+int agent_writer_open_path(struct agent_writer *w, const char *path);
+/* Copies the file at path (e.g. /proc/self/maps) into the output. */
+void agent_put_file(struct agent_writer *w, const char *path);
 void agent_put(struct agent_writer *w, const char *s);
 void agent_put_u64(struct agent_writer *w, uint64_t v);
 void agent_put_hex(struct agent_writer *w, uint64_t v);

@@ -1,4 +1,9 @@
-/* api.c — the public API of include/heaptrail.h, as seen from inside. */
+/* api.c — the public API of include/heaptrail.h, and jemalloc's mallctl
+ * profiling controls, as seen from inside. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
 #include "heaptrail.h"
 #include "agent/agent.h"
 #include "agent/banned.h"
@@ -12,4 +17,72 @@ AGENT_API NOINLINE int heaptrail_leak_check(int flags)
 {
 	__builtin_unwind_init();  /* the caller's registers become roots */
 	return agent_leak_check(flags, agent_stack_pointer(), NULL, 0);
+}
+
+AGENT_API int heaptrail_dump(const char *path)
+{
+	return agent_dump(path, "api");
+}
+
+AGENT_API int heaptrail_reset(void)
+{
+	agent_reset_cumulative();
+	return 0;
+}
+
+/* jemalloc's profiling controls, for programs written against jemalloc's
+ * profiler; when the process has a real jemalloc, it gets every call. */
+AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+{
+	static int (*next)(const char *, void *, size_t *, void *, size_t);
+	static bool looked;
+	if (!looked) {
+		int busy = agent_tls.busy;
+		agent_tls.busy = 1;
+		next = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_NEXT, "mallctl");
+		agent_tls.busy = busy;
+		looked = true;
+	}
+	if (next)
+		return next(name, oldp, oldlenp, newp, newlen);
+	if (!name)
+		return EINVAL;
+	if (!strcmp(name, "prof.dump")) {
+		if (oldp || (newp && newlen != sizeof(const char *)))
+			return EINVAL;
+		return agent_dump(newp ? *(const char **)newp : NULL, "api") ? EFAULT : 0;
+	}
+	if (!strcmp(name, "prof.active")) {
+		if ((oldp && (!oldlenp || *oldlenp != sizeof(bool))) ||
+		    (newp && newlen != sizeof(bool)))
+			return EINVAL;
+		bool was = newp ? agent_set_recording(*(bool *)newp) : agent_recording();
+		if (oldp)
+			*(bool *)oldp = was;
+		return 0;
+	}
+	if (!strcmp(name, "opt.prof")) {  /* read-only: profiling is built in */
+		if (newp)
+			return EPERM;
+		if (!oldp || !oldlenp || *oldlenp != sizeof(bool))
+			return EINVAL;
+		*(bool *)oldp = true;
+		return 0;
+	}
+	if (!strcmp(name, "prof.reset")) {
+		if (newp && newlen != sizeof(size_t))
+			return EINVAL;
+		agent_reset_cumulative();
+		return 0;
+	}
+	if (!strcmp(name, "opt.lg_prof_sample") || !strcmp(name, "prof.lg_sample")) {
+		if (!oldp || !oldlenp || *oldlenp != sizeof(size_t))
+			return EINVAL;
+		size_t lg = 0;
+		while ((1ull << (lg + 1)) <= agent_config.sample)
+			lg++;
+		*(size_t *)oldp = lg;
+		return 0;
+	}
+	return ENOENT;
 }

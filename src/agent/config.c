@@ -1,20 +1,42 @@
 /*
  * config.c — HEAPTRAIL_OPTIONS, read once by the constructor.
  *
- *   HEAPTRAIL_OPTIONS="output=/tmp/run,depth=32,follow_children=0"
+ *   HEAPTRAIL_OPTIONS="sample=512k,interval=1g,peak=1,every=10s,output=/tmp/run"
+ *
+ * Options are comma-separated; "key=value" or jemalloc's "key:value".
  *
  * output           directory for the agent's files (default: current dir)
+ * prefix           path prefix of heap dump names (default OUTPUT/heaptrail)
+ * sample           mean bytes between sampled allocations (k/m/g suffixes;
+ *                  default 512k, as jemalloc and Go); 1 = every allocation
+ *                  (exact mode, needed for leak classification)
+ * interval         write a heap dump every SIZE bytes allocated (0 = off)
+ * peak             1: keep one dump of the heap at its peak, rewritten
+ *                  when the peak has grown by peak_step percent (default 10)
+ * every            write a heap dump every DURATION (10s, 500ms; 0 = off)
+ * signal           write a heap dump when this signal arrives (0 = off)
+ * final            1: write a heap dump at exit (default 0)
+ * timeline         record time, live bytes and blocks, bytes allocated and
+ *                  RSS every N ms into heaptrail.PID.timeline (0 = off,
+ *                  the default). Timeline and `every` run in a thread of
+ *                  the agent's own, started only when one of them is on.
+ * active           0: start with recording stopped (heaptrail_set_active)
  * depth            frames kept per allocation stack (1..256, default 64)
  * follow_children  1: exec'd programs are tracked too (default); 0: the
  *                  agent removes itself from LD_PRELOAD at start-up
  * freeres          1: release libc's and libstdc++'s internal caches
  *                  before the exit report, as valgrind does (default)
  * leak_kinds       1: classify blocks at exit into valgrind's four kinds
- *                  with a reachability scan (default); 0: report in use
+ *                  with a reachability scan (default; exact mode only)
  * stop_signal      signal used to stop threads during the scan
  *                  (default SIGRTMAX-1)
  * leak_check_signal  signal that asks for a leak check now, as
  *                  `heaptrail leaks PID` sends it (default SIGRTMAX-2; 0 off)
+ *
+ * jemalloc's names are accepted too: prof, prof_active (active),
+ * lg_prof_sample (sample = 2^N), lg_prof_interval (interval = 2^N, -1 off),
+ * prof_gdump (peak), prof_final (final), prof_prefix (prefix), prof_leak
+ * and prof_accum (accepted; heaptrail always does both).
  *
  * HEAPTRAIL_OUTPUT, when set, names the output directory too (and wins):
  * it may hold commas. A malformed or unknown option is reported once on
@@ -31,66 +53,191 @@ struct agent_config agent_config = {
 	.follow_children = true,
 	.freeres = true,
 	.leak_kinds = true,
-	.stop_signal = 0,    /* SIGRTMAX - 1, set at load time */
+	.active = true,
+	/* Until the options are read, every allocation is tracked: the
+	 * constructor forgets those blocks if sampling is asked for. */
+	.sample = 1,
+	.peak_step = 10,
 };
 
-static bool parse_uint(const char *s, size_t n, long *out)
+/* ---- value parsers: each returns false on a malformed value ---- */
+
+static bool parse_num(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
-	long v = 0;
+	uint64_t v = 0;
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > 100000000)
+		if (s[i] < '0' || s[i] > '9' || v > max / 10)
 			return false;
-		v = v * 10 + (s[i] - '0');
+		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
+	if (v > max)
+		return false;
 	*out = v;
 	return true;
 }
 
-static bool eq(const char *key, size_t klen, const char *name)
+static bool parse_bool(const char *s, size_t n, uint64_t *out)
 {
-	return agent_strlen(name) == klen && agent_strstarts(key, name);
+	if ((n == 1 && *s == '1') || (n == 4 && agent_strstarts(s, "true"))) {
+		*out = 1;
+		return true;
+	}
+	if ((n == 1 && *s == '0') || (n == 5 && agent_strstarts(s, "false"))) {
+		*out = 0;
+		return true;
+	}
+	return false;
+}
+
+/* 512k, 1g, 4096 */
+static bool parse_size(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t mult = 1;
+	if (n > 1) {
+		switch (s[n - 1] | 32) {
+		case 'k': mult = 1ull << 10; n--; break;
+		case 'm': mult = 1ull << 20; n--; break;
+		case 'g': mult = 1ull << 30; n--; break;
+		}
+	}
+	uint64_t v;
+	if (!parse_num(s, n, (1ull << 50) / mult, &v))
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+/* 10s, 500ms, 2m; a bare number is seconds. In milliseconds. */
+static bool parse_duration(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t mult = 1000, v;
+	if (n > 2 && s[n - 2] == 'm' && s[n - 1] == 's') {
+		mult = 1;
+		n -= 2;
+	} else if (n > 1 && s[n - 1] == 's') {
+		n--;
+	} else if (n > 1 && s[n - 1] == 'm') {
+		mult = 60000;
+		n--;
+	}
+	if (!parse_num(s, n, 1ull << 40, &v))
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+/* jemalloc's lg_ values: 2^N, or -1 for off (0). */
+static bool parse_lg(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v;
+	if (n == 2 && s[0] == '-' && s[1] == '1') {
+		*out = 0;
+		return true;
+	}
+	if (!parse_num(s, n, 62, &v))
+		return false;
+	*out = 1ull << v;
+	return true;
+}
+
+static bool parse_signal(const char *s, size_t n, uint64_t *out)
+{
+	return parse_num(s, n, 64, out) && *out != SIGKILL && *out != SIGSTOP;
+}
+
+/* ---- the table ---- */
+
+enum { T_SIZE, T_BOOL, T_NUM, T_DURATION, T_LG, T_SIGNAL, T_PATH, T_IGNORED };
+
+static const struct option {
+	const char *name;
+	int type;
+	size_t offset;        /* into agent_config */
+	size_t width;         /* of the field: 1 (bool), 4 (int) or 8 */
+	uint64_t min, max;    /* for T_NUM */
+} options[] = {
+#define F(field) offsetof(struct agent_config, field), sizeof(agent_config.field)
+	{ "output", T_PATH, F(output), 0, 0 },
+	{ "prefix", T_PATH, F(prefix), 0, 0 },
+	{ "prof_prefix", T_PATH, F(prefix), 0, 0 },
+	{ "sample", T_SIZE, F(sample), 0, 0 },
+	{ "lg_prof_sample", T_LG, F(sample), 0, 0 },
+	{ "interval", T_SIZE, F(interval), 0, 0 },
+	{ "lg_prof_interval", T_LG, F(interval), 0, 0 },
+	{ "peak", T_BOOL, F(peak), 0, 0 },
+	{ "prof_gdump", T_BOOL, F(peak), 0, 0 },
+	{ "peak_step", T_NUM, F(peak_step), 1, 1000 },
+	{ "every", T_DURATION, F(every_ms), 0, 0 },
+	{ "signal", T_SIGNAL, F(dump_signal), 0, 0 },
+	{ "final", T_BOOL, F(final), 0, 0 },
+	{ "prof_final", T_BOOL, F(final), 0, 0 },
+	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
+	{ "active", T_BOOL, F(active), 0, 0 },
+	{ "prof_active", T_BOOL, F(active), 0, 0 },
+	{ "prof", T_BOOL, F(active), 0, 0 },
+	{ "depth", T_NUM, F(depth), 1, AGENT_MAX_DEPTH },
+	{ "follow_children", T_BOOL, F(follow_children), 0, 0 },
+	{ "freeres", T_BOOL, F(freeres), 0, 0 },
+	{ "leak_kinds", T_BOOL, F(leak_kinds), 0, 0 },
+	{ "stop_signal", T_SIGNAL, F(stop_signal), 0, 0 },
+	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },
+	{ "prof_leak", T_IGNORED, 0, 0, 0, 0 },
+	{ "prof_accum", T_IGNORED, 0, 0, 0, 0 },
+#undef F
+};
+
+static void store(const struct option *o, uint64_t v)
+{
+	char *field = (char *)&agent_config + o->offset;
+	switch (o->width) {
+	case 1: *(bool *)field = v != 0; break;
+	case 4: *(int *)field = (int)v; break;
+	case 8: *(uint64_t *)field = v; break;
+	}
+}
+
+static bool apply_one(const struct option *o, const char *val, size_t vlen)
+{
+	uint64_t v;
+	switch (o->type) {
+	case T_PATH:
+		if (vlen >= sizeof agent_config.output)
+			return false;
+		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
+		((char *)&agent_config + o->offset)[vlen] = 0;
+		return true;
+	case T_SIZE: if (!parse_size(val, vlen, &v)) return false; break;
+	case T_BOOL: if (!parse_bool(val, vlen, &v)) return false; break;
+	case T_DURATION: if (!parse_duration(val, vlen, &v)) return false; break;
+	case T_LG: if (!parse_lg(val, vlen, &v)) return false; break;
+	case T_SIGNAL: if (!parse_signal(val, vlen, &v)) return false; break;
+	case T_NUM:
+		if (!parse_num(val, vlen, o->max, &v) || v < o->min)
+			return false;
+		break;
+	default:
+		return parse_bool(val, vlen, &v);
+	}
+	store(o, v);
+	return true;
 }
 
 static void apply(const char *opt, size_t len)
 {
 	char shown[256];
-	const char *eqs = opt;
-	while (eqs < opt + len && *eqs != '=')
-		eqs++;
-	size_t klen = (size_t)(eqs - opt);
-	const char *val = eqs < opt + len ? eqs + 1 : NULL;
-	size_t vlen = val ? (size_t)(opt + len - val) : 0;
-	long v = 0;
-
-	if (val && eq(opt, klen, "output")) {
-		if (vlen < sizeof agent_config.output) {
-			agent_memcpy(agent_config.output, val, vlen);
-			agent_config.output[vlen] = 0;
-			return;
-		}
-	} else if (val && eq(opt, klen, "depth") && parse_uint(val, vlen, &v) &&
-		   v >= 1 && v <= AGENT_MAX_DEPTH) {
-		agent_config.depth = (int)v;
-		return;
-	} else if (val && eq(opt, klen, "follow_children") && parse_uint(val, vlen, &v) && v <= 1) {
-		agent_config.follow_children = v;
-		return;
-	} else if (val && eq(opt, klen, "freeres") && parse_uint(val, vlen, &v) && v <= 1) {
-		agent_config.freeres = v;
-		return;
-	} else if (val && eq(opt, klen, "leak_kinds") && parse_uint(val, vlen, &v) && v <= 1) {
-		agent_config.leak_kinds = v;
-		return;
-	} else if (val && eq(opt, klen, "leak_check_signal") && parse_uint(val, vlen, &v) &&
-		   v < 65 && v != SIGKILL && v != SIGSTOP) {
-		agent_config.leak_check_signal = (int)v;
-		return;
-	} else if (val && eq(opt, klen, "stop_signal") && parse_uint(val, vlen, &v) &&
-		   v >= 1 && v < 65 && v != SIGKILL && v != SIGSTOP) {
-		agent_config.stop_signal = (int)v;
-		return;
+	size_t klen = 0;
+	while (klen < len && opt[klen] != '=' && opt[klen] != ':')
+		klen++;
+	if (klen < len) {
+		const char *val = opt + klen + 1;
+		size_t vlen = len - klen - 1;
+		for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+			if (agent_strlen(options[i].name) == klen &&
+			    agent_strstarts(opt, options[i].name))
+				if (apply_one(&options[i], val, vlen))
+					return;
 	}
 	size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
 	agent_memcpy(shown, opt, n);
@@ -102,6 +249,7 @@ void agent_config_load(void)
 {
 	agent_config.stop_signal = SIGRTMAX - 1;
 	agent_config.leak_check_signal = SIGRTMAX - 2;
+	agent_config.sample = 512 * 1024;
 	const char *s = getenv("HEAPTRAIL_OPTIONS");
 	const char *out = getenv("HEAPTRAIL_OUTPUT");
 	while (s && *s) {
@@ -114,4 +262,9 @@ void agent_config_load(void)
 	}
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);
+	if (agent_config.sample == 0)
+		agent_config.sample = 1;
+	/* Classifying needs every block: only in exact mode. */
+	if (agent_config.sample > 1)
+		agent_config.leak_kinds = false;
 }

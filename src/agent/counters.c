@@ -62,6 +62,9 @@ void agent_counters_sum(struct agent_counts *out)
 		out->allocs += atomic_load_explicit(&c->allocs, memory_order_relaxed);
 		out->bytes_allocated += atomic_load_explicit(&c->bytes_allocated, memory_order_relaxed);
 		out->tracked += atomic_load_explicit(&c->tracked, memory_order_relaxed);
+		out->tracked_frees += atomic_load_explicit(&c->tracked_frees, memory_order_relaxed);
+		out->est_bytes += atomic_load_explicit(&c->est_bytes, memory_order_relaxed);
+		out->est_blocks_x1024 += atomic_load_explicit(&c->est_blocks_x1024, memory_order_relaxed);
 		out->tracked_bytes += atomic_load_explicit(&c->tracked_bytes, memory_order_relaxed);
 		out->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
 		out->freed_bytes += atomic_load_explicit(&c->freed_bytes, memory_order_relaxed);

@@ -131,11 +131,16 @@ int agent_set_recording(bool on)
 	return atomic_exchange(&recording, on);
 }
 
+bool agent_recording(void)
+{
+	return atomic_load(&recording);
+}
+
+/* Records a sampled (in exact mode: every) block: its stack, its entry in
+ * the live table, and what it adds to the estimates. */
 static NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
 	struct agent_counts *c = agent_my_counts();
-	agent_count(&c->allocs, 1);
-	agent_count(&c->bytes_allocated, n);
 	if (!atomic_load_explicit(&recording, memory_order_relaxed))
 		return;
 	uintptr_t pcs[AGENT_MAX_DEPTH];
@@ -150,6 +155,7 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 	atomic_fetch_add_explicit(&s->total_blocks, 1, memory_order_relaxed);
 	agent_count(&c->tracked, 1);
 	agent_count(&c->tracked_bytes, n);
+	agent_sample_note(c, n, +1);
 }
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
@@ -159,8 +165,9 @@ static bool note_free(void *p, size_t *size, uint32_t *stack)
 	if (!agent_live_remove((uintptr_t)p, size, stack))
 		return false;
 	struct agent_counts *c = agent_my_counts();
-	agent_count(&c->frees, 1);
+	agent_count(&c->tracked_frees, 1);
 	agent_count(&c->freed_bytes, *size);
+	agent_sample_note(c, *size, -1);
 	return true;
 }
 
@@ -170,20 +177,22 @@ static void put_back(void *p, size_t size, uint32_t id)
 		return;
 	struct agent_counts *c = agent_my_counts();
 	/* undo note_free's counts */
-	agent_count(&c->frees, (uint64_t)-1);
+	agent_count(&c->tracked_frees, (uint64_t)-1);
 	agent_count(&c->freed_bytes, (uint64_t)-size);
+	agent_sample_note(c, size, +1);
 }
 
 /* ---------- the entry points ---------- */
 
 static inline void check_pending(void)
 {
-	if (unlikely(atomic_load_explicit(&agent_check_pending, memory_order_relaxed)))
-		agent_run_pending_check();
+	if (unlikely(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
+		agent_run_pending();
 }
 
-/* The common shape: pass through when nested or not ready, otherwise call
- * the real function with busy set and record a non-NULL result. */
+/* The common shape: pass through when nested or not ready; an allocation
+ * the sampler passes over costs a countdown; a sampled one is recorded
+ * with busy set. */
 #define TRACKED(fn_id, size, call, fallback)                               \
 	do {                                                               \
 		void *p_;                                                  \
@@ -192,6 +201,8 @@ static inline void check_pending(void)
 				return (fallback);                         \
 			return (call);                                     \
 		}                                                          \
+		if (likely(!agent_sampled(size)))                          \
+			return (call);                                     \
 		agent_tls.busy = BUSY_AGENT;                               \
 		p_ = (call);                                               \
 		if (likely(p_ != NULL))                                    \
@@ -246,11 +257,14 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 		*out = boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
+	if (likely(!agent_sampled(n)))
+		return real.posix_memalign(out, align, n);
 	agent_tls.busy = BUSY_AGENT;
 	int r = real.posix_memalign(out, align, n);
 	if (r == 0 && *out)
 		note_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
 	agent_tls.busy = 0;
+	check_pending();
 	return r;
 }
 
@@ -261,6 +275,15 @@ AGENT_API void free(void *p)
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
+	if (likely(!busy)) {
+		agent_count(&agent_my_counts()->frees, 1);
+		/* Sampling: most blocks were never tracked, and the filter
+		 * says so without a lock. */
+		if (likely(!agent_live_may_contain((uintptr_t)p))) {
+			real.free(p);
+			return;
+		}
+	}
 	if (unlikely(busy)) {
 		/* A nested free may still release a tracked block (libc
 		 * freeing something inside our own call); only a fork in
@@ -301,14 +324,19 @@ static void *realloc_as(void *p, size_t n, int fn)
 		}
 		return real.realloc(p, n);
 	}
+	agent_count(&agent_my_counts()->frees, 1);
+	bool sampled = agent_sampled(n);
+	if (!sampled && !agent_live_may_contain((uintptr_t)p))
+		return real.realloc(p, n);
 	agent_tls.busy = BUSY_AGENT;
 	bool had = note_free(p, &osize, &oid);
 	void *q = real.realloc(p, n);
-	if (q)
+	if (q && sampled)
 		note_alloc(q, n, fn);
-	else if (n && had)
+	else if (!q && n && had)
 		put_back(p, osize, oid);   /* failed: the old block is intact */
 	agent_tls.busy = 0;
+	check_pending();
 	return q;
 }
 
@@ -352,14 +380,19 @@ static void *new_tracked(size_t n, size_t align, int fn)
 			return real.malloc(n);
 		return real.posix_memalign(&p, align, n) == 0 ? p : NULL;
 	}
-	agent_tls.busy = BUSY_AGENT;
+	bool sampled = agent_sampled(n);
+	if (sampled)
+		agent_tls.busy = BUSY_AGENT;
 	if (align <= 16)
 		p = real.malloc(n);
 	else if (real.posix_memalign(&p, align, n) != 0)
 		p = NULL;
-	if (likely(p != NULL))
-		note_alloc(p, n, fn);
-	agent_tls.busy = 0;
+	if (sampled) {
+		if (likely(p != NULL))
+			note_alloc(p, n, fn);
+		agent_tls.busy = 0;
+		check_pending();
+	}
 	return p;
 }
 

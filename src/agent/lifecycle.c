@@ -81,6 +81,8 @@ static void fork_child(void)
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
 	agent_counters_forked();
+	agent_tls.rng = 0;  /* draw different samples from the parent */
+	agent_triggers_start();
 	if (!agent_config.follow_children)
 		reports_enabled = false;
 	agent_hooks_fork_done();
@@ -119,6 +121,25 @@ static void drop_self_from_preload(void)
 	}
 }
 
+/* The allocations made before the options were read were all tracked;
+ * in sampling mode they are forgotten (they were not sampled), so the
+ * dumps' weights stay unbiased. */
+static void start_sampling(void)
+{
+	agent_tables_lock_all();
+	agent_live_clear_locked();
+	agent_tables_unlock_all();
+	agent_reset_cumulative();
+	struct agent_counts *c = agent_my_counts();
+	atomic_store(&c->tracked, 0);
+	atomic_store(&c->tracked_bytes, 0);
+	atomic_store(&c->tracked_frees, 0);
+	atomic_store(&c->freed_bytes, 0);
+	atomic_store(&c->est_bytes, 0);
+	atomic_store(&c->est_blocks_x1024, 0);
+	agent_filter_init();
+}
+
 /* ---------- constructor / destructor ---------- */
 
 __attribute__((constructor)) static void agent_constructor(void)
@@ -132,6 +153,10 @@ __attribute__((constructor)) static void agent_constructor(void)
 	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
+	if (agent_config.sample > 1)
+		start_sampling();
+	agent_set_recording(agent_config.active);
+	agent_triggers_start();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	agent_tls.busy = 0;
 }
@@ -210,12 +235,12 @@ static int count_threads(void)
 		for (long off = 0; off < r;) {
 			struct dirent64 *d = (struct dirent64 *)(buf + off);
 			if (d->d_name[0] != '.')
-				n++;
+				n++;  /* the ticker is subtracted below */
 			off += d->d_reclen;
 		}
 	}
 	close(fd);
-	return n;
+	return atomic_load(&agent_ticker_tid) ? n - 1 : n;
 }
 
 static bool release_caches(void)
@@ -291,9 +316,11 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	agent_put(w, " ");
 	agent_put_u64(w, t.tracked_bytes - t.freed_bytes);
 	agent_put(w, " ");
-	agent_put_u64(w, t.tracked - t.frees);
+	agent_put_u64(w, t.tracked - t.tracked_frees);
 	agent_put(w, "\n");
 	write_line_u64(w, "dropped", t.dropped);
+	if (agent_config.sample > 1)
+		write_line_u64(w, "sample", agent_config.sample);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
 	agent_modules_write(w);
 }
@@ -470,11 +497,13 @@ void agent_report_exit(int status, uintptr_t stack_from)
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return;
 	agent_set_recording(false);
+	if (agent_config.final)
+		agent_dump(NULL, "final");
 	write_report(status, stack_from, NULL, 0, 0, 0);
 }
 
 static atomic_int check_running;
-atomic_int agent_check_pending;
+atomic_int agent_pending;
 
 int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
@@ -487,14 +516,21 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	return r;
 }
 
-NOINLINE void agent_run_pending_check(void)
+NOINLINE void agent_run_pending(void)
 {
-	int pending = atomic_exchange(&agent_check_pending, 0);
-	if (!pending)
-		return;
-	__builtin_unwind_init();
-	if (agent_leak_check(pending - 1, agent_stack_pointer(), NULL, 0) == -EBUSY)
-		atomic_store(&agent_check_pending, pending);  /* later, then */
+	int pending = atomic_exchange(&agent_pending, 0);
+	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
+		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
+								    : HEAPTRAIL_LEAKS_ALL;
+		__builtin_unwind_init();
+		if (agent_leak_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
+			atomic_fetch_or(&agent_pending,  /* later, then */
+					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
+	}
+	if (pending & AGENT_PENDING_DUMP_EVERY)
+		agent_dump(NULL, "every");
+	if (pending & AGENT_PENDING_DUMP_SIGNAL)
+		agent_dump(NULL, "signal");
 }
 
 /* ---------- leak checks asked for by signal ---------- */
@@ -516,9 +552,10 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	int flags = si->si_value.sival_int;
+	int bit = flags ? AGENT_PENDING_CHECK_INCREASED : AGENT_PENDING_CHECK;
 	if (agent_tls.busy) {
 		/* inside the agent, perhaps holding a table lock: on the way out */
-		atomic_store(&agent_check_pending, flags + 1);
+		atomic_fetch_or(&agent_pending, bit);
 	} else {
 		/* The interrupted code's registers are roots, and so is its
 		 * stack down to its red zone; below that is this handler. */
@@ -528,7 +565,7 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
 		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
 		if (agent_leak_check(flags, sp, regs, NGREG) == -EBUSY)
-			atomic_store(&agent_check_pending, flags + 1);
+			atomic_fetch_or(&agent_pending, bit);
 	}
 	errno = saved_errno;
 }

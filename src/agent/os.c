@@ -138,7 +138,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void agent_lock(agent_lock_t *l)
+NOINLINE void agent_lock_slow(agent_lock_t *l)
 {
 	for (int spins = 0;; spins++) {
 		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))

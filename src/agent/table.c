@@ -254,6 +254,28 @@ static bool shard_grow(struct live_shard *sh)
 	return true;
 }
 
+/* ---------- the sampling filter ----------
+ * A counting filter over addresses: a slot counts the tracked blocks that
+ * hash to it, so a zero means "not tracked" for sure. Saturated slots stay
+ * saturated (only a lost fast path, never a wrong answer). */
+
+_Atomic uint16_t *agent_filter;
+
+void agent_filter_init(void)
+{
+	agent_filter = agent_mmap(sizeof(uint16_t) << 20);
+}
+
+static void filter_add(uintptr_t addr, int d)
+{
+	if (!agent_filter)
+		return;
+	_Atomic uint16_t *slot = &agent_filter[agent_filter_slot(addr)];
+	uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
+	while (v != 0xffff && !atomic_compare_exchange_weak(slot, &v, (uint16_t)(v + d)))
+		;
+}
+
 bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 {
 	uint64_t h = addr_hash(addr);
@@ -267,8 +289,10 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 	uint32_t i = (uint32_t)h & mask;
 	while (sh->e[i].addr && sh->e[i].addr != addr)
 		i = (i + 1) & mask;
-	if (!sh->e[i].addr)
+	if (!sh->e[i].addr) {
 		sh->count++;
+		filter_add(addr, +1);
+	}
 	/* An address already present means we missed its free (a block
 	 * released behind our back); the new block replaces it. */
 	sh->e[i].addr = addr;
@@ -309,6 +333,7 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	}
 	sh->e[i].addr = 0;
 	sh->count--;
+	filter_add(addr, -1);
 	agent_unlock(&sh->lock);
 	*size = (size_t)(meta & SIZE_MAX_TRACKED);
 	*stack = (uint32_t)(meta >> SIZE_BITS);
@@ -348,6 +373,15 @@ size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
 				n++;
 			}
 	return n;
+}
+
+void agent_live_clear_locked(void)
+{
+	for (unsigned i = 0; i < NSHARDS; i++) {
+		if (shards[i].e)
+			agent_memset(shards[i].e, 0, (size_t)shards[i].cap * sizeof *shards[i].e);
+		shards[i].count = 0;
+	}
 }
 
 void agent_tables_lock_all(void)

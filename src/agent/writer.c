@@ -56,6 +56,23 @@ int agent_writer_open(struct agent_writer *w, const char *dir, const char *name)
 	return 0;
 }
 
+int agent_writer_open_path(struct agent_writer *w, const char *path)
+{
+	const char *slash = NULL;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			slash = p;
+	if (!slash)
+		return agent_writer_open(w, "", path);
+	char dir[4096];
+	size_t n = (size_t)(slash - path);
+	if (n >= sizeof dir)
+		return -ENAMETOOLONG;
+	agent_memcpy(dir, path, n);
+	dir[n] = 0;
+	return agent_writer_open(w, n ? dir : "/", slash + 1);
+}
+
 static void flush(struct agent_writer *w)
 {
 	size_t off = 0;
@@ -107,6 +124,23 @@ void agent_put_hex(struct agent_writer *w, uint64_t v)
 	put_mem(w, "0x", 2);
 	while (k)
 		put_mem(w, &tmp[--k], 1);
+}
+
+void agent_put_file(struct agent_writer *w, const char *path)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		put_mem(w, buf, (size_t)r);
+	}
+	close(fd);
 }
 
 void agent_put_escaped(struct agent_writer *w, const char *s)

@@ -1,5 +1,6 @@
 /* report.c — leak files to the symbolized, sorted model in report.h. */
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,18 @@ static int cmp_record(const void *a, const void *b)
 	return 0;
 }
 
+/* Sampled counts to estimates, as jeprof and pprof do for heap_v2/S: a
+ * block of average size a was sampled with probability 1 - exp(-a/S). */
+void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks)
+{
+	if (sample <= 1 || !*blocks)
+		return;
+	double avg = (double)*bytes / (double)*blocks;
+	double scale = 1.0 / -expm1(-avg / (double)sample);
+	*bytes = (uint64_t)((double)*bytes * scale + 0.5);
+	*blocks = (uint64_t)((double)*blocks * scale + 0.5);
+}
+
 static int build_process(struct prof_process *p, const char *binary_path)
 {
 	struct fmt_leaks *l = &p->raw;
@@ -63,6 +76,7 @@ static int build_process(struct prof_process *p, const char *binary_path)
 		out->inc_blocks = r->inc_blocks;
 		out->bytes = r->bytes;
 		out->blocks = r->blocks;
+		prof_unsample(l->sample, &out->bytes, &out->blocks);
 		out->alloc_fn = s->fn;
 		out->frames = malloc(cap * sizeof *out->frames);
 		if (!out->frames)
@@ -84,8 +98,13 @@ static int build_process(struct prof_process *p, const char *binary_path)
 			}
 		}
 		out->nframes = n;
-		p->kind_bytes[r->kind] += r->bytes;
-		p->kind_blocks[r->kind] += r->blocks;
+		p->kind_bytes[r->kind] += out->bytes;
+		p->kind_blocks[r->kind] += out->blocks;
+	}
+	if (l->sample > 1) {
+		/* the header's totals are raw samples too */
+		l->in_use_bytes = p->kind_bytes[FMT_KIND_IN_USE];
+		l->in_use_blocks = p->kind_blocks[FMT_KIND_IN_USE];
 	}
 	if (l->has_summary)
 		for (int k = 0; k < FMT_KIND_COUNT; k++) {

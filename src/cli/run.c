@@ -35,6 +35,17 @@ static const char usage[] =
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
 	"  -q, --quiet            print only the summary, not every record\n"
+	"profiling (heap dumps while PROG runs; see the README):\n"
+	"  --sample SIZE          sample allocations every SIZE bytes on average\n"
+	"                         (e.g. 512k) instead of tracking every one; leak\n"
+	"                         kinds need every one (the default, --sample 1)\n"
+	"  --interval SIZE        write a heap dump every SIZE bytes allocated\n"
+	"  --peak                 keep a heap dump of the peak\n"
+	"  --every DURATION       write a heap dump every DURATION (10s, 500ms)\n"
+	"  --signal N             write a heap dump when signal N arrives\n"
+	"  --final                write a heap dump at exit\n"
+	"  --timeline MS          heap timeline period in ms (default 100 when\n"
+	"                         profiling; 0 off)\n"
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
@@ -43,9 +54,16 @@ struct run_opts {
 	int error_exitcode;     /* -1: off */
 	int depth;
 	int follow;
+	char profile[512];      /* agent options for the profiling flags */
 	int quiet;
 	char **prog;            /* PROG ARGS..., NULL-terminated */
 };
+
+static void add_option(struct run_opts *o, const char *key, const char *value)
+{
+	size_t n = strlen(o->profile);
+	snprintf(o->profile + n, sizeof o->profile - n, ",%s=%s", key, value);
+}
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
@@ -88,6 +106,23 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return -1;
 			}
 			o->depth = (int)n;
+		} else if (!strcmp(a, "--peak") || !strcmp(a, "--final")) {
+			add_option(o, a + 2, "1");
+		} else if ((v = cli_opt_value(argc, argv, &i, "--sample")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--interval")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--every")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--signal")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--timeline"))) {
+			/* the agent checks values and names a bad one */
+			const char *name = a + 2;
+			size_t len = strcspn(name, "=");
+			char key[16];
+			snprintf(key, sizeof key, "%.*s", (int)len, name);
+			if (!*v || strchr(v, ',')) {
+				cli_error("run: bad value for --%s: '%s'", key, v);
+				return -1;
+			}
+			add_option(o, key, v);
 		} else if (!strcmp(a, "--no-follow-children")) {
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -102,6 +137,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			return -1;
 		}
 	}
+	/* profiling gets a timeline unless told otherwise */
+	if (o->profile[0] && !strstr(o->profile, ",timeline="))
+		add_option(o, "timeline", "100");
 	if (i >= argc) {
 		cli_error("run: no program given");
 		fputs(usage, stderr);
@@ -223,12 +261,14 @@ static int make_dir(const char *dir)
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
 		       const char *path, int fd)
 {
-	char buf[PATH_MAX * 2], opts[256];
+	char buf[PATH_MAX * 2], opts[1024];
 	const char *old = getenv("LD_PRELOAD");
 	snprintf(buf, sizeof buf, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("HEAPTRAIL_OUTPUT", outdir, 1);
-	snprintf(opts, sizeof opts, "depth=%d,follow_children=%d", o->depth, o->follow);
+	/* exact mode unless --sample says otherwise (it comes later and wins) */
+	snprintf(opts, sizeof opts, "sample=1,depth=%d,follow_children=%d%s", o->depth, o->follow,
+		 o->profile);
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);

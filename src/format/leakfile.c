@@ -300,6 +300,8 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 					l.kind_blocks[i] = b;
 					l.has_summary = true;
 				}
+		} else if (!strcmp(k, "sample") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
+			l.sample = a;
 		} else if (!strcmp(k, "scan_us") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.scan_us = a;
 		} else if (!strcmp(k, "classified") && ln.ntok == 2) {

@@ -20,6 +20,7 @@
  *   totals ALLOCS FREES BYTES_ALLOCATED IN_USE_BYTES IN_USE_BLOCKS
  *   dropped N                       blocks not tracked (agent out of room)
  *   freeres yes|no                  libc's/libstdc++'s caches released
+ *   sample S                        sampling mode: records are raw samples
  *   module BASE LO HI BUILDID|- loaded|unloaded PATH
  *   classified yes                  records carry reachability kinds
  *   summary KIND BYTES BLOCKS       totals per kind (also of records left out)
@@ -97,6 +98,7 @@ struct fmt_leaks {
 	uint64_t allocs, frees, bytes_allocated, in_use_bytes, in_use_blocks;
 	uint64_t dropped;
 	bool freeres;
+	uint64_t sample;  /* mean bytes between samples; 0 or 1 = exact */
 	bool classified;  /* kinds computed (else every record is in_use) */
 	bool has_summary; /* kind_bytes/kind_blocks below were in the file */
 	uint64_t scan_us;

@@ -28,7 +28,7 @@ static const char *kind_phrase(int kind)
 	case FMT_KIND_INDIRECTLY: return "indirectly lost";
 	case FMT_KIND_POSSIBLY: return "possibly lost";
 	case FMT_KIND_REACHABLE: return "still reachable";
-	default: return "still in use at exit";
+	default: return "in use";
 	}
 }
 
@@ -152,9 +152,12 @@ static void render_process(FILE *out, const struct prof_process *p,
 	fprintf(out, "   total heap usage: %s allocs, %s frees, %s bytes allocated\n",
 		render_thousands(a, l->allocs), render_thousands(b, l->frees),
 		render_thousands(c, l->bytes_allocated));
-	fprintf(out, "   in use %s: %s bytes in %s %s\n", l->check ? "now" : "at exit",
-		render_thousands(a, l->in_use_bytes), render_thousands(b, l->in_use_blocks),
-		plural(l->in_use_blocks, "block", "blocks"));
+	fprintf(out, "   in use %s: %s%s bytes in %s %s\n", l->check ? "now" : "at exit",
+		l->sample > 1 ? "about " : "", render_thousands(a, l->in_use_bytes),
+		render_thousands(b, l->in_use_blocks), plural(l->in_use_blocks, "block", "blocks"));
+	if (l->sample > 1)
+		fprintf(out, "   (sampled every %s bytes on average: records and totals in use are "
+			"estimates; leak kinds need --sample 1)\n", render_thousands(a, l->sample));
 	if (l->classified) {
 		fprintf(out, "   LEAK SUMMARY:\n");
 		summary_line(out, "definitely lost", p->kind_bytes[FMT_KIND_DEFINITELY],

@@ -1,0 +1,375 @@
+/*
+ * dump.c — heap profiles written while the program runs, and what
+ * triggers them.
+ *
+ * A dump is gperftools' heap profile text, with the sampled header that
+ * both jeprof and Google's pprof read unchanged:
+ *
+ *   heap profile: 12: 3400 [ 95: 41000] @ heap_v2/524288
+ *        3:     1200 [    10:     4000] @ 0x4005d1 0x4007a2 0x7f1c02a0
+ *   ...
+ *
+ *   MAPPED_LIBRARIES:
+ *   (the process's /proc/self/maps)
+ *
+ * Each stack line: objects and bytes in use, then allocated so far, as
+ * raw sampled counts (readers unbias them with S, see sample.c), then the
+ * return addresses, innermost first.
+ *
+ * Triggers: every `interval` bytes allocated and at a new peak (both
+ * checked from the allocation path now and then, see sample.c); every
+ * `every` ms and the timeline, from a POSIX timer whose signal the agent
+ * handles; on the `signal` option's signal; from the API; at exit. The
+ * peak keeps a single file, rewritten only when the peak has grown by
+ * peak_step percent since it was last written — never a thousand files.
+ * A signal that arrives while its thread is inside the agent (perhaps
+ * holding a table lock) leaves the work to that thread's way out.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/banned.h"
+
+static atomic_uint dump_seq;
+static atomic_int dumping;      /* one dump at a time */
+
+static void put_padded(char *dst, size_t *n, uint64_t v, int width)
+{
+	char tmp[24];
+	int k = 0;
+	do
+		tmp[k++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (k < width)
+		tmp[k++] = '0';
+	while (k)
+		dst[(*n)++] = tmp[--k];
+	dst[*n] = 0;
+}
+
+/* PREFIX.PID.SEQ.KIND.heap, or PREFIX.PID.peak.heap */
+static void auto_name(char *out, size_t cap, const char *kind)
+{
+	size_t n;
+	if (agent_config.prefix[0])
+		n = agent_strlcpy(out, agent_config.prefix, cap - 64);
+	else if (agent_config.output[0]) {
+		n = agent_strlcpy(out, agent_config.output, cap - 80);
+		n += agent_strlcpy(out + n, "/heaptrail", cap - n);
+	} else
+		n = agent_strlcpy(out, "heaptrail", cap);
+	out[n++] = '.';
+	put_padded(out, &n, (uint64_t)getpid(), 1);
+	out[n++] = '.';
+	if (!agent_streq(kind, "peak")) {
+		put_padded(out, &n, atomic_fetch_add(&dump_seq, 1), 4);
+		out[n++] = '.';
+	}
+	n += agent_strlcpy(out + n, kind, cap - n);
+	agent_strlcpy(out + n, ".heap", cap - n);
+}
+
+static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	agent_put_u64(w, a);
+	agent_put(w, ": ");
+	agent_put_u64(w, b);
+	agent_put(w, " [");
+	agent_put_u64(w, c);
+	agent_put(w, ": ");
+	agent_put_u64(w, d);
+	agent_put(w, "] @");
+}
+
+int agent_dump(const char *path, const char *kind)
+{
+	char name[4352];
+	int err = 0;
+	if (atomic_exchange(&dumping, 1))
+		return -EBUSY;
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+
+	uint32_t nstacks = agent_stack_count();
+	size_t maplen = ((size_t)nstacks + 1) * sizeof(struct agent_kinds);
+	struct agent_kinds *live = agent_mmap(maplen);
+	if (!live) {
+		err = -ENOMEM;
+		goto out;
+	}
+	agent_tables_lock_all();
+	agent_live_per_stack_locked(live, nstacks);
+	agent_tables_unlock_all();
+
+	uint64_t in_n = 0, in_b = 0, all_n = 0, all_b = 0;
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		in_n += live[id].blocks[FMT_KIND_IN_USE];
+		in_b += live[id].bytes[FMT_KIND_IN_USE];
+		all_n += s->total_blocks;
+		all_b += s->total_bytes;
+	}
+
+	if (!path) {
+		auto_name(name, sizeof name, kind);
+		path = name;
+	}
+	struct agent_writer w;
+	err = agent_writer_open_path(&w, path);
+	if (err)
+		goto out;
+	agent_put(&w, "heap profile: ");
+	put_counts(&w, in_n, in_b, all_n, all_b);
+	agent_put(&w, " heap_v2/");
+	agent_put_u64(&w, agent_config.sample);
+	agent_put(&w, "\n");
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		if (!live[id].blocks[FMT_KIND_IN_USE] && !s->total_blocks)
+			continue;
+		put_counts(&w, live[id].blocks[FMT_KIND_IN_USE], live[id].bytes[FMT_KIND_IN_USE],
+			   s->total_blocks, s->total_bytes);
+		const uintptr_t *pcs = agent_stack_pcs(s);
+		for (int i = 0; i < s->depth; i++) {
+			agent_put(&w, " ");
+			agent_put_hex(&w, pcs[i]);
+		}
+		agent_put(&w, "\n");
+	}
+	agent_put(&w, "\nMAPPED_LIBRARIES:\n");
+	agent_put_file(&w, "/proc/self/maps");
+	err = agent_writer_commit(&w);
+out:
+	if (err && err != -EBUSY)
+		agent_log("cannot write heap dump '", path ? path : kind, "'");
+	agent_munmap(live, maplen);
+	agent_tls.busy = saved_busy;
+	atomic_store(&dumping, 0);
+	return err;
+}
+
+void agent_reset_cumulative(void)
+{
+	uint32_t n = agent_stack_count();
+	for (uint32_t id = 1; id <= n; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		atomic_store(&s->total_bytes, 0);
+		atomic_store(&s->total_blocks, 0);
+	}
+}
+
+/* ---------- interval and peak ---------- */
+
+static _Atomic uint64_t next_interval;  /* bytes allocated at the next dump */
+static _Atomic uint64_t peak_written;   /* estimated live bytes of the peak dump */
+static atomic_int checking;
+
+void agent_triggers_check(void)
+{
+	if (atomic_exchange(&checking, 1))
+		return;
+	struct agent_counts t;
+	agent_counters_sum(&t);
+	if (agent_config.interval) {
+		uint64_t next = atomic_load(&next_interval);
+		if (!next)
+			next = agent_config.interval;
+		if (t.bytes_allocated >= next) {
+			while (next <= t.bytes_allocated)
+				next += agent_config.interval;
+			atomic_store(&next_interval, next);
+			agent_dump(NULL, "interval");
+		} else {
+			atomic_store(&next_interval, next);
+		}
+	}
+	if (agent_config.peak) {
+		int64_t live = (int64_t)t.est_bytes;
+		uint64_t written = atomic_load(&peak_written);
+		if (live > 0 && (uint64_t)live > written + written / 100 * (uint64_t)agent_config.peak_step &&
+		    (uint64_t)live >= (1u << 20)) {
+			if (agent_dump(NULL, "peak") == 0)
+				atomic_store(&peak_written, (uint64_t)live);
+		}
+	}
+	atomic_store(&checking, 0);
+}
+
+/* ---------- the timer: timeline and `every` ---------- */
+
+static int timeline_fd = -1;
+static struct timespec started;
+static uint64_t last_every_ms;
+
+static uint64_t ms_since_start(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - started.tv_sec) * 1000 +
+	       (uint64_t)((now.tv_nsec - started.tv_nsec) / 1000000);
+}
+
+static uint64_t rss_bytes(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = buf;
+	while (*p && *p != ' ')
+		p++;  /* skip the size field; resident is the second */
+	uint64_t pages = 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void put_num(char *dst, size_t *n, uint64_t v)
+{
+	put_padded(dst, n, v, 1);
+}
+
+/* One line of the timeline, as a single write so lines never interleave. */
+static void timeline_record(void)
+{
+	char line[160];
+	size_t n = 0;
+	struct agent_counts t;
+	agent_counters_sum(&t);
+	int64_t bytes = (int64_t)t.est_bytes, blocks = (int64_t)t.est_blocks_x1024 / 1024;
+	put_num(line, &n, ms_since_start());
+	line[n++] = ' ';
+	put_num(line, &n, bytes > 0 ? (uint64_t)bytes : 0);
+	line[n++] = ' ';
+	put_num(line, &n, blocks > 0 ? (uint64_t)blocks : 0);
+	line[n++] = ' ';
+	put_num(line, &n, t.bytes_allocated);
+	line[n++] = ' ';
+	put_num(line, &n, rss_bytes());
+	line[n++] = '\n';
+	ssize_t r = write(timeline_fd, line, n);
+	(void)r;
+}
+
+static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	if (agent_tls.busy)
+		atomic_fetch_or(&agent_pending, AGENT_PENDING_DUMP_SIGNAL);
+	else
+		agent_dump(NULL, "signal");
+	errno = saved;
+}
+
+static void open_timeline(void)
+{
+	char path[4352];
+	size_t n = 0;
+	if (agent_config.output[0]) {
+		n = agent_strlcpy(path, agent_config.output, sizeof path - 64);
+		path[n++] = '/';
+	}
+	n += agent_strlcpy(path + n, "heaptrail.", sizeof path - n);
+	put_num(path, &n, (uint64_t)getpid());
+	agent_strlcpy(path + n, ".timeline", sizeof path - n);
+	if (timeline_fd >= 0)
+		close(timeline_fd);
+	timeline_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (timeline_fd < 0)
+		return;
+	char head[128];
+	size_t h = agent_strlcpy(head, "# heaptrail timeline 1: ms live_bytes live_blocks "
+				 "allocated_bytes rss_bytes; sample=", sizeof head);
+	put_num(head, &h, agent_config.sample);
+	head[h++] = '\n';
+	ssize_t r = write(timeline_fd, head, h);
+	(void)r;
+}
+
+static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+	agent_memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+/* The ticker: a thread of the agent's own that wakes every period to
+ * append to the timeline and write the `every` dumps. A timer signal
+ * would be cheaper to set up, but it interrupts the program's sleeps and
+ * reads (EINTR), which a program has every right not to expect. The
+ * thread blocks every signal, so none meant for the program lands on it,
+ * and the leak scan neither stops it nor counts it. */
+atomic_int agent_ticker_tid;
+
+static void *ticker(void *arg)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	agent_tls.busy = 1;  /* whatever this thread allocates is the agent's */
+	atomic_store(&agent_ticker_tid, (int)syscall(SYS_gettid));
+	uint64_t period = (uint64_t)(uintptr_t)arg;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		next.tv_sec += (time_t)(period / 1000);
+		next.tv_nsec += (long)(period % 1000) * 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+		if (timeline_fd >= 0)
+			timeline_record();
+		if (agent_config.every_ms) {
+			uint64_t now = ms_since_start();
+			if (now - last_every_ms + period / 2 >= agent_config.every_ms) {
+				last_every_ms = now;
+				agent_dump(NULL, "every");
+			}
+		}
+	}
+	return NULL;
+}
+
+void agent_triggers_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &started);
+	last_every_ms = 0;
+	atomic_store(&agent_ticker_tid, 0);
+	if (agent_config.dump_signal > 0)
+		handle(agent_config.dump_signal, dump_signal_handler);
+	uint64_t period = agent_config.timeline_ms;
+	if (agent_config.every_ms && (!period || agent_config.every_ms < period))
+		period = agent_config.every_ms;
+	if (!period)
+		return;
+	if (agent_config.timeline_ms)
+		open_timeline();
+	pthread_attr_t attr;
+	pthread_t t;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	int busy = agent_tls.busy;
+	agent_tls.busy = 1;  /* the thread's own allocations are not the program's */
+	if (pthread_create(&t, &attr, ticker, (void *)(uintptr_t)period) != 0)
+		agent_log("cannot start the timer thread: no timeline or periodic dumps", "", "");
+	agent_tls.busy = busy;
+	pthread_attr_destroy(&attr);
+}
