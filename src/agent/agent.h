@@ -69,6 +69,8 @@ struct agent_counts {
 	/* What the tracked blocks stand for (each sampled block weighted as
 	 * in sample.c; in exact mode, the blocks themselves): signed sums. */
 	_Atomic uint64_t est_bytes, est_blocks_x1024;
+	/* Sampling mode: what the samples stand for, ever allocated. */
+	_Atomic uint64_t est_allocated, est_allocs_x1024;
 };
 struct agent_counters {
 	struct agent_counts c;
@@ -111,14 +113,14 @@ static inline struct agent_counts *agent_my_counts(void)
 
 /* ---- sampling (sample.c) ---- */
 bool agent_sample_slow(size_t n);
-/* Counts an allocation of n bytes and says whether to record it: always
- * in exact mode; else when it crosses the thread's byte countdown. The
- * common case is one subtraction and one compare. Hook-safe. */
+/* Says whether to record an allocation of n bytes: always in exact mode;
+ * else when it crosses the thread's byte countdown. In sampling mode an
+ * allocation passed over costs one subtraction and one compare, and is
+ * not counted one by one: the totals are estimated from the samples. In
+ * exact mode the countdown stays at zero and every call takes the slow
+ * path, which counts. Hook-safe. */
 static inline bool agent_sampled(size_t n)
 {
-	struct agent_counts *c = agent_my_counts();
-	agent_count(&c->allocs, 1);
-	agent_count(&c->bytes_allocated, n);
 	if (likely((int64_t)n < agent_tls.sample_left)) {
 		agent_tls.sample_left -= (int64_t)n;
 		return false;
@@ -274,8 +276,11 @@ void agent_live_clear_locked(void);
 extern _Atomic uint16_t *agent_filter;
 static inline size_t agent_filter_slot(uintptr_t a)
 {
-	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 44);  /* 20 bits */
+	/* A slot per 4 KiB page, not hashed, wrapping every 4 GiB: a heap of
+	 * a few MiB needs a few KiB of filter, which stays in L1 however the
+	 * program frees. A page holding a sampled block sends its other frees
+	 * down the slow path, and sampling keeps such pages rare. */
+	return (size_t)((a >> 12) & ((1u << 20) - 1));
 }
 static inline bool agent_live_may_contain(uintptr_t addr)
 {

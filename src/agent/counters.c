@@ -54,6 +54,17 @@ void agent_counters_forked(void)
 		atomic_store(&agent_tls.ctr->owner, my_tid());
 }
 
+/* In sampling mode allocations are not counted one by one: the totals
+ * are what the samples stand for. */
+static void estimate_totals(struct agent_counts *out)
+{
+	if (agent_config.sample <= 1)
+		return;
+	out->allocs = out->est_allocs_x1024 / 1024;
+	out->bytes_allocated = out->est_allocated;
+	out->frees = out->allocs - (uint64_t)((int64_t)out->est_blocks_x1024 / 1024);
+}
+
 void agent_counters_sum(struct agent_counts *out)
 {
 	agent_memset(out, 0, sizeof *out);
@@ -65,9 +76,12 @@ void agent_counters_sum(struct agent_counts *out)
 		out->tracked_frees += atomic_load_explicit(&c->tracked_frees, memory_order_relaxed);
 		out->est_bytes += atomic_load_explicit(&c->est_bytes, memory_order_relaxed);
 		out->est_blocks_x1024 += atomic_load_explicit(&c->est_blocks_x1024, memory_order_relaxed);
+		out->est_allocated += atomic_load_explicit(&c->est_allocated, memory_order_relaxed);
+		out->est_allocs_x1024 += atomic_load_explicit(&c->est_allocs_x1024, memory_order_relaxed);
 		out->tracked_bytes += atomic_load_explicit(&c->tracked_bytes, memory_order_relaxed);
 		out->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
 		out->freed_bytes += atomic_load_explicit(&c->freed_bytes, memory_order_relaxed);
 		out->dropped += atomic_load_explicit(&c->dropped, memory_order_relaxed);
 	}
+	estimate_totals(out);
 }

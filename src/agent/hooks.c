@@ -275,15 +275,14 @@ AGENT_API void free(void *p)
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
-	if (likely(!busy)) {
-		agent_count(&agent_my_counts()->frees, 1);
-		/* Sampling: most blocks were never tracked, and the filter
-		 * says so without a lock. */
-		if (likely(!agent_live_may_contain((uintptr_t)p))) {
-			real.free(p);
-			return;
-		}
+	/* Sampling: most blocks were never tracked, and the filter says so
+	 * without a lock (in exact mode it always says "maybe"). */
+	if (likely(!busy) && likely(!agent_live_may_contain((uintptr_t)p))) {
+		real.free(p);
+		return;
 	}
+	if (likely(!busy) && agent_config.sample <= 1)
+		agent_count(&agent_my_counts()->frees, 1);
 	if (unlikely(busy)) {
 		/* A nested free may still release a tracked block (libc
 		 * freeing something inside our own call); only a fork in
@@ -324,7 +323,8 @@ static void *realloc_as(void *p, size_t n, int fn)
 		}
 		return real.realloc(p, n);
 	}
-	agent_count(&agent_my_counts()->frees, 1);
+	if (agent_config.sample <= 1)
+		agent_count(&agent_my_counts()->frees, 1);
 	bool sampled = agent_sampled(n);
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real.realloc(p, n);

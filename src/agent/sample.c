@@ -57,8 +57,12 @@ static int64_t draw(void)
 
 bool agent_sample_slow(size_t n)
 {
-	if (agent_config.sample <= 1)
+	if (agent_config.sample <= 1) {
+		struct agent_counts *c = agent_my_counts();
+		agent_count(&c->allocs, 1);
+		agent_count(&c->bytes_allocated, n);
 		return true;
+	}
 	if (unlikely(!agent_tls.rng)) {
 		/* a thread's first allocation: place its first point */
 		seed();
@@ -100,6 +104,10 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	}
 	agent_count(&c->est_bytes, bytes);
 	agent_count(&c->est_blocks_x1024, blocks);
+	if (sign > 0 && agent_config.sample > 1) {
+		agent_count(&c->est_allocated, bytes);
+		agent_count(&c->est_allocs_x1024, blocks);
+	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;
 		if (agent_tls.since_check >= CHECK_BYTES) {
