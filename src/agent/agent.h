@@ -336,6 +336,9 @@ void agent_triggers_start(void);
 extern atomic_int agent_ticker_tid;
 /* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
 void agent_reset_cumulative(void);
+/* Switches to sampling every `sample` bytes, forgetting every block
+ * recorded so far (jemalloc's prof.reset with lg_sample). */
+void agent_resample(uint64_t sample);
 
 /* ---- writer (writer.c) ---- */
 struct agent_writer {

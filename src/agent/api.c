@@ -70,8 +70,10 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 		return 0;
 	}
 	if (!strcmp(name, "prof.reset")) {
-		if (newp && newlen != sizeof(size_t))
+		if (newp && (newlen != sizeof(size_t) || *(size_t *)newp > 62))
 			return EINVAL;
+		if (newp)
+			agent_resample((uint64_t)1 << *(size_t *)newp);
 		agent_reset_cumulative();
 		return 0;
 	}

@@ -103,17 +103,25 @@ int agent_dump(const char *path, const char *kind)
 		err = -ENOMEM;
 		goto out;
 	}
+	/* One snapshot, taken under the locks, for both the header and the
+	 * lines: in use (IN_USE) and allocated so far (ALL), so the header is
+	 * exactly the sum of the lines, as readers check. */
+#define ALL FMT_KIND_REACHABLE
 	agent_tables_lock_all();
 	agent_live_per_stack_locked(live, nstacks);
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		live[id].blocks[ALL] = s->total_blocks;
+		live[id].bytes[ALL] = s->total_bytes;
+	}
 	agent_tables_unlock_all();
 
 	uint64_t in_n = 0, in_b = 0, all_n = 0, all_b = 0;
 	for (uint32_t id = 1; id <= nstacks; id++) {
-		struct agent_stack *s = agent_stack_get(id);
 		in_n += live[id].blocks[FMT_KIND_IN_USE];
 		in_b += live[id].bytes[FMT_KIND_IN_USE];
-		all_n += s->total_blocks;
-		all_b += s->total_bytes;
+		all_n += live[id].blocks[ALL];
+		all_b += live[id].bytes[ALL];
 	}
 
 	if (!path) {
@@ -131,10 +139,10 @@ int agent_dump(const char *path, const char *kind)
 	agent_put(&w, "\n");
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
-		if (!live[id].blocks[FMT_KIND_IN_USE] && !s->total_blocks)
+		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])
 			continue;
 		put_counts(&w, live[id].blocks[FMT_KIND_IN_USE], live[id].bytes[FMT_KIND_IN_USE],
-			   s->total_blocks, s->total_bytes);
+			   live[id].blocks[ALL], live[id].bytes[ALL]);
 		const uintptr_t *pcs = agent_stack_pcs(s);
 		for (int i = 0; i < s->depth; i++) {
 			agent_put(&w, " ");
@@ -152,6 +160,26 @@ out:
 	agent_tls.busy = saved_busy;
 	atomic_store(&dumping, 0);
 	return err;
+}
+
+/* jemalloc's prof.reset with a new lg_sample: every sample so far was
+ * drawn at the old rate, so all of them are forgotten, as jemalloc does. */
+void agent_resample(uint64_t sample)
+{
+	if (sample == agent_config.sample)
+		return;
+	agent_tables_lock_all();
+	agent_live_clear_locked();
+	if (agent_filter)
+		agent_memset(agent_filter, 0, sizeof(uint16_t) << 20);
+	agent_config.sample = sample;
+	if (sample > 1 && !agent_filter)
+		agent_filter_init();
+	agent_config.leak_kinds = false;  /* the blocks before now are gone */
+	agent_tables_unlock_all();
+	agent_reset_cumulative();
+	agent_tls.sample_left = 0;
+	agent_tls.rng = 0;
 }
 
 void agent_reset_cumulative(void)
