@@ -30,6 +30,8 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # of agent code (their first line says "// build: agent") link the agent's
 # objects instead.
 UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
+# the agent pieces those tests exercise without the hooks around them
+AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind_cfi.o $(B)/agent-obj/src/agent/os.o
 UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 	$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -58,9 +60,9 @@ $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -o $@ $<
 
-$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_OBJ)
+$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(filter-out %/hooks.o %/lifecycle.o %/api.o %/counters.o %/leakscan.o,$(AGENT_OBJ)) $(AGENT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_OBJ) $(AGENT_LIBS)
 
 $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -45,10 +45,9 @@
 #define HAVE_ZLIB 1
 #endif
 
-/* What the agent's lifecycle.c defines (the test links the agent's objects
- * but not that one): our own text, skipped, and the totals table.c counts. */
+/* What the agent's lifecycle.c defines (the test links only the unwinder
+ * and os.c): the agent's own text, which the unwinder skips. */
 uintptr_t agent_self_lo, agent_self_hi;
-
 
 int agent_unwind_cfi(uintptr_t *pcs, int max);
 void agent_unwind_cfi_flush(void);
