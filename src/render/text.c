@@ -47,17 +47,28 @@ static void describe_exit(FILE *out, const struct fmt_leaks *l)
 		fprintf(out, "exit status unknown");
 }
 
-static void render_frame(FILE *out, int i, const struct sym_frame *f)
+/* A frame without a name gets its offset in the file, which addr2line or
+ * a later `heaptrail report --binary-path` with debug info can resolve. */
+static void render_frame(FILE *out, int i, const struct sym_frame *f, const struct fmt_leaks *l)
 {
-	fprintf(out, "    #%-2d %s", i, f->function ? f->function : "??");
+	bool named = f->function && strcmp(f->function, "??");
+	fprintf(out, "    #%-2d %s", i, named ? f->function : "??");
 	if (f->file)
 		fprintf(out, " (%s:%d)", f->file, f->line);
 	if (f->inlined)
 		fprintf(out, " [inlined]");
-	if (!f->file && f->module)
-		fprintf(out, " (in %s)", f->module);
-	else if (!f->module)
+	if (!f->file && f->module) {
+		fprintf(out, " (in %s", f->module);
+		for (size_t k = 0; !named && k < l->nmodules; k++)
+			if (f->pc >= l->modules[k].lo && f->pc < l->modules[k].hi &&
+			    !strcmp(l->modules[k].path, f->module)) {
+				fprintf(out, " +0x%llx", (unsigned long long)(f->pc - 1 - l->modules[k].base));
+				break;
+			}
+		fputc(')', out);
+	} else if (!f->module) {
 		fprintf(out, " at 0x%llx", (unsigned long long)f->pc);
+	}
 	fputc('\n', out);
 }
 
@@ -80,7 +91,7 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 }
 
 static void render_record(FILE *out, const struct prof_record *r, size_t i, size_t n,
-			  const struct render_text_opts *o)
+			  const struct render_text_opts *o, const struct fmt_leaks *l)
 {
 	char a[32], b[32], c[32], d[32];
 	if (r->has_increase)
@@ -94,7 +105,7 @@ static void render_record(FILE *out, const struct prof_record *r, size_t i, size
 			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(r->alloc_fn));
 	for (size_t j = 0; j < r->nframes; j++) {
-		render_frame(out, (int)j + 1, &r->frames[j]);
+		render_frame(out, (int)j + 1, &r->frames[j], l);
 		if (is_main(&r->frames[j]))
 			break;
 	}
@@ -145,7 +156,7 @@ static void render_process(FILE *out, const struct prof_process *p,
 	for (size_t i = 0; !o->summary_only && i < p->nrecords; i++) {
 		const struct prof_record *r = &p->records[i];
 		if (!r->suppressed_by && (shown & PROF_KIND_BIT(r->kind)))
-			render_record(out, r, ++k, nshown, o);
+			render_record(out, r, ++k, nshown, o, l);
 	}
 
 	fprintf(out, "== summary for process %ld\n", l->pid);
