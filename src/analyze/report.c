@@ -48,7 +48,7 @@ void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks)
 	*blocks = (uint64_t)((double)*blocks * scale + 0.5);
 }
 
-static int build_process(struct prof_process *p, const char *binary_path)
+static int build_process(struct prof_process *p, const char *binary_path, bool symbolize)
 {
 	struct fmt_leaks *l = &p->raw;
 	struct sym_module *mods = calloc(l->nmodules + 1, sizeof *mods);
@@ -58,9 +58,9 @@ static int build_process(struct prof_process *p, const char *binary_path)
 		mods[i] = (struct sym_module){ l->modules[i].path, l->modules[i].build_id,
 					       l->modules[i].base, l->modules[i].lo,
 					       l->modules[i].hi };
-	p->sym = sym_new(mods, l->nmodules, binary_path);
+	p->sym = symbolize ? sym_new(mods, l->nmodules, binary_path) : NULL;
 	free(mods);
-	if (!p->sym)
+	if (symbolize && !p->sym)
 		return -ENOMEM;
 	p->records = calloc(l->nrecords + 1, sizeof *p->records);
 	if (!p->records)
@@ -83,7 +83,12 @@ static int build_process(struct prof_process *p, const char *binary_path)
 			return -ENOMEM;
 		for (size_t d = 0; d < s->depth; d++) {
 			const struct sym_frame *fr;
-			size_t k = sym_resolve(p->sym, s->pcs[d], &fr);
+			struct sym_frame raw = { .pc = s->pcs[d], .function = "??" };
+			size_t k = 1;
+			if (p->sym)
+				k = sym_resolve(p->sym, s->pcs[d], &fr);
+			else
+				fr = &raw;
 			for (size_t j = 0; j < k; j++) {
 				if (is_own_frame(&fr[j]))
 					continue;
@@ -191,8 +196,8 @@ static int list_files(const char *path, char ***out, size_t *n, const char **err
 	return 0;
 }
 
-int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
-		  const char **err, const char **err_file)
+static int load(struct prof_run *run, const char *path, const char *binary_path,
+		bool symbolize, const char **err, const char **err_file)
 {
 	static char *failed_file;
 	char **files;
@@ -222,7 +227,7 @@ int prof_run_load(struct prof_run *run, const char *path, const char *binary_pat
 		p->file = files[i];
 		files[i] = NULL;
 		run->nprocs++;
-		ret = build_process(p, binary_path);
+		ret = build_process(p, binary_path, symbolize);
 		if (ret) {
 			*err = "out of memory";
 			goto out;
@@ -236,6 +241,18 @@ out:
 	if (ret)
 		prof_run_release(run);
 	return ret;
+}
+
+int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
+		  const char **err, const char **err_file)
+{
+	return load(run, path, binary_path, true, err, err_file);
+}
+
+int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
+		      const char **err_file)
+{
+	return load(run, path, NULL, false, err, err_file);
 }
 
 void prof_run_release(struct prof_run *run)

@@ -48,6 +48,10 @@ struct prof_run {
  * until the next call). On failure nothing needs releasing. */
 int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
 		  const char **err, const char **err_file);
+/* The same without symbolizing: each frame is its pc (function "??",
+ * module NULL). For summaries that print no stack. */
+int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
+		      const char **err_file);
 
 void prof_run_release(struct prof_run *run);
 

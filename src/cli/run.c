@@ -416,7 +416,10 @@ int cmd_run(int argc, char **argv)
 
 	const char *err, *err_file;
 	struct prof_run run;
-	if (prof_run_load(&run, outdir, o.report.binary_path, &err, &err_file)) {
+	/* a summary alone needs no symbols, unless suppressions must match */
+	bool raw = o.quiet && !o.json && !o.report.supps.n;
+	if (raw ? prof_run_load_raw(&run, outdir, &err, &err_file)
+		: prof_run_load(&run, outdir, o.report.binary_path, &err, &err_file)) {
 		if (WIFSIGNALED(status))
 			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
 				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
