@@ -187,6 +187,9 @@ void agent_munmap(void *p, size_t len);
 /* Copies up to cap of the agent's current mappings; returns the count.
  * Signal-safe. */
 size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
+/* Reads a small file (under /proc) whole into buf, NUL-terminated; returns
+ * its length, or -1 when it cannot be read or is empty. Signal-safe. */
+ssize_t agent_read_small(const char *path, char *buf, size_t cap);
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 size_t agent_strlen(const char *s);

@@ -246,14 +246,8 @@ static uint64_t ms_since_start(void)
 static uint64_t rss_bytes(void)
 {
 	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (agent_read_small("/proc/self/statm", buf, sizeof buf) < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *p = buf;
 	while (*p && *p != ' ')
 		p++;  /* skip the size field; resident is the second */

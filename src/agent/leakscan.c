@@ -196,14 +196,8 @@ static uintptr_t blocked_sp(pid_t tid)
 	while (k)
 		path[n++] = digits[--k];
 	agent_strlcpy(path + n, "/syscall", sizeof path - n);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (agent_read_small(path, buf, sizeof buf) < 0)
 		return 0;
-	ssize_t r = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
 	/* the 8th field */
 	const char *p = buf;
 	for (int field = 0; field < 7 && *p; field++) {

@@ -263,15 +263,7 @@ static bool release_caches(void)
 static void write_args(struct agent_writer *w)
 {
 	char buf[8192];
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = 0, r;
-	while (n < (ssize_t)sizeof buf - 1 &&
-	       (r = read(fd, buf + n, sizeof buf - 1 - (size_t)n)) > 0)
-		n += r;
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
+	ssize_t n = agent_read_small("/proc/self/cmdline", buf, sizeof buf);
 	for (ssize_t i = 0; i < n;) {
 		agent_put(w, "arg ");
 		agent_put_escaped(w, buf + i);

@@ -1,5 +1,7 @@
 /* os.c — the few OS and string helpers the agent needs, without libc's
  * allocating or locale-aware functions. */
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -114,6 +116,26 @@ void agent_memset(void *dst, int c, size_t n)
 	unsigned char *d = dst;
 	while (n--)
 		*d++ = (unsigned char)c;
+}
+
+ssize_t agent_read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	ssize_t r;
+	while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = 0;
+	return n ? (ssize_t)n : -1;
 }
 
 void agent_log(const char *a, const char *b, const char *c)
