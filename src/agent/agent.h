@@ -76,6 +76,7 @@ struct agent_counters {
 	struct agent_counts c;
 	_Atomic pid_t owner;     /* thread writing it; 0 = free */
 	bool shared;             /* the overflow slot: atomic adds */
+	struct walk_memos *memo; /* the owner's last walks (unwind.c); mapped on demand */
 } __attribute__((aligned(64)));
 
 /* ---- per-thread state (hooks.c) ---- */
@@ -221,11 +222,41 @@ static inline void agent_unlock(agent_lock_t *l)
  * caller of the allocator first, skipping frames inside the agent. Returns
  * the count. Hook-safe; never allocates through the host's malloc. */
 int agent_unwind(uintptr_t *pcs, int max);
+/* The current stack interned for allocator fn: a repeat of the thread's
+ * last stack is recognised without walking or hashing it again. Returns
+ * the stack id, 0 when the table is full. Hook-safe. */
+uint32_t agent_capture_stack(int fn);
 /* The DWARF unwinder behind agent_unwind (unwind_cfi.c): lock-free, with a
  * per-pc rule cache. agent_unwind_cfi_flush forgets every cached rule; the
  * dlclose hook calls it once a library is gone. */
 int agent_unwind_cfi(uintptr_t *pcs, int max);
 void agent_unwind_cfi_flush(void);
+
+/* A thread's last walks, so the next one from the same place can be
+ * checked instead of redone (unwind_cfi.c, replay). Owned by one thread. */
+#define MEMO_FRAMES 72
+#define MEMO_WAYS 8
+struct walk_memo {
+	uintptr_t pc0, sp0, bp0;       /* the starting registers */
+	uint32_t gen;                  /* the rule cache's generation */
+	int max, nframes, npcs;
+	bool valid;
+	uint32_t stack_id;             /* what hooks.c interned these pcs as */
+	int fn;
+	uintptr_t ra_at[MEMO_FRAMES], ra[MEMO_FRAMES];   /* words read, and their values */
+	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
+	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
+	uintptr_t pcs[MEMO_FRAMES];
+};
+struct walk_memos {
+	struct walk_memo e[MEMO_WAYS];
+	int next;                      /* the entry the next new walk replaces */
+};
+/* agent_unwind_cfi with memos (ms may be NULL). *replayed is the index of
+ * the entry whose walk this was (its pcs are that entry's pcs), or -1-i
+ * when the walk was new and recorded into entry i (valid if it could be
+ * recorded). Untouched when ms is NULL. */
+int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed);
 
 /* ---- tables (table.c) ---- */
 /* What is live per stack is not counted here: it is summed from the live

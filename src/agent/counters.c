@@ -38,6 +38,9 @@ struct agent_counters *agent_counters_claim(void)
 			pid_t owner = atomic_load_explicit(&slots[i].owner, memory_order_relaxed);
 			if ((pass == 0 && owner == 0) || (pass == 1 && owner && !alive(owner))) {
 				if (atomic_compare_exchange_strong(&slots[i].owner, &owner, tid)) {
+					if (slots[i].memo)  /* a dead thread's last walks */
+						for (int w = 0; w < MEMO_WAYS; w++)
+							slots[i].memo->e[w].valid = false;
 					errno = saved;
 					return &slots[i];
 				}

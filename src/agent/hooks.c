@@ -143,9 +143,7 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 	struct agent_counts *c = agent_my_counts();
 	if (!atomic_load_explicit(&recording, memory_order_relaxed))
 		return;
-	uintptr_t pcs[AGENT_MAX_DEPTH];
-	int depth = agent_unwind(pcs, agent_config.depth);
-	uint32_t id = agent_stack_intern(fn, pcs, depth);
+	uint32_t id = agent_capture_stack(fn);
 	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
 		return;

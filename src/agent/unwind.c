@@ -15,3 +15,26 @@ int agent_unwind(uintptr_t *pcs, int max)
 {
 	return agent_unwind_cfi(pcs, max);
 }
+
+uint32_t agent_capture_stack(int fn)
+{
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	struct agent_counters *slot = agent_tls.ctr;
+	struct walk_memos *ms = NULL;
+	int way = -1 - MEMO_WAYS;  /* no memo */
+	if (slot && !slot->shared) {
+		if (!slot->memo)
+			slot->memo = agent_mmap(sizeof *slot->memo);
+		ms = slot->memo;
+	}
+	int depth = agent_unwind_cfi_memo(pcs, agent_config.depth, ms, &way);
+	if (way >= 0 && ms->e[way].fn == fn && ms->e[way].stack_id)
+		return ms->e[way].stack_id;
+	uint32_t id = agent_stack_intern(fn, pcs, depth);
+	struct walk_memo *m = ms ? &ms->e[way >= 0 ? way : -1 - way] : NULL;
+	if (m && way > -1 - MEMO_WAYS && m->valid) {
+		m->fn = fn;
+		m->stack_id = id;
+	}
+	return id;
+}

@@ -1107,7 +1107,31 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
  * a 1.3x slower loop. */
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
+/* Replays m when the walk would be the same: same starting registers,
+ * same rules (no flush since), and every stack word the recorded walk read
+ * still holds the value it read. A walk is a function of exactly those,
+ * so the answer is the recorded one. The words read are all above the
+ * starting sp, in live frames, so reading them again is safe. */
+static bool replay(const struct walk_memo *m, const struct walk *w, int max, uint32_t gen,
+		   uintptr_t *pcs, int *n)
+{
+	if (!m->valid || m->pc0 != w->pc || m->sp0 != w->sp || m->bp0 != w->bp ||
+	    m->max != max || m->gen != gen)
+		return false;
+	for (int k = 0; k < m->nframes; k++) {
+		if (*(const uintptr_t *)m->ra_at[k] != m->ra[k])
+			return false;
+		if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
+			return false;
+	}
+	for (int i = 0; i < m->npcs; i++)
+		pcs[i] = m->pcs[i];
+	*n = m->npcs;
+	return true;
+}
+
+static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_memos *ms,
+			 int *replayed)
 {
 	stack_bounds(w, w->sp);
 	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
@@ -1116,8 +1140,22 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
 	bool exact = w->exact;
 	struct slot *c = w->cache;
 	uint32_t gen = w->gen;
-	int n = 0;
+	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
+	struct walk_memo *m = NULL;
+	bool record = ms != NULL;
 
+	if (ms) {
+		for (int i = 0; i < MEMO_WAYS; i++)
+			if (replay(&ms->e[i], w, max, gen, pcs, &n)) {
+				*replayed = i;
+				return n;
+			}
+		m = &ms->e[ms->next];
+		*replayed = -1 - ms->next;  /* recorded into this entry */
+		ms->next = (ms->next + 1) % MEMO_WAYS;
+		m->valid = false;
+		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
+	}
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
 		struct packed r = { K_NONE, 0 };
 		if (likely(c))
@@ -1140,11 +1178,36 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
 			pc = *(const uintptr_t *)(cfa - 8);
 			if (how == B_OFFSET)
 				bp = *(const uintptr_t *)at;
+			if (record) {
+				/* A restored rbp matters only if a later frame finds
+				 * its CFA from it; code without frame pointers keeps
+				 * anything in rbp, and checking that would fail. */
+				if (kind == K_CFA_RBP && bp_src >= 0)
+					m->bp_need[bp_src] = true;
+				if (k < MEMO_FRAMES) {
+					m->ra_at[k] = cfa - 8;
+					m->ra[k] = pc;
+					m->bp_at[k] = at;
+					m->bp[k] = bp;
+					m->bp_need[k] = false;
+					if (how == B_OFFSET)
+						bp_src = k;
+					k++;
+				} else {
+					record = false;
+				}
+			}
 			sp = cfa;
 			exact = false;
 			if (pc == 0)
 				break;
 		} else {
+			/* The outermost frame (_start, clone) ends every walk: its
+			 * rule alone decides that, so the record stays good. Any
+			 * other slow step reads more than the record keeps. */
+			if (kind == K_END)
+				break;
+			record = false;
 			w->pc = pc, w->sp = sp, w->bp = bp, w->exact = exact;
 			if (!step_slow(w, r))
 				break;
@@ -1157,10 +1220,22 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max)
 			continue;
 		pcs[n++] = pc;
 	}
+	if (record && n <= MEMO_FRAMES && gen == m->gen) {
+		m->nframes = k;
+		m->npcs = n;
+		for (int i = 0; i < n; i++)
+			m->pcs[i] = pcs[i];
+		m->valid = true;
+	}
 	return n;
 }
 
 NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
+{
+	return agent_unwind_cfi_memo(pcs, max, NULL, NULL);
+}
+
+NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed)
 {
 	struct walk w;
 	if (max <= 0)
@@ -1172,7 +1247,7 @@ NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
 			 "mov %%rbp, %2"
 			 : "=r"(w.pc), "=r"(w.sp), "=r"(w.bp));
 	w.exact = false;
-	int n = walk(&w, pcs, max);
+	int n = walk(&w, pcs, max, ms, replayed);
 	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
 	return n;
 }

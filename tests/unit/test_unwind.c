@@ -647,8 +647,58 @@ static void test_fork(void)
 	      children - bad, children);
 }
 
+/* The memo: walks from two call chains, interleaved, through a memo set
+ * must equal fresh walks every time — a replay may only happen when the
+ * stack is really the same. */
+static struct walk_memos memos;
+
+static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
+{
+	int n = agent_unwind_cfi_memo(a, 64, &memos, way);
+	int m = agent_unwind_cfi(b, 64);
+	return n == m ? n : -1;
+}
+
+static NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, int *way, volatile int depth)
+{
+	int r = depth ? memo_via_x(a, b, way, depth - 1) : memo_leaf(a, b, way);
+	return r + 0 * depth;
+}
+
+static NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, int *way)
+{
+	int r = memo_leaf(a, b, way);
+	return r + 0;
+}
+
+static void test_memo(void)
+{
+	uintptr_t a[64], b[64];
+	int bad = 0, replays = 0;
+	for (int i = 0; i < 3000; i++) {
+		int way = -100, n;
+		switch (i % 3) {
+		case 0: n = memo_via_x(a, b, &way, i % 5); break;
+		case 1: n = memo_via_y(a, b, &way); break;
+		default: n = memo_via_x(a, b, &way, 2); break;
+		}
+		/* [0] is where in memo_leaf each walk was taken: differs */
+		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
+			bad++;
+		replays += way >= 0;
+	}
+	check(bad == 0, "memoised walks equal fresh walks over 3000 mixed calls (%d differ)", bad);
+	check(replays > 2000, "most repeated walks are replays (%d of 3000)", replays);
+	agent_unwind_cfi_flush();
+	int way = -100;
+	uintptr_t c[64];
+	memo_via_y(c, b, &way);
+	check(way < 0, "a flush makes the memo forget (way %d)", way);
+}
+
 int main(void)
 {
+	test_memo();
 	test_chain();
 	test_alignment();
 	test_recursion();
