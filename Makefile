@@ -14,7 +14,7 @@ B        := build
 AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-	-fno-omit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT
+	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT
 AGENT_LIBS := -lunwind -ldl -lpthread -lm
 
 CLI_SRC  := $(wildcard src/cli/*.c src/format/*.c src/symbolize/*.c \

@@ -323,6 +323,9 @@ static inline bool agent_live_may_contain(uintptr_t addr)
 }
 /* Sets up the filter (sampling mode only); from the constructor. */
 void agent_filter_init(void);
+/* Pins the filter's slots for the bootstrap buffer at "maybe", so a free
+ * of a bootstrap block always reaches the slow path (hooks.c). */
+void agent_filter_pin_boot(_Atomic uint16_t *filter);
 
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);

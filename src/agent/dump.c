@@ -170,8 +170,10 @@ void agent_resample(uint64_t sample)
 		return;
 	agent_tables_lock_all();
 	agent_live_clear_locked();
-	if (agent_filter)
-		agent_memset(agent_filter, 0, sizeof(uint16_t) << 20);
+	if (agent_filter)  /* saturated slots (the bootstrap buffer's) stay */
+		for (size_t i = 0; i < (1u << 20); i++)
+			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
+				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
 	agent_config.sample = sample;
 	if (sample > 1 && !agent_filter)
 		agent_filter_init();

@@ -116,6 +116,13 @@ static inline bool ready(void)
 	return atomic_load(&agent_state) == 2;
 }
 
+void agent_filter_pin_boot(_Atomic uint16_t *filter)
+{
+	for (uintptr_t a = (uintptr_t)boot_buf & ~(uintptr_t)4095; a < (uintptr_t)boot_buf + BOOT_SIZE;
+	     a += 4096)
+		atomic_store(&filter[agent_filter_slot(a)], 0xffff);
+}
+
 void agent_ensure_ready(void)
 {
 	if (!agent_tls.busy)
@@ -191,7 +198,20 @@ static inline void check_pending(void)
 /* The common shape: pass through when nested or not ready; an allocation
  * the sampler passes over costs a countdown; a sampled one is recorded
  * with busy set. */
-#define TRACKED(fn_id, size, call, fallback)                               \
+/* Sampling: most allocations only count down. The countdown is zero
+ * until the agent is ready and in exact mode, so this never passes before
+ * real.* is known. */
+#define FAST_PATH(size, call)                                              \
+	do {                                                               \
+		if (likely((int64_t)(size) < agent_tls.sample_left)) {     \
+			agent_tls.sample_left -= (int64_t)(size);          \
+			return (call);                                     \
+		}                                                          \
+	} while (0)
+
+/* The rest: pass through when nested or not ready; else ask the sampler,
+ * and record a sampled block with busy set. */
+#define TRACKED_SLOW(fn_id, size, call, fallback)                          \
 	do {                                                               \
 		void *p_;                                                  \
 		if (unlikely(agent_tls.busy) || unlikely(!ready())) {      \
@@ -199,7 +219,7 @@ static inline void check_pending(void)
 				return (fallback);                         \
 			return (call);                                     \
 		}                                                          \
-		if (likely(!agent_sampled(size)))                          \
+		if (likely(!agent_sample_slow(size)))                      \
 			return (call);                                     \
 		agent_tls.busy = BUSY_AGENT;                               \
 		p_ = (call);                                               \
@@ -210,9 +230,22 @@ static inline void check_pending(void)
 		return p_;                                                 \
 	} while (0)
 
+#define TRACKED(fn_id, size, call, fallback)                               \
+	do {                                                               \
+		FAST_PATH(size, call);                                     \
+		TRACKED_SLOW(fn_id, size, call, fallback);                 \
+	} while (0)
+
+/* malloc's slow part out of line, so its fast path needs no frame. */
+static NOINLINE void *malloc_slow(size_t n)
+{
+	TRACKED_SLOW(FMT_FN_MALLOC, n, real.malloc(n), boot_alloc(n, 16));
+}
+
 AGENT_API void *malloc(size_t n)
 {
-	TRACKED(FMT_FN_MALLOC, n, real.malloc(n), boot_alloc(n, 16));
+	FAST_PATH(n, real.malloc(n));
+	return malloc_slow(n);
 }
 
 AGENT_API void *calloc(size_t k, size_t n)
@@ -268,17 +301,18 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 
 AGENT_API void free(void *p)
 {
+	/* Sampling: most blocks were never tracked, and the filter says so
+	 * without a lock. It has no filter in exact mode, and its slots for
+	 * the bootstrap buffer's pages are pinned at "maybe". */
+	if (likely(agent_filter != NULL) && likely(!agent_live_may_contain((uintptr_t)p))) {
+		real.free(p);
+		return;
+	}
 	if (unlikely(!p) || unlikely(is_boot(p)))
 		return;
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
-	/* Sampling: most blocks were never tracked, and the filter says so
-	 * without a lock (in exact mode it always says "maybe"). */
-	if (likely(!busy) && likely(!agent_live_may_contain((uintptr_t)p))) {
-		real.free(p);
-		return;
-	}
 	if (likely(!busy) && agent_config.sample <= 1)
 		agent_count(&agent_my_counts()->frees, 1);
 	if (unlikely(busy)) {
@@ -340,6 +374,13 @@ static void *realloc_as(void *p, size_t n, int fn)
 
 AGENT_API void *realloc(void *p, size_t n)
 {
+	/* Sampling: an untracked block, and a new size the sampler passes
+	 * over, is a plain realloc (NULL's filter slot is always zero). */
+	if (likely(agent_filter != NULL) && likely((int64_t)n < agent_tls.sample_left) &&
+	    likely(!agent_live_may_contain((uintptr_t)p))) {
+		agent_tls.sample_left -= (int64_t)n;
+		return real.realloc(p, n);
+	}
 	return realloc_as(p, n, FMT_FN_REALLOC);
 }
 

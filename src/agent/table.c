@@ -263,7 +263,11 @@ _Atomic uint16_t *agent_filter;
 
 void agent_filter_init(void)
 {
-	agent_filter = agent_mmap(sizeof(uint16_t) << 20);
+	_Atomic uint16_t *f = agent_mmap(sizeof(uint16_t) << 20);
+	if (!f)
+		return;
+	agent_filter_pin_boot(f);  /* before anyone can see the filter */
+	agent_filter = f;
 }
 
 static void filter_add(uintptr_t addr, int d)
