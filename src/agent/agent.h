@@ -62,7 +62,7 @@ void agent_config_load(void);
 /* ---- per-thread counters (counters.c) ---- */
 struct agent_counts {
 	_Atomic uint64_t allocs, bytes_allocated;  /* every allocation seen */
-	_Atomic uint64_t frees;                    /* every free seen */
+	_Atomic uint64_t frees;                    /* filled in by agent_counters_sum */
 	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
 	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
 	_Atomic uint64_t dropped;                  /* could not be tracked */

@@ -57,12 +57,15 @@ void agent_counters_forked(void)
 		atomic_store(&agent_tls.ctr->owner, my_tid());
 }
 
-/* In sampling mode allocations are not counted one by one: the totals
- * are what the samples stand for. */
+/* Frees are the frees of tracked blocks (valgrind, too, counts the frees
+ * of the blocks it knows). In sampling mode allocations are not counted
+ * one by one: the totals are what the samples stand for. */
 static void estimate_totals(struct agent_counts *out)
 {
-	if (agent_config.sample <= 1)
+	if (agent_config.sample <= 1) {
+		out->frees = out->tracked_frees;
 		return;
+	}
 	out->allocs = out->est_allocs_x1024 / 1024;
 	out->bytes_allocated = out->est_allocated;
 	out->frees = out->allocs - (uint64_t)((int64_t)out->est_blocks_x1024 / 1024);

@@ -313,8 +313,6 @@ AGENT_API void free(void *p)
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
-	if (likely(!busy) && agent_config.sample <= 1)
-		agent_count(&agent_my_counts()->frees, 1);
 	if (unlikely(busy)) {
 		/* A nested free may still release a tracked block (libc
 		 * freeing something inside our own call); only a fork in
@@ -355,8 +353,6 @@ static void *realloc_as(void *p, size_t n, int fn)
 		}
 		return real.realloc(p, n);
 	}
-	if (agent_config.sample <= 1)
-		agent_count(&agent_my_counts()->frees, 1);
 	bool sampled = agent_sampled(n);
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real.realloc(p, n);
