@@ -218,10 +218,6 @@ static inline void agent_unlock(agent_lock_t *l)
 }
 
 /* ---- stack capture (unwind.c) ---- */
-/* Fills pcs with up to max return addresses of the current thread, the
- * caller of the allocator first, skipping frames inside the agent. Returns
- * the count. Hook-safe; never allocates through the host's malloc. */
-int agent_unwind(uintptr_t *pcs, int max);
 /* The current stack interned for allocator fn: a repeat of the thread's
  * last stack is recognised without walking or hashing it again. Returns
  * the stack id, 0 when the table is full. Hook-safe. */

@@ -11,10 +11,6 @@
 #include "agent/agent.h"
 #include "agent/banned.h"
 
-int agent_unwind(uintptr_t *pcs, int max)
-{
-	return agent_unwind_cfi(pcs, max);
-}
 
 uint32_t agent_capture_stack(int fn)
 {

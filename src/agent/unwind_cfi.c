@@ -2,7 +2,7 @@
  * unwind_cfi.c — a fast x86_64 unwinder driven by .eh_frame call-frame
  * information, for capturing the stack of every allocation.
  *
- * agent_unwind_cfi has agent_unwind's contract: return addresses of the
+ * agent_unwind_cfi returns the return addresses of the
  * current thread, the caller of the allocator first (leading frames inside
  * [agent_self_lo, agent_self_hi) are dropped), at most max of them. It is
  * hook-safe and async-signal-safe, takes no lock and needs nothing at

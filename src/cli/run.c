@@ -325,7 +325,7 @@ static int write_json(const char *path, const struct prof_run *run)
 	FILE *mem = open_memstream(&data, &len);
 	if (!mem)
 		return -ENOMEM;
-	render_json(mem, run, false);
+	render_json(mem, run);
 	if (fclose(mem)) {
 		free(data);
 		return -ENOMEM;

@@ -99,9 +99,9 @@ static void json_process(FILE *out, const struct prof_process *p)
 	fputs("]}", out);
 }
 
-void render_json(FILE *out, const struct prof_run *run, bool always_array)
+void render_json(FILE *out, const struct prof_run *run)
 {
-	bool array = always_array || run->nprocs != 1;
+	bool array = run->nprocs != 1;
 	if (array)
 		fputs("[", out);
 	for (size_t i = 0; i < run->nprocs; i++) {

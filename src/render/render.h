@@ -24,8 +24,8 @@ struct render_text_opts {
 void render_text(FILE *out, const struct prof_run *run, const struct render_text_opts *opts);
 
 /* The JSON report: one object for a single process, an array of objects
- * for several (or when always_array is set). */
-void render_json(FILE *out, const struct prof_run *run, bool always_array);
+ * for several. */
+void render_json(FILE *out, const struct prof_run *run);
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *render_thousands(char *buf, uint64_t v);
