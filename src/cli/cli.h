@@ -10,12 +10,21 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "analyze/profile.h"
 #include "analyze/report.h"
 #include "analyze/suppress.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_growth(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
+int cmd_collapsed(int argc, char **argv);
+int cmd_pprof(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
+int cmd_callgraph(int argc, char **argv);
 
 /* "--name=value" or "--name value" at argv[*i]: returns the value (and
  * advances *i for the second form), "" when the value is missing, or NULL
@@ -49,6 +58,43 @@ void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run);
 /* Applies suppressions and prints run as o asks (text or JSON). */
 void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_opts *o);
 void cli_report_opts_release(struct cli_report_opts *o);
+
+/* Options shared by the analyzer's commands (top, diff, flame, ...). */
+struct cli_prof_opts {
+	const char *base;        /* --base OLD */
+	int value;               /* enum prof_value; -1 = not given */
+	bool lines;              /* --lines: by source line instead of function */
+	long nodecount;          /* -n N; 0 = the command's default */
+	const char *focus, *ignore;
+	const char *output;      /* -o FILE */
+	bool bytes;              /* --bytes: exact integers instead of KiB/MiB */
+	struct prof_load_opts load;
+	char **args;             /* positional arguments */
+	int nargs;
+};
+#define CLI_PROF_VALUE_HELP \
+	"  --inuse-space | --inuse-objects | --alloc-space | --alloc-objects\n" \
+	"                         which value to show (default: in-use space)\n"
+#define CLI_PROF_OPTS_HELP \
+	CLI_PROF_VALUE_HELP \
+	"  --base OLD             subtract the dump OLD first (what changed since)\n" \
+	"  --focus RE             keep only stacks with a function matching RE\n" \
+	"  --ignore RE            drop stacks with a function matching RE\n" \
+	"  --binary-path DIRS     directories searched first for the dump's binaries\n" \
+	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
+/* Parses argv (argv[0] is the command's name) into o. extra, when not
+ * NULL, is tried first on each argument: it returns 1 when it consumed
+ * argv[*i], 0 when not, -1 on a bad value (error printed). Returns 0, 1
+ * when --help was printed (usage on stdout), or 2 on a usage error
+ * (printed, with usage on stderr). */
+int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const char *usage,
+			int (*extra)(int argc, char **argv, int *i, void *ctx), void *ctx);
+void cli_prof_opts_release(struct cli_prof_opts *o);
+/* Loads one dump as o says (binary path); applies --base and --focus /
+ * --ignore. Prints the error and returns -1 on failure. */
+int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_profile *p);
+/* "1.5 MiB", "12.0 KiB", "512 B" (signed; bytes = true: exact integer). */
+const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact);
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

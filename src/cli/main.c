@@ -18,13 +18,21 @@ static const struct {
 	{ "run", cmd_run, "run a program under the agent and report what it left allocated" },
 	{ "report", cmd_report, "print the report of a saved run again (text or --json)" },
 	{ "leaks", cmd_leaks, "run a leak check in a process started under heaptrail, now" },
+	{ "growth", cmd_growth, "rank the sites whose live bytes grow across a run's dumps" },
+	{ "top", cmd_top, "the functions holding the most memory in a heap dump" },
+	{ "diff", cmd_diff, "what grew and what shrank between two heap dumps" },
+	{ "flame", cmd_flame, "an interactive flame graph (SVG) of a heap dump" },
+	{ "collapsed", cmd_collapsed, "a heap dump as folded stacks, for flamegraph.pl and speedscope" },
+	{ "pprof", cmd_pprof, "a heap dump as a pprof profile (.pb.gz)" },
+	{ "timeline", cmd_timeline, "the heap over time, with the top sites at the peak" },
+	{ "callgraph", cmd_callgraph, "a heap dump's call graph in Graphviz dot" },
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: heaptrail <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\n'heaptrail <command> --help' describes a command's options.\n");
 }
 

@@ -12,6 +12,10 @@
 #include <ctype.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <libiberty/hashtab.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,9 +143,7 @@ static void warn(struct symbolizer *s, struct sym_mod *m, const char *fmt, ...)
 	s->warnings[s->nwarnings++] = msg;
 }
 
-/* The file to open for path: its base name in the first directory of
- * binary_path that has it, else path itself. Caller frees; NULL on OOM. */
-static char *locate(const char *path, const char *binary_path)
+char *sym_locate(const char *path, const char *binary_path)
 {
 	const char *base = strrchr(path, '/'), *dir, *end;
 	char *cand;
@@ -182,7 +184,7 @@ static void report_module(struct symbolizer *s, const struct sym_module *in,
 	void **ud;
 	int len;
 
-	file = locate(in->path, binary_path);
+	file = sym_locate(in->path, binary_path);
 	if (!file)
 		return;
 	mod = dwfl_report_elf(s->dwfl, in->path, file, -1, in->base, true);
@@ -439,4 +441,44 @@ void sym_free(struct symbolizer *s)
 	free(s->warnings);
 	free(s->mods);
 	free(s);
+}
+
+int sym_elf_info(const char *file, uint64_t map_start, uint64_t map_end, uint64_t map_offset,
+		 uint64_t *bias, char *build_id, size_t cap)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), rc = -ENOEXEC;
+	Elf *elf = NULL;
+	size_t nph;
+
+	if (build_id && cap)
+		build_id[0] = 0;
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
+		goto out;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_offset >= map_offset && ph.p_offset < map_offset + (map_end - map_start)) {
+			*bias = map_start + (ph.p_offset - map_offset) - ph.p_vaddr;
+			rc = 0;
+			break;
+		}
+	}
+	if (build_id && cap) {
+		const unsigned char *bits;
+		ssize_t len = dwelf_elf_gnu_build_id(elf, (const void **)&bits);
+
+		for (ssize_t j = 0; j < len && (size_t)(2 * j + 2) < cap; j++)
+			snprintf(build_id + 2 * j, 3, "%02x", bits[j]);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return rc;
 }

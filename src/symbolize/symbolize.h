@@ -67,4 +67,19 @@ size_t sym_warnings(const struct symbolizer *s, const char *const **out);
 
 void sym_free(struct symbolizer *s);
 
+/* The file to open for a module recorded as path: its base name in the
+ * first directory of binary_path (colon-separated) that has it, else path
+ * itself. Caller frees; NULL on OOM. */
+char *sym_locate(const char *path, const char *binary_path);
+
+/* For a mapping [map_start, map_end) of file at map_offset (a line of
+ * /proc/PID/maps): the load bias of the file (runtime address minus file
+ * virtual address), and its GNU build-id as lower-case hex in build_id
+ * ("" when it has none; build_id may be NULL). Returns 0, -errno when the
+ * file cannot be opened, or -ENOEXEC when it is not an ELF file or no
+ * segment starts in that mapping (the bias is then unknown, but build_id
+ * is still filled when readable). */
+int sym_elf_info(const char *file, uint64_t map_start, uint64_t map_end, uint64_t map_offset,
+		 uint64_t *bias, char *build_id, size_t cap);
+
 #endif

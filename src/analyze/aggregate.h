@@ -1,0 +1,39 @@
+/*
+ * aggregate — a profile summed by function (or by source line), the way
+ * `pprof -top` and `jeprof --text` present it: flat is what a function
+ * allocated itself (it is the leaf of the stack), cum what it and
+ * everything it called allocated (each stack counted once even when the
+ * function recurses). Pure computation on a loaded profile.
+ */
+#ifndef HEAPTRAIL_ANALYZE_AGGREGATE_H
+#define HEAPTRAIL_ANALYZE_AGGREGATE_H
+
+#include "analyze/profile.h"
+
+struct prof_row {
+	const char *name;       /* function, or "function file:line"; owned by the table */
+	uint32_t frame;         /* a frame id that has this name */
+	int64_t flat[PROF_NVALUES], cum[PROF_NVALUES];
+};
+
+struct prof_table {
+	struct prof_row *rows;
+	size_t nrows;
+	/* private */
+	char **names;
+	size_t nnames;
+};
+
+enum prof_sort { PROF_SORT_FLAT, PROF_SORT_CUM, PROF_SORT_GROWTH };
+
+/* Sums p by function (lines = false) or by source line. Rows are sorted
+ * on value v: by |flat| (PROF_SORT_FLAT), |cum|, or signed flat, largest
+ * growth first (PROF_SORT_GROWTH); ties by name. Returns 0 or -ENOMEM. */
+int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool lines,
+		     int v, enum prof_sort sort);
+void prof_table_release(struct prof_table *t);
+
+/* The row key of frame f: the function, or "function file:line". */
+const char *prof_row_key(const struct prof_frame *f, bool lines, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * profile — a heap dump, unbiased and symbolized: the model every
+ * analyzer subcommand (top, diff, growth, flame, collapsed, pprof,
+ * timeline, callgraph) works from. Renderers take this model and never
+ * read files; this module never prints.
+ *
+ * Three tables:
+ *   - locations: each distinct pc of the dump once, with the mapping it
+ *     falls in and its source frames (several when inlined: innermost
+ *     first, the last one is the real function the pc is in);
+ *   - frames: distinct (function, file, line, module) quadruples, interned,
+ *     so two pcs on the same source line share one frame, and so do equal
+ *     frames of a base profile merged in;
+ *   - samples: one per stack of the dump, with the four unbiased values
+ *     and the stack as location ids and as frame ids, leaf first. The
+ *     allocator's own frames at the top of a stack (malloc, operator new,
+ *     jemalloc's and tcmalloc's internals, heaptrail's agent) are dropped
+ *     at load, as jeprof and pprof do, so the leaf is the caller.
+ *
+ * Values are signed: prof_profile_subtract() merges a base profile with
+ * negated values, and every consumer handles negative numbers.
+ *
+ * Ownership: a profile owns all of its strings and arrays; they stay
+ * valid until prof_profile_release().
+ */
+#ifndef HEAPTRAIL_ANALYZE_PROFILE_H
+#define HEAPTRAIL_ANALYZE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/heapdump.h"
+#include "symbolize/symbolize.h"
+
+enum prof_value {
+	PROF_INUSE_OBJECTS, PROF_INUSE_SPACE, PROF_ALLOC_OBJECTS, PROF_ALLOC_SPACE,
+	PROF_NVALUES
+};
+/* "inuse_objects", "inuse_space", ... (pprof's sample type names) */
+extern const char *const prof_value_names[PROF_NVALUES];
+
+struct prof_mapping {
+	uint64_t start, limit, offset;
+	const char *file;       /* as in the dump */
+	const char *build_id;   /* lower-case hex, or NULL when unknown */
+	bool exec;
+};
+
+struct prof_frame {
+	const char *function;   /* demangled, or "0x..." when unknown */
+	const char *file;       /* NULL when unknown */
+	int line;               /* 0 when unknown */
+	const char *module;     /* base name of the module, or NULL */
+	bool symbolized;        /* function is a real name */
+};
+
+struct prof_location {
+	uint64_t pc;
+	int mapping;            /* index into maps, or -1 */
+	uint32_t *frames;       /* frame ids, innermost first */
+	uint32_t nframes;
+};
+
+struct prof_sample {
+	int64_t v[PROF_NVALUES];
+	uint32_t *locs;         /* location ids, leaf first; NULL for base samples */
+	uint32_t nlocs;
+	uint32_t *frames;       /* frame ids, leaf first (inlined frames expanded) */
+	uint32_t nframes;
+};
+
+struct prof_profile {
+	const char *path;
+	enum fmt_heap_layout layout;
+	uint64_t sample;        /* 1: exact */
+	int64_t ms, unix_ms;    /* when the dump was taken (-1 when unknown) */
+	long pid;
+	bool has_alloc;         /* allocated-so-far values are meaningful */
+	int64_t total[PROF_NVALUES]; /* sums over samples */
+	struct prof_mapping *maps;
+	size_t nmaps;
+	struct prof_location *locs;
+	size_t nlocs;
+	struct prof_frame *frames;
+	size_t nframes;
+	struct prof_sample *samples;
+	size_t nsamples;
+	/* private */
+	struct prof_profile_priv *priv;
+};
+
+struct prof_load_opts {
+	const char *binary_path;  /* like PPROF_BINARY_PATH: colon-separated dirs */
+	bool no_symbolize;        /* frames are the bare pcs ("0x...") */
+	bool keep_alloc_frames;   /* do not drop the allocator's frames */
+};
+
+/* Loads and symbolizes one dump. Returns 0, or -errno with *err a message
+ * (static, or owned by the profile module until the next call) naming the
+ * problem; on failure p holds nothing to release. */
+int prof_profile_load(struct prof_profile *p, const char *path,
+		      const struct prof_load_opts *o, const char **err);
+
+/* Merges base into p with negated values (p - base), matching frames by
+ * name; base is left as it was. The merged samples have no locations. */
+int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base);
+
+/* Drops samples with no frame matching focus (when not NULL), then those
+ * with a frame matching ignore (POSIX extended regexes, on function
+ * names). Returns 0 or -EINVAL with *err set for a bad regex. */
+int prof_profile_filter(struct prof_profile *p, const char *focus, const char *ignore,
+			const char **err);
+
+/* Symbolization notes ("no debug info for 'x'"), owned by p. */
+size_t prof_profile_warnings(const struct prof_profile *p, const char *const **out);
+
+void prof_profile_release(struct prof_profile *p);
+
+/* The name of a frame at the granularity asked: the function, or
+ * "function file:line" (lines), written to buf. Returns buf. */
+const char *prof_frame_name(const struct prof_frame *f, bool lines, char *buf, size_t cap);
+
+/* Parses "inuse_space", "inuse-space", "alloc_objects", ... Returns -1
+ * when unknown. */
+int prof_value_parse(const char *s);
+
+/* ---- the series of dumps of one run ---- */
+
+/* Lists the dumps (*.heap files) in dir, or the given paths, sorted by
+ * the time they were taken (their ms, else their sequence number in the
+ * name). Each is loaded with o. On success *out is an array of *n
+ * profiles owned by the caller (release each, then free the array). */
+int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
+		     struct prof_profile **out, size_t *n, const char **err,
+		     const char **err_file);
+
+#endif

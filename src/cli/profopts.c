@@ -1,0 +1,146 @@
+/* profopts.c — options and loading shared by the analyzer's commands. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const char *usage,
+			int (*extra)(int argc, char **argv, int *i, void *ctx), void *ctx)
+{
+	const char *v;
+	memset(o, 0, sizeof *o);
+	o->value = -1;
+	o->args = calloc((size_t)argc + 1, sizeof *o->args);
+	if (!o->args) {
+		cli_error("out of memory");
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (extra) {
+			int r = extra(argc, argv, &i, ctx);
+			if (r < 0)
+				return 2;
+			if (r > 0)
+				continue;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return 1;
+		} else if (!strcmp(a, "--inuse-space") || !strcmp(a, "--inuse_space")) {
+			o->value = PROF_INUSE_SPACE;
+		} else if (!strcmp(a, "--inuse-objects") || !strcmp(a, "--inuse_objects")) {
+			o->value = PROF_INUSE_OBJECTS;
+		} else if (!strcmp(a, "--alloc-space") || !strcmp(a, "--alloc_space")) {
+			o->value = PROF_ALLOC_SPACE;
+		} else if (!strcmp(a, "--alloc-objects") || !strcmp(a, "--alloc_objects")) {
+			o->value = PROF_ALLOC_OBJECTS;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--sample-index"))) {
+			if ((o->value = prof_value_parse(v)) < 0) {
+				cli_error("--sample-index: unknown value '%s'", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "--lines")) {
+			o->lines = true;
+		} else if (!strcmp(a, "--bytes")) {
+			o->bytes = true;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--base"))) {
+			if (!*v)
+				goto missing;
+			o->base = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--focus"))) {
+			o->focus = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--ignore"))) {
+			o->ignore = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--binary-path"))) {
+			o->load.binary_path = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "-o")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--output"))) {
+			if (!*v)
+				goto missing;
+			o->output = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "-n")) ||
+			   (v = cli_opt_value(argc, argv, &i, "--nodecount"))) {
+			if ((o->nodecount = cli_parse_count(v, 1000000000)) < 1) {
+				cli_error("%s: want a positive number, not '%s'", a, v);
+				return 2;
+			}
+		} else if (!strcmp(a, "--no-symbolize")) {
+			o->load.no_symbolize = true;
+		} else if (a[0] == '-' && a[1]) {
+			cli_error("%s: unknown option '%s'", argv[0], a);
+			fputs(usage, stderr);
+			return 2;
+		} else {
+			o->args[o->nargs++] = argv[i];
+		}
+		continue;
+missing:
+		cli_error("%s: '%s' needs a value", argv[0], a);
+		return 2;
+	}
+	if (!o->load.binary_path)
+		o->load.binary_path = getenv("PPROF_BINARY_PATH");
+	return 0;
+}
+
+void cli_prof_opts_release(struct cli_prof_opts *o)
+{
+	free(o->args);
+	o->args = NULL;
+}
+
+int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_profile *p)
+{
+	const char *err;
+	int rc = prof_profile_load(p, path, &o->load, &err);
+	if (rc) {
+		cli_error("cannot read '%s': %s", path, err);
+		return -1;
+	}
+	if (o->base) {
+		struct prof_profile b;
+		if (prof_profile_load(&b, o->base, &o->load, &err)) {
+			cli_error("cannot read '%s': %s", o->base, err);
+			prof_profile_release(p);
+			return -1;
+		}
+		rc = prof_profile_subtract(p, &b);
+		prof_profile_release(&b);
+		if (rc) {
+			cli_error("out of memory");
+			prof_profile_release(p);
+			return -1;
+		}
+	}
+	if ((o->focus || o->ignore) && prof_profile_filter(p, o->focus, o->ignore, &err)) {
+		cli_error("%s", err);
+		prof_profile_release(p);
+		return -1;
+	}
+	return 0;
+}
+
+const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact)
+{
+	if (exact) {
+		snprintf(buf, cap, "%" PRId64, v);
+		return buf;
+	}
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double x = (double)v, a = x < 0 ? -x : x;
+	int u = 0;
+	while (a >= 1024 && u < 5) {
+		a /= 1024;
+		x /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, cap, "%" PRId64 " B", v);
+	else
+		snprintf(buf, cap, "%.2f %s", x, units[u]);
+	return buf;
+}

@@ -1,0 +1,484 @@
+/* heapdump.c — the text heap profile reader; the layouts are in heapdump.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/heapdump.h"
+
+#define MAX_LINE (1u << 20)
+
+static char errbuf[160];
+
+static const char *line_error(unsigned long line, const char *what)
+{
+	snprintf(errbuf, sizeof errbuf, "line %lu: %s", line, what);
+	return errbuf;
+}
+
+static void skip_spaces(const char **p)
+{
+	while (**p == ' ' || **p == '\t')
+		++*p;
+}
+
+/* A decimal count no bigger than FMT_HEAP_MAX_COUNT; 0 on success. */
+static int parse_count(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	while (isdigit((unsigned char)*s)) {
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v > FMT_HEAP_MAX_COUNT)
+			return -1;
+		s++;
+	}
+	*out = v;
+	*p = s;
+	return 0;
+}
+
+static int expect(const char **p, char c)
+{
+	skip_spaces(p);
+	if (**p != c)
+		return -1;
+	++*p;
+	return 0;
+}
+
+/* "n: b [n2: b2]" with any spacing. */
+static int parse_counts(const char **p, uint64_t v[FMT_HEAP_NVALUES])
+{
+	skip_spaces(p);
+	if (parse_count(p, &v[0]) || expect(p, ':'))
+		return -1;
+	skip_spaces(p);
+	if (parse_count(p, &v[1]) || expect(p, '['))
+		return -1;
+	skip_spaces(p);
+	if (parse_count(p, &v[2]) || expect(p, ':'))
+		return -1;
+	skip_spaces(p);
+	if (parse_count(p, &v[3]) || expect(p, ']'))
+		return -1;
+	return 0;
+}
+
+static int pool_push(struct fmt_heap_dump *d, uint64_t pc)
+{
+	if (d->pool_len == d->pool_cap) {
+		size_t cap = d->pool_cap ? 2 * d->pool_cap : 4096;
+		uint64_t *np = realloc(d->pool, cap * sizeof *np);
+		if (!np)
+			return -ENOMEM;
+		d->pool = np;
+		d->pool_cap = cap;
+	}
+	d->pool[d->pool_len++] = pc;
+	return 0;
+}
+
+/* " 0xPC 0xPC ..." up to the end of the line: appended to the pool. */
+static int parse_pcs(struct fmt_heap_dump *d, const char *s, uint32_t *depth, const char **err,
+		     unsigned long lineno)
+{
+	uint32_t n = 0;
+	for (;;) {
+		skip_spaces(&s);
+		if (!*s || *s == '\n' || *s == '\r')
+			break;
+		if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !isxdigit((unsigned char)s[2])) {
+			*err = line_error(lineno, "an address is not 0x-prefixed hex");
+			return -EINVAL;
+		}
+		s += 2;
+		uint64_t pc = 0;
+		int digits = 0;
+		while (isxdigit((unsigned char)*s)) {
+			if (++digits > 16) {
+				*err = line_error(lineno, "an address has more than 64 bits");
+				return -EINVAL;
+			}
+			int c = tolower((unsigned char)*s++);
+			pc = pc << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+		}
+		if (*s && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') {
+			*err = line_error(lineno, "an address is not 0x-prefixed hex");
+			return -EINVAL;
+		}
+		if (++n > FMT_HEAP_MAX_DEPTH) {
+			*err = line_error(lineno, "a stack deeper than 1024 frames");
+			return -EINVAL;
+		}
+		if (pool_push(d, pc))
+			return -ENOMEM;
+	}
+	*depth = n;
+	return 0;
+}
+
+static int add_stack(struct fmt_heap_dump *d, const uint64_t v[FMT_HEAP_NVALUES],
+		     size_t first, uint32_t depth, const char **err, unsigned long lineno)
+{
+	if (d->nstacks >= FMT_HEAP_MAX_STACKS) {
+		*err = line_error(lineno, "more than 16 M stacks");
+		return -EINVAL;
+	}
+	if (d->nstacks == d->stacks_cap) {
+		size_t cap = d->stacks_cap ? 2 * d->stacks_cap : 1024;
+		struct fmt_heap_stack *ns = realloc(d->stacks, cap * sizeof *ns);
+		if (!ns)
+			return -ENOMEM;
+		d->stacks = ns;
+		d->stacks_cap = cap;
+	}
+	struct fmt_heap_stack *st = &d->stacks[d->nstacks++];
+	memcpy(st->v, v, sizeof st->v);
+	st->pcs = (uint64_t *)(uintptr_t)first; /* an offset until the pool stops moving */
+	st->depth = depth;
+	return 0;
+}
+
+/* "START-END PERMS OFFSET DEV INODE [PATH]" */
+static int add_map(struct fmt_heap_dump *d, const char *s)
+{
+	char *end;
+	errno = 0;
+	uint64_t start = strtoull(s, &end, 16);
+	if (end == s || *end != '-')
+		return 0;
+	s = end + 1;
+	uint64_t stop = strtoull(s, &end, 16);
+	if (end == s || (*end != ' ' && *end != '\t') || errno)
+		return 0;
+	s = end;
+	skip_spaces(&s);
+	char perms[5] = { 0 };
+	for (int i = 0; i < 4 && *s && *s != ' '; i++)
+		perms[i] = *s++;
+	skip_spaces(&s);
+	uint64_t offset = strtoull(s, &end, 16);
+	if (end == s)
+		return 0;
+	s = end;
+	skip_spaces(&s);
+	while (*s && *s != ' ' && *s != '\t') /* device */
+		s++;
+	skip_spaces(&s);
+	while (isdigit((unsigned char)*s)) /* inode */
+		s++;
+	skip_spaces(&s);
+	if (*s != '/')
+		return 0; /* anonymous, [heap], [stack], [vdso]: nothing to symbolize */
+	size_t len = strcspn(s, "\r\n");
+	if (len > 8 && !strncmp(s + len - 10, " (deleted)", 10))
+		len -= 10;
+	if (d->nmaps == d->maps_cap) {
+		size_t cap = d->maps_cap ? 2 * d->maps_cap : 64;
+		struct fmt_heap_map *nm = realloc(d->maps, cap * sizeof *nm);
+		if (!nm)
+			return -ENOMEM;
+		d->maps = nm;
+		d->maps_cap = cap;
+	}
+	char *path = strndup(s, len);
+	if (!path)
+		return -ENOMEM;
+	d->maps[d->nmaps++] = (struct fmt_heap_map){ start, stop, offset, perms[2] == 'x', path };
+	return 0;
+}
+
+/* "# build-id HEX PATH" */
+static int add_buildid(struct fmt_heap_dump *d, const char *s)
+{
+	skip_spaces(&s);
+	size_t hl = 0;
+	while (isxdigit((unsigned char)s[hl]))
+		hl++;
+	if (!hl || hl > 128 || (s[hl] != ' ' && s[hl] != '\t'))
+		return 0;
+	const char *path = s + hl;
+	skip_spaces(&path);
+	size_t pl = strcspn(path, "\r\n");
+	if (!pl)
+		return 0;
+	if (d->nbuildids == d->buildids_cap) {
+		size_t cap = d->buildids_cap ? 2 * d->buildids_cap : 32;
+		struct fmt_heap_buildid *nb = realloc(d->buildids, cap * sizeof *nb);
+		if (!nb)
+			return -ENOMEM;
+		d->buildids = nb;
+		d->buildids_cap = cap;
+	}
+	char *h = strndup(s, hl), *p = strndup(path, pl);
+	if (!h || !p) {
+		free(h);
+		free(p);
+		return -ENOMEM;
+	}
+	for (char *c = h; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	d->buildids[d->nbuildids++] = (struct fmt_heap_buildid){ p, h };
+	return 0;
+}
+
+static void parse_comment(struct fmt_heap_dump *d, const char *s)
+{
+	if (!strncmp(s, "# heaptrail-dump", 16)) {
+		const char *p;
+		if ((p = strstr(s, " ms=")))
+			d->ms = strtoll(p + 4, NULL, 10);
+		if ((p = strstr(s, " unix_ms=")))
+			d->unix_ms = strtoll(p + 9, NULL, 10);
+		if ((p = strstr(s, " pid=")))
+			d->pid = strtol(p + 5, NULL, 10);
+	}
+}
+
+/* The header's "@ NAME/S" part: the sampling distance pprof would use. */
+static int parse_sampler(struct fmt_heap_dump *d, const char *s)
+{
+	skip_spaces(&s);
+	if (*s++ != '@')
+		return -1;
+	skip_spaces(&s);
+	size_t n = strcspn(s, "/ \t\r\n");
+	uint64_t rate = 0;
+	if (s[n] == '/') {
+		const char *r = s + n + 1;
+		if (parse_count(&r, &rate))
+			return -1;
+	}
+	if (n == 7 && !strncmp(s, "heap_v2", 7))
+		d->sample = rate ? rate : 1;
+	else if (n == 8 && !strncmp(s, "heapz_v2", 8))
+		d->sample = rate ? rate : 1;
+	else if (n == 11 && !strncmp(s, "heapprofile", 11))
+		d->sample = 1;
+	else if (n == 4 && !strncmp(s, "heap", 4))
+		d->sample = rate / 2 ? rate / 2 : 1; /* the old sampler's S is twice the mean */
+	else
+		return -1;
+	return 0;
+}
+
+enum state { HEADER, SAMPLES, JE_STACK_COUNTS, MAPS };
+
+int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
+{
+	memset(d, 0, sizeof *d);
+	d->ms = d->unix_ms = -1;
+	d->pid = -1;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned long lineno = 0;
+	enum state st = HEADER;
+	int rc = 0;
+	bool je_pending = false;       /* a jemalloc "@" line waits for its t*: line */
+	size_t je_first = 0;
+	uint32_t je_depth = 0;
+	*err = NULL;
+
+	while ((len = getline(&line, &cap, f)) > 0) {
+		lineno++;
+		if ((size_t)len > MAX_LINE) {
+			*err = line_error(lineno, "line longer than 1 MiB");
+			rc = -EINVAL;
+			goto out;
+		}
+		if (memchr(line, 0, (size_t)len)) {
+			*err = line_error(lineno, "binary data (a NUL byte)");
+			rc = -EINVAL;
+			goto out;
+		}
+		const char *s = line;
+		if (st == MAPS) {
+			if (!strncmp(s, "# build-id ", 11))
+				rc = add_buildid(d, s + 11);
+			else if (*s != '#')
+				rc = add_map(d, s);
+			if (rc)
+				goto out;
+			continue;
+		}
+		skip_spaces(&s);
+		if (*s == '#') {
+			parse_comment(d, s);
+			continue;
+		}
+		if (*s == '\n' || *s == '\r' || !*s)
+			continue;
+		if (!strncmp(s, "MAPPED_LIBRARIES:", 17) || !strncmp(s, "--- Memory map:", 15)) {
+			if (st == HEADER)
+				break; /* reported below as a missing header */
+			if (je_pending) {
+				*err = line_error(lineno, "a stack without its t*: counts");
+				rc = -EINVAL;
+				goto out;
+			}
+			st = MAPS;
+			continue;
+		}
+		if (st == HEADER) {
+			if (!strncmp(s, "heap profile:", 13)) {
+				s += 13;
+				if (parse_counts(&s, d->total) || parse_sampler(d, s)) {
+					*err = line_error(lineno, "malformed 'heap profile:' header");
+					rc = -EINVAL;
+					goto out;
+				}
+				d->layout = FMT_HEAP_GPERFTOOLS;
+				st = SAMPLES;
+			} else if (!strncmp(s, "heap_v2/", 8)) {
+				s += 8;
+				if (parse_count(&s, &d->sample) || !d->sample) {
+					*err = line_error(lineno, "malformed 'heap_v2/' header");
+					rc = -EINVAL;
+					goto out;
+				}
+				d->layout = FMT_HEAP_JEMALLOC;
+				st = JE_STACK_COUNTS;
+			} else {
+				*err = "not a heap profile (no 'heap profile:' or 'heap_v2/' header)";
+				rc = -EINVAL;
+				goto out;
+			}
+			continue;
+		}
+		if (d->layout == FMT_HEAP_GPERFTOOLS) {
+			uint64_t v[FMT_HEAP_NVALUES];
+			const char *at = strchr(s, '@');
+			if (parse_counts(&s, v) || !at || expect(&s, '@')) {
+				*err = line_error(lineno, "malformed sample line (want 'n: b [n2: b2] @ 0x...')");
+				rc = -EINVAL;
+				goto out;
+			}
+			size_t first = d->pool_len;
+			uint32_t depth;
+			if ((rc = parse_pcs(d, s, &depth, err, lineno)) ||
+			    (rc = add_stack(d, v, first, depth, err, lineno)))
+				goto out;
+			continue;
+		}
+		/* jemalloc */
+		if (*s == '@') {
+			if (je_pending) {
+				*err = line_error(lineno, "a stack without its t*: counts");
+				rc = -EINVAL;
+				goto out;
+			}
+			je_first = d->pool_len;
+			if ((rc = parse_pcs(d, s + 1, &je_depth, err, lineno)))
+				goto out;
+			je_pending = true;
+			st = SAMPLES;
+			continue;
+		}
+		if (s[0] == 't' && s[1] == '*' && s[2] == ':') {
+			uint64_t v[FMT_HEAP_NVALUES];
+			s += 3;
+			if (parse_counts(&s, v)) {
+				*err = line_error(lineno, "malformed 't*:' counts");
+				rc = -EINVAL;
+				goto out;
+			}
+			if (st == JE_STACK_COUNTS) {
+				memcpy(d->total, v, sizeof v);
+			} else if (je_pending) {
+				if ((rc = add_stack(d, v, je_first, je_depth, err, lineno)))
+					goto out;
+				je_pending = false;
+			}
+			continue;
+		}
+		if (s[0] == 't' && isdigit((unsigned char)s[1]))
+			continue; /* per-thread counts */
+		*err = line_error(lineno, "unexpected line in a jemalloc heap profile");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (ferror(f)) {
+		*err = "read error";
+		rc = -EIO;
+		goto out;
+	}
+	if (st == HEADER) {
+		*err = lineno ? "not a heap profile (no 'heap profile:' or 'heap_v2/' header)"
+			      : "empty file";
+		rc = -EINVAL;
+		goto out;
+	}
+	if (st != MAPS) {
+		*err = "truncated: no MAPPED_LIBRARIES section";
+		rc = -EINVAL;
+		goto out;
+	}
+	for (size_t i = 0; i < d->nstacks; i++)
+		d->stacks[i].pcs = d->pool + (uintptr_t)d->stacks[i].pcs;
+	d->has_alloc = (d->total[2] != d->total[0] && d->total[2]) ||
+		       (d->total[3] != d->total[1] && d->total[3]);
+	if (d->layout == FMT_HEAP_JEMALLOC)
+		d->has_alloc = true;
+out:
+	free(line);
+	if (rc) {
+		if (rc == -ENOMEM)
+			*err = "out of memory";
+		fmt_heap_release(d);
+	}
+	return rc;
+}
+
+int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		memset(d, 0, sizeof *d);
+		*err = strerror(e);
+		return -e;
+	}
+	int rc = fmt_heap_read(d, f, err);
+	fclose(f);
+	return rc;
+}
+
+void fmt_heap_release(struct fmt_heap_dump *d)
+{
+	for (size_t i = 0; i < d->nmaps; i++)
+		free(d->maps[i].path);
+	for (size_t i = 0; i < d->nbuildids; i++) {
+		free(d->buildids[i].path);
+		free(d->buildids[i].hex);
+	}
+	free(d->maps);
+	free(d->buildids);
+	free(d->stacks);
+	free(d->pool);
+	memset(d, 0, sizeof *d);
+}
+
+void fmt_heap_unsample(uint64_t sample, uint64_t count, uint64_t bytes,
+		       int64_t *out_count, int64_t *out_bytes)
+{
+	if (!count || !bytes) {
+		*out_count = *out_bytes = 0;
+		return;
+	}
+	if (sample <= 1) {
+		*out_count = (int64_t)count;
+		*out_bytes = (int64_t)bytes;
+		return;
+	}
+	double avg = (double)bytes / (double)count;
+	double scale = 1.0 / (1.0 - exp(-avg / (double)sample));
+	/* hostile input (a huge count of tiny blocks) must not overflow */
+	double c = (double)count * scale, b = (double)bytes * scale;
+	*out_count = c < 0x1p62 ? (int64_t)c : INT64_C(1) << 62;
+	*out_bytes = b < 0x1p62 ? (int64_t)b : INT64_C(1) << 62;
+}

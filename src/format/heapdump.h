@@ -1,0 +1,107 @@
+/*
+ * heapdump — reads heap profiles in the text layouts the ecosystem writes:
+ *
+ *   - gperftools' heap profile, as heaptrail's agent writes it and as
+ *     tcmalloc's sampler does:
+ *       heap profile: N: B [ N2: B2] @ heap_v2/S
+ *        n: b [ n2: b2] @ 0xPC 0xPC ...
+ *     ("@ heapprofile": gperftools' HEAPPROFILE, every allocation
+ *     counted; "@ heap/S": an old sampler whose S is twice the mean);
+ *   - jemalloc's own layout (prof.dump, MALLOC_CONF=prof:true):
+ *       heap_v2/S
+ *         t*: N: B [N2: B2]
+ *         tTID: ...                     per thread, ignored
+ *       @ 0xPC 0xPC ...
+ *         t*: n: b [n2: b2]
+ *   - both end with "MAPPED_LIBRARIES:" and the process's /proc/PID/maps.
+ *
+ * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
+ * skip: "# heaptrail-dump ms=M unix_ms=U pid=P" after the header (when
+ * the dump was taken), and "# build-id HEX PATH" per module at the end.
+ *
+ * Counts are returned as read (raw samples); unbiasing is the caller's
+ * business (fmt_heap_unsample does it as pprof does). Stacks are return
+ * addresses, innermost first, exactly as in the file.
+ *
+ * The reader takes a FILE stream and keeps nothing but the parsed result,
+ * so memory grows with the number of distinct stacks, not with the file.
+ * A dump that is truncated (no MAPPED_LIBRARIES section; a sample line cut
+ * short), malformed or absurd (a count over 2^62, a stack deeper than
+ * FMT_HEAP_MAX_DEPTH, more than FMT_HEAP_MAX_STACKS stacks) is rejected
+ * with a message that names the line.
+ */
+#ifndef HEAPTRAIL_FORMAT_HEAPDUMP_H
+#define HEAPTRAIL_FORMAT_HEAPDUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FMT_HEAP_MAX_DEPTH 1024
+#define FMT_HEAP_MAX_STACKS (1u << 24)
+#define FMT_HEAP_MAX_COUNT (1ull << 62)
+
+enum fmt_heap_layout {
+	FMT_HEAP_GPERFTOOLS,  /* "heap profile: ... @ heap_v2/S" or heapprofile */
+	FMT_HEAP_JEMALLOC,    /* jemalloc's "heap_v2/S" with t*: lines */
+};
+
+enum fmt_heap_value {
+	FMT_INUSE_OBJECTS, FMT_INUSE_SPACE, FMT_ALLOC_OBJECTS, FMT_ALLOC_SPACE,
+	FMT_HEAP_NVALUES
+};
+
+struct fmt_heap_stack {
+	uint64_t v[FMT_HEAP_NVALUES];  /* raw counts as in the file */
+	uint64_t *pcs;                 /* innermost first; points into the dump's pool */
+	uint32_t depth;
+};
+
+/* One line of the maps section (only lines naming a file are kept). */
+struct fmt_heap_map {
+	uint64_t start, end, offset;
+	bool exec;                     /* 'x' in the permissions */
+	char *path;                    /* owned */
+};
+
+struct fmt_heap_buildid {
+	char *path, *hex;              /* owned */
+};
+
+struct fmt_heap_dump {
+	enum fmt_heap_layout layout;
+	uint64_t sample;               /* mean sampling distance in bytes; 1 = every allocation */
+	uint64_t total[FMT_HEAP_NVALUES]; /* the header's totals, raw */
+	bool has_alloc;                /* the allocated-so-far columns carry data */
+	int64_t ms, unix_ms;           /* when taken (heaptrail dumps), or -1 */
+	long pid;                      /* -1 when unknown */
+	struct fmt_heap_stack *stacks;
+	size_t nstacks;
+	struct fmt_heap_map *maps;
+	size_t nmaps;
+	struct fmt_heap_buildid *buildids;
+	size_t nbuildids;
+	/* private */
+	uint64_t *pool;
+	size_t pool_len, pool_cap, stacks_cap, maps_cap, buildids_cap;
+};
+
+/* Parses f into d (zeroed by the call). Returns 0, or -EINVAL (bad or
+ * truncated input), -ENOMEM or -EIO; on failure *err is a static message
+ * (e.g. "line 12: sample line without '@'") and d holds nothing to
+ * release. */
+int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err);
+
+/* Same, from a path; -errno of fopen when it cannot be opened. */
+int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **err);
+
+void fmt_heap_release(struct fmt_heap_dump *d);
+
+/* Unbiased estimates of a stack's count and bytes, as pprof computes them
+ * (each product truncated to an integer): with mean block size
+ * a = bytes/count, a block was sampled with probability 1 - exp(-a/S). */
+void fmt_heap_unsample(uint64_t sample, uint64_t count, uint64_t bytes,
+		       int64_t *out_count, int64_t *out_bytes);
+
+#endif
