@@ -2495,6 +2495,28 @@ def collect_tests(suite):
             if name.endswith(kind):
                 label = "%s[%s]" % (name[:-len(kind)], kind[1:])
         tests.append(("prof:" + label, lambda n=name: suite.test_prof(n)))
+    tests += plugin_tests(suite)
+    return tests
+
+
+def plugin_tests(suite):
+    """Tests from tests/analyze/test_*.py: each module defines
+    collect(suite) -> [(name, thunk)], a thunk returning (problems, details)
+    or raising Skip/Failure, as the tests above do. Modules import this
+    file as `run_tests` for Failure, Skip, run() and the Suite."""
+    import importlib.util
+    tests = []
+    pdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "analyze")
+    if not os.path.isdir(pdir):
+        return tests
+    sys.modules.setdefault("run_tests", sys.modules[__name__])
+    for f in sorted(os.listdir(pdir)):
+        if not (f.startswith("test_") and f.endswith(".py")):
+            continue
+        spec = importlib.util.spec_from_file_location(f[:-3], os.path.join(pdir, f))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        tests += mod.collect(suite)
     return tests
 
 

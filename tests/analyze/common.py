@@ -1,0 +1,41 @@
+"""Shared fixtures of the analyzer's tests (tests/analyze/test_*.py).
+
+    dumps(suite)   a run of tests/e2e/progs/prof_cache under heaptrail,
+                   sampling at 64 KiB with a dump every 100 ms: returns
+                   (dir, [dump paths in time order], prog path); built once
+                   per test session.
+"""
+import os
+import subprocess
+import threading
+
+_lock = threading.Lock()
+_cache = {}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGS = os.path.join(ROOT, "tests", "e2e", "progs")
+
+
+def dumps(suite):
+    with _lock:
+        if "dumps" in _cache:
+            return _cache["dumps"]
+        work = os.path.join(suite.build, "e2e", "analyze")
+        os.makedirs(work, exist_ok=True)
+        prog = os.path.join(work, "prof_cache")
+        subprocess.run([suite.cc, "-g", "-O1", "-fno-omit-frame-pointer",
+                        "-I", PROGS, "-o", prog,
+                        os.path.join(PROGS, "prof_cache.c")], check=True)
+        out = os.path.join(work, "run")
+        if os.path.isdir(out):
+            for f in os.listdir(out):
+                os.unlink(os.path.join(out, f))
+        subprocess.run([suite.heaptrail, "run", "--sample", "65536",
+                        "--every", "100ms", "-o", out, "--", prog],
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        heaps = sorted(os.path.join(out, f) for f in os.listdir(out)
+                       if f.endswith(".heap"))
+        _cache["dumps"] = (out, heaps, prog)
+        return _cache["dumps"]
