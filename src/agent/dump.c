@@ -25,7 +25,9 @@
  * A signal that arrives while its thread is inside the agent (perhaps
  * holding a table lock) leaves the work to that thread's way out.
  */
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -73,6 +75,169 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	}
 	n += agent_strlcpy(out + n, kind, cap - n);
 	agent_strlcpy(out + n, ".heap", cap - n);
+}
+
+static uint64_t ms_since_start(void);
+
+/* "# heaptrail-dump ms=M unix_ms=U pid=P": when the dump was taken, for
+ * `heaptrail growth`. jeprof and pprof skip '#' lines. */
+static void put_when(struct agent_writer *w)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	agent_put(w, "# heaptrail-dump ms=");
+	agent_put_u64(w, ms_since_start());
+	agent_put(w, " unix_ms=");
+	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
+	agent_put(w, " pid=");
+	agent_put_u64(w, (uint64_t)getpid());
+	agent_put(w, "\n");
+}
+
+/* The GNU build-id of the ELF image whose first page is mapped at
+ * [start, end), read from memory; 0 when there is none within the
+ * mapping. hex gets 2 * 20 + 1 bytes at most. */
+static int image_build_id(uintptr_t start, uintptr_t end, char *hex)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	if (end - start < sizeof *eh || eh->e_ident[0] != 0x7f || eh->e_ident[1] != 'E' ||
+	    eh->e_ident[2] != 'L' || eh->e_ident[3] != 'F' || eh->e_ident[4] != ELFCLASS64)
+		return 0;
+	if (eh->e_phoff > end - start ||
+	    (uintptr_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end - start - eh->e_phoff)
+		return 0;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+	uintptr_t first = UINTPTR_MAX;
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
+			first = ph[i].p_vaddr;
+	if (first == UINTPTR_MAX)
+		return 0;
+	uintptr_t bias = start - (first & ~(uintptr_t)4095);
+	for (int i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_NOTE)
+			continue;
+		uintptr_t p = bias + ph[i].p_vaddr, stop = p + ph[i].p_memsz;
+		if (p < start || stop > end || stop < p)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= stop) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			uintptr_t name = p + sizeof *nh;
+			uintptr_t desc = name + ((nh->n_namesz + 3) & ~3u);
+			uintptr_t next = desc + ((nh->n_descsz + 3) & ~3u);
+			if (next > stop || next <= p)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    agent_streq((const char *)name, "GNU") && nh->n_descsz &&
+			    nh->n_descsz <= 20) {
+				const unsigned char *d = (const unsigned char *)desc;
+				for (uint32_t k = 0; k < nh->n_descsz; k++) {
+					hex[2 * k] = "0123456789abcdef"[d[k] >> 4];
+					hex[2 * k + 1] = "0123456789abcdef"[d[k] & 15];
+				}
+				hex[2 * nh->n_descsz] = 0;
+				return 1;
+			}
+			p = next;
+		}
+	}
+	return 0;
+}
+
+static uintptr_t parse_hex(const char **s)
+{
+	uintptr_t v = 0;
+	for (;; ++*s) {
+		char c = **s;
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+struct maps_line {
+	uintptr_t start, end, offset;
+	char perms[4];
+	const char *path;   /* NULL when the mapping names no file */
+};
+
+static bool parse_maps_line(const char *s, struct maps_line *m)
+{
+	m->start = parse_hex(&s);
+	if (*s++ != '-')
+		return false;
+	m->end = parse_hex(&s);
+	if (*s++ != ' ')
+		return false;
+	for (int i = 0; i < 4; i++)
+		if (!(m->perms[i] = *s++))
+			return false;
+	if (*s++ != ' ')
+		return false;
+	m->offset = parse_hex(&s);
+	while (*s && *s != '/')
+		s++;
+	m->path = *s && !agent_strstarts(s, "/dev/") ? s : NULL;
+	return m->end > m->start;
+}
+
+static void put_build_id(struct agent_writer *w, const struct maps_line *m, const char *path)
+{
+	char hex[48];
+	if (!image_build_id(m->start, m->end, hex))
+		return;
+	agent_put(w, "# build-id ");
+	agent_put(w, hex);
+	agent_put(w, " ");
+	agent_put(w, path);
+	agent_put(w, "\n");
+}
+
+/* "# build-id HEX PATH" lines for the ELF images in the process's maps,
+ * after the maps (jeprof and pprof skip '#' lines there). The id is read
+ * from memory, so no lock is taken; and only from a private, readable
+ * mapping at file offset 0 of a file that also has an executable mapping:
+ * a loaded image, never a data file that another process may truncate
+ * under us (reading it would raise SIGBUS). */
+static void put_build_ids(struct agent_writer *w)
+{
+	char buf[4096], line[512], cand_path[512] = "";
+	struct maps_line cand = { 0 };
+	size_t len = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] != '\n') {
+				if (len < sizeof line - 1)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			struct maps_line m;
+			if (!parse_maps_line(line, &m) || !m.path)
+				continue;
+			if (m.perms[0] == 'r' && m.perms[3] == 'p' && m.offset == 0) {
+				cand = m;
+				agent_strlcpy(cand_path, m.path, sizeof cand_path);
+			}
+			if (m.perms[2] == 'x' && cand_path[0] && agent_streq(m.path, cand_path)) {
+				put_build_id(w, &cand, cand_path);
+				cand_path[0] = 0;
+			}
+		}
+	}
+	close(fd);
 }
 
 static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
@@ -137,6 +302,7 @@ int agent_dump(const char *path, const char *kind)
 	agent_put(&w, " heap_v2/");
 	agent_put_u64(&w, agent_config.sample);
 	agent_put(&w, "\n");
+	put_when(&w);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
 		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])
@@ -152,6 +318,7 @@ int agent_dump(const char *path, const char *kind)
 	}
 	agent_put(&w, "\nMAPPED_LIBRARIES:\n");
 	agent_put_file(&w, "/proc/self/maps");
+	put_build_ids(&w);
 	err = agent_writer_commit(&w);
 out:
 	if (err && err != -EBUSY)

@@ -53,6 +53,9 @@ bookworm's golang-github-google-pprof-dev):
     silently symbolizes nothing), maps lines as in /proc/self/maps; without
     the section pprof fails; jeprof finds the main program's lines only
     when their path equals the real path of the PROG it was given;
+  - lines starting with '#' are skipped by both, among the samples and
+    among the maps (heaptrail writes "# heaptrail-dump ms=..." after the
+    header and "# build-id HEX PATH" lines after the maps);
   - pprof subtracts 1 from every PC before symbolizing, jeprof from all
     but the first; both drop allocator frames by name (malloc, calloc,
     operator new, ...), so a stack should start at the allocator or at
@@ -191,6 +194,9 @@ def parse(path):
             i += 1
             continue
         blank_before_maps = False
+        if line.startswith("#"):
+            i += 1
+            continue
         m = SAMPLE_RE.match(line)
         if not m:
             lm = LOOSE_SAMPLE_RE.match(line)
@@ -222,7 +228,7 @@ def parse(path):
         p.problems.append("no blank line before MAPPED_LIBRARIES:")
     p.maps_text = "\n".join(lines[i + 1:])
     for j, line in enumerate(lines[i + 1:], i + 2):
-        if not line.strip():
+        if not line.strip() or line.startswith("#"):
             continue
         mm = MAPS_RE.match(line)
         if not mm:
