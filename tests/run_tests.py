@@ -2510,6 +2510,8 @@ def plugin_tests(suite):
     if not os.path.isdir(pdir):
         return tests
     sys.modules.setdefault("run_tests", sys.modules[__name__])
+    if pdir not in sys.path:
+        sys.path.insert(0, pdir)   # for their shared common.py
     for f in sorted(os.listdir(pdir)):
         if not (f.startswith("test_") and f.endswith(".py")):
             continue

@@ -1,0 +1,156 @@
+/* growth.c — `heaptrail growth DUMPS...|DIR`: the sites that keep growing
+ * over a run's dumps, steadiest and fastest first. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/growth.h"
+#include "cli/cli.h"
+
+static const char usage[] =
+	"usage: heaptrail growth [options] DIR | DUMP DUMP DUMP...\n"
+	"  Over a series of dumps of one run (at least three; a directory means\n"
+	"  its *.heap files), which allocation sites keep growing: a line is\n"
+	"  fitted to each site's in-use bytes over time; a site is growing when\n"
+	"  the line rises steadily (r2, 1 = perfectly straight) and still rises\n"
+	"  in the later half of the run, so a cache that fills and then stays\n"
+	"  flat, or a site that allocates and frees, is not called growing.\n"
+	"  --inuse-space | --inuse-objects  which value (default: in-use space)\n"
+	"  --lines                by source line instead of by function\n"
+	"  -n N                   at most N sites in each part (default 10)\n"
+	"  --focus RE, --ignore RE  only stacks with / without a function matching RE\n"
+	"  --binary-path DIRS     directories searched first for the dumps' binaries\n"
+	"  --bytes                exact byte counts instead of KiB/MiB\n";
+
+static const char *fmt_v(char *buf, size_t cap, double x, bool space, bool exact, bool sign)
+{
+	char tmp[48];
+	if (space)
+		cli_fmt_bytes(tmp, sizeof tmp, (int64_t)llround(x), exact);
+	else
+		snprintf(tmp, sizeof tmp, "%.0f", x);
+	snprintf(buf, cap, "%s%s", sign && x > 0 ? "+" : "", tmp);
+	return buf;
+}
+
+static void print_site(const struct prof_growth *g, const struct prof_growth_site *s,
+		       const char *rank, bool space, bool exact)
+{
+	char a[48], b[48], c[48], d[64];
+	fmt_v(a, sizeof a, s->slope, space, exact, true);
+	snprintf(d, sizeof d, "%s/%s", a, g->timed ? "s" : "dump");
+	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
+	char late[64];
+	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
+	printf("%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank, prof_trend_names[s->trend],
+	       d, late, s->r2, fmt_v(b, sizeof b, (double)s->first, space, exact, false),
+	       fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+}
+
+int cmd_growth(int argc, char **argv)
+{
+	struct cli_prof_opts o;
+	struct prof_profile *ps = NULL;
+	size_t n = 0;
+	const char *err, *err_file;
+	int ret = cli_prof_opts_parse(&o, argc, argv, usage, NULL, NULL);
+	if (ret) {
+		ret = ret == 1 ? 0 : ret;
+		goto out;
+	}
+	if (!o.nargs || o.base || o.output) {
+		cli_error("growth: want a directory of dumps or at least three dumps%s",
+			  o.base || o.output ? " (no --base or -o)" : "");
+		fputs(usage, stderr);
+		ret = 2;
+		goto out;
+	}
+	ret = 1;
+	if (prof_series_load(o.args, (size_t)o.nargs, &o.load, &ps, &n, &err, &err_file)) {
+		cli_error("cannot read '%s': %s", err_file ? err_file : o.args[0], err);
+		goto out;
+	}
+	if (n < 3) {
+		cli_error("growth: %zu dump%s, need at least three to see a trend", n,
+			  n == 1 ? "" : "s");
+		goto out_series;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((o.focus || o.ignore) && prof_profile_filter(&ps[i], o.focus, o.ignore, &err)) {
+			cli_error("%s", err);
+			goto out_series;
+		}
+	long pid = ps[0].pid;
+	for (size_t i = 1; i < n; i++)
+		if (ps[i].pid != pid) {
+			cli_error("growth: the dumps come from different processes (pid %ld in '%s', "
+				  "%ld in '%s'); give one run's dumps", pid, ps[0].path, ps[i].pid,
+				  ps[i].path);
+			goto out_series;
+		}
+	int v = o.value >= 0 ? o.value : PROF_INUSE_SPACE;
+	if (v == PROF_ALLOC_SPACE || v == PROF_ALLOC_OBJECTS) {
+		cli_error("growth: allocated totals only ever grow; use --inuse-space or --inuse-objects");
+		ret = 2;
+		goto out_series;
+	}
+	struct prof_growth g;
+	if (prof_growth_compute(&g, ps, n, v, o.lines)) {
+		cli_error("out of memory");
+		goto out_series;
+	}
+	bool space = v == PROF_INUSE_SPACE, exact = o.bytes;
+	char a[48], b[48];
+	printf("%zu dumps", n);
+	if (pid >= 0)
+		printf(" of pid %ld", pid);
+	if (g.timed)
+		printf(" over %.1f s", g.x[n - 1]);
+	printf(", %s %s -> %s", space ? "in-use space" : "in-use objects",
+	       fmt_v(a, sizeof a, (double)g.total.first, space, exact, false),
+	       fmt_v(b, sizeof b, (double)g.total.last, space, exact, false));
+	if (ps[0].sample > 1)
+		printf(" (sampled: estimates)");
+	printf("\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend", "slope",
+	       "later half", "r2", "first", "last", o.lines ? "site (file:line)" : "site");
+	long max = o.nodecount ? o.nodecount : 10, shown = 0;
+	for (size_t i = 0; i < g.nsites && g.sites[i].trend == PROF_TREND_GROWING; i++) {
+		if (shown == max)
+			break;
+		char rank[16];
+		snprintf(rank, sizeof rank, "%ld", ++shown);
+		print_site(&g, &g.sites[i], rank, space, exact);
+	}
+	if (!shown)
+		printf("   -  (no site grows steadily)\n");
+	printf("\nnot growing:\n");
+	long others = 0;
+	size_t hidden = 0;
+	for (size_t i = 0; i < g.nsites; i++) {
+		if (g.sites[i].trend == PROF_TREND_GROWING)
+			continue;
+		if (others == max) {
+			hidden++;
+			continue;
+		}
+		others++;
+		print_site(&g, &g.sites[i], "-", space, exact);
+	}
+	if (!others)
+		printf("   -  (none)\n");
+	if (hidden)
+		printf("(%zu more; -n to see them)\n", hidden);
+	printf("\n");
+	print_site(&g, &g.total, "all", space, exact);
+	prof_growth_release(&g);
+	ret = fflush(stdout) ? 1 : 0;
+out_series:
+	for (size_t i = 0; i < n; i++)
+		prof_profile_release(&ps[i]);
+	free(ps);
+out:
+	cli_prof_opts_release(&o);
+	return ret;
+}

@@ -1,0 +1,258 @@
+"""heaptrail top / diff / growth, checked against the real tools.
+
+    top:pprof        `heaptrail top --bytes` and `pprof -top -unit=B` on the
+                     same dumps of prof_cache (in-use and allocated space):
+                     the same functions with the same flat and cum bytes
+                     (both unbias each stack and truncate to an integer)
+    top:jeprof       the same against `jeprof --text --show_bytes` (which
+                     keeps fractions: within one byte per stack)
+    top:jemalloc     a dump in jemalloc's own heap_v2 layout (prof_cache
+                     run under Debian's libjemalloc2 with its profiler),
+                     read by heaptrail top and by jeprof: same sites, same
+                     bytes within rounding
+    diff:pprof       `heaptrail diff OLD NEW` against `pprof -top -base OLD
+                     NEW`: the same change per function; cache_grow first
+    growth:sites     growth_sites (a slow leak, a cache that fills then
+                     stays flat, a churning site; tests/analyze/progs) run
+                     exact and sampled: leak_slowly is the one growing site,
+                     at the rate the program allocates; fill_cache is
+                     "grew, then flat", churn is not growing
+    growth:errors    fewer than three dumps, dumps of two processes, no
+                     dumps in the directory: one-line errors
+"""
+import os
+import re
+
+import run_tests as rt
+from run_tests import Failure, Skip
+import common
+
+ROW = re.compile(r"^\s*(-?\d+)\s+(-?[\d.]+)%\s+(-?[\d.]+)%\s+(-?\d+)\s+(-?[\d.]+)%\s+(.+?)\s*$")
+
+
+def heaptrail(suite, args, ok=True):
+    rc, out, err = rt.run([suite.heaptrail] + args)
+    if ok and rc != 0:
+        raise Failure("heaptrail %s: status %d: %s" % (
+            " ".join(args), rc, rt.short(err)))
+    return rc, out.decode(), err.decode()
+
+
+def ht_top(suite, dump, extra=()):
+    """{"total", "rows": [(flat, cum, function)]} from heaptrail top."""
+    _, out, _ = heaptrail(suite, ["top", "--bytes", "-n", "1000000"] + list(extra) + [dump])
+    lines = out.split("\n")
+    m = re.search(r" (-?\d+)(?: \(|$)", lines[0])
+    if not m:
+        raise Failure("heaptrail top: no total in %r" % lines[0])
+    rows = [(int(r.group(1)), int(r.group(4)), r.group(6))
+            for r in map(ROW.match, lines[2:]) if r]
+    return {"total": int(m.group(1)), "rows": rows, "text": out}
+
+
+# The same function under two names: libc6-dbg's DWARF names the
+# function (what heaptrail and jeprof, through addr2line, print), pprof
+# prints the exported symbol.
+ALIASES = {"__libc_start_main_impl": "__libc_start_main"}
+UNSYMBOLIZED = re.compile(r"\+0x[0-9a-f]+$")
+
+
+def compare(label, ht, ref, tolerance, problems):
+    ht = dict(ht, rows=[(a, b, ALIASES.get(f, f)) for a, b, f in ht["rows"]])
+    ref = dict(ref, rows=[(a, b, ALIASES.get(f, f)) for a, b, f in ref["rows"]])
+    # A pc in a library without debug info or a symbol around it: heaptrail
+    # says "lib.so+0xOFFSET", jeprof the nearest exported symbol before it
+    # (a wrong name). Such rows are paired by their numbers.
+    for i, (flat, cum, f) in enumerate(ht["rows"]):
+        if not UNSYMBOLIZED.search(f):
+            continue
+        for flat2, cum2, f2 in ref["rows"]:
+            if abs(flat2 - flat) <= tolerance and abs(cum2 - cum) <= tolerance and \
+                    f2 not in [x[2] for x in ht["rows"]]:
+                ht["rows"][i] = (flat, cum, f2)
+                break
+    if abs(ht["total"] - ref["total"]) > tolerance:
+        problems.append("%s: total %d, the tool says %d" % (label, ht["total"], ref["total"]))
+    want = {f: (flat, cum) for flat, cum, f in ref["rows"] if flat or cum}
+    got = {f: (flat, cum) for flat, cum, f in ht["rows"] if flat or cum}
+    for f, (flat, cum) in want.items():
+        if f not in got:
+            problems.append("%s: %s (flat %d, cum %d) missing" % (label, f, flat, cum))
+            continue
+        gf, gc = got[f]
+        if abs(gf - flat) > tolerance or abs(gc - cum) > tolerance:
+            problems.append("%s: %s flat %d cum %d, the tool says %d %d" % (
+                label, f, gf, gc, flat, cum))
+    for f in got:
+        if f not in want:
+            problems.append("%s: %s shown, the tool does not show it" % (label, f))
+    # the order of the significant rows
+    top_ht = [f for flat, _, f in ht["rows"] if flat][:3]
+    top_ref = [f for flat, _, f in ref["rows"] if flat][:3]
+    if top_ht != top_ref:
+        problems.append("%s: top sites %s, the tool says %s" % (label, top_ht, top_ref))
+
+
+def test_pprof(suite):
+    _, heaps, prog = common.dumps(suite)
+    problems = []
+    for dump in (heaps[1], heaps[-1]):
+        for index, flag in (("inuse_space", "--inuse-space"), ("alloc_space", "--alloc-space")):
+            ref = suite.pprof_top(prog, dump, index=index)
+            compare("%s %s" % (os.path.basename(dump), index),
+                    ht_top(suite, dump, [flag]), ref, 0, problems)
+    return problems, []
+
+
+def test_jeprof(suite):
+    _, heaps, prog = common.dumps(suite)
+    problems = []
+    for dump in (heaps[1], heaps[-1]):
+        ref = suite.jeprof_top(prog, dump)
+        nstacks = sum(1 for l in open(dump) if " @ 0x" in l)
+        compare(os.path.basename(dump), ht_top(suite, dump), ref, nstacks, problems)
+    return problems, []
+
+
+def test_jemalloc(suite):
+    work = os.path.join(suite.build, "e2e", "analyze", "jemalloc")
+    os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    _, _, prog = common.dumps(suite)
+    env = dict(rt.RUN_ENV, LD_PRELOAD=suite.tool("jemalloc"),
+               MALLOC_CONF="prof:true,prof_accum:true,lg_prof_sample:16,"
+               "prof_prefix:" + os.path.join(work, "je"))
+    rc, _, err = rt.run([prog, "5"], env=env)
+    if rc != 0:
+        raise Failure("prof_cache under jemalloc: status %d: %s" % (rc, rt.short(err)))
+    dumps = sorted(os.path.join(work, f) for f in os.listdir(work) if f.endswith(".heap"))
+    if not dumps:
+        raise Failure("jemalloc wrote no dump in %s" % work)
+    first = open(dumps[0]).readline()
+    if not first.startswith("heap_v2/"):
+        raise Failure("%s is not in jemalloc's layout: %r" % (dumps[0], first))
+    problems = []
+    ref = suite.jeprof_top(prog, dumps[0])
+    nstacks = sum(1 for l in open(dumps[0]) if l.startswith("@"))
+    ht = ht_top(suite, dumps[0])
+    compare(os.path.basename(dumps[0]), ht, ref, nstacks, problems)
+    if not ht["rows"] or ht["rows"][0][2] != "load_config":
+        problems.append("jemalloc dump: first site %r, expected load_config" % (
+            ht["rows"][:1],))
+    return problems, []
+
+
+def test_diff_pprof(suite):
+    _, heaps, prog = common.dumps(suite)
+    old, new = heaps[0], heaps[-2]
+    ref = suite.pprof_top(prog, new, base=old)
+    _, out, _ = heaptrail(suite, ["diff", "--bytes", "-n", "1000", old, new])
+    problems = []
+    m = re.search(r"in-use space ([+-]?\d+) ", out.split("\n")[0])
+    if not m or int(m.group(1)) != ref["total"]:
+        problems.append("diff total %s, pprof -base says %d" % (
+            m.group(1) if m else "?", ref["total"]))
+    got = {}
+    for line in out.split("\n"):
+        r = re.match(r"^\s+([+-]?\d+)\s+(-?\d+)\s+(-?\d+)\s+(\S.*?)\s*$", line)
+        if r:
+            got[r.group(4)] = (int(r.group(1)), int(r.group(2)), int(r.group(3)))
+    want = {f: flat for flat, _, f in ref["rows"] if flat}
+    for f, flat in want.items():
+        if f not in got or got[f][0] != flat:
+            problems.append("%s: change %s, pprof -base says %d" % (
+                f, got.get(f, ("missing",))[0], flat))
+        elif got[f][2] - got[f][1] != flat:
+            problems.append("%s: old %d new %d do not make the change %d" % (
+                f, got[f][1], got[f][2], flat))
+    for f in got:
+        if f not in want:
+            problems.append("%s in the diff, not in pprof -base" % f)
+    first = re.search(r"^grew:\n.*\n\s+\S+\s+\S+\s+\S+\s+(\S+)", out, re.M)
+    if not first or first.group(1) != "cache_grow":
+        problems.append("first growing site %s, expected cache_grow" % (
+            first.group(1) if first else None))
+    return problems, ["heaptrail diff:\n" + out, "pprof -base:\n" + ref["text"]]
+
+
+def growth_run(suite, sample, tag=""):
+    work = os.path.join(suite.build, "e2e", "analyze", "growth")
+    os.makedirs(work, exist_ok=True)
+    prog = os.path.join(work, "growth_sites")
+    with common._lock:
+        if not os.path.exists(prog):
+            rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
+                                 os.path.join(common.HERE, "progs", "growth_sites.c")])
+            if rc != 0:
+                raise Failure("cc growth_sites.c: %s" % rt.short(err))
+    out = rt.fresh_dir(os.path.join(work, "s%d%s" % (sample, tag)))
+    rc, _, err = rt.run([suite.heaptrail, "run", "--sample", str(sample), "--every", "100ms",
+                         "-o", out, "--", prog])
+    if rc != 0:
+        raise Failure("heaptrail run growth_sites: status %d: %s" % (rc, rt.short(err)))
+    return out
+
+
+GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
+                        r"shrinking)\s+([+-]?\d+)/s\s+([+-]?\d+)/s\s+([\d.]+)\s+(-?\d+)\s+->"
+                        r"\s+(-?\d+)\s+(\S+)\s*$")
+
+
+def test_growth(suite):
+    problems, details = [], []
+    for sample in (1, 65536):
+        out = growth_run(suite, sample)
+        _, text, _ = heaptrail(suite, ["growth", "--bytes", out])
+        details.append(text)
+        rows = {}
+        ranked = []
+        for line in text.split("\n"):
+            m = GROWTH_ROW.match(line)
+            if m:
+                rows[m.group(8)] = m
+                if m.group(1).isdigit():
+                    ranked.append(m.group(8))
+        label = "sample %d" % sample
+        if ranked != ["leak_slowly"]:
+            problems.append("%s: growing sites %s, expected only leak_slowly" % (label, ranked))
+        if "leak_slowly" in rows:
+            # 48 KiB every 25 ms of sleep (plus the loop's own time)
+            slope = int(rows["leak_slowly"].group(3))
+            if not 0.6 * 1966080 <= slope <= 1.1 * 1966080:
+                problems.append("%s: leak_slowly grows %d B/s, the program allocates "
+                                "at most 1966080 B/s" % (label, slope))
+        for site, want in (("fill_cache", ("grew, then flat",)),
+                           ("churn", ("fluctuating", "flat"))):
+            got = rows[site].group(2) if site in rows else None
+            if got not in want:
+                problems.append("%s: %s is %r, expected %s" % (label, site, got, " or ".join(want)))
+    return problems, details
+
+
+def test_growth_errors(suite):
+    problems = []
+    _, heaps, _ = common.dumps(suite)
+    out = growth_run(suite, 65536, ".errors")
+    other = sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".heap"))
+    empty = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "empty"))
+    for args, want in ((heaps[:2], "need at least three"),
+                       (heaps[:2] + other[:1], "different processes"),
+                       ([empty], "no heap dumps"),
+                       ([os.path.join(empty, "missing")], "No such file")):
+        rc, out_, err = heaptrail(suite, ["growth"] + args, ok=False)
+        lines = err.strip().split("\n")
+        if rc == 0 or rc >= 128 or len(lines) != 1 or want not in err or \
+                not lines[0].startswith("heaptrail: "):
+            problems.append("growth %s: status %d, stderr %r (want one line with %r)" % (
+                " ".join(os.path.basename(a) for a in args), rc, err, want))
+    return problems, []
+
+
+def collect(suite):
+    return [("top:pprof", lambda: test_pprof(suite)),
+            ("top:jeprof", lambda: test_jeprof(suite)),
+            ("top:jemalloc", lambda: test_jemalloc(suite)),
+            ("diff:pprof", lambda: test_diff_pprof(suite)),
+            ("growth:sites", lambda: test_growth(suite)),
+            ("growth:errors", lambda: test_growth_errors(suite))]
