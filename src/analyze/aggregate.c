@@ -85,6 +85,7 @@ int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool li
 		if (!i || strcmp(keys[i].key, keys[i - 1].key)) {
 			t->rows[t->nrows].name = keys[i].key;
 			t->rows[t->nrows].frame = keys[i].frame;
+			t->rows[t->nrows].id = (uint32_t)t->nrows;
 			t->nrows++;
 		}
 		row_of[keys[i].frame] = (uint32_t)(t->nrows - 1);
@@ -108,6 +109,13 @@ int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool li
 	sort_value = v;
 	sort_kind = sort;
 	qsort(t->rows, t->nrows, sizeof *t->rows, cmp_rows);
+	/* stamp is free again: the new place of each row */
+	for (size_t r = 0; r < t->nrows; r++)
+		stamp[t->rows[r].id] = r;
+	for (size_t f = 0; f < p->nframes; f++)
+		row_of[f] = (uint32_t)stamp[row_of[f]];
+	t->row_of_frame = row_of;
+	row_of = NULL;
 	rc = 0;
 out:
 	free(row_of);
@@ -124,5 +132,6 @@ void prof_table_release(struct prof_table *t)
 		free(t->names[i]);
 	free(t->names);
 	free(t->rows);
+	free(t->row_of_frame);
 	memset(t, 0, sizeof *t);
 }

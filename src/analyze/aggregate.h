@@ -13,12 +13,14 @@
 struct prof_row {
 	const char *name;       /* function, or "function file:line"; owned by the table */
 	uint32_t frame;         /* a frame id that has this name */
+	uint32_t id;            /* private: its index before sorting */
 	int64_t flat[PROF_NVALUES], cum[PROF_NVALUES];
 };
 
 struct prof_table {
 	struct prof_row *rows;
 	size_t nrows;
+	uint32_t *row_of_frame; /* frame id -> index into rows */
 	/* private */
 	char **names;
 	size_t nnames;
