@@ -470,6 +470,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	double sum_abs = 0;
 	for (size_t i = 0; i < d.nstacks; i++) {
 		const struct fmt_heap_stack *st = &d.stacks[i];
+		if (o->progress && !(i & 1023))
+			o->progress(o->progress_ctx, path, i, d.nstacks);
 		int64_t v[PROF_NVALUES];
 		fmt_heap_unsample(d.sample, st->v[0], st->v[1], &v[PROF_INUSE_OBJECTS],
 				  &v[PROF_INUSE_SPACE]);
@@ -521,6 +523,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		for (int k = 0; k < PROF_NVALUES; k++)
 			p->total[k] += v[k];
 	}
+	if (o->progress)
+		o->progress(o->progress_ctx, path, d.nstacks, d.nstacks);
 	collect_warnings(p, sym);
 	if (oom)
 		goto nomem;

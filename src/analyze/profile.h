@@ -94,6 +94,10 @@ struct prof_load_opts {
 	const char *binary_path;  /* like PPROF_BINARY_PATH: colon-separated dirs */
 	bool no_symbolize;        /* frames are the bare pcs ("0x...") */
 	bool keep_alloc_frames;   /* do not drop the allocator's frames */
+	/* called now and then while symbolizing: done of total stacks of the
+	 * dump at path (may be NULL) */
+	void (*progress)(void *ctx, const char *path, size_t done, size_t total);
+	void *progress_ctx;
 };
 
 /* Loads and symbolizes one dump. Returns 0, or -errno with *err a message

@@ -4,8 +4,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+
+/* On a terminal, long loads say how far they are, on one line that is
+ * cleared at the end. */
+static void show_progress(void *ctx, const char *path, size_t done, size_t total)
+{
+	static bool shown;
+	struct timespec *start = ctx, now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (done >= total) {
+		if (shown)
+			fprintf(stderr, "\r\033[K");
+		shown = false;
+	} else if ((now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000 >= 500) {
+		/* quick loads print nothing */
+		fprintf(stderr, "\rheaptrail: reading %s: %zu of %zu stacks", path, done, total);
+		shown = true;
+	}
+	fflush(stderr);
+}
 
 int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const char *usage,
 			int (*extra)(int argc, char **argv, int *i, void *ctx), void *ctx)
@@ -84,6 +105,12 @@ missing:
 	}
 	if (!o->load.binary_path)
 		o->load.binary_path = getenv("PPROF_BINARY_PATH");
+	if (isatty(2)) {
+		static struct timespec start;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		o->load.progress = show_progress;
+		o->load.progress_ctx = &start;
+	}
 	return 0;
 }
 
