@@ -9,6 +9,7 @@
  * PROG's signal, unless --error-exitcode says otherwise.
  */
 #include <elf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -335,6 +336,30 @@ static int write_json(const char *path, const struct prof_run *run)
 	return ret;
 }
 
+/* After a run that wrote heap dumps, the next command to try. */
+static void suggest_analysis(const char *outdir)
+{
+	DIR *d = opendir(outdir);
+	size_t n = 0;
+	bool timeline = false;
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len > 5 && !strcmp(e->d_name + len - 5, ".heap"))
+			n++;
+		if (len > 9 && !strcmp(e->d_name + len - 9, ".timeline"))
+			timeline = true;
+	}
+	closedir(d);
+	if (n >= 3)
+		fprintf(stderr, "heaptrail: %zu heap dumps: 'heaptrail growth %s' names what grew"
+			"%s\n", n, outdir, timeline ? ", 'heaptrail timeline' draws the heap over time" : "");
+	else if (n)
+		fprintf(stderr, "heaptrail: %zu heap dump%s: 'heaptrail top DUMP' shows what it holds\n",
+			n, n == 1 ? "" : "s");
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -452,6 +477,7 @@ int cmd_run(int argc, char **argv)
 			  strsignal(WTERMSIG(status)));
 	fprintf(stderr, "heaptrail: %zu report%s in %s\n", run.nprocs, run.nprocs == 1 ? "" : "s",
 		outdir);
+	suggest_analysis(outdir);
 	int ret = 0;
 	if (o.json && (r = write_json(o.json, &run))) {
 		cli_error("cannot write '%s': %s", o.json, strerror(-r));
