@@ -5,8 +5,8 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wno-format-truncation
-CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
 B        := build
+CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 
 # The agent runs inside other programs: position independent, hidden by
 # default (only the allocator entry points and the public API are
@@ -17,14 +17,20 @@ AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT
 AGENT_LIBS := -lunwind -ldl -lpthread -lm
 
+# pprof's message (proto/profile.proto), compiled by protoc-c into
+# build/gen at build time; the generated code is never committed.
+PROTO_GEN := $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h
+PROTO_OBJ := $(B)/obj/gen/profile.pb-c.o
+
 CLI_SRC  := $(wildcard src/cli/*.c src/format/*.c src/symbolize/*.c \
 	src/analyze/*.c src/render/*.c)
-CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 CLI_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) \
+	$(shell pkg-config --libs libprotobuf-c zlib 2>/dev/null || echo -lprotobuf-c -lz) \
 	-liberty -lm
 
 LIB_SRC  := $(filter-out src/cli/%,$(CLI_SRC))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 
 # Unit tests of CLI-side code link against src/ minus the CLI; unit tests
 # of agent code (their first line says "// build: agent") link the agent's
@@ -48,6 +54,17 @@ $(B)/agent-obj/%.o: %.c
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -c $< -o $@
+
+$(PROTO_GEN) &: proto/profile.proto
+	@mkdir -p $(B)/gen
+	protoc-c --proto_path=proto --c_out=$(B)/gen $<
+
+# generated code: compiled without our warnings
+$(PROTO_OBJ): $(PROTO_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -c $< -o $@
+
+$(B)/obj/src/render/pprof.o: $(B)/gen/profile.pb-c.h
 
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
 	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete \

@@ -1,4 +1,3 @@
 #include "cli/cli.h"
 int cmd_flame(int argc, char **argv) { cli_error("flame: not yet"); return 2; }
-int cmd_pprof(int argc, char **argv) { cli_error("pprof: not yet"); return 2; }
 int cmd_timeline(int argc, char **argv) { cli_error("timeline: not yet"); return 2; }
