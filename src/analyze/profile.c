@@ -520,6 +520,14 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 			memcpy(s->frames + s->nframes, l->frames, l->nframes * sizeof *l->frames);
 			s->nframes += l->nframes;
 		}
+		/* an allocator inlined into its caller (ld.so's malloc wrapper) */
+		uint32_t skip = 0;
+		while (!o->keep_alloc_frames && skip + 1 < s->nframes &&
+		       p->frames[s->frames[skip]].symbolized &&
+		       is_alloc_function(p->frames[s->frames[skip]].function))
+			skip++;
+		s->frames += skip;
+		s->nframes -= skip;
 		for (int k = 0; k < PROF_NVALUES; k++)
 			p->total[k] += v[k];
 	}

@@ -366,6 +366,13 @@ int render_pprof(const struct prof_profile *p, int default_value, char **out, si
 		b.prof.n_comment = 1;
 	}
 
+	/* The model drops the allocator's locations from every stack; an
+	 * allocator inlined into its caller (ld.so's malloc wrapper) is a line
+	 * of the caller's location, which pprof drops by this name list. */
+	b.prof.drop_frames = str_index(&b.strs, "malloc|calloc|realloc|reallocarray|free|"
+				       "memalign|posix_memalign|aligned_alloc|valloc|pvalloc|"
+				       "operator new.*|operator delete.*");
+
 	add_mappings(&b, p);
 	b.prof.mapping = b.map_ptrs;
 	add_locations(&b, p);
