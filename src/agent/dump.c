@@ -525,6 +525,15 @@ static void *ticker(void *arg)
 		}
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
+		/* Late by a whole period or more (a loaded machine): start again
+		 * from now instead of firing the missed ticks back to back, which
+		 * would write rows with the same time. */
+		struct timespec woke;
+		clock_gettime(CLOCK_MONOTONIC, &woke);
+		if ((uint64_t)(woke.tv_sec - next.tv_sec) * 1000 +
+			    (uint64_t)((woke.tv_nsec - next.tv_nsec) / 1000000) >= period &&
+		    (woke.tv_sec > next.tv_sec || (woke.tv_sec == next.tv_sec && woke.tv_nsec > next.tv_nsec)))
+			next = woke;
 		if (timeline_fd >= 0)
 			timeline_record();
 		if (agent_config.every_ms) {
