@@ -1630,7 +1630,12 @@ class Suite:
         if not api or seq[0][0]["kind"] == "api":
             problems.append("no dump before the API dump to compare with")
             return problems, details
-        (first, fprof), (lastd, lprof) = seq[0], api[0]
+        # The earliest dump that pprof reads with four columns: a dump
+        # taken before anything was freed has equal in-use and allocated
+        # pairs (a loaded machine can delay the first request that long).
+        early = [(d, p) for d, p in seq
+                 if p.has_alloc and d["seq"] < api[0][0]["seq"]] or seq
+        (first, fprof), (lastd, lprof) = early[0], api[0]
         index = "inuse_space" if fprof.has_alloc and lprof.has_alloc \
             else None
         if index is None:
