@@ -336,28 +336,48 @@ static int write_json(const char *path, const struct prof_run *run)
 	return ret;
 }
 
-/* After a run that wrote heap dumps, the next command to try. */
+/* After a run that wrote heap dumps, the next command to try: growth for
+ * a process with a series of dumps (the one with the most), top for a
+ * single dump. Dump names are PREFIX.PID.SEQ.KIND.heap. */
 static void suggest_analysis(const char *outdir)
 {
 	DIR *d = opendir(outdir);
-	size_t n = 0;
-	bool timeline = false;
+	long best_pid = -1, pid;
+	size_t best = 0, total = 0;
+	struct { long pid; size_t n; } seen[64];
+	size_t nseen = 0;
 	if (!d)
 		return;
 	for (struct dirent *e; (e = readdir(d));) {
 		size_t len = strlen(e->d_name);
-		if (len > 5 && !strcmp(e->d_name + len - 5, ".heap"))
-			n++;
-		if (len > 9 && !strcmp(e->d_name + len - 9, ".timeline"))
-			timeline = true;
+		const char *dot = strchr(e->d_name, '.');
+		if (len < 6 || strcmp(e->d_name + len - 5, ".heap") || !dot)
+			continue;
+		total++;
+		pid = strtol(dot + 1, NULL, 10);
+		size_t i;
+		for (i = 0; i < nseen && seen[i].pid != pid; i++)
+			;
+		if (i == nseen) {
+			if (nseen == 64)
+				continue;
+			seen[nseen++] = (typeof(seen[0])){ pid, 0 };
+		}
+		if (++seen[i].n > best) {
+			best = seen[i].n;
+			best_pid = pid;
+		}
 	}
 	closedir(d);
-	if (n >= 3)
-		fprintf(stderr, "heaptrail: %zu heap dumps: 'heaptrail growth %s' names what grew"
-			"%s\n", n, outdir, timeline ? ", 'heaptrail timeline' draws the heap over time" : "");
-	else if (n)
-		fprintf(stderr, "heaptrail: %zu heap dump%s: 'heaptrail top DUMP' shows what it holds\n",
-			n, n == 1 ? "" : "s");
+	if (best >= 3 && nseen == 1)
+		fprintf(stderr, "heaptrail: %zu heap dumps: 'heaptrail growth %s' names what grew, "
+			"'heaptrail timeline %s' draws the heap over time\n", best, outdir, outdir);
+	else if (best >= 3)
+		fprintf(stderr, "heaptrail: %zu heap dumps of process %ld: 'heaptrail growth %s/"
+			"heaptrail.%ld.*.heap' names what grew\n", best, best_pid, outdir, best_pid);
+	else if (total)
+		fprintf(stderr, "heaptrail: %zu heap dump%s in %s: 'heaptrail top DUMP' shows what "
+			"one holds\n", total, total == 1 ? "" : "s", outdir);
 }
 
 int cmd_run(int argc, char **argv)
