@@ -83,6 +83,38 @@ int cmd_growth(int argc, char **argv)
 			goto out_series;
 		}
 	long pid = ps[0].pid;
+	if (o.nargs == 1 && n > 1) {
+		/* a directory of several processes' dumps (a program that forks):
+		 * the process with the most dumps, and a note naming the others */
+		size_t best = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t c = 0;
+			for (size_t k = 0; k < n; k++)
+				c += ps[k].pid == ps[i].pid;
+			if (c > best) {
+				best = c;
+				pid = ps[i].pid;
+			}
+		}
+		if (best < n) {
+			size_t kept = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (ps[i].pid == pid)
+					ps[kept++] = ps[i];
+				else
+					prof_profile_release(&ps[i]);
+			}
+			fprintf(stderr, "heaptrail: %zu of the %zu dumps in '%s' are of pid %ld, the "
+				"rest of other processes: give their files to see those\n", kept, n,
+				o.args[0], pid);
+			n = kept;
+			if (n < 3) {
+				cli_error("growth: %zu dump%s of pid %ld, need at least three to see a "
+					  "trend", n, n == 1 ? "" : "s", pid);
+				goto out_series;
+			}
+		}
+	}
 	for (size_t i = 1; i < n; i++)
 		if (ps[i].pid != pid) {
 			cli_error("growth: the dumps come from different processes (pid %ld in '%s', "
