@@ -1,13 +1,14 @@
 /*
  * render — the report model (analyze/report.h) as text for people and as
- * JSON for programs. Renderers write to a stream they are given and never
- * open files.
+ * JSON for programs; a heap profile (analyze/profile.h) as a flame
+ * graph. Renderers write to a stream they are given and never open files.
  */
 #ifndef HEAPTRAIL_RENDER_H
 #define HEAPTRAIL_RENDER_H
 
 #include <stdio.h>
 
+#include "analyze/profile.h"
 #include "analyze/report.h"
 
 struct prof_supps;
@@ -29,5 +30,36 @@ void render_json(FILE *out, const struct prof_run *run);
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *render_thousands(char *buf, uint64_t v);
+
+/* ---- SVG (svg.c holds what the SVG renderers share) ---- */
+
+/* Writes s as XML text, fit for character data and attribute values:
+ * & < > " ' escaped, control characters and bytes that are not UTF-8
+ * written as '?'. At most max characters of s are written (0: all). */
+void render_xml(FILE *out, const char *s, size_t max);
+/* The number of characters render_xml writes for s (max 0). */
+size_t render_utf8_len(const char *s);
+/* "1.50 MiB", "-12.00 KiB", "512 B" into buf; returns buf. */
+const char *render_bytes(char *buf, size_t cap, int64_t v);
+
+struct render_flame_opts {
+	int value;              /* enum prof_value giving the widths */
+	bool lines;             /* a frame per source line, not per function */
+	bool reverse;           /* stacks merged from the leaf (allocation site) */
+	bool inverted;          /* root at the top (an icicle graph) */
+	unsigned width;         /* of the image in pixels; 0: 1200 */
+	const char *title;      /* NULL: one naming the value */
+};
+
+/* p as a self-contained interactive SVG flame graph: a frame per
+ * function on a stack, its width its share of value o->value, callers
+ * below callees (unless o->inverted). With base (not NULL) a
+ * differential graph: widths still from p, each frame coloured by its
+ * change from base (red grew, blue shrank). Frames are matched by name,
+ * so base may come from another run. An empty profile gives an SVG
+ * that says so. Returns 0, or -ENOMEM (out then holds part of an SVG:
+ * write it to a temporary file, not the final one). */
+int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_profile *base,
+		     const struct render_flame_opts *o);
 
 #endif
