@@ -1,7 +1,8 @@
 /*
  * render — the report model (analyze/report.h) as text for people and as
  * JSON for programs; a heap profile (analyze/profile.h) as a flame
- * graph. Renderers write to a stream they are given and never open files.
+ * graph, a run's timeline (analyze/timeline.h) as a chart. Renderers
+ * write to a stream they are given and never open files.
  */
 #ifndef HEAPTRAIL_RENDER_H
 #define HEAPTRAIL_RENDER_H
@@ -10,6 +11,7 @@
 
 #include "analyze/profile.h"
 #include "analyze/report.h"
+#include "analyze/timeline.h"
 
 struct prof_supps;
 
@@ -61,5 +63,19 @@ struct render_flame_opts {
  * write it to a temporary file, not the final one). */
 int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_profile *base,
 		     const struct render_flame_opts *o);
+
+struct render_timeline_opts {
+	const char *name;       /* the timeline's file, for headings */
+	int64_t dump_ms;        /* when the dump used for the peak was taken; -1: none */
+};
+
+/* A massif-style text chart of live bytes over time, the peak marked,
+ * then a line on the peak. */
+void render_timeline_text(FILE *out, const struct prof_timeline *t,
+			  const struct render_timeline_opts *o);
+/* The same as an SVG line chart: live bytes (an area) and RSS over time,
+ * with axes, the peak marked, and the dump used for the peak's top. */
+void render_timeline_svg(FILE *out, const struct prof_timeline *t,
+			 const struct render_timeline_opts *o);
 
 #endif
