@@ -1,15 +1,18 @@
 /*
  * render — the report model (analyze/report.h) as text for people and as
- * JSON for programs, and the profile model (analyze/profile.h) as the
- * formats other tools read. Renderers write to a stream they are given,
- * or return bytes, and never open files.
+ * JSON for programs; the profile model (analyze/profile.h) as the
+ * formats other tools read, as a flame graph, and a run's timeline
+ * (analyze/timeline.h) as a chart. Renderers write to a stream they are
+ * given, or return bytes, and never open files.
  */
 #ifndef HEAPTRAIL_RENDER_H
 #define HEAPTRAIL_RENDER_H
 
 #include <stdio.h>
 
+#include "analyze/profile.h"
 #include "analyze/report.h"
+#include "analyze/timeline.h"
 
 struct prof_supps;
 struct prof_profile;
@@ -40,5 +43,50 @@ int render_pprof(const struct prof_profile *p, int default_value, char **out, si
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *render_thousands(char *buf, uint64_t v);
+
+/* ---- SVG (svg.c holds what the SVG renderers share) ---- */
+
+/* Writes s as XML text, fit for character data and attribute values:
+ * & < > " ' escaped, control characters and bytes that are not UTF-8
+ * written as '?'. At most max characters of s are written (0: all). */
+void render_xml(FILE *out, const char *s, size_t max);
+/* The number of characters render_xml writes for s (max 0). */
+size_t render_utf8_len(const char *s);
+/* "1.50 MiB", "-12.00 KiB", "512 B" into buf; returns buf. */
+const char *render_bytes(char *buf, size_t cap, int64_t v);
+
+struct render_flame_opts {
+	int value;              /* enum prof_value giving the widths */
+	bool lines;             /* a frame per source line, not per function */
+	bool reverse;           /* stacks merged from the leaf (allocation site) */
+	bool inverted;          /* root at the top (an icicle graph) */
+	unsigned width;         /* of the image in pixels; 0: 1200 */
+	const char *title;      /* NULL: one naming the value */
+};
+
+/* p as a self-contained interactive SVG flame graph: a frame per
+ * function on a stack, its width its share of value o->value, callers
+ * below callees (unless o->inverted). With base (not NULL) a
+ * differential graph: widths still from p, each frame coloured by its
+ * change from base (red grew, blue shrank). Frames are matched by name,
+ * so base may come from another run. An empty profile gives an SVG
+ * that says so. Returns 0, or -ENOMEM (out then holds part of an SVG:
+ * write it to a temporary file, not the final one). */
+int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_profile *base,
+		     const struct render_flame_opts *o);
+
+struct render_timeline_opts {
+	const char *name;       /* the timeline's file, for headings */
+	int64_t dump_ms;        /* when the dump used for the peak was taken; -1: none */
+};
+
+/* A massif-style text chart of live bytes over time, the peak marked,
+ * then a line on the peak. */
+void render_timeline_text(FILE *out, const struct prof_timeline *t,
+			  const struct render_timeline_opts *o);
+/* The same as an SVG line chart: live bytes (an area) and RSS over time,
+ * with axes, the peak marked, and the dump used for the peak's top. */
+void render_timeline_svg(FILE *out, const struct prof_timeline *t,
+			 const struct render_timeline_opts *o);
 
 #endif

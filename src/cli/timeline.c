@@ -1,0 +1,369 @@
+/* timeline.c — `heaptrail timeline DIR`: a run's live heap over time from
+ * its heaptrail.PID.timeline, the peak marked, then the top allocation
+ * sites of the dump nearest the peak (the one holding the most). */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analyze/aggregate.h"
+#include "analyze/timeline.h"
+#include "cli/cli.h"
+#include "render/render.h"
+
+static const char timeline_usage[] =
+	"usage: heaptrail timeline [options] DIR\n"
+	"  The live heap of a run over time, from DIR's heaptrail.PID.timeline\n"
+	"  (or a timeline file given itself), its peak marked; then the top\n"
+	"  allocation sites at the peak, from the dump in DIR holding the most.\n"
+	"  --svg FILE             also write the chart as an SVG (live heap and RSS)\n"
+	"  --pid PID              the process to show when DIR holds several\n"
+	"                         timelines (default: the one with the highest peak)\n"
+	"  -n N                   allocation sites to list at the peak (default 10)\n"
+	CLI_PROF_VALUE_HELP
+	"  --lines, --focus RE, --ignore RE, --binary-path DIRS, --bytes   as for top\n";
+
+struct timeline_args {
+	const char *svg;
+	long pid;               /* -1: not given */
+};
+
+static int timeline_extra(int argc, char **argv, int *i, void *ctx)
+{
+	struct timeline_args *a = ctx;
+	const char *v;
+	if ((v = cli_opt_value(argc, argv, i, "--svg"))) {
+		if (!*v) {
+			cli_error("timeline: '--svg' needs a value");
+			return -1;
+		}
+		a->svg = v;
+	} else if ((v = cli_opt_value(argc, argv, i, "--pid"))) {
+		if ((a->pid = cli_parse_count(v, 1L << 31)) < 1) {
+			cli_error("timeline: --pid wants a process id, not '%s'", v);
+			return -1;
+		}
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* The pid in "heaptrail.PID.timeline", or -1. */
+static long name_pid(const char *name)
+{
+	const char *s = strrchr(name, '/');
+	s = s ? s + 1 : name;
+	if (strncmp(s, "heaptrail.", 10))
+		return -1;
+	char *end;
+	long pid = strtol(s + 10, &end, 10);
+	return end > s + 10 && !strcmp(end, ".timeline") ? pid : -1;
+}
+
+/* The process a dump is of: its header says, or its name does
+ * (heaptrail.PID.SEQ.KIND.heap); -1 when neither. */
+static long dump_pid(const struct prof_profile *p)
+{
+	if (p->pid > 0)
+		return p->pid;
+	const char *s = strrchr(p->path, '/');
+	s = s ? s + 1 : p->path;
+	if (strncmp(s, "heaptrail.", 10))
+		return -1;
+	char *end;
+	long pid = strtol(s + 10, &end, 10);
+	return end > s + 10 && *end == '.' ? pid : -1;
+}
+
+/* A timeline chosen among a directory's: its path, pid and contents. */
+struct chosen {
+	char *path;
+	long pid;
+	struct prof_timeline t;
+};
+
+/* Loads DIR's timeline of pid (or the one with the highest peak, when
+ * pid is -1) into c. Prints the error and returns -1 on failure. */
+static int choose_timeline(const char *dir, long pid, struct chosen *c)
+{
+	const char *err;
+	int ret = -1;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	memset(c, 0, sizeof *c);
+	c->pid = -1;
+	if (pid > 0) {
+		if (asprintf(&c->path, "%s/heaptrail.%ld.timeline", dir, pid) < 0) {
+			c->path = NULL;
+			cli_error("out of memory");
+			return -1;
+		}
+		if (prof_timeline_load(&c->t, c->path, &err)) {
+			cli_error("cannot read '%s': %s", c->path, err);
+			goto out;
+		}
+		c->pid = pid;
+		ret = 0;
+		goto out;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		cli_error("cannot open '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (name_pid(e->d_name) < 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			char **nn = realloc(names, cap * sizeof *nn);
+			if (!nn)
+				break;
+			names = nn;
+		}
+		if (!(names[n] = strdup(e->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	if (e) {
+		cli_error("out of memory");
+		goto out;
+	}
+	if (!n) {
+		cli_error("no timeline in '%s': no file heaptrail.PID.timeline (heaptrail run "
+			  "writes one when it profiles)", dir);
+		goto out;
+	}
+	int64_t best = -1;
+	for (size_t i = 0; i < n; i++) {
+		struct prof_timeline t;
+		char *path;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			cli_error("out of memory");
+			goto out;
+		}
+		if (prof_timeline_load(&t, path, &err)) {
+			cli_error("cannot read '%s': %s", path, err);
+			free(path);
+			goto out;
+		}
+		long ip = prof_timeline_peak(&t);
+		int64_t peak = ip < 0 ? 0 : t.ticks[ip].live_bytes;
+		if (peak > best) {
+			best = peak;
+			prof_timeline_release(&c->t);
+			free(c->path);
+			c->t = t;
+			c->path = path;
+			c->pid = name_pid(names[i]);
+		} else {
+			prof_timeline_release(&t);
+			free(path);
+		}
+	}
+	if (n > 1)
+		fprintf(stderr, "heaptrail: note: %zu timelines in '%s' (forked children?); showing "
+			"pid %ld's, the highest peak (--pid to choose)\n", n, dir, c->pid);
+	ret = 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (ret) {
+		prof_timeline_release(&c->t);
+		free(c->path);
+		c->path = NULL;
+	}
+	return ret;
+}
+
+/* The dump of process pid (any, when -1) in dir holding the most in-use
+ * space, moved into *best. Returns 1 when found, 0 when dir has none, -1
+ * on an error (printed). */
+static int peak_dump(const char *dir, long pid, const struct prof_load_opts *lo,
+		     struct prof_profile *best, size_t *ndumps)
+{
+	struct prof_profile *ps;
+	size_t n, pick = SIZE_MAX;
+	const char *err, *file;
+	char *d = (char *)dir;
+	*ndumps = 0;
+	int rc = prof_series_load(&d, 1, lo, &ps, &n, &err, &file);
+	if (rc == -ENOENT && file && !strcmp(file, dir))
+		return 0;
+	if (rc) {
+		cli_error("cannot read '%s': %s", file ? file : dir, err);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		long dp = dump_pid(&ps[i]);
+		if (pid > 0 && dp > 0 && dp != pid)
+			continue;
+		++*ndumps;
+		if (pick == SIZE_MAX ||
+		    ps[i].total[PROF_INUSE_SPACE] > ps[pick].total[PROF_INUSE_SPACE])
+			pick = i;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (i != pick)
+			prof_profile_release(&ps[i]);
+	if (pick != SIZE_MAX)
+		*best = ps[pick];
+	free(ps);
+	return pick != SIZE_MAX;
+}
+
+static const char *fmt_value(char *buf, size_t cap, int64_t x, int v, bool exact)
+{
+	if (v == PROF_INUSE_SPACE || v == PROF_ALLOC_SPACE)
+		return cli_fmt_bytes(buf, cap, x, exact);
+	snprintf(buf, cap, "%" PRId64, x);
+	return buf;
+}
+
+static int print_top(const struct cli_prof_opts *o, const struct prof_profile *p, size_t ndumps)
+{
+	static const char *const words[PROF_NVALUES] = {
+		"objects in use", "in use", "objects allocated", "allocated",
+	};
+	struct prof_table t;
+	char a[48], b[48];
+	int v = o->value >= 0 ? o->value : PROF_INUSE_SPACE;
+	if (prof_table_build(&t, p, o->lines, v, PROF_SORT_FLAT)) {
+		cli_error("out of memory");
+		return -1;
+	}
+	int64_t total = p->total[v];
+	const char *name = strrchr(p->path, '/');
+	printf("\ntop allocation sites at the peak: %s", name ? name + 1 : p->path);
+	if (p->ms >= 0)
+		printf(", taken at %.3f s", (double)p->ms / 1000);
+	printf(", %s %s (the most of %zu dump%s)\n", fmt_value(a, sizeof a, total, v, o->bytes),
+	       words[v], ndumps, ndumps == 1 ? "" : "s");
+	if (o->focus || o->ignore)
+		printf("(stacks%s%s%s%s)\n", o->focus ? " matching " : "", o->focus ? o->focus : "",
+		       o->ignore ? " without " : "", o->ignore ? o->ignore : "");
+	printf("%12s %6s %12s %6s  %s\n", "flat", "flat%", "cum", "cum%",
+	       o->lines ? "function file:line" : "function");
+	long max = o->nodecount ? o->nodecount : 10, shown = 0;
+	for (size_t i = 0; i < t.nrows && shown < max; i++) {
+		const struct prof_row *r = &t.rows[i];
+		if (!r->flat[v])
+			continue;  /* callers only: not an allocation site */
+		printf("%12s %5.1f%% %12s %5.1f%%  %s\n", fmt_value(a, sizeof a, r->flat[v], v, o->bytes),
+		       total ? 100.0 * (double)r->flat[v] / (double)total : 0.0,
+		       fmt_value(b, sizeof b, r->cum[v], v, o->bytes),
+		       total ? 100.0 * (double)r->cum[v] / (double)total : 0.0, r->name);
+		shown++;
+	}
+	if (!shown)
+		printf("  (none)\n");
+	prof_table_release(&t);
+	return 0;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	struct timeline_args a = { .pid = -1 };
+	struct cli_prof_opts o;
+	struct chosen c = { 0 };
+	struct prof_profile dump;
+	size_t ndumps = 0;
+	char *dir = NULL, *svg = NULL;
+	int have_dump = 0;
+	int ret = cli_prof_opts_parse(&o, argc, argv, timeline_usage, timeline_extra, &a);
+	if (ret) {
+		ret = ret == 1 ? 0 : ret;
+		goto out;
+	}
+	if (o.nargs != 1 || o.base || o.output) {
+		if (o.nargs != 1)
+			cli_error("timeline: want one directory (a run's -o), got %d", o.nargs);
+		else
+			cli_error("timeline: %s does not apply here (--svg FILE writes the chart)",
+				  o.base ? "--base" : "-o");
+		fputs(timeline_usage, stderr);
+		ret = 2;
+		goto out;
+	}
+	ret = 1;
+	/* DIR, or a timeline file itself with its dumps beside it */
+	struct stat st;
+	const char *arg = o.args[0];
+	if (stat(arg, &st)) {
+		cli_error("cannot open '%s': %s", arg, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!(dir = strdup(arg)))
+			goto nomem;
+		if (choose_timeline(dir, a.pid, &c))
+			goto out;
+	} else {
+		const char *err, *slash = strrchr(arg, '/');
+		dir = slash ? strndup(arg, (size_t)(slash - arg + (slash == arg))) : strdup(".");
+		if (!dir || !(c.path = strdup(arg)))
+			goto nomem;
+		if (prof_timeline_load(&c.t, c.path, &err)) {
+			cli_error("cannot read '%s': %s", c.path, err);
+			goto out;
+		}
+		c.pid = a.pid > 0 ? a.pid : name_pid(arg);
+	}
+	if ((have_dump = peak_dump(dir, c.pid, &o.load, &dump, &ndumps)) < 0)
+		goto out;
+	const char *err;
+	if (have_dump && (o.focus || o.ignore) &&
+	    prof_profile_filter(&dump, o.focus, o.ignore, &err)) {
+		cli_error("%s", err);
+		goto out;
+	}
+	struct render_timeline_opts ro = { .name = c.path, .dump_ms = have_dump ? dump.ms : -1 };
+	if (a.svg) {
+		size_t n;
+		FILE *f = open_memstream(&svg, &n);
+		if (!f)
+			goto nomem;
+		render_timeline_svg(f, &c.t, &ro);
+		if (fclose(f))
+			goto nomem;
+		int rc = cli_write_file(a.svg, svg, n);
+		if (rc) {
+			cli_error("cannot write '%s': %s", a.svg, strerror(-rc));
+			goto out;
+		}
+	}
+	render_timeline_text(stdout, &c.t, &ro);
+	if (!have_dump && c.pid > 0)
+		printf("\nno heap dumps (*.heap) of process %ld in '%s': no allocation sites to "
+		       "show\n", c.pid, dir);
+	else if (!have_dump)
+		printf("\nno heap dumps (*.heap) in '%s': no allocation sites to show\n", dir);
+	else if (print_top(&o, &dump, ndumps))
+		goto out;
+	if (have_dump) {
+		const char *const *w;
+		size_t nw = prof_profile_warnings(&dump, &w);
+		for (size_t i = 0; i < nw; i++)
+			fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+	}
+	ret = fflush(stdout) ? 1 : 0;
+	goto out;
+nomem:
+	cli_error("out of memory");
+out:
+	if (have_dump > 0)
+		prof_profile_release(&dump);
+	prof_timeline_release(&c.t);
+	free(c.path);
+	free(svg);
+	free(dir);
+	cli_prof_opts_release(&o);
+	return ret;
+}
