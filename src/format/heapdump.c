@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format/heapdump.h"
 
@@ -447,6 +448,15 @@ int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **e
 		memset(d, 0, sizeof *d);
 		*err = strerror(e);
 		return -e;
+	}
+	/* fopen succeeds on a directory and only the first read fails:
+	 * say what it is rather than "read error" */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		memset(d, 0, sizeof *d);
+		*err = strerror(EISDIR);
+		return -EISDIR;
 	}
 	int rc = fmt_heap_read(d, f, err);
 	fclose(f);
