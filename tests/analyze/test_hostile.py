@@ -80,7 +80,7 @@ def check(suite, path, name):
 def test_case(suite, name):
     work = os.path.join(suite.build, "e2e", "hostile")
     os.makedirs(work, exist_ok=True)
-    path = os.path.join(work, name + (".d" if CASES[name] is None else ".heap"))
+    path = os.path.join(work, name + (".dir" if CASES[name] is None else ".heap"))
     if CASES[name] is None:
         if os.path.isfile(path):
             os.unlink(path)
