@@ -44,7 +44,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 
 EXAMPLES := $(B)/examples/leaky
 
-.PHONY: all clean test install demo unit
+.PHONY: all clean test install demo unit fuzz
 all: $(B)/heaptrail $(B)/libheaptrail.so $(EXAMPLES)
 
 $(B)/agent-obj/%.o: %.c
@@ -86,6 +86,30 @@ $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LIB_OBJ) $(CLI_LIBS)
 
 unit: $(UNIT_BIN)
+
+# Fuzz targets (tests/fuzz/fuzz_*.c): libFuzzer with ASan and UBSan, built
+# by clang into their own directory; the readers they drive are compiled
+# with coverage instrumentation but without libFuzzer's main.
+FUZZ_CC    ?= clang
+FB         := $(B)/fuzz
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_WARN  := $(filter-out -Wno-format-truncation,$(WARN))
+FUZZ_LIB_SRC := src/format/heapdump.c src/format/leakfile.c src/format/names.c \
+	src/analyze/profile.c src/analyze/aggregate.c \
+	src/symbolize/symbolize.c src/symbolize/demangle.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/obj/%.o)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FB)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_WARN) -MMD -c $< -o $@
+
+$(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_WARN) -o $@ $< $(FUZZ_LIB_OBJ) $(CLI_LIBS)
+
+fuzz: $(FUZZ_BIN)
 
 # The main job of the README: run the bundled leaky example.
 demo: all

@@ -167,7 +167,10 @@ static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, in
 	s->pc_off = off;
 	atomic_store_explicit(&stack_count, id, memory_order_release);
 	atomic_store_explicit(&stack_index->slot[hole], id, memory_order_release);
-	if ((uint64_t)id * 2 > stack_index->cap)
+	/* grow at half full, the same bound agent_stack_intern inserts
+	 * under: with '>' here the index stopped at cap / 2 = 2048 stacks
+	 * without ever growing, and every new stack after that was dropped */
+	if ((uint64_t)id * 2 >= stack_index->cap)
 		index_grow();  /* on failure the index just gets fuller */
 	return id;
 }

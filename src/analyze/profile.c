@@ -169,17 +169,27 @@ static uint32_t *ids_alloc(struct prof_profile *p, size_t n)
 	return r;
 }
 
-static struct prof_sample *sample_new(struct prof_profile *p)
+/* Room for n samples in all; 0 or -ENOMEM. */
+static int reserve_samples(struct prof_profile *p, size_t n)
 {
 	struct prof_profile_priv *pv = p->priv;
-	if (p->nsamples == pv->samples_cap) {
-		size_t cap = pv->samples_cap ? 2 * pv->samples_cap : 1024;
-		struct prof_sample *ns = realloc(p->samples, cap * sizeof *ns);
-		if (!ns)
-			return NULL;
-		p->samples = ns;
-		pv->samples_cap = cap;
-	}
+	if (n <= pv->samples_cap)
+		return 0;
+	size_t cap = pv->samples_cap ? 2 * pv->samples_cap : 1024;
+	while (cap < n)
+		cap *= 2;
+	struct prof_sample *ns = realloc(p->samples, cap * sizeof *ns);
+	if (!ns)
+		return -ENOMEM;
+	p->samples = ns;
+	pv->samples_cap = cap;
+	return 0;
+}
+
+static struct prof_sample *sample_new(struct prof_profile *p)
+{
+	if (reserve_samples(p, p->nsamples + 1))
+		return NULL;
 	struct prof_sample *s = &p->samples[p->nsamples++];
 	memset(s, 0, sizeof *s);
 	return s;
@@ -571,7 +581,14 @@ int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *bas
 		}
 		map[i] = (uint32_t)id;
 	}
-	for (size_t i = 0; i < base->nsamples; i++) {
+	/* base may be p itself: its sample count is taken before p grows, and
+	 * the room is made first, so no sample of base moves under us */
+	size_t nbase = base->nsamples;
+	if (reserve_samples(p, p->nsamples + nbase)) {
+		free(map);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nbase; i++) {
 		const struct prof_sample *b = &base->samples[i];
 		struct prof_sample *s = sample_new(p);
 		if (!s || !(s->frames = ids_alloc(p, b->nframes ? b->nframes : 1))) {

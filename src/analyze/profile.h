@@ -107,7 +107,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		      const struct prof_load_opts *o, const char **err);
 
 /* Merges base into p with negated values (p - base), matching frames by
- * name; base is left as it was. The merged samples have no locations. */
+ * name; base is left as it was unless it is p itself (allowed: every
+ * value then nets to zero). The merged samples have no locations. */
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base);
 
 /* Drops samples with no frame matching focus (when not NULL), then those

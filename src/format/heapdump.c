@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format/heapdump.h"
 
@@ -31,9 +32,11 @@ static int parse_count(const char **p, uint64_t *out)
 	if (!isdigit((unsigned char)*s))
 		return -1;
 	while (isdigit((unsigned char)*s)) {
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > FMT_HEAP_MAX_COUNT)
+		uint64_t digit = (uint64_t)(*s - '0');
+		/* checked before multiplying: v * 10 must not wrap around 2^64 */
+		if (v > (FMT_HEAP_MAX_COUNT - digit) / 10)
 			return -1;
+		v = v * 10 + digit;
 		s++;
 	}
 	*out = v;
@@ -175,7 +178,7 @@ static int add_map(struct fmt_heap_dump *d, const char *s)
 	if (*s != '/')
 		return 0; /* anonymous, [heap], [stack], [vdso]: nothing to symbolize */
 	size_t len = strcspn(s, "\r\n");
-	if (len > 8 && !strncmp(s + len - 10, " (deleted)", 10))
+	if (len >= 10 && !strncmp(s + len - 10, " (deleted)", 10))
 		len -= 10;
 	if (d->nmaps == d->maps_cap) {
 		size_t cap = d->maps_cap ? 2 * d->maps_cap : 64;
@@ -418,8 +421,11 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		rc = -EINVAL;
 		goto out;
 	}
-	for (size_t i = 0; i < d->nstacks; i++)
-		d->stacks[i].pcs = d->pool + (uintptr_t)d->stacks[i].pcs;
+	for (size_t i = 0; i < d->nstacks; i++) {
+		/* an empty stack may come before any pc: the pool is still NULL */
+		struct fmt_heap_stack *k = &d->stacks[i];
+		k->pcs = k->depth ? d->pool + (uintptr_t)k->pcs : NULL;
+	}
 	d->has_alloc = (d->total[2] != d->total[0] && d->total[2]) ||
 		       (d->total[3] != d->total[1] && d->total[3]);
 	if (d->layout == FMT_HEAP_JEMALLOC)
@@ -442,6 +448,15 @@ int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **e
 		memset(d, 0, sizeof *d);
 		*err = strerror(e);
 		return -e;
+	}
+	/* fopen succeeds on a directory and only the first read fails:
+	 * say what it is rather than "read error" */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		memset(d, 0, sizeof *d);
+		*err = strerror(EISDIR);
+		return -EISDIR;
 	}
 	int rc = fmt_heap_read(d, f, err);
 	fclose(f);

@@ -54,7 +54,7 @@ enum fmt_heap_value {
 
 struct fmt_heap_stack {
 	uint64_t v[FMT_HEAP_NVALUES];  /* raw counts as in the file */
-	uint64_t *pcs;                 /* innermost first; points into the dump's pool */
+	uint64_t *pcs;                 /* innermost first, into the dump's pool; NULL when depth is 0 */
 	uint32_t depth;
 };
 

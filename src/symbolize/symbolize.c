@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* One module as the agent recorded it; reached from a Dwfl_Module through
@@ -183,10 +184,16 @@ static void report_module(struct symbolizer *s, const struct sym_module *in,
 	char *file;
 	void **ud;
 	int len;
+	struct stat st;
 
 	file = sym_locate(in->path, binary_path);
 	if (!file)
 		return;
+	/* a dump may name anything: opening a FIFO or a tty would block */
+	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
+		warn(s, m, "not a regular file: '%s'", file);
+		goto out;
+	}
 	mod = dwfl_report_elf(s->dwfl, in->path, file, -1, in->base, true);
 	if (!mod) {
 		warn(s, m, "cannot open '%s': %s", file, dwfl_errmsg(-1));
@@ -446,14 +453,18 @@ void sym_free(struct symbolizer *s)
 int sym_elf_info(const char *file, uint64_t map_start, uint64_t map_end, uint64_t map_offset,
 		 uint64_t *bias, char *build_id, size_t cap)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC), rc = -ENOEXEC;
+	/* O_NONBLOCK: a dump may name a FIFO, whose open would wait for a writer */
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = -ENOEXEC;
 	Elf *elf = NULL;
+	struct stat st;
 	size_t nph;
 
 	if (build_id && cap)
 		build_id[0] = 0;
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto out; /* a device, a FIFO, a directory: not an ELF file */
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
