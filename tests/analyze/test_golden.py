@@ -103,8 +103,17 @@ def test_jeprof(suite, layout):
     if not jeprof:
         raise run_tests.Skip("jeprof not installed (libjemalloc-dev)")
     problems = []
-    dump = os.path.join(GOLDEN, "inputs", layout + ".heap")
-    prog = os.path.join(GOLDEN, "bin", "golden_prog")
+    # jeprof finds the program's maps lines only under the path it is
+    # given: a copy of the dump names the binary where this checkout has it
+    # (the checked-in dumps name /opt/golden/bin/golden_prog, a path that
+    # does not exist, so heaptrail's tests go through --binary-path)
+    prog = os.path.join(ROOT, GOLDEN, "bin", "golden_prog")
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "golden", layout))
+    dump = os.path.join(work, layout + ".heap")
+    with open(os.path.join(ROOT, GOLDEN, "inputs", layout + ".heap")) as f:
+        text = f.read()
+    with open(dump, "w") as f:
+        f.write(text.replace("/opt/golden/bin/golden_prog", prog))
     for value in ("inuse_space", "alloc_space", "inuse_objects", "alloc_objects"):
         rc, out, err = run_tests.run([jeprof, "--text", "--show_bytes", "--" + value,
                                       prog, dump], cwd=ROOT, timeout=120)
