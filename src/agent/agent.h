@@ -203,11 +203,26 @@ void agent_memset(void *dst, int c, size_t n);
 
 /* A spinlock that yields after a short spin. Fork handling in lifecycle.c
  * takes every lock in the agent before fork and releases it in both
- * processes afterwards. */
+ * processes afterwards.
+ *
+ * While the process has a single thread, taking a lock is a plain store:
+ * glibc's __libc_single_threaded is true until the first thread is
+ * created by any means glibc knows (pthread_create, and the threads libc
+ * starts for itself: SIGEV_THREAD timers, POSIX AIO), and the thread that
+ * creates it is never inside a locked section then. A lock's holder that
+ * is interrupted by a signal handler which enters the agent is handled by
+ * the recursion guard, as before. (Threads made with a raw clone(2), which
+ * glibc does not know of, would break this; programs that malloc from
+ * such threads break glibc itself too.) */
+extern char __libc_single_threaded;
 typedef struct { atomic_int v; } agent_lock_t;
 void agent_lock_slow(agent_lock_t *l);
 static inline void agent_lock(agent_lock_t *l)
 {
+	if (likely(__libc_single_threaded)) {
+		atomic_store_explicit(&l->v, 1, memory_order_relaxed);
+		return;
+	}
 	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
 		return;
 	agent_lock_slow(l);

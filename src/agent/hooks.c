@@ -156,8 +156,15 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 		return;
 	}
 	struct agent_stack *s = agent_stack_get(id);
-	atomic_fetch_add_explicit(&s->total_bytes, n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->total_blocks, 1, memory_order_relaxed);
+	if (likely(__libc_single_threaded)) { /* a locked add is a full barrier */
+		atomic_store_explicit(&s->total_bytes, atomic_load_explicit(&s->total_bytes,
+				      memory_order_relaxed) + n, memory_order_relaxed);
+		atomic_store_explicit(&s->total_blocks, atomic_load_explicit(&s->total_blocks,
+				      memory_order_relaxed) + 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&s->total_bytes, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->total_blocks, 1, memory_order_relaxed);
+	}
 	agent_count(&c->tracked, 1);
 	agent_count(&c->tracked_bytes, n);
 	agent_sample_note(c, n, +1);

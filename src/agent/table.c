@@ -279,6 +279,11 @@ static void filter_add(uintptr_t addr, int d)
 		return;
 	_Atomic uint16_t *slot = &agent_filter[agent_filter_slot(addr)];
 	uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
+	if (likely(__libc_single_threaded)) { /* no one else reads it (see agent_lock) */
+		if (v != 0xffff)
+			atomic_store_explicit(slot, (uint16_t)(v + d), memory_order_relaxed);
+		return;
+	}
 	while (v != 0xffff && !atomic_compare_exchange_weak(slot, &v, (uint16_t)(v + d)))
 		;
 }
