@@ -96,8 +96,9 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
-	uint64_t bytes, blocks;
-	agent_sample_weight(n, &bytes, &blocks);
+	uint64_t bytes = n, blocks = 1024;
+	if (agent_config.sample > 1)
+		agent_sample_weight(n, &bytes, &blocks);
 	if (sign < 0) {
 		bytes = (uint64_t)-bytes;
 		blocks = (uint64_t)-blocks;
