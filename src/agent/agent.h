@@ -246,7 +246,7 @@ void agent_unwind_cfi_flush(void);
 /* A thread's last walks, so the next one from the same place can be
  * checked instead of redone (unwind_cfi.c, replay). Owned by one thread. */
 #define MEMO_FRAMES 72
-#define MEMO_WAYS 8
+#define MEMO_WAYS 32
 struct walk_memo {
 	uintptr_t pc0, sp0, bp0;       /* the starting registers */
 	uint32_t gen;                  /* the rule cache's generation */
@@ -257,11 +257,31 @@ struct walk_memo {
 	uintptr_t ra_at[MEMO_FRAMES], ra[MEMO_FRAMES];   /* words read, and their values */
 	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
 	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
+	int8_t rbp_src[MEMO_FRAMES];   /* a CFA from rbp: the record whose read gave
+					* rbp (-1: bp0); -2: CFA from rsp */
+	bool tail_bp[MEMO_FRAMES + 1]; /* the records from here on need the rbp
+					* they start with */
+	uint8_t n_after[MEMO_FRAMES];  /* pcs found after this record's step */
+	bool ended;                    /* the walk reached the outermost frame */
 	uintptr_t pcs[MEMO_FRAMES];
+};
+/* Frames of the recorded walks by their stack pointer, so a new walk that
+ * reaches a frame a recorded one went through (same sp, same pc, the rest
+ * of the stack unchanged) can copy the rest instead of walking it: the
+ * outer part of a thread's stack (main, an event loop, an interpreter)
+ * is shared by most of its allocations. */
+#define MEMO_JOIN_SLOTS 256
+struct walk_join {
+	uintptr_t sp;
+	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
 };
 struct walk_memos {
 	struct walk_memo e[MEMO_WAYS];
-	int next;                      /* the entry the next new walk replaces */
+	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
+					* only where the starting sp matches */
+	unsigned next;                 /* the entry the next new walk replaces */
+	struct walk_join join[MEMO_JOIN_SLOTS];
+	unsigned long joins;           /* walks finished by a join (for tests) */
 };
 /* agent_unwind_cfi with memos (ms may be NULL). *replayed is the index of
  * the entry whose walk this was (its pcs are that entry's pcs), or -1-i

@@ -1130,6 +1130,92 @@ static bool replay(const struct walk_memo *m, const struct walk *w, int max, uin
 	return true;
 }
 
+static inline size_t join_slot(uintptr_t sp)
+{
+	return (size_t)((sp >> 4) * 0x9E3779B97F4A7C15ull >> 56) & (MEMO_JOIN_SLOTS - 1);
+}
+
+/* Finishes a walk that has just reached frame (pc, sp, bp), with n pcs
+ * found so far, from a recorded walk that went through the same frame:
+ * returns the new count of pcs (the recorded rest appended), or -1 when no
+ * recorded walk can vouch for the rest. The rest of a walk is a function
+ * of the frame's registers, the rules (same generation) and the stack
+ * words it read; these are checked, as replay does, and lie between sp
+ * and the stack's top (hi), so reading them is safe. m (the entry being
+ * recorded, k records so far; k < 0 when not recording) is completed
+ * with the rest, so the whole new walk can be replayed later. */
+static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, uintptr_t pc,
+		uintptr_t sp, uintptr_t bp, uintptr_t hi, uint32_t gen, int max, uintptr_t *pcs,
+		int n)
+{
+	const struct walk_join *js = &ms->join[join_slot(sp)];
+	if (js->sp != sp || js->way >= MEMO_WAYS)
+		return -1;
+	const struct walk_memo *e = &ms->e[js->way];
+	int j = js->frame;
+	if (e == m || !e->valid || !e->ended || e->gen != gen || e->max != max ||
+	    j >= e->nframes || e->ra_at[j] + 8 != sp || e->ra[j] != pc)
+		return -1;
+	if (e->tail_bp[j + 1] && e->bp[j] != bp)
+		return -1;
+	if (e->nframes > j + 1 && e->ra_at[e->nframes - 1] + 8 > hi)
+		return -1;  /* not this stack's words */
+	for (int r = j + 1; r < e->nframes; r++) {
+		if (*(const uintptr_t *)e->ra_at[r] != e->ra[r])
+			return -1;
+		if (e->bp_need[r] && *(const uintptr_t *)e->bp_at[r] != e->bp[r])
+			return -1;
+	}
+	int from = e->n_after[j], tail = e->npcs - from;
+	if (tail > max - n)
+		tail = max - n;
+	for (int i = 0; i < tail; i++)
+		pcs[n + i] = e->pcs[from + i];
+	ms->joins++;
+	int nrec = e->nframes - (j + 1);
+	if (k >= 0 && tail == e->npcs - from && k + nrec <= MEMO_FRAMES &&
+	    n + tail <= MEMO_FRAMES) {
+		for (int r = 0; r < nrec; r++) {
+			int s = j + 1 + r, d = k + r;
+			m->ra_at[d] = e->ra_at[s];
+			m->ra[d] = e->ra[s];
+			m->bp_at[d] = e->bp_at[s];
+			m->bp[d] = e->bp[s];
+			m->bp_need[d] = e->bp_need[s];
+			int src = e->rbp_src[s];
+			m->rbp_src[d] = (int8_t)(src == -2 ? -2 : src > j ? src - (j + 1) + k : bp_src);
+			m->n_after[d] = (uint8_t)(e->n_after[s] - from + n);
+		}
+		/* the rest used the rbp this walk arrived with: where it came from
+		 * must be checked on a replay of the whole walk */
+		if (e->tail_bp[j + 1] && bp_src >= 0)
+			m->bp_need[bp_src] = true;
+		m->nframes = k + nrec;
+		m->ended = true;
+		return -(n + tail) - 2;  /* recorded whole: see walk */
+	}
+	return n + tail;
+}
+
+/* Records m's frames for later joins, and which records need their rbp. */
+static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
+{
+	int low = INT8_MAX;
+	m->tail_bp[m->nframes] = false;
+	for (int t = m->nframes - 1; t >= 0; t--) {
+		if (m->rbp_src[t] != -2 && m->rbp_src[t] < low)
+			low = m->rbp_src[t];
+		m->tail_bp[t] = low < t;
+	}
+	uint8_t way = (uint8_t)(m - ms->e);
+	for (int r = 0; r < m->nframes; r++) {
+		struct walk_join *js = &ms->join[join_slot(m->ra_at[r] + 8)];
+		js->sp = m->ra_at[r] + 8;
+		js->way = way;
+		js->frame = (uint8_t)r;
+	}
+}
+
 static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_memos *ms,
 			 int *replayed)
 {
@@ -1142,17 +1228,20 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 	uint32_t gen = w->gen;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
-	bool record = ms != NULL;
+	bool record = ms != NULL, ended = false, joined = false;
 
 	if (ms) {
+		/* fully associative; the entries' starting sps, side by side,
+		 * tell which are worth a replay without touching the others */
 		for (int i = 0; i < MEMO_WAYS; i++)
-			if (replay(&ms->e[i], w, max, gen, pcs, &n)) {
+			if (ms->sp0[i] == sp && replay(&ms->e[i], w, max, gen, pcs, &n)) {
 				*replayed = i;
 				return n;
 			}
-		m = &ms->e[ms->next];
-		*replayed = -1 - ms->next;  /* recorded into this entry */
-		ms->next = (ms->next + 1) % MEMO_WAYS;
+		int way = (int)(ms->next++ % MEMO_WAYS);
+		m = &ms->e[way];
+		ms->sp0[way] = sp;
+		*replayed = -1 - way;  /* recorded into this entry */
 		m->valid = false;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
 	}
@@ -1185,6 +1274,7 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 				if (kind == K_CFA_RBP && bp_src >= 0)
 					m->bp_need[bp_src] = true;
 				if (k < MEMO_FRAMES) {
+					m->rbp_src[k] = (int8_t)(kind == K_CFA_RBP ? bp_src : -2);
 					m->ra_at[k] = cfa - 8;
 					m->ra[k] = pc;
 					m->bp_at[k] = at;
@@ -1199,14 +1289,18 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 			}
 			sp = cfa;
 			exact = false;
-			if (pc == 0)
+			if (pc == 0) {
+				ended = true;
 				break;
+			}
 		} else {
 			/* The outermost frame (_start, clone) ends every walk: its
 			 * rule alone decides that, so the record stays good. Any
 			 * other slow step reads more than the record keeps. */
-			if (kind == K_END)
+			if (kind == K_END) {
+				ended = true;
 				break;
+			}
 			record = false;
 			w->pc = pc, w->sp = sp, w->bp = bp, w->exact = exact;
 			if (!step_slow(w, r))
@@ -1216,16 +1310,38 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 			c = w->cache;
 			gen = w->gen;
 		}
-		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo)
+		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo) {
+			if (record && k > 0 && k <= MEMO_FRAMES)
+				m->n_after[k - 1] = 0;
 			continue;
+		}
 		pcs[n++] = pc;
+		if (record && k > 0 && k <= MEMO_FRAMES)
+			m->n_after[k - 1] = (uint8_t)(n < 255 ? n : 255);
+		if (ms && n > 1) {
+			int got = join(ms, m, record && k <= MEMO_FRAMES ? k : -1, bp_src, pc, sp, bp,
+				       hi, gen, max, pcs, n);
+			if (got >= 0) {          /* finished, m not completed */
+				n = got;
+				record = false;
+				break;
+			}
+			if (got < -1) {          /* finished, m completed */
+				n = -got - 2;
+				joined = true;
+				break;
+			}
+		}
 	}
 	if (record && n <= MEMO_FRAMES && gen == m->gen) {
-		m->nframes = k;
+		if (!joined)
+			m->nframes = k;
 		m->npcs = n;
+		m->ended = joined || ended;
 		for (int i = 0; i < n; i++)
 			m->pcs[i] = pcs[i];
 		m->valid = true;
+		memo_finish(ms, m);
 	}
 	return n;
 }

@@ -689,6 +689,21 @@ static void test_memo(void)
 	}
 	check(bad == 0, "memoised walks equal fresh walks over 3000 mixed calls (%d differ)", bad);
 	check(replays > 2000, "most repeated walks are replays (%d of 3000)", replays);
+	/* 48 call depths in turn: more than the memo's ways, so walks are
+	 * rarely replayed whole, but each shares its outer frames (this
+	 * function, main, libc's start) with the walks before it */
+	bad = 0;
+	unsigned long joins = memos.joins;
+	for (int i = 0; i < 2400; i++) {
+		int way = -100;
+		int n = memo_via_x(a, b, &way, (i * 7) % 48);
+		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
+			bad++;
+	}
+	joins = memos.joins - joins;
+	check(bad == 0, "walks finished from a recorded walk's outer frames equal fresh walks "
+	      "over 2400 calls at 48 depths (%d differ)", bad);
+	check(joins > 1000, "most of those walks join a recorded one (%lu of 2400)", joins);
 	agent_unwind_cfi_flush();
 	int way = -100;
 	uintptr_t c[64];
