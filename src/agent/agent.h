@@ -280,6 +280,7 @@ struct walk_memos {
 	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
 					* only where the starting sp matches */
 	unsigned next;                 /* the entry the next new walk replaces */
+	unsigned last;                 /* the entry last replayed or recorded */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
 };

@@ -1233,12 +1233,19 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 	if (ms) {
 		/* fully associative; the entries' starting sps, side by side,
 		 * tell which are worth a replay without touching the others */
+		unsigned last = ms->last % MEMO_WAYS;  /* a loop's site, first */
+		if (ms->sp0[last] == sp && replay(&ms->e[last], w, max, gen, pcs, &n)) {
+			*replayed = (int)last;
+			return n;
+		}
 		for (int i = 0; i < MEMO_WAYS; i++)
 			if (ms->sp0[i] == sp && replay(&ms->e[i], w, max, gen, pcs, &n)) {
 				*replayed = i;
+				ms->last = (unsigned)i;
 				return n;
 			}
 		int way = (int)(ms->next++ % MEMO_WAYS);
+		ms->last = (unsigned)way;
 		m = &ms->e[way];
 		ms->sp0[way] = sp;
 		*replayed = -1 - way;  /* recorded into this entry */
