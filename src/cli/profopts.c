@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "render/render.h"
 
 /* On a terminal, long loads say how far they are, on one line that is
  * cleared at the end. */
@@ -157,17 +158,6 @@ const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact)
 		snprintf(buf, cap, "%" PRId64, v);
 		return buf;
 	}
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double x = (double)v, a = x < 0 ? -x : x;
-	int u = 0;
-	while (a >= 1024 && u < 5) {
-		a /= 1024;
-		x /= 1024;
-		u++;
-	}
-	if (!u)
-		snprintf(buf, cap, "%" PRId64 " B", v);
-	else
-		snprintf(buf, cap, "%.2f %s", x, units[u]);
-	return buf;
+	return render_bytes(buf, cap, v);
 }
+

@@ -7,6 +7,7 @@
 
 #include "analyze/aggregate.h"
 #include "render/graph.h"
+#include "render/render.h"
 
 /* ---------- folded stacks ---------- */
 
@@ -141,26 +142,9 @@ static void put_dot_string(FILE *out, const char *s)
 
 static const char *fmt_val(char *buf, size_t cap, int64_t x, int v)
 {
-	if (v == PROF_INUSE_SPACE || v == PROF_ALLOC_SPACE) {
-		double a = (double)x;
-		const char *u = "B";
-		if (fabs(a) >= 1 << 30) {
-			a /= 1 << 30;
-			u = "GiB";
-		} else if (fabs(a) >= 1 << 20) {
-			a /= 1 << 20;
-			u = "MiB";
-		} else if (fabs(a) >= 1 << 10) {
-			a /= 1 << 10;
-			u = "KiB";
-		}
-		if (*u == 'B')
-			snprintf(buf, cap, "%" PRId64 " B", x);
-		else
-			snprintf(buf, cap, "%.2f %s", a, u);
-	} else {
-		snprintf(buf, cap, "%" PRId64, x);
-	}
+	if (v == PROF_INUSE_SPACE || v == PROF_ALLOC_SPACE)
+		return render_bytes(buf, cap, x);
+	snprintf(buf, cap, "%" PRId64, x);
 	return buf;
 }
 
