@@ -85,14 +85,23 @@ int cmd_growth(int argc, char **argv)
 	long pid = ps[0].pid;
 	if (o.nargs == 1 && n > 1) {
 		/* a directory of several processes' dumps (a program that forks):
-		 * the process with the most dumps, and a note naming the others */
+		 * the process with the most dumps, and a note about the others */
 		size_t best = 0;
+		int64_t best_peak = -1;
 		for (size_t i = 0; i < n; i++) {
 			size_t c = 0;
+			int64_t peak = 0;
 			for (size_t k = 0; k < n; k++)
-				c += ps[k].pid == ps[i].pid;
-			if (c > best) {
+				if (ps[k].pid == ps[i].pid) {
+					c++;
+					if (ps[k].total[PROF_INUSE_SPACE] > peak)
+						peak = ps[k].total[PROF_INUSE_SPACE];
+				}
+			/* ties (a driver and the compilers it runs, dumped on the
+			 * same timer): the one that held the most */
+			if (c > best || (c == best && peak > best_peak)) {
 				best = c;
+				best_peak = peak;
 				pid = ps[i].pid;
 			}
 		}
