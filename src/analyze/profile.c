@@ -431,6 +431,26 @@ static void collect_warnings(struct prof_profile *p, struct symbolizer *sym)
 	}
 }
 
+struct prof_sym_cache {
+	struct symbolizer *sym;
+	uint64_t key;             /* modules_key of the modules it was made for */
+};
+
+/* What identifies a symbolizer session: every module's path, build-id,
+ * bias and range. */
+static uint64_t modules_key(const struct sym_module *m, size_t n)
+{
+	uint64_t h = mix(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		h = mix(h ^ hash_bytes(m[i].path ? m[i].path : ""));
+		h = mix(h ^ hash_bytes(m[i].build_id ? m[i].build_id : ""));
+		h = mix(h ^ m[i].base);
+		h = mix(h ^ m[i].lo);
+		h = mix(h ^ m[i].hi);
+	}
+	return h;
+}
+
 int prof_profile_load(struct prof_profile *p, const char *path,
 		      const struct prof_load_opts *o, const char **err)
 {
@@ -464,9 +484,21 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	if ((rc = build_mappings(p, &d, o, &mods, &nmods, &oom)))
 		goto fail;
 	if (!o->no_symbolize) {
-		sym = sym_new(mods, nmods, o->binary_path);
-		if (!sym)
-			goto nomem;
+		uint64_t key = modules_key(mods, nmods);
+		struct prof_sym_cache *c = o->sym_cache;
+		if (c && c->sym && c->key == key) {
+			sym = c->sym;
+		} else {
+			sym = sym_new(mods, nmods, o->binary_path);
+			if (!sym)
+				goto nomem;
+			if (c) {
+				if (c->sym)
+					sym_free(c->sym);
+				c->sym = sym;
+				c->key = key;
+			}
+		}
 	}
 
 	size_t total_pcs = d.pool_len;
@@ -557,10 +589,22 @@ out:
 	free(scratch);
 	pcmap_free(&pcs);
 	free(mods);
-	if (sym)
+	if (sym && !(o->sym_cache && o->sym_cache->sym == sym))
 		sym_free(sym);
 	fmt_heap_release(&d);
 	return rc;
+}
+
+struct prof_sym_cache *prof_sym_cache_new(void)
+{
+	return calloc(1, sizeof(struct prof_sym_cache));
+}
+
+void prof_sym_cache_free(struct prof_sym_cache *c)
+{
+	if (c && c->sym)
+		sym_free(c->sym);
+	free(c);
 }
 
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base)
@@ -750,6 +794,7 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 {
 	char **list = NULL;
 	size_t nlist = 0, cap = 0;
+	struct prof_sym_cache *cache = NULL;
 	int rc = 0;
 	*out = NULL;
 	*n = 0;
@@ -809,8 +854,11 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 	*out = calloc(nlist + 1, sizeof **out);
 	if (!*out)
 		goto nomem;
+	struct prof_load_opts shared = *o;
+	if (!shared.sym_cache)
+		shared.sym_cache = cache = prof_sym_cache_new(); /* NULL: no sharing */
 	for (size_t i = 0; i < nlist; i++) {
-		rc = prof_profile_load(&(*out)[i], list[i], o, err);
+		rc = prof_profile_load(&(*out)[i], list[i], &shared, err);
 		if (rc) {
 			static char file[4096];
 			snprintf(file, sizeof file, "%s", list[i]);
@@ -829,6 +877,7 @@ nomem:
 	rc = -ENOMEM;
 	*err = "out of memory";
 out:
+	prof_sym_cache_free(cache);
 	for (size_t i = 0; i < nlist; i++)
 		free(list[i]);
 	free(list);

@@ -90,8 +90,16 @@ struct prof_profile {
 	struct prof_profile_priv *priv;
 };
 
+/* Keeps the last symbolizer session, for loading several dumps of one
+ * process: a dump whose modules are the same as the previous one's
+ * (path, load address, build-id) reuses it and its cache. */
+struct prof_sym_cache;
+struct prof_sym_cache *prof_sym_cache_new(void);
+void prof_sym_cache_free(struct prof_sym_cache *c);
+
 struct prof_load_opts {
 	const char *binary_path;  /* like PPROF_BINARY_PATH: colon-separated dirs */
+	struct prof_sym_cache *sym_cache; /* may be NULL */
 	bool no_symbolize;        /* frames are the bare pcs ("0x...") */
 	bool keep_alloc_frames;   /* do not drop the allocator's frames */
 	/* called now and then while symbolizing: done of total stacks of the
