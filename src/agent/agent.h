@@ -233,10 +233,6 @@ static inline void agent_unlock(agent_lock_t *l)
 }
 
 /* ---- stack capture (unwind.c) ---- */
-/* The current stack interned for allocator fn: a repeat of the thread's
- * last stack is recognised without walking or hashing it again. Returns
- * the stack id, 0 when the table is full. Hook-safe. */
-uint32_t agent_capture_stack(int fn);
 /* The DWARF unwinder behind agent_unwind (unwind_cfi.c): lock-free, with a
  * per-pc rule cache. agent_unwind_cfi_flush forgets every cached rule; the
  * dlclose hook calls it once a library is gone. */

@@ -1107,7 +1107,8 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
  * a 1.3x slower loop. */
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-/* Replays m when the walk would be the same: same starting registers,
+/* Replays m when the walk would be the same: same starting registers
+ * (rbp only when the walk used it),
  * same rules (no flush since), and every stack word the recorded walk read
  * still holds the value it read. A walk is a function of exactly those,
  * so the answer is the recorded one. The words read are all above the
@@ -1115,8 +1116,11 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 static bool replay(const struct walk_memo *m, const struct walk *w, int max, uint32_t gen,
 		   uintptr_t *pcs, int *n)
 {
-	if (!m->valid || m->pc0 != w->pc || m->sp0 != w->sp || m->bp0 != w->bp ||
-	    m->max != max || m->gen != gen)
+	/* rbp counts only when a frame found its CFA through the value it
+	 * started with: code without frame pointers keeps anything in rbp
+	 * (the allocation's size, say), which must not defeat the memo */
+	if (!m->valid || m->pc0 != w->pc || m->sp0 != w->sp || m->max != max || m->gen != gen ||
+	    (m->tail_bp[0] && m->bp0 != w->bp))
 		return false;
 	for (int k = 0; k < m->nframes; k++) {
 		if (*(const uintptr_t *)m->ra_at[k] != m->ra[k])
