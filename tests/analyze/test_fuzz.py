@@ -61,7 +61,9 @@ def _build(suite):
 def test_target(suite, target):
     build(suite)
     secs = int(os.environ.get("HEAPTRAIL_FUZZ_SECONDS", "15"))
-    rc, out, err = run_tests.run([os.path.join(ROOT, "tests", "fuzz", "run"), "-t",
+    # -n: built once above; a make per target could relink one target
+    # while another test runs it
+    rc, out, err = run_tests.run([os.path.join(ROOT, "tests", "fuzz", "run"), "-n", "-t",
                                   str(secs), "-b", suite.build, target],
                                  cwd=ROOT, timeout=secs + 300, env=os.environ)
     text = out.decode("utf-8", "replace")
