@@ -93,6 +93,12 @@ void cli_prof_opts_release(struct cli_prof_opts *o);
 /* Loads one dump as o says (binary path); applies --base and --focus /
  * --ignore. Prints the error and returns -1 on failure. */
 int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_profile *p);
+/* Prints p's symbolization notes on stderr ("heaptrail: note: ..."). */
+void cli_prof_notes(const struct prof_profile *p);
+/* Writes data to path whole (a temporary file renamed into place), or to
+ * standard output when path is "-". Prints the error and returns -1 on
+ * failure. */
+int cli_emit(const char *path, const char *data, size_t len);
 /* "1.5 MiB", "12.0 KiB", "512 B" (signed; bytes = true: exact integer). */
 const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact);
 

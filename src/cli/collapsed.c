@@ -49,16 +49,7 @@ static int emit(const struct cli_prof_opts *o, int (*render)(FILE *, void *), vo
 		cli_error("out of memory");
 		return 1;
 	}
-	int ret = 0;
-	if (o->output && strcmp(o->output, "-")) {
-		int err = cli_write_file(o->output, buf, len);
-		if (err) {
-			cli_error("cannot write '%s': %s", o->output, strerror(-err));
-			ret = 1;
-		}
-	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
-		ret = 1;
-	}
+	int ret = cli_emit(o->output ? o->output : "-", buf, len) ? 1 : 0;
 	free(buf);
 	return ret;
 }

@@ -50,23 +50,6 @@ static int flame_extra(int argc, char **argv, int *i, void *ctx)
 }
 
 /* Writes the n bytes of an SVG to o->output, whole or not at all. */
-static int write_out(const char *path, const char *data, size_t n)
-{
-	if (!strcmp(path, "-")) {
-		if (fwrite(data, 1, n, stdout) != n || fflush(stdout)) {
-			cli_error("cannot write standard output: %s", strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	int rc = cli_write_file(path, data, n);
-	if (rc) {
-		cli_error("cannot write '%s': %s", path, strerror(-rc));
-		return -1;
-	}
-	return 0;
-}
-
 int cmd_flame(int argc, char **argv)
 {
 	struct render_flame_opts r = { 0 };
@@ -109,12 +92,9 @@ int cmd_flame(int argc, char **argv)
 		cli_error("out of memory");
 		goto out_base;
 	}
-	if (write_out(o.output, svg, n))
+	if (cli_emit(o.output, svg, n))
 		goto out_base;
-	const char *const *w;
-	size_t nw = prof_profile_warnings(&p, &w);
-	for (size_t i = 0; i < nw; i++)
-		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+	cli_prof_notes(&p);
 	ret = 0;
 out_base:
 	free(svg);

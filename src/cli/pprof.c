@@ -58,19 +58,6 @@ static int output_dir_ok(const char *path)
 	return ret;
 }
 
-static int write_stdout(const char *data, size_t len)
-{
-	if (isatty(STDOUT_FILENO)) {
-		cli_error("pprof: not writing a binary profile to a terminal (redirect it, or -o FILE)");
-		return 1;
-	}
-	if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
-		cli_error("cannot write to standard output");
-		return 1;
-	}
-	return 0;
-}
-
 int cmd_pprof(int argc, char **argv)
 {
 	struct cli_prof_opts o;
@@ -118,17 +105,13 @@ int cmd_pprof(int argc, char **argv)
 		cli_error("cannot encode '%s' as a pprof profile: %s", o.args[0], strerror(-rc));
 		goto out_prof;
 	}
-	if (!strcmp(o.output, "-")) {
-		if (write_stdout(data, len))
-			goto out_prof;
-	} else if ((rc = cli_write_file(o.output, data, len))) {
-		cli_error("cannot write '%s': %s", o.output, strerror(-rc));
+	if (!strcmp(o.output, "-") && isatty(STDOUT_FILENO)) {
+		cli_error("pprof: not writing a binary profile to a terminal (redirect it, or -o FILE)");
 		goto out_prof;
 	}
-	const char *const *w;
-	size_t nw = prof_profile_warnings(&p, &w);
-	for (size_t i = 0; i < nw; i++)
-		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+	if (cli_emit(o.output, data, len))
+		goto out_prof;
+	cli_prof_notes(&p);
 	ret = 0;
 out_prof:
 	free(data);

@@ -161,3 +161,28 @@ const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact)
 	return render_bytes(buf, cap, v);
 }
 
+
+void cli_prof_notes(const struct prof_profile *p)
+{
+	const char *const *w;
+	size_t nw = prof_profile_warnings(p, &w);
+	for (size_t i = 0; i < nw; i++)
+		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+}
+
+int cli_emit(const char *path, const char *data, size_t len)
+{
+	if (!strcmp(path, "-")) {
+		if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
+			cli_error("cannot write standard output: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	int rc = cli_write_file(path, data, len);
+	if (rc) {
+		cli_error("cannot write '%s': %s", path, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}

@@ -347,12 +347,8 @@ int cmd_timeline(int argc, char **argv)
 		printf("\nno heap dumps (*.heap) in '%s': no allocation sites to show\n", dir);
 	else if (print_top(&o, &dump, ndumps))
 		goto out;
-	if (have_dump) {
-		const char *const *w;
-		size_t nw = prof_profile_warnings(&dump, &w);
-		for (size_t i = 0; i < nw; i++)
-			fprintf(stderr, "heaptrail: note: %s\n", w[i]);
-	}
+	if (have_dump)
+		cli_prof_notes(&dump);
 	ret = fflush(stdout) ? 1 : 0;
 	goto out;
 nomem:

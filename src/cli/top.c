@@ -129,10 +129,7 @@ int cmd_top(int argc, char **argv)
 			rest++;
 	if (rest > (size_t)shown)
 		printf("(%zu more; -n to see them)\n", rest - (size_t)shown);
-	const char *const *w;
-	size_t nw = prof_profile_warnings(&p, &w);
-	for (size_t i = 0; i < nw; i++)
-		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+	cli_prof_notes(&p);
 	ret = fflush(stdout) ? 1 : 0;
 	prof_table_release(&t);
 out_prof:
