@@ -1223,17 +1223,14 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_memos *ms,
 			 int *replayed)
 {
-	stack_bounds(w, w->sp);
 	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
-	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
-	uintptr_t pc = w->pc, sp = w->sp, bp = w->bp, hi = w->lo + w->span + 8;
-	bool exact = w->exact;
-	struct slot *c = w->cache;
+	uintptr_t pc = w->pc, sp = w->sp, bp = w->bp;
 	uint32_t gen = w->gen;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
 
+	/* a replay needs neither the stack's bounds nor the rule cache */
 	if (ms) {
 		/* fully associative; the entries' starting sps, side by side,
 		 * tell which are worth a replay without touching the others */
@@ -1256,6 +1253,11 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 		m->valid = false;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
 	}
+	stack_bounds(w, w->sp);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	uintptr_t hi = w->lo + w->span + 8;
+	bool exact = w->exact;
+	struct slot *c = w->cache;
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
 		struct packed r = { K_NONE, 0 };
 		if (likely(c))
