@@ -64,6 +64,9 @@ static void estimate_totals(struct agent_counts *out)
 {
 	if (agent_config.sample <= 1) {
 		out->frees = out->tracked_frees;
+		/* exact mode keeps no separate estimates (sample.c) */
+		out->est_bytes = out->tracked_bytes - out->freed_bytes;
+		out->est_blocks_x1024 = (out->tracked - out->tracked_frees) * 1024;
 		return;
 	}
 	out->allocs = out->est_allocs_x1024 / 1024;

@@ -97,8 +97,20 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
-	if (agent_config.sample > 1)
-		agent_sample_weight(n, &bytes, &blocks);
+	if (agent_config.sample <= 1) {
+		/* exact: the estimates are the tracked counts, which
+		 * agent_counters_sum turns into them; only the triggers'
+		 * byte count is kept here */
+		if (sign > 0 && (agent_config.interval || agent_config.peak)) {
+			agent_tls.since_check += n;
+			if (agent_tls.since_check >= CHECK_BYTES) {
+				agent_tls.since_check = 0;
+				agent_triggers_check();
+			}
+		}
+		return;
+	}
+	agent_sample_weight(n, &bytes, &blocks);
 	if (sign < 0) {
 		bytes = (uint64_t)-bytes;
 		blocks = (uint64_t)-blocks;
