@@ -131,6 +131,13 @@ static inline bool agent_sampled(size_t n)
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
  * estimates, and now and then checks the triggers. Hook-safe. */
 void agent_sample_note(struct agent_counts *c, size_t n, int sign);
+/* The same, without a call in exact mode with no byte-driven trigger:
+ * then there is nothing to note (the estimates are the tracked counts). */
+static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
+{
+	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
+		agent_sample_note(c, n, sign);
+}
 /* What a sampled block of n bytes stands for, in bytes and in blocks
  * scaled by 1024. */
 void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024);

@@ -199,7 +199,7 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 	}
 	agent_count(&c->tracked, 1);
 	agent_count(&c->tracked_bytes, n);
-	agent_sample_note(c, n, +1);
+	agent_sample_note_maybe(c, n, +1);
 }
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
@@ -211,7 +211,7 @@ static bool note_free(void *p, size_t *size, uint32_t *stack)
 	struct agent_counts *c = agent_my_counts();
 	agent_count(&c->tracked_frees, 1);
 	agent_count(&c->freed_bytes, *size);
-	agent_sample_note(c, *size, -1);
+	agent_sample_note_maybe(c, *size, -1);
 	return true;
 }
 
@@ -223,7 +223,7 @@ static void put_back(void *p, size_t size, uint32_t id)
 	/* undo note_free's counts */
 	agent_count(&c->tracked_frees, (uint64_t)-1);
 	agent_count(&c->freed_bytes, (uint64_t)-size);
-	agent_sample_note(c, size, +1);
+	agent_sample_note_maybe(c, size, +1);
 }
 
 /* ---------- the entry points ---------- */
