@@ -1,7 +1,7 @@
 /*
  * bench/unwind.c — a micro-benchmark of stack capture, not a test: the
  * agent's CFI unwinder (src/agent/unwind_cfi.c) against libunwind's
- * unw_backtrace (what src/agent/unwind.c uses), on stacks 10 and 40 frames
+ * unw_backtrace (what the agent used before it), on stacks 10 and 40 frames
  * deep, 1M unwinds each.
  * Also: the same with 2 threads unwinding at once (the rule cache is
  * shared), and the cost of a cold unwind (every frame a cache miss).

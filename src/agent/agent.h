@@ -76,7 +76,7 @@ struct agent_counters {
 	struct agent_counts c;
 	_Atomic pid_t owner;     /* thread writing it; 0 = free */
 	bool shared;             /* the overflow slot: atomic adds */
-	struct walk_memos *memo; /* the owner's last walks (unwind.c); mapped on demand */
+	struct walk_memos *memo; /* the owner's last walks (unwind_cfi.c); mapped on demand */
 } __attribute__((aligned(64)));
 
 /* ---- per-thread state (hooks.c) ---- */
@@ -239,7 +239,18 @@ static inline void agent_unlock(agent_lock_t *l)
 	atomic_store_explicit(&l->v, 0, memory_order_release);
 }
 
-/* ---- stack capture (unwind.c) ---- */
+/* Adds n to a total any thread may add to: a locked add (a full
+ * barrier) only once the process has a second thread (see agent_lock). */
+static inline void agent_add_shared(_Atomic uint64_t *x, uint64_t n)
+{
+	if (likely(__libc_single_threaded))
+		atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(x, n, memory_order_relaxed);
+}
+
+/* ---- stack capture (unwind_cfi.c; hooks.c interns) ---- */
 /* The DWARF unwinder behind agent_unwind (unwind_cfi.c): lock-free, with a
  * per-pc rule cache. agent_unwind_cfi_flush forgets every cached rule; the
  * dlclose hook calls it once a library is gone. */
@@ -301,7 +312,7 @@ struct agent_stack {
 	uint32_t pc_chunk, pc_off;      /* where its pcs live */
 	uint16_t depth;
 	uint8_t fn;                     /* enum fmt_alloc_fn */
-	atomic_uint_fast64_t total_bytes, total_blocks;  /* ever allocated */
+	_Atomic uint64_t total_bytes, total_blocks;  /* ever allocated */
 };
 
 /* Interns a stack; returns its id (>= 1), or 0 when the table is full.

@@ -143,8 +143,6 @@ bool agent_recording(void)
 	return atomic_load(&recording);
 }
 
-/* Records a sampled (in exact mode: every) block: its stack, its entry in
- * the live table, and what it adds to the estimates. */
 /* The current stack interned for allocator fn. Stacks are followed with
  * DWARF call-frame information (.eh_frame), so binaries built without
  * frame pointers — most of Debian — unwind fully. The work is done by
@@ -177,6 +175,8 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	return id;
 }
 
+/* Records a sampled (in exact mode: every) block: its stack, its entry in
+ * the live table, and what it adds to the estimates. */
 static NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
 	struct agent_counts *c = agent_my_counts();
@@ -188,15 +188,8 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 		return;
 	}
 	struct agent_stack *s = agent_stack_get(id);
-	if (likely(__libc_single_threaded)) { /* a locked add is a full barrier */
-		atomic_store_explicit(&s->total_bytes, atomic_load_explicit(&s->total_bytes,
-				      memory_order_relaxed) + n, memory_order_relaxed);
-		atomic_store_explicit(&s->total_blocks, atomic_load_explicit(&s->total_blocks,
-				      memory_order_relaxed) + 1, memory_order_relaxed);
-	} else {
-		atomic_fetch_add_explicit(&s->total_bytes, n, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->total_blocks, 1, memory_order_relaxed);
-	}
+	agent_add_shared(&s->total_bytes, n);
+	agent_add_shared(&s->total_blocks, 1);
 	agent_count(&c->tracked, 1);
 	agent_count(&c->tracked_bytes, n);
 	agent_sample_note_maybe(c, n, +1);

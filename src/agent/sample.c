@@ -97,29 +97,18 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
-	if (agent_config.sample <= 1) {
-		/* exact: the estimates are the tracked counts, which
-		 * agent_counters_sum turns into them; only the triggers'
-		 * byte count is kept here */
-		if (sign > 0 && (agent_config.interval || agent_config.peak)) {
-			agent_tls.since_check += n;
-			if (agent_tls.since_check >= CHECK_BYTES) {
-				agent_tls.since_check = 0;
-				agent_triggers_check();
-			}
+	/* exact mode keeps no estimates: they are the tracked counts, which
+	 * agent_counters_sum turns into them */
+	if (agent_config.sample > 1) {
+		agent_sample_weight(n, &bytes, &blocks);
+		uint64_t b = sign < 0 ? (uint64_t)-bytes : bytes;
+		uint64_t k = sign < 0 ? (uint64_t)-blocks : blocks;
+		agent_count(&c->est_bytes, b);
+		agent_count(&c->est_blocks_x1024, k);
+		if (sign > 0) {
+			agent_count(&c->est_allocated, bytes);
+			agent_count(&c->est_allocs_x1024, blocks);
 		}
-		return;
-	}
-	agent_sample_weight(n, &bytes, &blocks);
-	if (sign < 0) {
-		bytes = (uint64_t)-bytes;
-		blocks = (uint64_t)-blocks;
-	}
-	agent_count(&c->est_bytes, bytes);
-	agent_count(&c->est_blocks_x1024, blocks);
-	if (sign > 0 && agent_config.sample > 1) {
-		agent_count(&c->est_allocated, bytes);
-		agent_count(&c->est_allocs_x1024, blocks);
 	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;

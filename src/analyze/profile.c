@@ -33,8 +33,7 @@ struct prof_profile_priv {
 	struct strtab strings;
 	struct frametab frames;
 	size_t frames_cap, samples_cap;
-	uint32_t *ids;          /* every sample's locs and frames arrays, in chunks */
-	struct chunk *chunks;
+	struct chunk *chunks;    /* the id arrays of locations and samples */
 	const char **warnings;
 	size_t nwarnings;
 };
@@ -233,11 +232,6 @@ static const char *base_name(const char *path)
 
 static char errbuf[512];
 
-static const char *oom_error(void)
-{
-	return "out of memory";
-}
-
 struct pcmap {
 	uint64_t *keys;
 	uint32_t *vals;
@@ -314,9 +308,6 @@ static int build_mappings(struct prof_profile *p, const struct fmt_heap_dump *d,
 			};
 			if (*oom)
 				goto nomem;
-			if (rc == -ENOEXEC) {
-				/* no segment starts here: this mapping extends the module */
-			}
 			nmods++;
 		} else {
 			if (m->start < mods[k].lo)
@@ -325,10 +316,8 @@ static int build_mappings(struct prof_profile *p, const struct fmt_heap_dump *d,
 				mods[k].hi = m->end;
 		}
 	keep_map:;
-		const char *build_id = NULL;
-		for (size_t q = 0; q < nmods; q++)
-			if (!strcmp(mods[q].path, m->path))
-				build_id = mods[q].build_id;
+		/* k is the file's module (just added, or found), or nmods: none */
+		const char *build_id = k < nmods ? mods[k].build_id : NULL;
 		p->maps[p->nmaps++] = (struct prof_mapping){
 			.start = m->start, .limit = m->end, .offset = m->offset,
 			.file = intern(&pv->strings, m->path, oom), .build_id = build_id,
@@ -582,7 +571,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	goto out;
 nomem:
 	rc = -ENOMEM;
-	*err = oom_error();
+	*err = "out of memory";
 fail:
 	prof_profile_release(p);
 out:

@@ -20,6 +20,10 @@
                      "grew, then flat", churn is not growing
     growth:errors    fewer than three dumps, dumps of two processes, no
                      dumps in the directory: one-line errors
+    dump:metadata    the agent's '#' lines: every dump says when it was
+                     taken (times increase with the sequence number, pid
+                     as in the name), and names the program's build-id as
+                     readelf reads it from the file
 """
 import os
 import re
@@ -254,8 +258,34 @@ def test_growth_errors(suite):
     return problems, []
 
 
+def test_dump_metadata(suite):
+    _, heaps, prog = common.dumps(suite)
+    from test_pprof import build_id
+    want_id = build_id(prog)
+    problems = []
+    last = -1
+    for dump in heaps:
+        name = os.path.basename(dump)
+        text = open(dump).read()
+        m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)$", text, re.M)
+        if not m:
+            problems.append("%s: no '# heaptrail-dump' line" % name)
+            continue
+        if int(m.group(1)) < last:
+            problems.append("%s: ms=%s before the previous dump's %d" % (name, m.group(1), last))
+        last = int(m.group(1))
+        if m.group(3) != name.split(".")[1]:
+            problems.append("%s: pid=%s" % (name, m.group(3)))
+        ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
+        if ids.get(prog) != want_id:
+            problems.append("%s: build-id of %s is %s, readelf says %s" % (
+                name, prog, ids.get(prog), want_id))
+    return problems, []
+
+
 def collect(suite):
-    return [("top:pprof", lambda: test_pprof(suite)),
+    return [("dump:metadata", lambda: test_dump_metadata(suite)),
+            ("top:pprof", lambda: test_pprof(suite)),
             ("top:jeprof", lambda: test_jeprof(suite)),
             ("top:jemalloc", lambda: test_jemalloc(suite)),
             ("diff:pprof", lambda: test_diff_pprof(suite)),
