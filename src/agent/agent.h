@@ -61,7 +61,9 @@ void agent_config_load(void);
 
 /* ---- per-thread counters (counters.c) ---- */
 struct agent_counts {
-	_Atomic uint64_t allocs, bytes_allocated;  /* every allocation seen */
+	/* every allocation seen; in exact mode only those not tracked, the
+	 * tracked ones are added when the counters are summed */
+	_Atomic uint64_t allocs, bytes_allocated;
 	_Atomic uint64_t frees;                    /* filled in by agent_counters_sum */
 	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
 	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
@@ -105,6 +107,20 @@ static inline void agent_count(_Atomic uint64_t *field, uint64_t n)
 				      memory_order_relaxed);
 }
 
+/* Two counts at once: one look at whether the slot is shared. */
+static inline void agent_count2(_Atomic uint64_t *a, uint64_t na, _Atomic uint64_t *b, uint64_t nb)
+{
+	if (unlikely(agent_tls.ctr->shared)) {
+		atomic_fetch_add_explicit(a, na, memory_order_relaxed);
+		atomic_fetch_add_explicit(b, nb, memory_order_relaxed);
+	} else {
+		atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + na,
+				      memory_order_relaxed);
+		atomic_store_explicit(b, atomic_load_explicit(b, memory_order_relaxed) + nb,
+				      memory_order_relaxed);
+	}
+}
+
 static inline struct agent_counts *agent_my_counts(void)
 {
 	if (unlikely(!agent_tls.ctr))
@@ -113,20 +129,27 @@ static inline struct agent_counts *agent_my_counts(void)
 }
 
 /* ---- sampling (sample.c) ---- */
+/* Sampling mode only: the countdown has run out (or was never set). */
 bool agent_sample_slow(size_t n);
+/* What agent_sampled does once the countdown has run out: always true in
+ * exact mode (where the countdown stays at zero), without a call. */
+static inline bool agent_sample_due(size_t n)
+{
+	return agent_config.sample <= 1 || agent_sample_slow(n);
+}
 /* Says whether to record an allocation of n bytes: always in exact mode;
  * else when it crosses the thread's byte countdown. In sampling mode an
  * allocation passed over costs one subtraction and one compare, and is
  * not counted one by one: the totals are estimated from the samples. In
- * exact mode the countdown stays at zero and every call takes the slow
- * path, which counts. Hook-safe. */
+ * exact mode every allocation is counted as it is tracked (note_alloc),
+ * and the few that are not tracked are counted apart. Hook-safe. */
 static inline bool agent_sampled(size_t n)
 {
 	if (likely((int64_t)n < agent_tls.sample_left)) {
 		agent_tls.sample_left -= (int64_t)n;
 		return false;
 	}
-	return agent_sample_slow(n);
+	return agent_sample_due(n);
 }
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
  * estimates, and now and then checks the triggers. Hook-safe. */
@@ -268,7 +291,10 @@ struct walk_memo {
 	bool valid;
 	uint32_t stack_id;             /* what hooks.c interned these pcs as */
 	int fn;
-	uintptr_t ra_at[MEMO_FRAMES], ra[MEMO_FRAMES];   /* words read, and their values */
+	bool any_bp;                   /* some bp_need is set */
+	struct {
+		uintptr_t at, ra;      /* where a return address was read, and it */
+	} fr[MEMO_FRAMES];
 	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
 	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
 	int8_t rbp_src[MEMO_FRAMES];   /* a CFA from rbp: the record whose read gave
@@ -304,6 +330,44 @@ struct walk_memos {
  * recorded). Untouched when ms is NULL. */
 int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed);
 
+/* The registers of the frame this is written in: pc an address inside it
+ * (its CFI row is looked up as is, not as a return address), sp and bp
+ * their values there. For agent_unwind_cfi_at, from the same frame. */
+#define AGENT_FRAME_REGS(pc, sp, bp)                                              \
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"     \
+			 : "=r"(pc), "=r"(sp), "=r"(bp))
+/* agent_unwind_cfi_memo from a frame the caller names (AGENT_FRAME_REGS in
+ * a frame that is still live). Hook-safe. */
+int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+			struct walk_memos *ms, int *replayed);
+
+/* Bumped whenever cached rules are forgotten: a memo of an older
+ * generation is never replayed. */
+extern _Atomic uint32_t agent_unwind_gen;
+
+/* Whether a new walk from (pc, sp, bp) would be m's: same starting
+ * registers (rbp only when the walk used it: code without frame pointers
+ * keeps anything in rbp, the allocation's size say, which must not defeat
+ * the memo), same rules (no flush since), and every stack word the
+ * recorded walk read still holds the value it read. A walk is a function
+ * of exactly those. The words read are all above sp, in live frames, so
+ * reading them again is safe. Hook-safe; m belongs to the calling thread. */
+static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+				    uintptr_t bp, int max, uint32_t gen)
+{
+	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
+	    (m->tail_bp[0] && m->bp0 != bp))
+		return false;
+	for (int k = 0; k < m->nframes; k++)
+		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
+			return false;
+	if (unlikely(m->any_bp))
+		for (int k = 0; k < m->nframes; k++)
+			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
+				return false;
+	return true;
+}
+
 /* ---- tables (table.c) ---- */
 /* What is live per stack is not counted here: it is summed from the live
  * table when a report needs it, so a free never touches its stack. */
@@ -320,7 +384,14 @@ struct agent_stack {
 uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
 /* Number of stacks interned so far; ids are 1..count. */
 uint32_t agent_stack_count(void);
-struct agent_stack *agent_stack_get(uint32_t id);
+/* The record of stack id (1..count). Records never move. Hook-safe. */
+#define AGENT_STACKS_PER_CHUNK (1u << 16)
+extern struct agent_stack *agent_stack_chunks[];
+static inline struct agent_stack *agent_stack_get(uint32_t id)
+{
+	id--;
+	return &agent_stack_chunks[id / AGENT_STACKS_PER_CHUNK][id % AGENT_STACKS_PER_CHUNK];
+}
 const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
 
 /* Records a new live block. Returns false (and counts it as dropped) when

@@ -63,6 +63,8 @@ void agent_counters_forked(void)
 static void estimate_totals(struct agent_counts *out)
 {
 	if (agent_config.sample <= 1) {
+		out->allocs += out->tracked;
+		out->bytes_allocated += out->tracked_bytes;
 		out->frees = out->tracked_frees;
 		/* exact mode keeps no separate estimates (sample.c) */
 		out->est_bytes = out->tracked_bytes - out->freed_bytes;

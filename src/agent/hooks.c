@@ -158,12 +158,24 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	struct agent_counters *slot = agent_tls.ctr;
 	struct walk_memos *ms = NULL;
 	int way = -1 - MEMO_WAYS;  /* no memo */
+	uintptr_t pc, sp, bp;
+	AGENT_FRAME_REGS(pc, sp, bp);
 	if (slot && !slot->shared) {
-		if (!slot->memo)
+		if (unlikely(!slot->memo))
 			slot->memo = agent_mmap(sizeof *slot->memo);
 		ms = slot->memo;
 	}
-	int depth = agent_unwind_cfi_memo(pcs, agent_config.depth, ms, &way);
+	/* The thread's last walk, checked here without a call: a loop
+	 * allocating from one place never gets further. */
+	if (likely(ms)) {
+		unsigned last = ms->last % MEMO_WAYS;
+		const struct walk_memo *m = &ms->e[last];
+		if (ms->sp0[last] == sp && m->fn == fn && m->stack_id &&
+		    agent_memo_holds(m, pc, sp, bp, agent_config.depth,
+				     atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed)))
+			return m->stack_id;
+	}
+	int depth = agent_unwind_cfi_at(pc, sp, bp, pcs, agent_config.depth, ms, &way);
 	if (way >= 0 && ms->e[way].fn == fn && ms->e[way].stack_id)
 		return ms->e[way].stack_id;
 	uint32_t id = agent_stack_intern(fn, pcs, depth);
@@ -180,18 +192,20 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 static NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
 	struct agent_counts *c = agent_my_counts();
-	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
+		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
 		return;
+	}
 	uint32_t id = capture_stack(fn);
 	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
+		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return;
 	}
 	struct agent_stack *s = agent_stack_get(id);
 	agent_add_shared(&s->total_bytes, n);
 	agent_add_shared(&s->total_blocks, 1);
-	agent_count(&c->tracked, 1);
-	agent_count(&c->tracked_bytes, n);
+	agent_count2(&c->tracked, 1, &c->tracked_bytes, n);
 	agent_sample_note_maybe(c, n, +1);
 }
 
@@ -202,8 +216,7 @@ static bool note_free(void *p, size_t *size, uint32_t *stack)
 	if (!agent_live_remove((uintptr_t)p, size, stack))
 		return false;
 	struct agent_counts *c = agent_my_counts();
-	agent_count(&c->tracked_frees, 1);
-	agent_count(&c->freed_bytes, *size);
+	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_sample_note_maybe(c, *size, -1);
 	return true;
 }
@@ -251,7 +264,7 @@ static inline void check_pending(void)
 				return (fallback);                         \
 			return (call);                                     \
 		}                                                          \
-		if (likely(!agent_sample_slow(size)))                      \
+		if (likely(!agent_sample_due(size)))                       \
 			return (call);                                     \
 		agent_tls.busy = BUSY_AGENT;                               \
 		p_ = (call);                                               \

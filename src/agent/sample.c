@@ -57,12 +57,6 @@ static int64_t draw(void)
 
 bool agent_sample_slow(size_t n)
 {
-	if (agent_config.sample <= 1) {
-		struct agent_counts *c = agent_my_counts();
-		agent_count(&c->allocs, 1);
-		agent_count(&c->bytes_allocated, n);
-		return true;
-	}
 	if (unlikely(!agent_tls.rng)) {
 		/* a thread's first allocation: place its first point */
 		seed();

@@ -19,12 +19,12 @@
 
 /* ---------- stack table ---------- */
 
-#define STACKS_PER_CHUNK (1u << 16)
+#define STACKS_PER_CHUNK AGENT_STACKS_PER_CHUNK
 #define STACK_CHUNKS 256                 /* 16M stacks at most */
 #define PCS_PER_CHUNK (1u << 20)
 #define PC_CHUNKS 1024
 
-static struct agent_stack *stack_chunks[STACK_CHUNKS];
+struct agent_stack *agent_stack_chunks[STACK_CHUNKS];
 static uintptr_t *pc_chunks[PC_CHUNKS];
 static uint32_t pc_chunk_cur, pc_chunk_used;
 static atomic_uint stack_count;          /* ids 1..stack_count are valid */
@@ -45,12 +45,6 @@ static uint64_t stack_hash(int fn, const uintptr_t *pcs, int depth)
 		h ^= h >> 32;
 	}
 	return h;
-}
-
-struct agent_stack *agent_stack_get(uint32_t id)
-{
-	id--;
-	return &stack_chunks[id / STACKS_PER_CHUNK][id % STACKS_PER_CHUNK];
 }
 
 const uintptr_t *agent_stack_pcs(const struct agent_stack *s)
@@ -147,10 +141,10 @@ static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, in
 	uint32_t n = stack_count;
 	if (n >= STACK_CHUNKS * STACKS_PER_CHUNK - 1)  /* ids fit in 24 bits */
 		return 0;
-	if (!stack_chunks[n / STACKS_PER_CHUNK]) {
-		stack_chunks[n / STACKS_PER_CHUNK] =
+	if (!agent_stack_chunks[n / STACKS_PER_CHUNK]) {
+		agent_stack_chunks[n / STACKS_PER_CHUNK] =
 			agent_mmap(STACKS_PER_CHUNK * sizeof(struct agent_stack));
-		if (!stack_chunks[n / STACKS_PER_CHUNK])
+		if (!agent_stack_chunks[n / STACKS_PER_CHUNK])
 			return 0;
 	}
 	uint32_t chunk, off;
@@ -273,10 +267,8 @@ void agent_filter_init(void)
 	agent_filter = f;
 }
 
-static void filter_add(uintptr_t addr, int d)
+static NOINLINE void filter_add_slow(uintptr_t addr, int d)
 {
-	if (!agent_filter)
-		return;
 	_Atomic uint16_t *slot = &agent_filter[agent_filter_slot(addr)];
 	uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
 	if (likely(__libc_single_threaded)) { /* no one else reads it (see agent_lock) */
@@ -286,6 +278,13 @@ static void filter_add(uintptr_t addr, int d)
 	}
 	while (v != 0xffff && !atomic_compare_exchange_weak(slot, &v, (uint16_t)(v + d)))
 		;
+}
+
+/* Exact mode has no filter: one load, no call. */
+static inline void filter_add(uintptr_t addr, int d)
+{
+	if (agent_filter)
+		filter_add_slow(addr, d);
 }
 
 bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)

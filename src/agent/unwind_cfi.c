@@ -120,7 +120,7 @@ struct slot {
 
 static struct slot *_Atomic cache;
 /* Starts at 1 so that a zeroed slot never matches. */
-static _Atomic uint32_t cache_gen = 1;
+_Atomic uint32_t agent_unwind_gen = 1;
 
 /* Slots are keyed by the frame's pc, with bit 63 set when the pc is not a
  * return address (after a signal frame: its rule is the one at pc, not at
@@ -218,7 +218,7 @@ static void cache_put(uint64_t key, uint32_t gen, struct packed r)
  * signal-safe. */
 void agent_unwind_cfi_flush(void)
 {
-	atomic_fetch_add(&cache_gen, 1);
+	atomic_fetch_add(&agent_unwind_gen, 1);
 }
 
 /* ---------- modules ---------- */
@@ -1012,7 +1012,7 @@ static NOINLINE struct packed rule_slow(struct walk *w)
 	 * unloaded behind our back can mislead a walk but never make it read
 	 * unmapped memory; expression frames are rare (PLT entries, reached
 	 * only through a signal frame, and realigned frames). */
-	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
+	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	if (gen == w->gen && r.kind != K_NOMOD && !r.cfa_expr && !r.bp_expr)
 		cache_put(cache_key(w->pc, w->exact), gen, p);
 	if (!w->cache)
@@ -1094,40 +1094,13 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
 	return ra != 0;
 }
 
-/* The loop keeps the registers in locals (the compiler cannot prove that
- * stores to pcs leave a struct alone) and handles inline the two shapes
- * nearly every compiled frame has: CFA = rsp or rbp + k, rbp unchanged or
- * saved at CFA + k. Its bounds checks need no lower bound: the return
- * address and the saved rbp must lie in [sp, CFA - 8] (inside the frame),
- * and the CFA at most at the stack's top. A frame failing them is not
- * dropped but handed, like every other shape, to step_slow, which checks
- * reads against the stack's bounds only. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* GCC's SLP vectoriser packs pc/sp into vector registers and spills them:
- * a 1.3x slower loop. */
-__attribute__((optimize("no-tree-slp-vectorize")))
-#endif
-/* Replays m when the walk would be the same: same starting registers
- * (rbp only when the walk used it),
- * same rules (no flush since), and every stack word the recorded walk read
- * still holds the value it read. A walk is a function of exactly those,
- * so the answer is the recorded one. The words read are all above the
- * starting sp, in live frames, so reading them again is safe. */
-static bool replay(const struct walk_memo *m, const struct walk *w, int max, uint32_t gen,
-		   uintptr_t *pcs, int *n)
+/* Replays m when the walk would be the same (agent_memo_holds): the
+ * answer is then the recorded one. */
+static bool replay(const struct walk_memo *m, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max,
+		   uint32_t gen, uintptr_t *pcs, int *n)
 {
-	/* rbp counts only when a frame found its CFA through the value it
-	 * started with: code without frame pointers keeps anything in rbp
-	 * (the allocation's size, say), which must not defeat the memo */
-	if (!m->valid || m->pc0 != w->pc || m->sp0 != w->sp || m->max != max || m->gen != gen ||
-	    (m->tail_bp[0] && m->bp0 != w->bp))
+	if (!agent_memo_holds(m, pc, sp, bp, max, gen))
 		return false;
-	for (int k = 0; k < m->nframes; k++) {
-		if (*(const uintptr_t *)m->ra_at[k] != m->ra[k])
-			return false;
-		if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
-			return false;
-	}
 	for (int i = 0; i < m->npcs; i++)
 		pcs[i] = m->pcs[i];
 	*n = m->npcs;
@@ -1158,14 +1131,14 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 	const struct walk_memo *e = &ms->e[js->way];
 	int j = js->frame;
 	if (e == m || !e->valid || !e->ended || e->gen != gen || e->max != max ||
-	    j >= e->nframes || e->ra_at[j] + 8 != sp || e->ra[j] != pc)
+	    j >= e->nframes || e->fr[j].at + 8 != sp || e->fr[j].ra != pc)
 		return -1;
 	if (e->tail_bp[j + 1] && e->bp[j] != bp)
 		return -1;
-	if (e->nframes > j + 1 && e->ra_at[e->nframes - 1] + 8 > hi)
+	if (e->nframes > j + 1 && e->fr[e->nframes - 1].at + 8 > hi)
 		return -1;  /* not this stack's words */
 	for (int r = j + 1; r < e->nframes; r++) {
-		if (*(const uintptr_t *)e->ra_at[r] != e->ra[r])
+		if (*(const uintptr_t *)e->fr[r].at != e->fr[r].ra)
 			return -1;
 		if (e->bp_need[r] && *(const uintptr_t *)e->bp_at[r] != e->bp[r])
 			return -1;
@@ -1181,8 +1154,8 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 	    n + tail <= MEMO_FRAMES) {
 		for (int r = 0; r < nrec; r++) {
 			int s = j + 1 + r, d = k + r;
-			m->ra_at[d] = e->ra_at[s];
-			m->ra[d] = e->ra[s];
+			m->fr[d].at = e->fr[s].at;
+			m->fr[d].ra = e->fr[s].ra;
 			m->bp_at[d] = e->bp_at[s];
 			m->bp[d] = e->bp[s];
 			m->bp_need[d] = e->bp_need[s];
@@ -1206,26 +1179,46 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 {
 	int low = INT8_MAX;
 	m->tail_bp[m->nframes] = false;
+	m->any_bp = false;
 	for (int t = m->nframes - 1; t >= 0; t--) {
+		m->any_bp |= m->bp_need[t];
 		if (m->rbp_src[t] != -2 && m->rbp_src[t] < low)
 			low = m->rbp_src[t];
 		m->tail_bp[t] = low < t;
 	}
 	uint8_t way = (uint8_t)(m - ms->e);
 	for (int r = 0; r < m->nframes; r++) {
-		struct walk_join *js = &ms->join[join_slot(m->ra_at[r] + 8)];
-		js->sp = m->ra_at[r] + 8;
+		struct walk_join *js = &ms->join[join_slot(m->fr[r].at + 8)];
+		js->sp = m->fr[r].at + 8;
 		js->way = way;
 		js->frame = (uint8_t)r;
 	}
 }
 
-static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_memos *ms,
-			 int *replayed)
+/* The loop keeps the registers in locals (the compiler cannot prove that
+ * stores to pcs leave a struct alone) and handles inline the two shapes
+ * nearly every compiled frame has: CFA = rsp or rbp + k, rbp unchanged or
+ * saved at CFA + k. Its bounds checks need no lower bound: the return
+ * address and the saved rbp must lie in [sp, CFA - 8] (inside the frame),
+ * and the CFA at most at the stack's top. A frame failing them is not
+ * dropped but handed, like every other shape, to step_slow, which checks
+ * reads against the stack's bounds only. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC's SLP vectoriser packs pc/sp into vector registers and spills them:
+ * a 1.3x slower loop. */
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+/* The registers come as arguments: hooks.c reads them in its own frame
+ * (AGENT_FRAME_REGS), and a struct stored word by word and read back as a
+ * vector would stall the store forwarding. exact0: pc0 is not a return
+ * address. */
+static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, uintptr_t *pcs,
+			 int max, struct walk_memos *ms, int *replayed)
 {
-	w->gen = atomic_load_explicit(&cache_gen, RELAXED);
-	uintptr_t pc = w->pc, sp = w->sp, bp = w->bp;
-	uint32_t gen = w->gen;
+	struct walk w_, *w = &w_;
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	w->gen = gen;
+	w->pc = pc, w->sp = sp, w->bp = bp, w->exact = exact0;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
@@ -1235,12 +1228,12 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 		/* fully associative; the entries' starting sps, side by side,
 		 * tell which are worth a replay without touching the others */
 		unsigned last = ms->last % MEMO_WAYS;  /* a loop's site, first */
-		if (ms->sp0[last] == sp && replay(&ms->e[last], w, max, gen, pcs, &n)) {
+		if (ms->sp0[last] == sp && replay(&ms->e[last], pc, sp, bp, max, gen, pcs, &n)) {
 			*replayed = (int)last;
 			return n;
 		}
 		for (int i = 0; i < MEMO_WAYS; i++)
-			if (ms->sp0[i] == sp && replay(&ms->e[i], w, max, gen, pcs, &n)) {
+			if (ms->sp0[i] == sp && replay(&ms->e[i], pc, sp, bp, max, gen, pcs, &n)) {
 				*replayed = i;
 				ms->last = (unsigned)i;
 				return n;
@@ -1288,8 +1281,8 @@ static NOINLINE int walk(struct walk *w, uintptr_t *pcs, int max, struct walk_me
 					m->bp_need[bp_src] = true;
 				if (k < MEMO_FRAMES) {
 					m->rbp_src[k] = (int8_t)(kind == K_CFA_RBP ? bp_src : -2);
-					m->ra_at[k] = cfa - 8;
-					m->ra[k] = pc;
+					m->fr[k].at = cfa - 8;
+					m->fr[k].ra = pc;
 					m->bp_at[k] = at;
 					m->bp[k] = bp;
 					m->bp_need[k] = false;
@@ -1366,17 +1359,19 @@ NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
 
 NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed)
 {
-	struct walk w;
+	uintptr_t pc, sp, bp;
 	if (max <= 0)
 		return 0;
-	/* The registers of this very frame; its CFI row is the same at the
-	 * lea and after it, so pc-1 is looked up like a return address. */
-	__asm__ volatile("lea 0(%%rip), %0\n\t"
-			 "mov %%rsp, %1\n\t"
-			 "mov %%rbp, %2"
-			 : "=r"(w.pc), "=r"(w.sp), "=r"(w.bp));
-	w.exact = false;
-	int n = walk(&w, pcs, max, ms, replayed);
+	AGENT_FRAME_REGS(pc, sp, bp);
+	int n = walk(pc, sp, bp, true, pcs, max, ms, replayed);
 	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
 	return n;
+}
+
+NOINLINE int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+				 struct walk_memos *ms, int *replayed)
+{
+	if (max <= 0)
+		return 0;
+	return walk(pc, sp, bp, true, pcs, max, ms, replayed);
 }
