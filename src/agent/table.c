@@ -230,7 +230,7 @@ static inline struct live_shard *shard_of(uint64_t h)
 	return &shards[h >> (64 - SHARD_BITS)];
 }
 
-static bool shard_grow(struct live_shard *sh)
+static NOINLINE bool shard_grow(struct live_shard *sh)
 {
 	uint32_t ncap = sh->cap ? sh->cap * 2 : 1024;
 	struct live_entry *ne = agent_mmap((size_t)ncap * sizeof *ne);
