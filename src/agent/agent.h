@@ -319,15 +319,21 @@ struct walk_memos {
 	struct walk_memo e[MEMO_WAYS];
 	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
 					* only where the starting sp matches */
+	struct {
+		uintptr_t at, ra;      /* one of e[i]'s records, the one most likely
+					* to differ (0: none): a replay is tried
+					* only where it holds too */
+	} fp[MEMO_WAYS];
 	unsigned next;                 /* the entry the next new walk replaces */
 	unsigned last;                 /* the entry last replayed or recorded */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
 };
 /* agent_unwind_cfi with memos (ms may be NULL). *replayed is the index of
- * the entry whose walk this was (its pcs are that entry's pcs), or -1-i
- * when the walk was new and recorded into entry i (valid if it could be
- * recorded). Untouched when ms is NULL. */
+ * the entry whose walk this was, or -1-i when the walk was new and
+ * recorded into entry i (valid if it could be recorded). Untouched when
+ * ms is NULL. On a replay pcs is left alone: the count returned is of
+ * ms->e[*replayed].pcs. */
 int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed);
 
 /* The registers of the frame this is written in: pc an address inside it

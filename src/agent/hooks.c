@@ -178,7 +178,7 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	int depth = agent_unwind_cfi_at(pc, sp, bp, pcs, agent_config.depth, ms, &way);
 	if (way >= 0 && ms->e[way].fn == fn && ms->e[way].stack_id)
 		return ms->e[way].stack_id;
-	uint32_t id = agent_stack_intern(fn, pcs, depth);
+	uint32_t id = agent_stack_intern(fn, way >= 0 ? ms->e[way].pcs : pcs, depth);
 	struct walk_memo *m = ms ? &ms->e[way >= 0 ? way : -1 - way] : NULL;
 	if (m && way > -1 - MEMO_WAYS && m->valid) {
 		m->fn = fn;

@@ -1095,14 +1095,13 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
 }
 
 /* Replays m when the walk would be the same (agent_memo_holds): the
- * answer is then the recorded one. */
+ * answer is then the recorded one, m->pcs (not copied: the caller
+ * usually needs only the stack id it interned them as). */
 static bool replay(const struct walk_memo *m, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max,
-		   uint32_t gen, uintptr_t *pcs, int *n)
+		   uint32_t gen, int *n)
 {
 	if (!agent_memo_holds(m, pc, sp, bp, max, gen))
 		return false;
-	for (int i = 0; i < m->npcs; i++)
-		pcs[i] = m->pcs[i];
 	*n = m->npcs;
 	return true;
 }
@@ -1187,6 +1186,16 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 		m->tail_bp[t] = low < t;
 	}
 	uint8_t way = (uint8_t)(m - ms->e);
+	/* Walks from one entry point differ first near the allocation: the
+	 * return address of the function that called the allocator */
+	ms->fp[way].at = 0;
+	for (int r = 0; r < m->nframes; r++)
+		if (m->n_after[r] == 1) {
+			int f = r + 1 < m->nframes ? r + 1 : r;
+			ms->fp[way].at = m->fr[f].at;
+			ms->fp[way].ra = m->fr[f].ra;
+			break;
+		}
 	for (int r = 0; r < m->nframes; r++) {
 		struct walk_join *js = &ms->join[join_slot(m->fr[r].at + 8)];
 		js->sp = m->fr[r].at + 8;
@@ -1228,12 +1237,14 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 		/* fully associative; the entries' starting sps, side by side,
 		 * tell which are worth a replay without touching the others */
 		unsigned last = ms->last % MEMO_WAYS;  /* a loop's site, first */
-		if (ms->sp0[last] == sp && replay(&ms->e[last], pc, sp, bp, max, gen, pcs, &n)) {
+		if (ms->sp0[last] == sp && replay(&ms->e[last], pc, sp, bp, max, gen, &n)) {
 			*replayed = (int)last;
 			return n;
 		}
 		for (int i = 0; i < MEMO_WAYS; i++)
-			if (ms->sp0[i] == sp && replay(&ms->e[i], pc, sp, bp, max, gen, pcs, &n)) {
+			if (ms->sp0[i] == sp &&
+			    (!ms->fp[i].at || *(const uintptr_t *)ms->fp[i].at == ms->fp[i].ra) &&
+			    replay(&ms->e[i], pc, sp, bp, max, gen, &n)) {
 				*replayed = i;
 				ms->last = (unsigned)i;
 				return n;
@@ -1242,6 +1253,7 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 		ms->last = (unsigned)way;
 		m = &ms->e[way];
 		ms->sp0[way] = sp;
+		ms->fp[way].at = 0;
 		*replayed = -1 - way;  /* recorded into this entry */
 		m->valid = false;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;

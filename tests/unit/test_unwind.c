@@ -656,6 +656,8 @@ static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
 {
 	int n = agent_unwind_cfi_memo(a, 64, &memos, way);
 	int m = agent_unwind_cfi(b, 64);
+	if (*way >= 0)  /* a replay leaves a alone: the pcs are the entry's */
+		memcpy(a, memos.e[*way].pcs, (size_t)n * sizeof *a);
 	return n == m ? n : -1;
 }
 
