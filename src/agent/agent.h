@@ -292,6 +292,8 @@ struct walk_memo {
 	uint32_t stack_id;             /* what hooks.c interned these pcs as */
 	int fn;
 	bool any_bp;                   /* some bp_need is set */
+	uint8_t hint;                  /* the record whose word differed last
+					* time this entry was checked */
 	struct {
 		uintptr_t at, ra;      /* where a return address was read, and it */
 	} fr[MEMO_FRAMES];
@@ -319,6 +321,8 @@ struct walk_memos {
 	struct walk_memo e[MEMO_WAYS];
 	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
 					* only where the starting sp matches */
+	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
+				       /* their low halves, compared four at a time */
 	struct {
 		uintptr_t at, ra;      /* one of e[i]'s records, the one most likely
 					* to differ (0: none): a replay is tried
@@ -358,15 +362,23 @@ extern _Atomic uint32_t agent_unwind_gen;
  * recorded walk read still holds the value it read. A walk is a function
  * of exactly those. The words read are all above sp, in live frames, so
  * reading them again is safe. Hook-safe; m belongs to the calling thread. */
-static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+static inline bool agent_memo_holds(struct walk_memo *m, uintptr_t pc, uintptr_t sp,
 				    uintptr_t bp, int max, uint32_t gen)
 {
 	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
 	    (m->tail_bp[0] && m->bp0 != bp))
 		return false;
+	/* Two call paths that keep taking turns from the same depth differ
+	 * at the same record every time: that one is looked at first (a
+	 * program's paths often share many frames on either side of it). */
+	int h = m->hint;
+	if (h < m->nframes && *(const uintptr_t *)m->fr[h].at != m->fr[h].ra)
+		return false;
 	for (int k = 0; k < m->nframes; k++)
-		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
+		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra) {
+			m->hint = (uint8_t)k;
 			return false;
+		}
 	if (unlikely(m->any_bp))
 		for (int k = 0; k < m->nframes; k++)
 			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])

@@ -169,7 +169,7 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	 * allocating from one place never gets further. */
 	if (likely(ms)) {
 		unsigned last = ms->last % MEMO_WAYS;
-		const struct walk_memo *m = &ms->e[last];
+		struct walk_memo *m = &ms->e[last];
 		if (ms->sp0[last] == sp && m->fn == fn && m->stack_id &&
 		    agent_memo_holds(m, pc, sp, bp, agent_config.depth,
 				     atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed)))

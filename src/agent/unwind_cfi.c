@@ -47,6 +47,7 @@
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <emmintrin.h>
 #include <link.h>
 #include <stddef.h>
 
@@ -1097,13 +1098,27 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
 /* Replays m when the walk would be the same (agent_memo_holds): the
  * answer is then the recorded one, m->pcs (not copied: the caller
  * usually needs only the stack id it interned them as). */
-static bool replay(const struct walk_memo *m, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max,
+static bool replay(struct walk_memo *m, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max,
 		   uint32_t gen, int *n)
 {
 	if (!agent_memo_holds(m, pc, sp, bp, max, gen))
 		return false;
 	*n = m->npcs;
 	return true;
+}
+
+/* The entries whose starting sp may be sp, as a bit mask: SSE2, which
+ * every x86-64 has, compares four low halves at once. */
+_Static_assert(MEMO_WAYS == 32, "memo_candidates makes a 32-bit mask");
+static inline uint32_t memo_candidates(const struct walk_memos *ms, uintptr_t sp)
+{
+	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
+	uint32_t mask = 0;
+	for (int i = 0; i < MEMO_WAYS; i += 4) {
+		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
+		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
+	}
+	return mask;
 }
 
 static inline size_t join_slot(uintptr_t sp)
@@ -1241,7 +1256,10 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 			*replayed = (int)last;
 			return n;
 		}
-		for (int i = 0; i < MEMO_WAYS; i++)
+		uint32_t cand = memo_candidates(ms, sp) & ~(1u << last);
+		while (cand) {
+			int i = __builtin_ctz(cand);
+			cand &= cand - 1;
 			if (ms->sp0[i] == sp &&
 			    (!ms->fp[i].at || *(const uintptr_t *)ms->fp[i].at == ms->fp[i].ra) &&
 			    replay(&ms->e[i], pc, sp, bp, max, gen, &n)) {
@@ -1249,13 +1267,16 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 				ms->last = (unsigned)i;
 				return n;
 			}
+		}
 		int way = (int)(ms->next++ % MEMO_WAYS);
 		ms->last = (unsigned)way;
 		m = &ms->e[way];
 		ms->sp0[way] = sp;
+		ms->sp0_lo[way] = (uint32_t)sp;
 		ms->fp[way].at = 0;
 		*replayed = -1 - way;  /* recorded into this entry */
 		m->valid = false;
+		m->hint = 0;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
 	}
 	stack_bounds(w, w->sp);
