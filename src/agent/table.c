@@ -204,25 +204,24 @@ struct live_shard {
 	agent_lock_t lock;
 	uint32_t cap, count;            /* cap is a power of two, or 0 */
 	struct live_entry *e;
-	char pad[64 - 2 * sizeof(uint32_t) - sizeof(agent_lock_t) - sizeof(void *)];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(64)));       /* a cache line each */
 
 static struct live_shard shards[NSHARDS];
 
 /* Blocks are 16-byte aligned and mostly allocated in address order. The
  * hash keeps neighbours together: a 4 KiB page of the heap gets a random
- * place in the table (murmur3's finalizer on the page number) and its
- * blocks follow each other from there, so filling or walking the heap in
- * order touches the table in order too instead of one cache miss per
- * block. A page holds at most 256 slots' worth of blocks, which bounds how
- * long a run one page can add to a probe chain. */
+ * place in the table and its blocks follow each other from there, so
+ * filling or walking the heap in order touches the table in order too
+ * instead of one cache miss per block. A page holds at most 256 slots'
+ * worth of blocks, which bounds how long a run one page can add to a
+ * probe chain. The page number is mixed by one multiply (Fibonacci
+ * hashing): the product's top bits pick the shard, the bits below them the
+ * place, and both depend on every bit of the page number that varies. */
 static inline uint64_t addr_hash(uintptr_t a)
 {
-	uint64_t page = (uint64_t)a >> 12;
-	page ^= page >> 33;
-	page *= 0xff51afd7ed558ccdull;
-	page ^= page >> 33;
-	return page + (((uint64_t)a >> 4) & 0xff);
+	uint64_t m = ((uint64_t)a >> 12) * 0x9e3779b97f4a7c15ull;
+	return (m & ~0ull << (64 - SHARD_BITS)) |
+	       (uint32_t)((m >> 26) + (((uint64_t)a >> 4) & 0xff));
 }
 
 static inline struct live_shard *shard_of(uint64_t h)
@@ -287,30 +286,51 @@ static inline void filter_add(uintptr_t addr, int d)
 		filter_add_slow(addr, d);
 }
 
-bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
+/* Puts addr in its shard (locked, with room); returns whether it is new.
+ * An address already present means we missed its free (a block released
+ * behind our back); the new block replaces it. */
+static inline bool place(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
 {
-	uint64_t h = addr_hash(addr);
-	struct live_shard *sh = shard_of(h);
-	agent_lock(&sh->lock);
-	if (unlikely((sh->count + 1) * 4 > sh->cap * 3) && !shard_grow(sh)) {
-		agent_unlock(&sh->lock);
-		return false;
-	}
 	uint32_t mask = sh->cap - 1;
 	uint32_t i = (uint32_t)h & mask;
 	while (sh->e[i].addr && sh->e[i].addr != addr)
 		i = (i + 1) & mask;
-	if (!sh->e[i].addr) {
-		sh->count++;
-		filter_add(addr, +1);
-	}
-	/* An address already present means we missed its free (a block
-	 * released behind our back); the new block replaces it. */
+	bool fresh = !sh->e[i].addr;
+	sh->count += fresh;
 	sh->e[i].addr = addr;
-	sh->e[i].meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
+	sh->e[i].meta = meta;
+	return fresh;
+}
+
+/* An insert's rare cases, out of line so the common one needs no saved
+ * registers: a shard to grow, a filter to count in. Unlocks. */
+static NOINLINE bool insert_slow(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
+{
+	bool ok = (sh->count + 1) * 4 <= sh->cap * 3 || shard_grow(sh);
+	if (ok && place(sh, h, addr, meta))
+		filter_add(addr, +1);
+	agent_unlock(&sh->lock);
+	return ok;
+}
+
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
+{
+	uint64_t h = addr_hash(addr);
+	struct live_shard *sh = shard_of(h);
+	uint64_t meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
 			((uint64_t)stack << SIZE_BITS);
+	agent_lock(&sh->lock);
+	if (unlikely((sh->count + 1) * 4 > sh->cap * 3) || unlikely(agent_filter != NULL))
+		return insert_slow(sh, h, addr, meta);
+	place(sh, h, addr, meta);
 	agent_unlock(&sh->lock);
 	return true;
+}
+
+static NOINLINE void remove_finish_slow(struct live_shard *sh, uintptr_t addr)
+{
+	filter_add(addr, -1);
+	agent_unlock(&sh->lock);
 }
 
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
@@ -344,10 +364,12 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	}
 	sh->e[i].addr = 0;
 	sh->count--;
-	filter_add(addr, -1);
-	agent_unlock(&sh->lock);
 	*size = (size_t)(meta & SIZE_MAX_TRACKED);
 	*stack = (uint32_t)(meta >> SIZE_BITS);
+	if (unlikely(agent_filter != NULL))
+		remove_finish_slow(sh, addr);
+	else
+		agent_unlock(&sh->lock);
 	return true;
 }
 

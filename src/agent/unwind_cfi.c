@@ -1191,31 +1191,30 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 /* Records m's frames for later joins, and which records need their rbp. */
 static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 {
-	int low = INT8_MAX;
+	int low = INT8_MAX, user = -1;
+	bool any_bp = false;
+	uint8_t way = (uint8_t)(m - ms->e);
 	m->tail_bp[m->nframes] = false;
-	m->any_bp = false;
 	for (int t = m->nframes - 1; t >= 0; t--) {
-		m->any_bp |= m->bp_need[t];
+		any_bp |= m->bp_need[t];
 		if (m->rbp_src[t] != -2 && m->rbp_src[t] < low)
 			low = m->rbp_src[t];
 		m->tail_bp[t] = low < t;
+		if (m->n_after[t] == 1)
+			user = t;
+		struct walk_join *js = &ms->join[join_slot(m->fr[t].at + 8)];
+		js->sp = m->fr[t].at + 8;
+		js->way = way;
+		js->frame = (uint8_t)t;
 	}
-	uint8_t way = (uint8_t)(m - ms->e);
+	m->any_bp = any_bp;
 	/* Walks from one entry point differ first near the allocation: the
 	 * return address of the function that called the allocator */
 	ms->fp[way].at = 0;
-	for (int r = 0; r < m->nframes; r++)
-		if (m->n_after[r] == 1) {
-			int f = r + 1 < m->nframes ? r + 1 : r;
-			ms->fp[way].at = m->fr[f].at;
-			ms->fp[way].ra = m->fr[f].ra;
-			break;
-		}
-	for (int r = 0; r < m->nframes; r++) {
-		struct walk_join *js = &ms->join[join_slot(m->fr[r].at + 8)];
-		js->sp = m->fr[r].at + 8;
-		js->way = way;
-		js->frame = (uint8_t)r;
+	if (user >= 0) {
+		int f = user + 1 < m->nframes ? user + 1 : user;
+		ms->fp[way].at = m->fr[f].at;
+		ms->fp[way].ra = m->fr[f].ra;
 	}
 }
 
