@@ -16,6 +16,7 @@
 #ifndef HEAPTRAIL_AGENT_H
 #define HEAPTRAIL_AGENT_H
 
+#include <emmintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -346,8 +347,10 @@ int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *r
 #define AGENT_FRAME_REGS(pc, sp, bp)                                              \
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"     \
 			 : "=r"(pc), "=r"(sp), "=r"(bp))
-/* agent_unwind_cfi_memo from a frame the caller names (AGENT_FRAME_REGS in
- * a frame that is still live). Hook-safe. */
+/* A new walk from a frame the caller names (AGENT_FRAME_REGS in a frame
+ * that is still live), recorded into ms (may be NULL) as
+ * agent_unwind_cfi_memo does; no replay: the caller has looked for one
+ * with agent_memo_find. Hook-safe. */
 int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
 			struct walk_memos *ms, int *replayed);
 
@@ -384,6 +387,47 @@ static inline bool agent_memo_holds(struct walk_memo *m, uintptr_t pc, uintptr_t
 			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
 				return false;
 	return true;
+}
+
+/* The entries whose starting sp may be sp, as a bit mask: SSE2, which
+ * every x86-64 has, compares four low halves at once. */
+_Static_assert(MEMO_WAYS == 32, "agent_memo_candidates makes a 32-bit mask");
+static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintptr_t sp)
+{
+	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
+	uint32_t mask = 0;
+	for (int i = 0; i < MEMO_WAYS; i += 4) {
+		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
+		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
+	}
+	return mask;
+}
+
+/* The entry of ms a walk from (pc, sp, bp) would repeat
+ * (agent_memo_holds), or -1. The last one replayed or recorded is tried
+ * first (a loop allocating from one place); then only the entries with the
+ * same starting sp whose one likely-to-differ word still holds. Inline,
+ * so an allocation that repeats a walk costs no call. Hook-safe; ms
+ * belongs to the calling thread. */
+static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
+				  int max)
+{
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
+	unsigned last = ms->last % MEMO_WAYS;
+	if (ms->sp0[last] == sp && agent_memo_holds(&ms->e[last], pc, sp, bp, max, gen))
+		return (int)last;
+	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << last);
+	while (cand) {
+		int i = __builtin_ctz(cand);
+		cand &= cand - 1;
+		if (ms->sp0[i] == sp &&
+		    (!ms->fp[i].at || *(const uintptr_t *)ms->fp[i].at == ms->fp[i].ra) &&
+		    agent_memo_holds(&ms->e[i], pc, sp, bp, max, gen)) {
+			ms->last = (unsigned)i;
+			return i;
+		}
+	}
+	return -1;
 }
 
 /* ---- tables (table.c) ---- */

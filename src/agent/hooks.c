@@ -165,24 +165,24 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 			slot->memo = agent_mmap(sizeof *slot->memo);
 		ms = slot->memo;
 	}
-	/* The thread's last walk, checked here without a call: a loop
-	 * allocating from one place never gets further. */
+	/* A walk the thread has made before, found without a call: its
+	 * stack id, or its pcs to intern for this allocator. */
 	if (likely(ms)) {
-		unsigned last = ms->last % MEMO_WAYS;
-		struct walk_memo *m = &ms->e[last];
-		if (ms->sp0[last] == sp && m->fn == fn && m->stack_id &&
-		    agent_memo_holds(m, pc, sp, bp, agent_config.depth,
-				     atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed)))
+		int hit = agent_memo_find(ms, pc, sp, bp, agent_config.depth);
+		if (hit >= 0) {
+			struct walk_memo *m = &ms->e[hit];
+			if (m->fn != fn || !m->stack_id) {
+				m->stack_id = agent_stack_intern(fn, m->pcs, m->npcs);
+				m->fn = fn;
+			}
 			return m->stack_id;
+		}
 	}
 	int depth = agent_unwind_cfi_at(pc, sp, bp, pcs, agent_config.depth, ms, &way);
-	if (way >= 0 && ms->e[way].fn == fn && ms->e[way].stack_id)
-		return ms->e[way].stack_id;
-	uint32_t id = agent_stack_intern(fn, way >= 0 ? ms->e[way].pcs : pcs, depth);
-	struct walk_memo *m = ms ? &ms->e[way >= 0 ? way : -1 - way] : NULL;
-	if (m && way > -1 - MEMO_WAYS && m->valid) {
-		m->fn = fn;
-		m->stack_id = id;
+	uint32_t id = agent_stack_intern(fn, pcs, depth);
+	if (ms && way > -1 - MEMO_WAYS && ms->e[-1 - way].valid) {  /* recorded */
+		ms->e[-1 - way].fn = fn;
+		ms->e[-1 - way].stack_id = id;
 	}
 	return id;
 }

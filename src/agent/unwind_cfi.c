@@ -47,7 +47,6 @@
  */
 #include <dlfcn.h>
 #include <elf.h>
-#include <emmintrin.h>
 #include <link.h>
 #include <stddef.h>
 
@@ -1095,32 +1094,6 @@ static NOINLINE bool step_slow(struct walk *w, struct packed r)
 	return ra != 0;
 }
 
-/* Replays m when the walk would be the same (agent_memo_holds): the
- * answer is then the recorded one, m->pcs (not copied: the caller
- * usually needs only the stack id it interned them as). */
-static bool replay(struct walk_memo *m, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max,
-		   uint32_t gen, int *n)
-{
-	if (!agent_memo_holds(m, pc, sp, bp, max, gen))
-		return false;
-	*n = m->npcs;
-	return true;
-}
-
-/* The entries whose starting sp may be sp, as a bit mask: SSE2, which
- * every x86-64 has, compares four low halves at once. */
-_Static_assert(MEMO_WAYS == 32, "memo_candidates makes a 32-bit mask");
-static inline uint32_t memo_candidates(const struct walk_memos *ms, uintptr_t sp)
-{
-	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
-	uint32_t mask = 0;
-	for (int i = 0; i < MEMO_WAYS; i += 4) {
-		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
-		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
-	}
-	return mask;
-}
-
 static inline size_t join_slot(uintptr_t sp)
 {
 	return (size_t)((sp >> 4) * 0x9E3779B97F4A7C15ull >> 56) & (MEMO_JOIN_SLOTS - 1);
@@ -1246,27 +1219,9 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
 
-	/* a replay needs neither the stack's bounds nor the rule cache */
+	/* a new walk, recorded into the next entry (the caller has looked
+	 * for one to replay: agent_memo_find) */
 	if (ms) {
-		/* fully associative; the entries' starting sps, side by side,
-		 * tell which are worth a replay without touching the others */
-		unsigned last = ms->last % MEMO_WAYS;  /* a loop's site, first */
-		if (ms->sp0[last] == sp && replay(&ms->e[last], pc, sp, bp, max, gen, &n)) {
-			*replayed = (int)last;
-			return n;
-		}
-		uint32_t cand = memo_candidates(ms, sp) & ~(1u << last);
-		while (cand) {
-			int i = __builtin_ctz(cand);
-			cand &= cand - 1;
-			if (ms->sp0[i] == sp &&
-			    (!ms->fp[i].at || *(const uintptr_t *)ms->fp[i].at == ms->fp[i].ra) &&
-			    replay(&ms->e[i], pc, sp, bp, max, gen, &n)) {
-				*replayed = i;
-				ms->last = (unsigned)i;
-				return n;
-			}
-		}
 		int way = (int)(ms->next++ % MEMO_WAYS);
 		ms->last = (unsigned)way;
 		m = &ms->e[way];
@@ -1395,7 +1350,14 @@ NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *m
 	if (max <= 0)
 		return 0;
 	AGENT_FRAME_REGS(pc, sp, bp);
-	int n = walk(pc, sp, bp, true, pcs, max, ms, replayed);
+	int way = ms ? agent_memo_find(ms, pc, sp, bp, max) : -1;
+	int n;
+	if (way >= 0) {
+		*replayed = way;
+		n = ms->e[way].npcs;
+	} else {
+		n = walk(pc, sp, bp, true, pcs, max, ms, replayed);
+	}
 	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
 	return n;
 }
