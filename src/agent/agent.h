@@ -295,6 +295,8 @@ struct walk_memo {
 	bool any_bp;                   /* some bp_need is set */
 	uint8_t hint;                  /* the record whose word differed last
 					* time this entry was checked */
+	uint8_t succ;                  /* the entry found right after this one,
+					* last time (a guess for the next walk) */
 	struct {
 		uintptr_t at, ra;      /* where a return address was read, and it */
 	} fr[MEMO_FRAMES];
@@ -331,6 +333,7 @@ struct walk_memos {
 	} fp[MEMO_WAYS];
 	unsigned next;                 /* the entry the next new walk replaces */
 	unsigned last;                 /* the entry last replayed or recorded */
+	unsigned pred;                 /* e[last].succ: the entry tried first */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
 };
@@ -404,30 +407,47 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 }
 
 /* The entry of ms a walk from (pc, sp, bp) would repeat
- * (agent_memo_holds), or -1. The last one replayed or recorded is tried
- * first (a loop allocating from one place); then only the entries with the
- * same starting sp whose one likely-to-differ word still holds. Inline,
+ * (agent_memo_holds), or -1. Tried first: the entry that followed the
+ * last one replayed or recorded last time, then that last one itself (a
+ * loop allocating from one place); then only the entries with the same
+ * starting sp whose one likely-to-differ word still holds. Inline,
  * so an allocation that repeats a walk costs no call. Hook-safe; ms
  * belongs to the calling thread. */
 static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
 				  int max)
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS;
-	if (ms->sp0[last] == sp && agent_memo_holds(&ms->e[last], pc, sp, bp, max, gen))
-		return (int)last;
-	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << last);
-	while (cand) {
-		int i = __builtin_ctz(cand);
-		cand &= cand - 1;
-		if (ms->sp0[i] == sp &&
-		    (!ms->fp[i].at || *(const uintptr_t *)ms->fp[i].at == ms->fp[i].ra) &&
-		    agent_memo_holds(&ms->e[i], pc, sp, bp, max, gen)) {
-			ms->last = (unsigned)i;
-			return i;
+	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
+	int hit;
+	/* a program that takes turns between a few places: what came after
+	 * the last walk last time */
+	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
+		hit = (int)next;
+		goto found;
+	}
+	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
+	if (cand & 1u << last) {
+		cand &= ~(1u << last);
+		if (agent_memo_holds(&ms->e[last], pc, sp, bp, max, gen)) {
+			hit = (int)last;
+			goto learned;
 		}
 	}
+	while (cand) {
+		hit = __builtin_ctz(cand);
+		cand &= cand - 1;
+		if (ms->sp0[hit] == sp &&
+		    (!ms->fp[hit].at || *(const uintptr_t *)ms->fp[hit].at == ms->fp[hit].ra) &&
+		    agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
+			goto learned;
+	}
 	return -1;
+learned:
+	ms->e[last].succ = (uint8_t)hit;
+found:
+	ms->last = (unsigned)hit;
+	ms->pred = ms->e[hit].succ;
+	return hit;
 }
 
 /* ---- tables (table.c) ---- */

@@ -1223,7 +1223,8 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 	 * for one to replay: agent_memo_find) */
 	if (ms) {
 		int way = (int)(ms->next++ % MEMO_WAYS);
-		ms->last = (unsigned)way;
+		ms->e[ms->last % MEMO_WAYS].succ = (uint8_t)way;
+		ms->last = ms->pred = (unsigned)way;
 		m = &ms->e[way];
 		ms->sp0[way] = sp;
 		ms->sp0_lo[way] = (uint32_t)sp;
@@ -1231,6 +1232,7 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 		*replayed = -1 - way;  /* recorded into this entry */
 		m->valid = false;
 		m->hint = 0;
+		m->succ = (uint8_t)way;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
 	}
 	stack_bounds(w, w->sp);
