@@ -293,6 +293,7 @@ struct walk_memo {
 	uint32_t stack_id;             /* what hooks.c interned these pcs as */
 	int fn;
 	bool any_bp;                   /* some bp_need is set */
+	bool need_bp0;                 /* tail_bp[0], here on the header's line */
 	uint8_t hint;                  /* the record whose word differed last
 					* time this entry was checked */
 	uint8_t succ;                  /* the entry found right after this one,
@@ -309,7 +310,7 @@ struct walk_memo {
 	uint8_t n_after[MEMO_FRAMES];  /* pcs found after this record's step */
 	bool ended;                    /* the walk reached the outermost frame */
 	uintptr_t pcs[MEMO_FRAMES];
-};
+} __attribute__((aligned(64)));  /* the header, then the words to check, from a line's start */
 /* Frames of the recorded walks by their stack pointer, so a new walk that
  * reaches a frame a recorded one went through (same sp, same pc, the rest
  * of the stack unchanged) can copy the rest instead of walking it: the
@@ -372,7 +373,7 @@ static inline bool agent_memo_holds(struct walk_memo *m, uintptr_t pc, uintptr_t
 				    uintptr_t bp, int max, uint32_t gen)
 {
 	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
-	    (m->tail_bp[0] && m->bp0 != bp))
+	    (m->need_bp0 && m->bp0 != bp))
 		return false;
 	/* Two call paths that keep taking turns from the same depth differ
 	 * at the same record every time: that one is looked at first (a

@@ -1181,6 +1181,7 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 		js->frame = (uint8_t)t;
 	}
 	m->any_bp = any_bp;
+	m->need_bp0 = m->tail_bp[0];
 	/* Walks from one entry point differ first near the allocation: the
 	 * return address of the function that called the allocator */
 	ms->fp[way].at = 0;
