@@ -294,8 +294,6 @@ struct walk_memo {
 	int fn;
 	bool any_bp;                   /* some bp_need is set */
 	bool need_bp0;                 /* tail_bp[0], here on the header's line */
-	uint8_t hint;                  /* the record whose word differed last
-					* time this entry was checked */
 	uint8_t succ;                  /* the entry found right after this one,
 					* last time (a guess for the next walk) */
 	struct {
@@ -327,11 +325,6 @@ struct walk_memos {
 					* only where the starting sp matches */
 	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
 				       /* their low halves, compared four at a time */
-	struct {
-		uintptr_t at, ra;      /* one of e[i]'s records, the one most likely
-					* to differ (0: none): a replay is tried
-					* only where it holds too */
-	} fp[MEMO_WAYS];
 	unsigned next;                 /* the entry the next new walk replaces */
 	unsigned last;                 /* the entry last replayed or recorded */
 	unsigned pred;                 /* e[last].succ: the entry tried first */
@@ -367,25 +360,25 @@ extern _Atomic uint32_t agent_unwind_gen;
  * keeps anything in rbp, the allocation's size say, which must not defeat
  * the memo), same rules (no flush since), and every stack word the
  * recorded walk read still holds the value it read. A walk is a function
- * of exactly those. The words read are all above sp, in live frames, so
- * reading them again is safe. Hook-safe; m belongs to the calling thread. */
-static inline bool agent_memo_holds(struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+ * of exactly those. The words read are all above sp, on the stack the
+ * walk was recorded on, and are read innermost first, stopping at the
+ * first that differs, so each read is the next frame's, above a frame
+ * that held: on another stack mapped at the same sp (a fiber library)
+ * the check stops where the two call chains part, not past the frames
+ * the current stack really has. Hook-safe; m belongs to the calling
+ * thread. */
+static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
 				    uintptr_t bp, int max, uint32_t gen)
 {
 	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
 	    (m->need_bp0 && m->bp0 != bp))
 		return false;
-	/* Two call paths that keep taking turns from the same depth differ
-	 * at the same record every time: that one is looked at first (a
-	 * program's paths often share many frames on either side of it). */
-	int h = m->hint;
-	if (h < m->nframes && *(const uintptr_t *)m->fr[h].at != m->fr[h].ra)
-		return false;
+	/* innermost first, and no further than the first word that differs:
+	 * each word read is then next to one that held, on this thread's
+	 * stack as it was when the walk was recorded */
 	for (int k = 0; k < m->nframes; k++)
-		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra) {
-			m->hint = (uint8_t)k;
+		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
 			return false;
-		}
 	if (unlikely(m->any_bp))
 		for (int k = 0; k < m->nframes; k++)
 			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
@@ -410,9 +403,9 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 /* The entry of ms a walk from (pc, sp, bp) would repeat
  * (agent_memo_holds), or -1. Tried first: the entry that followed the
  * last one replayed or recorded last time, then that last one itself (a
- * loop allocating from one place); then only the entries with the same
- * starting sp whose one likely-to-differ word still holds. Inline,
- * so an allocation that repeats a walk costs no call. Hook-safe; ms
+ * loop allocating from one place); then the entries with the same
+ * starting sp. Inline, so an allocation that repeats a walk costs no
+ * call. Hook-safe; ms
  * belongs to the calling thread. */
 static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
 				  int max)
@@ -437,9 +430,7 @@ static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t
 	while (cand) {
 		hit = __builtin_ctz(cand);
 		cand &= cand - 1;
-		if (ms->sp0[hit] == sp &&
-		    (!ms->fp[hit].at || *(const uintptr_t *)ms->fp[hit].at == ms->fp[hit].ra) &&
-		    agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
+		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
 			goto learned;
 	}
 	return -1;

@@ -1164,7 +1164,7 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 /* Records m's frames for later joins, and which records need their rbp. */
 static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 {
-	int low = INT8_MAX, user = -1;
+	int low = INT8_MAX;
 	bool any_bp = false;
 	uint8_t way = (uint8_t)(m - ms->e);
 	m->tail_bp[m->nframes] = false;
@@ -1173,8 +1173,6 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 		if (m->rbp_src[t] != -2 && m->rbp_src[t] < low)
 			low = m->rbp_src[t];
 		m->tail_bp[t] = low < t;
-		if (m->n_after[t] == 1)
-			user = t;
 		struct walk_join *js = &ms->join[join_slot(m->fr[t].at + 8)];
 		js->sp = m->fr[t].at + 8;
 		js->way = way;
@@ -1182,14 +1180,6 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 	}
 	m->any_bp = any_bp;
 	m->need_bp0 = m->tail_bp[0];
-	/* Walks from one entry point differ first near the allocation: the
-	 * return address of the function that called the allocator */
-	ms->fp[way].at = 0;
-	if (user >= 0) {
-		int f = user + 1 < m->nframes ? user + 1 : user;
-		ms->fp[way].at = m->fr[f].at;
-		ms->fp[way].ra = m->fr[f].ra;
-	}
 }
 
 /* The loop keeps the registers in locals (the compiler cannot prove that
@@ -1229,10 +1219,8 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, 
 		m = &ms->e[way];
 		ms->sp0[way] = sp;
 		ms->sp0_lo[way] = (uint32_t)sp;
-		ms->fp[way].at = 0;
 		*replayed = -1 - way;  /* recorded into this entry */
 		m->valid = false;
-		m->hint = 0;
 		m->succ = (uint8_t)way;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
 	}
