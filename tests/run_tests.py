@@ -45,6 +45,10 @@ together:
                        suppressions in valgrind's format, for the oracle
     @ht-stderr REGEX   some line of heaptrail's text report matches REGEX
                        (case-insensitive)
+    @usage-varies WHY  its allocation and free counts are not compared with
+                       valgrind's (libc does different work under
+                       valgrind); bytes allocated never are (environment
+                       strings and the DTV differ)
     @static            built with -static only, for the CLI's refusal test
     @cli-only          used by a cli: test only, not in the vg/ht matrix
     @prof              a heap-profiling program (prof_*.c), used by the
@@ -59,7 +63,8 @@ binary:
   vg:PROG[VARIANT]  valgrind agrees with what the program says it leaks
                     (checks the programs and the oracle, no heaptrail)
   ht:PROG[VARIANT]  heaptrail run: same stdout and exit status as a bare
-                    run; per process, in-use totals equal valgrind's;
+                    run; per process, in-use totals and the counts of
+                    allocations and frees equal valgrind's;
                     the expected functions, counts and lines are found
   kinds:PROG[VARIANT]  the same heaptrail run: per process, each of the
                     four kinds (and suppressed) equals valgrind's LEAK
@@ -340,6 +345,7 @@ class Spec:
         self.vg_supps = []      # the same, in valgrind's format
         self.ht_stderr = []     # regexes heaptrail's stderr must match
         self.checks = []        # (n, kind, bytes, blocks, func or None)
+        self.usage_varies = False  # counts not compared with valgrind's
 
     def sources(self):
         return [self.src] + self.srcs + [s for s, _ in self.libs]
@@ -430,6 +436,8 @@ def parse_spec(path):
             spec.libs.append((os.path.join(PROGS, words[0]), words[1]))
         elif key == "link":
             spec.link = words
+        elif key == "usage-varies":
+            spec.usage_varies = True
         elif key == "static":
             spec.static = spec.cli_only = True
         elif key == "cli-only":
@@ -1961,6 +1969,12 @@ def check_process(label, obj, vg, spec, problems):
         problems.append("%s: \"heaptrail\" is %r, expected 1" %
                         (label, obj.get("heaptrail")))
     totals = obj.get("totals") or {}
+    # valgrind's "total heap usage": N allocs, M frees (a realloc to 0 is a
+    # free, a failed allocation is nothing)
+    usage = (totals.get("allocs"), totals.get("frees"))
+    if not spec.usage_varies and vg.get("usage") and usage != tuple(vg["usage"][:2]):
+        problems.append("%s: %s allocs, %s frees, valgrind %d allocs, %d frees" %
+                        ((label,) + usage + tuple(vg["usage"][:2])))
     got = (totals.get("in_use_bytes"), totals.get("in_use_blocks"))
     records = obj.get("records") or []
     ht_dtv = sum(dtv_bytes(records_of(obj)).values())

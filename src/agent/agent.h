@@ -402,11 +402,9 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 
 /* The entry of ms a walk from (pc, sp, bp) would repeat
  * (agent_memo_holds), or -1. Tried first: the entry that followed the
- * last one replayed or recorded last time, then that last one itself (a
- * loop allocating from one place); then the entries with the same
- * starting sp. Inline, so an allocation that repeats a walk costs no
- * call. Hook-safe; ms
- * belongs to the calling thread. */
+ * last one replayed or recorded last time (itself, for a loop allocating
+ * from one place); then the others with the same starting sp. Inline, so an allocation that repeats a walk costs no
+ * call. Hook-safe; ms belongs to the calling thread. */
 static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
 				  int max)
 {
@@ -420,13 +418,6 @@ static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t
 		goto found;
 	}
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
-	if (cand & 1u << last) {
-		cand &= ~(1u << last);
-		if (agent_memo_holds(&ms->e[last], pc, sp, bp, max, gen)) {
-			hit = (int)last;
-			goto learned;
-		}
-	}
 	while (cand) {
 		hit = __builtin_ctz(cand);
 		cand &= cand - 1;

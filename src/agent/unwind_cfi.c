@@ -1195,17 +1195,16 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
  * a 1.3x slower loop. */
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-/* The registers come as arguments: hooks.c reads them in its own frame
- * (AGENT_FRAME_REGS), and a struct stored word by word and read back as a
- * vector would stall the store forwarding. exact0: pc0 is not a return
- * address. */
-static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool exact0, uintptr_t *pcs,
-			 int max, struct walk_memos *ms, int *replayed)
+/* The registers come as arguments, read by the caller in the frame the
+ * walk starts from (AGENT_FRAME_REGS): pc there is not a return address,
+ * so its rule is looked up as is. */
+static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+			 struct walk_memos *ms, int *replayed)
 {
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	w->gen = gen;
-	w->pc = pc, w->sp = sp, w->bp = bp, w->exact = exact0;
+	w->pc = pc, w->sp = sp, w->bp = bp, w->exact = true;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
@@ -1347,7 +1346,7 @@ NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *m
 		*replayed = way;
 		n = ms->e[way].npcs;
 	} else {
-		n = walk(pc, sp, bp, true, pcs, max, ms, replayed);
+		n = walk(pc, sp, bp, pcs, max, ms, replayed);
 	}
 	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
 	return n;
@@ -1358,5 +1357,5 @@ NOINLINE int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintp
 {
 	if (max <= 0)
 		return 0;
-	return walk(pc, sp, bp, true, pcs, max, ms, replayed);
+	return walk(pc, sp, bp, pcs, max, ms, replayed);
 }
