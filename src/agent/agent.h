@@ -50,6 +50,9 @@ struct agent_config {
 	uint64_t interval;       /* dump every this many bytes allocated; 0 = off */
 	uint64_t every_ms;       /* dump every this many ms; 0 = off */
 	uint64_t timeline_ms;    /* timeline period; 0 = off */
+	int error_exitcode;      /* exit status when the exit report cannot be
+				  * written; 0 = keep the program's */
+	char run_id[64];         /* the run these files belong to ("" = none) */
 	char output[4096];       /* directory for files; "" = current directory */
 	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
 };
@@ -187,9 +190,16 @@ extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stack
  * allocation (tables, own address range). Hook-safe, idempotent. */
 void agent_init_early(void);
 /* Writes the at-exit report once; status < 0 when unknown; stack_from as
- * for agent_leakscan. Not hook-safe (it takes every table lock); called
- * from exit paths. */
-void agent_report_exit(int status, uintptr_t stack_from);
+ * for agent_leakscan. Returns 0, or -errno when the report could not be
+ * written (it says so on stderr); 0 too when it was written before or is
+ * not wanted. Not hook-safe (it takes every table lock); called from exit
+ * paths, after agent_exit_claim. */
+int agent_report_exit(int status, uintptr_t stack_from);
+/* Makes the calling thread the one that ends the process; in any other
+ * thread that calls it later, waits for ever (the first one's exit ends
+ * the process). Returns at once in a process that is not agent_pid (a
+ * vfork child). */
+void agent_exit_claim(void);
 /* A leak check now: classifies and writes heaptrail.PID.check-N.leaks.
  * flags: HEAPTRAIL_LEAKS_*; extra roots (an interrupted context's
  * registers) may be NULL. Returns 0 or -errno (-EBUSY when another check
@@ -224,6 +234,9 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
 ssize_t agent_read_small(const char *path, char *buf, size_t cap);
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
+/* A short lower-case description of an errno value (e > 0), without
+ * libc's strerror (which may load a locale). Signal-safe. */
+const char *agent_strerror(int e);
 size_t agent_strlen(const char *s);
 bool agent_streq(const char *a, const char *b);
 bool agent_strstarts(const char *s, const char *prefix);
@@ -560,14 +573,33 @@ void agent_reset_cumulative(void);
 void agent_resample(uint64_t sample);
 
 /* ---- writer (writer.c) ---- */
+/* A soft RLIMIT_NOFILE raised to the hard one while a file is open. */
+struct agent_rlimit_raise {
+	bool raised;
+	uint64_t old;
+};
 struct agent_writer {
 	int fd;
 	char *buf;
 	size_t len, cap;
 	bool failed;
+	int err;                 /* errno of the first failed write */
+	uint64_t dev, ino;       /* of the file written */
+	struct agent_rlimit_raise lim;
 	char tmp[4352], path[4352];
 };
-/* Opens dir/name via a temporary name. Returns 0 or -errno. */
+/* Creates a new file in dir ("" = the current directory) at an
+ * unpredictable temporary name (written into tmp), O_EXCL|O_NOFOLLOW,
+ * mode 0600; raises the soft RLIMIT_NOFILE when no descriptor is left
+ * (undo with agent_rlimit_restore once the file is closed). Returns the
+ * descriptor or -errno. Signal-safe. */
+int agent_open_exclusive(const char *dir, char *tmp, size_t cap, struct agent_rlimit_raise *lim);
+/* Raises the soft RLIMIT_NOFILE to the hard one (false when it cannot);
+ * agent_rlimit_restore puts it back. Signal-safe. */
+bool agent_rlimit_raise(struct agent_rlimit_raise *lim);
+void agent_rlimit_restore(struct agent_rlimit_raise *lim);
+/* Opens dir/name via a temporary name (agent_open_exclusive). Returns 0
+ * or -errno. */
 int agent_writer_open(struct agent_writer *w, const char *dir, const char *name);
 /* The same for a whole path. */
 int agent_writer_open_path(struct agent_writer *w, const char *path);

@@ -32,6 +32,15 @@
  *                  (default SIGRTMAX-1)
  * leak_check_signal  signal that asks for a leak check now, as
  *                  `heaptrail leaks PID` sends it (default SIGRTMAX-2; 0 off)
+ * error_exitcode   when the exit report cannot be written (disk full,
+ *                  directory gone or not writable any more...), the
+ *                  process exits with this status instead of its own
+ *                  (1-255; 0, the default, keeps the program's status).
+ *                  `heaptrail run --error-exitcode=N` passes N.
+ * run              an id written into every file of this run (letters,
+ *                  digits, '-', '_'; at most 63), so a reader can tell
+ *                  them from an earlier run's files in the same directory.
+ *                  `heaptrail run` passes a fresh one; children inherit it.
  *
  * jemalloc's names are accepted too: prof, prof_active (active),
  * lg_prof_sample (sample = 2^N), lg_prof_interval (interval = 2^N, -1 off),
@@ -149,7 +158,7 @@ static bool parse_signal(const char *s, size_t n, uint64_t *out)
 
 /* ---- the table ---- */
 
-enum { T_SIZE, T_BOOL, T_NUM, T_DURATION, T_LG, T_SIGNAL, T_PATH, T_IGNORED };
+enum { T_SIZE, T_BOOL, T_NUM, T_DURATION, T_LG, T_SIGNAL, T_PATH, T_ID, T_IGNORED };
 
 static const struct option {
 	const char *name;
@@ -183,6 +192,8 @@ static const struct option {
 	{ "leak_kinds", T_BOOL, F(leak_kinds), 0, 0 },
 	{ "stop_signal", T_SIGNAL, F(stop_signal), 0, 0 },
 	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },
+	{ "error_exitcode", T_NUM, F(error_exitcode), 0, 255 },
+	{ "run", T_ID, F(run_id), 0, 0 },
 	{ "prof_leak", T_IGNORED, 0, 0, 0, 0 },
 	{ "prof_accum", T_IGNORED, 0, 0, 0, 0 },
 #undef F
@@ -205,6 +216,18 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen)
 	case T_PATH:
 		if (vlen >= sizeof agent_config.output)
 			return false;
+		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
+		((char *)&agent_config + o->offset)[vlen] = 0;
+		return true;
+	case T_ID:
+		if (!vlen || vlen >= sizeof agent_config.run_id)
+			return false;
+		for (size_t i = 0; i < vlen; i++) {
+			char c = val[i];
+			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			      (c >= 'A' && c <= 'Z') || c == '-' || c == '_'))
+				return false;
+		}
 		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
 		((char *)&agent_config + o->offset)[vlen] = 0;
 		return true;

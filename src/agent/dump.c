@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,8 +80,9 @@ static void auto_name(char *out, size_t cap, const char *kind)
 
 static uint64_t ms_since_start(void);
 
-/* "# heaptrail-dump ms=M unix_ms=U pid=P": when the dump was taken, for
- * `heaptrail growth`. jeprof and pprof skip '#' lines. */
+/* "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]": when the dump was
+ * taken, for `heaptrail growth`, and by which run (the `run` option).
+ * jeprof and pprof skip '#' lines. */
 static void put_when(struct agent_writer *w)
 {
 	struct timespec now;
@@ -91,6 +93,10 @@ static void put_when(struct agent_writer *w)
 	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
 	agent_put(w, " pid=");
 	agent_put_u64(w, (uint64_t)getpid());
+	if (agent_config.run_id[0]) {
+		agent_put(w, " run=");
+		agent_put(w, agent_config.run_id);
+	}
 	agent_put(w, "\n");
 }
 
@@ -400,7 +406,16 @@ void agent_triggers_check(void)
 
 /* ---------- the timer: timeline and `every` ---------- */
 
-static int timeline_fd = -1;
+/* The timeline is appended to by path, one open, check, write and close
+ * per row: the agent holds no descriptor the program could see, close
+ * (close_range) or have replaced (dup2) — a row never lands in a file
+ * of the program's. The file is the one the agent created (its device
+ * and inode are checked at every row); if something else is found at
+ * its name, the timeline stops with a message. */
+static bool timeline_on;
+static char timeline_path[4352];
+static uint64_t timeline_dev, timeline_ino;
+static uint64_t timeline_last_ms;
 static struct timespec started;
 static uint64_t last_every_ms;
 
@@ -408,8 +423,11 @@ static uint64_t ms_since_start(void)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec - started.tv_sec) * 1000 +
-	       (uint64_t)((now.tv_nsec - started.tv_nsec) / 1000000);
+	/* in ns first: a negative nanosecond difference must not round
+	 * towards zero (two readings 1 ms apart would get the same ms) */
+	int64_t ns = (int64_t)(now.tv_sec - started.tv_sec) * 1000000000 +
+		     (int64_t)(now.tv_nsec - started.tv_nsec);
+	return ns > 0 ? (uint64_t)ns / 1000000 : 0;
 }
 
 static uint64_t rss_bytes(void)
@@ -431,15 +449,48 @@ static void put_num(char *dst, size_t *n, uint64_t v)
 	put_padded(dst, n, v, 1);
 }
 
-/* One line of the timeline, as a single write so lines never interleave. */
+/* Appends line to the timeline as one write, so rows never interleave. */
+static void timeline_append(const char *line, size_t n)
+{
+	struct agent_rlimit_raise lim = { 0 };
+	int fd = open(timeline_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EMFILE && agent_rlimit_raise(&lim))
+		fd = open(timeline_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ELOOP) {
+			timeline_on = false;
+			agent_log("the timeline file '", timeline_path, "' is gone: timeline stopped");
+		}
+		agent_rlimit_restore(&lim);
+		return;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != timeline_dev ||
+	    (uint64_t)st.st_ino != timeline_ino) {
+		timeline_on = false;
+		agent_log("the timeline file '", timeline_path,
+			  "' was replaced by another file: timeline stopped");
+	} else {
+		ssize_t r = write(fd, line, n);
+		(void)r;
+	}
+	close(fd);
+	agent_rlimit_restore(&lim);
+}
+
+/* One row of the timeline. */
 static void timeline_record(void)
 {
 	char line[160];
 	size_t n = 0;
+	uint64_t ms = ms_since_start();
+	if (ms == timeline_last_ms)
+		return;  /* a late tick caught up: one row per ms at most */
+	timeline_last_ms = ms;
 	struct agent_counts t;
 	agent_counters_sum(&t);
 	int64_t bytes = (int64_t)t.est_bytes, blocks = (int64_t)t.est_blocks_x1024 / 1024;
-	put_num(line, &n, ms_since_start());
+	put_num(line, &n, ms);
 	line[n++] = ' ';
 	put_num(line, &n, bytes > 0 ? (uint64_t)bytes : 0);
 	line[n++] = ' ';
@@ -449,8 +500,7 @@ static void timeline_record(void)
 	line[n++] = ' ';
 	put_num(line, &n, rss_bytes());
 	line[n++] = '\n';
-	ssize_t r = write(timeline_fd, line, n);
-	(void)r;
+	timeline_append(line, n);
 }
 
 static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
@@ -463,29 +513,38 @@ static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* Creates heaptrail.PID.timeline with its header line, through the
+ * writer (a fresh 0600 file, renamed into place), and remembers which
+ * file it is. */
 static void open_timeline(void)
 {
-	char path[4352];
-	size_t n = 0;
-	if (agent_config.output[0]) {
-		n = agent_strlcpy(path, agent_config.output, sizeof path - 64);
-		path[n++] = '/';
+	char name[64];
+	size_t n = agent_strlcpy(name, "heaptrail.", sizeof name);
+	put_num(name, &n, (uint64_t)getpid());
+	agent_strlcpy(name + n, ".timeline", sizeof name - n);
+	timeline_on = false;
+	timeline_last_ms = UINT64_MAX;
+	struct agent_writer w;
+	int err = agent_writer_open(&w, agent_config.output, name);
+	if (err == 0) {
+		agent_strlcpy(timeline_path, w.path, sizeof timeline_path);
+		timeline_dev = w.dev;
+		timeline_ino = w.ino;
+		agent_put(&w, "# heaptrail timeline 1: ms live_bytes live_blocks "
+			  "allocated_bytes rss_bytes; sample=");
+		agent_put_u64(&w, agent_config.sample);
+		if (agent_config.run_id[0]) {
+			agent_put(&w, " run=");
+			agent_put(&w, agent_config.run_id);
+		}
+		agent_put(&w, "\n");
+		err = agent_writer_commit(&w);
 	}
-	n += agent_strlcpy(path + n, "heaptrail.", sizeof path - n);
-	put_num(path, &n, (uint64_t)getpid());
-	agent_strlcpy(path + n, ".timeline", sizeof path - n);
-	if (timeline_fd >= 0)
-		close(timeline_fd);
-	timeline_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-	if (timeline_fd < 0)
+	if (err) {
+		agent_log("cannot write the timeline '", name, "': no timeline");
 		return;
-	char head[128];
-	size_t h = agent_strlcpy(head, "# heaptrail timeline 1: ms live_bytes live_blocks "
-				 "allocated_bytes rss_bytes; sample=", sizeof head);
-	put_num(head, &h, agent_config.sample);
-	head[h++] = '\n';
-	ssize_t r = write(timeline_fd, head, h);
-	(void)r;
+	}
+	timeline_on = true;
 }
 
 static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
@@ -534,7 +593,7 @@ static void *ticker(void *arg)
 			    (uint64_t)((woke.tv_nsec - next.tv_nsec) / 1000000) >= period &&
 		    (woke.tv_sec > next.tv_sec || (woke.tv_sec == next.tv_sec && woke.tv_nsec > next.tv_nsec)))
 			next = woke;
-		if (timeline_fd >= 0)
+		if (timeline_on)
 			timeline_record();
 		if (agent_config.every_ms) {
 			uint64_t now = ms_since_start();

@@ -563,8 +563,12 @@ AGENT_API int dlclose(void *h)
 AGENT_API void _exit(int status)
 {
 	__builtin_unwind_init();
-	if (getpid() == agent_pid)
-		agent_report_exit(status & 0xff, agent_stack_pointer());
+	if (getpid() == agent_pid) {
+		agent_exit_claim();
+		if (agent_report_exit(status & 0xff, agent_stack_pointer()) &&
+		    agent_config.error_exitcode)
+			status = agent_config.error_exitcode;
+	}
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }

@@ -15,6 +15,19 @@
  * valgrind does (only when no other thread is left to use them), and
  * writes heaptrail.PID.leaks. _exit, which skips all of this, writes the
  * report from its hook.
+ *
+ * One thread ends the process. glibc (before 2.41) lets two threads run
+ * exit() at once, and the one that finishes first kills the other in the
+ * middle of the report; so the agent's exit() hook lets the first caller
+ * through and makes any later one wait for ever (the first one's exit
+ * ends it), as glibc 2.41 does. The report paths claim the exit the same
+ * way, so a thread that calls _exit while another writes the report
+ * waits too.
+ *
+ * When the exit report cannot be written, the agent says why on stderr
+ * and, with the option error_exitcode=N (which `heaptrail run
+ * --error-exitcode=N` passes), the process exits with N instead of its
+ * own status, so a run whose report is lost never passes as clean.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +40,8 @@
 #include <signal.h>
 #include <ucontext.h>
 #include <stdlib.h>
+#include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,6 +62,9 @@ static void install_check_handler(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
+static int report_err;              /* the exit report's result */
+static atomic_int exit_owner;       /* tid of the thread ending the process */
+static void (*real_exit)(int);
 
 void agent_modules_lock(void);
 void agent_modules_unlock(void);
@@ -80,6 +98,7 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
+	atomic_store(&exit_owner, 0);
 	agent_counters_forked();
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_triggers_start();
@@ -150,6 +169,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
+	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
 	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
@@ -211,12 +231,62 @@ static NOINLINE void late_report(int status, void *arg)
 	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()));
 }
 
+/* ---------- one thread ends the process ---------- */
+
+void agent_exit_claim(void)
+{
+	if (getpid() != agent_pid)
+		return;  /* a vfork child, or a clone the agent does not know */
+	int me = (int)syscall(SYS_gettid), owner = 0;
+	if (atomic_compare_exchange_strong(&exit_owner, &owner, me) || owner == me)
+		return;
+	/* Another thread is ending the process: its exit_group ends this
+	 * one too. Waiting in a futex keeps the thread stoppable by the
+	 * leak scan (its signal handler runs, then the wait resumes). */
+	for (;;)
+		syscall(SYS_futex, &exit_owner, FUTEX_WAIT_PRIVATE, owner, NULL, NULL, 0);
+}
+
+static void (*resolve_exit(void))(int)
+{
+	if (!real_exit) {
+		int busy = agent_tls.busy;
+		agent_tls.busy = 1;  /* dlsym's allocations are not the program's */
+		real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+		agent_tls.busy = busy;
+	}
+	return real_exit;
+}
+
+AGENT_API void exit(int status)
+{
+	agent_exit_claim();
+	void (*next)(int) = resolve_exit();
+	if (next)
+		next(status);
+	syscall(SYS_exit_group, status);  /* no exit() to be found: as _exit */
+	__builtin_unreachable();
+}
+
+/* Runs inside exit(), after every destructor. A report that could not be
+ * written makes the process exit with error_exitcode when it is set:
+ * exit() called again from an exit handler runs what handlers remain,
+ * flushes stdio and exits with the new status (glibc's behaviour for a
+ * nested exit). */
+static void exit_handler(int status, void *arg)
+{
+	agent_exit_claim();
+	late_report(status, arg);
+	if (report_err && agent_config.error_exitcode && resolve_exit())
+		real_exit(agent_config.error_exitcode);
+}
+
 __attribute__((destructor)) static void agent_destructor(void)
 {
 	if (getpid() != agent_pid)
 		return;
-	if (on_exit(late_report, NULL) != 0)
-		late_report(-1, NULL);
+	if (on_exit(exit_handler, NULL) != 0)
+		exit_handler(-1, NULL);
 }
 
 /* ---------- the report ---------- */
@@ -289,6 +359,11 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	agent_put(w, FMT_LEAKS_MAGIC " 1\n");
 	write_line_u64(w, "pid", (uint64_t)getpid());
 	write_line_u64(w, "ppid", (uint64_t)getppid());
+	if (agent_config.run_id[0]) {
+		agent_put(w, "run ");
+		agent_put(w, agent_config.run_id);
+		agent_put(w, "\n");
+	}
 	agent_put(w, "exe ");
 	agent_put_escaped(w, exe[0] ? exe : "?");
 	agent_put(w, "\n");
@@ -422,6 +497,13 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	struct agent_kinds *kinds = NULL;
 	uint32_t nstacks = 0;
 	size_t maplen = 0;
+	/* The scan and the report read /proc and write a file: a program that
+	 * lowered its soft RLIMIT_NOFILE (to 3, say) lends us its hard limit
+	 * for the time of the report. */
+	struct agent_rlimit_raise lim = { 0 };
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 64)
+		agent_rlimit_raise(&lim);
 	bool freeres = !check && release_caches();
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
@@ -470,8 +552,16 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 		agent_put(&w, "end\n");
 		err = agent_writer_commit(&w);
 	}
-	if (err)
-		agent_log("cannot write '", name, "' into the output directory");
+	if (err) {
+		char what[4400];
+		size_t n = agent_strlcpy(what, agent_config.output, sizeof what - 80);
+		if (n && what[n - 1] != '/')
+			what[n++] = '/';
+		n += agent_strlcpy(what + n, name, sizeof what - n);
+		agent_strlcpy(what + n, "': ", sizeof what - n);
+		agent_log(check ? "cannot write the leak check '" : "cannot write the leak report '",
+			  what, agent_strerror(-err));
+	}
 	if (check && classified) {
 		agent_munmap(prev_kinds, prev_len);
 		prev_kinds = kinds;
@@ -480,18 +570,32 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	} else {
 		agent_munmap(kinds, maplen);
 	}
+	agent_rlimit_restore(&lim);
 	agent_tls.busy = saved_busy;
 	return err;
 }
 
-void agent_report_exit(int status, uintptr_t stack_from)
+int agent_report_exit(int status, uintptr_t stack_from)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
-		return;
+		return 0;
 	agent_set_recording(false);
 	if (agent_config.final)
 		agent_dump(NULL, "final");
-	write_report(status, stack_from, NULL, 0, 0, 0);
+	report_err = write_report(status, stack_from, NULL, 0, 0, 0);
+	if (report_err && agent_config.error_exitcode) {
+		char code[8];
+		size_t n = 0;
+		int v = agent_config.error_exitcode;
+		if (v >= 100)
+			code[n++] = (char)('0' + v / 100);
+		if (v >= 10)
+			code[n++] = (char)('0' + v / 10 % 10);
+		code[n++] = (char)('0' + v % 10);
+		code[n] = 0;
+		agent_log("no leak report: exiting with status ", code, " (error_exitcode)");
+	}
+	return report_err;
 }
 
 static atomic_int check_running;

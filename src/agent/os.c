@@ -153,6 +153,32 @@ void agent_log(const char *a, const char *b, const char *c)
 	(void)r;
 }
 
+const char *agent_strerror(int e)
+{
+	switch (e) {
+	case ENOSPC: return "no space left on device";
+	case EDQUOT: return "disk quota exceeded";
+	case EACCES: return "permission denied";
+	case EPERM: return "operation not permitted";
+	case EROFS: return "read-only file system";
+	case ENOENT: return "no such file or directory";
+	case ENOTDIR: return "not a directory";
+	case EISDIR: return "is a directory";
+	case EMFILE: return "too many open files";
+	case ENFILE: return "too many open files in system";
+	case ENAMETOOLONG: return "file name too long";
+	case ELOOP: return "too many levels of symbolic links";
+	case EEXIST: return "file exists";
+	case EFBIG: return "file too large";
+	case ENOMEM: return "out of memory";
+	case EIO: return "input/output error";
+	case EXDEV: return "not on the same file system";
+	case EBUSY: return "busy";
+	case ESTALE: return "stale file handle";
+	default: return "error";
+	}
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

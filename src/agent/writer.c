@@ -1,17 +1,37 @@
 /*
- * writer.c — buffered file output with plain syscalls. A file is written
- * under a temporary name in the target directory and renamed into place by
- * agent_writer_commit, so a reader never sees half a file.
+ * writer.c — buffered file output with plain syscalls.
+ *
+ * Every file the agent writes is created here, the same way: under an
+ * unpredictable temporary name in the target directory (".heaptrail-tmp-"
+ * and 16 hex digits from getrandom), with O_CREAT|O_EXCL|O_NOFOLLOW and
+ * mode 0600 whatever the umask, then renamed into place by
+ * agent_writer_commit. So:
+ *  - whoever else can write to the directory cannot make the program
+ *    write through a planted symlink or into a file of theirs: O_EXCL
+ *    never opens an existing name, and rename(2) replaces a symlink at
+ *    the final name instead of following it;
+ *  - a reader never sees half a file: the final name appears whole, and
+ *    a temporary name (left behind only by SIGKILL or a crash) starts
+ *    with a dot and ends in neither .leaks, .heap nor .timeline, so no
+ *    pattern the CLI reads matches it;
+ *  - heap dumps and reports, which hold addresses, paths and command
+ *    lines, are readable by their owner only.
+ * A process whose soft RLIMIT_NOFILE leaves no free descriptor gets its
+ * soft limit raised to the hard one for the time the file is open.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h> /* rename */
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/banned.h"
 
 #define WBUF (64 * 1024)
+#define TMP_PREFIX ".heaptrail-tmp-"
 
 static void put_num(char *dst, size_t *n, uint64_t v)
 {
@@ -25,33 +45,118 @@ static void put_num(char *dst, size_t *n, uint64_t v)
 	dst[*n] = 0;
 }
 
+/* 64 unpredictable bits: getrandom when the kernel has it, else what
+ * varies (the cycle counter, the pid, an address), which O_EXCL keeps
+ * safe: a guessed name only makes the open retry. */
+static uint64_t random_u64(void)
+{
+	static _Atomic uint64_t counter;
+	uint64_t v = 0;
+	if (syscall(SYS_getrandom, &v, sizeof v, 1 /* GRND_NONBLOCK */) == (long)sizeof v)
+		return v;
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	v = ((uint64_t)hi << 32 | lo) ^ (uint64_t)getpid() << 40 ^ (uintptr_t)&v ^
+	    atomic_fetch_add(&counter, 0x9e3779b97f4a7c15ull);
+	v ^= v >> 31;
+	v *= 0xbf58476d1ce4e5b9ull;
+	return v ^ (v >> 29);
+}
+
+/* dir + "/" + name into out (name alone when dir is ""); false when it
+ * does not fit. */
+static bool join(char *out, size_t cap, const char *dir, const char *name)
+{
+	size_t d = agent_strlen(dir), n = agent_strlen(name);
+	if (d + n + 2 > cap)
+		return false;
+	agent_memcpy(out, dir, d);
+	if (d && dir[d - 1] != '/')
+		out[d++] = '/';
+	agent_memcpy(out + d, name, n + 1);
+	return true;
+}
+
+int agent_open_exclusive(const char *dir, char *tmp, size_t cap, struct agent_rlimit_raise *lim)
+{
+	char name[40];
+	lim->raised = false;
+	for (int tries = 0; tries < 16; tries++) {
+		size_t n = agent_strlcpy(name, TMP_PREFIX, sizeof name);
+		uint64_t r = random_u64();
+		for (int i = 0; i < 16; i++)
+			name[n++] = "0123456789abcdef"[(r >> (4 * i)) & 15];
+		name[n] = 0;
+		if (!join(tmp, cap, dir, name))
+			return -ENAMETOOLONG;
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			/* exactly 0600: a umask of 0777 must not leave the owner
+			 * unable to read it */
+			fchmod(fd, 0600);
+			return fd;
+		}
+		int e = errno;
+		if (e == EMFILE && !lim->raised && agent_rlimit_raise(lim)) {
+			tries--;
+			continue;
+		}
+		if (e != EEXIST && e != EINTR) {
+			agent_rlimit_restore(lim);
+			return -e;
+		}
+	}
+	agent_rlimit_restore(lim);
+	return -EEXIST;
+}
+
+/* No descriptor left under the soft limit (a program that set it to 3,
+ * say): borrow up to the hard limit. */
+bool agent_rlimit_raise(struct agent_rlimit_raise *lim)
+{
+	struct rlimit rl;
+	if (lim->raised || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return false;
+	lim->old = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return false;
+	lim->raised = true;
+	return true;
+}
+
+void agent_rlimit_restore(struct agent_rlimit_raise *lim)
+{
+	struct rlimit rl;
+	if (lim->raised && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = lim->old;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	lim->raised = false;
+}
+
 int agent_writer_open(struct agent_writer *w, const char *dir, const char *name)
 {
-	size_t n = 0;
 	agent_memset(w, 0, sizeof *w);
 	w->fd = -1;
-	if (agent_strlen(dir) + agent_strlen(name) + 64 > sizeof w->path)
+	if (!join(w->path, sizeof w->path, dir, name))
 		return -ENAMETOOLONG;
-	if (*dir) {
-		n = agent_strlcpy(w->path, dir, sizeof w->path);
-		w->path[n++] = '/';
-	}
-	n += agent_strlcpy(w->path + n, name, sizeof w->path - n);
-	agent_memcpy(w->tmp, w->path, n);
-	size_t t = n;
-	agent_strlcpy(w->tmp + t, ".tmp.", sizeof w->tmp - t);
-	t += 5;
-	put_num(w->tmp, &t, (uint64_t)getpid());
 	w->buf = agent_mmap(WBUF);
 	if (!w->buf)
 		return -ENOMEM;
 	w->cap = WBUF;
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = agent_open_exclusive(dir, w->tmp, sizeof w->tmp, &w->lim);
 	if (w->fd < 0) {
-		int e = errno;
+		int e = w->fd;
 		agent_munmap(w->buf, WBUF);
 		w->buf = NULL;
-		return -e;
+		w->fd = -1;
+		return e;
+	}
+	struct stat st;
+	if (fstat(w->fd, &st) == 0) {
+		w->dev = (uint64_t)st.st_dev;
+		w->ino = (uint64_t)st.st_ino;
 	}
 	return 0;
 }
@@ -80,9 +185,10 @@ static void flush(struct agent_writer *w)
 		ssize_t r = write(w->fd, w->buf + off, w->len - off);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
 			w->failed = true;
-		else
+			w->err = r < 0 ? errno : ENOSPC;
+		} else
 			off += (size_t)r;
 	}
 	w->len = 0;
@@ -161,13 +267,14 @@ int agent_writer_commit(struct agent_writer *w)
 	int err = 0;
 	flush(w);
 	if (w->failed)
-		err = -EIO;
+		err = -(w->err ? w->err : EIO);
 	if (close(w->fd) != 0 && !err)
 		err = -errno;
 	if (!err && rename(w->tmp, w->path) != 0)
 		err = -errno;
 	if (err)
 		unlink(w->tmp);
+	agent_rlimit_restore(&w->lim);
 	agent_munmap(w->buf, w->cap);
 	w->buf = NULL;
 	w->fd = -1;

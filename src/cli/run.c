@@ -270,6 +270,10 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	/* exact mode unless --sample says otherwise (it comes later and wins) */
 	snprintf(opts, sizeof opts, "sample=1,depth=%d,follow_children=%d%s", o->depth, o->follow,
 		 o->profile);
+	/* a process whose report is lost exits with the error code itself */
+	if (o->error_exitcode > 0)
+		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",
+			 o->error_exitcode);
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);

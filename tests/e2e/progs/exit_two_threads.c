@@ -1,0 +1,54 @@
+/*
+ * exit_two_threads — two threads call exit() at the same moment while
+ * main waits. Exactly one of the two exits may run (glibc before 2.41
+ * lets both run the exit handlers at once, and the first to reach
+ * _exit used to kill the other in the middle of heaptrail's report, so
+ * no report was left); the agent's exit() hook makes the second caller
+ * wait, as glibc 2.41 does.
+ *
+ *   lose_one  64/1 definitely lost (its pointer is overwritten)
+ *
+ * Expected (valgrind memcheck, Debian 12):
+ *   definitely lost 64/1; possibly lost 544/2: the two live threads' DTVs
+ *   (pointed to past their start), 32 bytes bigger each under heaptrail
+ *   in use at exit: 608 bytes in 3 blocks
+ *
+ * @proc 0 exit=0 in_use=608/3
+ * @kinds 0 definitely_lost=64/1 possibly_lost=544/2
+ * @leak 0 lose_one 64/1 definitely_lost
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static pthread_barrier_t barrier;
+
+NOINLINE void lose_one(void)
+{
+	char *p = malloc(64); /* @site lose_one */
+	memset(p, 1, 64);
+	KEEP(p);
+}
+
+static void *leave(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&barrier);
+	exit(0);
+}
+
+int main(void)
+{
+	pthread_t a, b;
+	lose_one();
+	if (write(1, "go\n", 3) != 3)
+		return 1;
+	pthread_barrier_init(&barrier, NULL, 2);
+	pthread_create(&a, NULL, leave, NULL);
+	pthread_create(&b, NULL, leave, NULL);
+	for (;;)
+		pause();
+}
