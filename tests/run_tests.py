@@ -1116,6 +1116,35 @@ class Suite:
                         kinds["suppressed"][1] == 0:
                     problems.append("with the generated suppressions: %s" %
                                     show_kinds(kinds))
+        elif name == "agent-files":
+            problems += self.agent_files(work, out)
+        elif name == "report-lost":
+            # The exit report cannot be written: the agent says why and,
+            # with --error-exitcode, the run fails (it used to pass).
+            prog = self.build_prog(self.specs["report_lost"], "fp")
+            modes = ["rlimit3", "rmdir"]
+            if os.geteuid() == 0:
+                modes += ["setuid", "chroot"]
+            for mode in modes:
+                d = out + "-" + mode
+                rc, o, e = run([ht, "run", "-q", "-o", d, "--error-exitcode=42",
+                                "--", prog, mode], cwd=work)
+                if o != ("done %s\n" % mode).encode():
+                    problems.append("%s: stdout %r" % (mode, short(o)))
+                if rc != 42:
+                    problems.append("%s: status %d, expected 42 (no report "
+                                    "was written)" % (mode, rc))
+                if b"cannot write the leak report" not in e:
+                    problems.append("%s: the agent did not say the report "
+                                    "was lost: %r" % (mode, short(e)))
+            # A soft limit of 3 under a higher hard one: the agent borrows
+            # descriptors up to the hard limit and the report is written.
+            rc, o, e = run([ht, "run", "-q", "-o", out + "-soft3",
+                            "--error-exitcode=42", "--", prog, "soft3"],
+                           cwd=work)
+            if rc != 42 or b"definitely lost: 100 bytes in 1 block" not in e:
+                problems.append("soft3: status %d, expected 42 with the leak "
+                                "reported: %r" % (rc, short(e, 400)))
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -1127,6 +1156,69 @@ class Suite:
                            cwd=work)
             one_line_error(rc, e, "missing", "report of a missing directory")
         return problems, []
+
+    def agent_files(self, work, out):
+        """Names planted by whoever can write to the output directory, and
+        descriptors the program closes and reuses, cannot make the agent
+        write into anything but its own new files, and those are 0600."""
+        prog = self.build_prog(self.specs["hostile_files"], "fp")
+        ht = self.heaptrail
+        problems = []
+        d = out + "-plant"
+        os.makedirs(d)
+        rc, o, e = run([ht, "run", "-q", "--final", "-o", d, "--", prog,
+                        "plant", d], cwd=work)
+        if rc != 0 or o != b"planted 6\n":
+            problems.append("plant: status %d, stdout %r, stderr %r" % (
+                rc, short(o), short(e)))
+        for n in range(6):
+            with open(os.path.join(d, "victim-%d" % n)) as f:
+                got = f.read()
+            if got != "victim\n":
+                problems.append("victim-%d was written through a planted "
+                                "symlink: %r" % (n, short(got.encode())))
+        made = [f for f in os.listdir(d) if f.startswith("heaptrail.")
+                and not os.path.islink(os.path.join(d, f))]
+        leaks = [f for f in os.listdir(d) if f.endswith(".leaks")]
+        if len(leaks) != 1 or not os.path.isfile(os.path.join(d, leaks[0])) \
+                or os.path.islink(os.path.join(d, leaks[0])):
+            problems.append("no regular report file among %r" % leaks)
+        for f in made:
+            mode = os.stat(os.path.join(d, f)).st_mode & 0o777
+            if mode != 0o600:
+                problems.append("%s has mode %o, expected 600" % (f, mode))
+        if not any(f.endswith(".heap") for f in made):
+            problems.append("no final heap dump among %r" % made)
+        left = [f for f in os.listdir(d) if "tmp" in f and
+                not os.path.islink(os.path.join(d, f))]
+        if left:
+            problems.append("temporary files left behind: %r" % left)
+        # The program closes every descriptor and reuses the lowest for its
+        # own file while the timeline ticks every 10 ms.
+        bare_dir = os.path.join(work, "bare")
+        os.makedirs(bare_dir)
+        _, bare_out, _ = run([prog, "fds", bare_dir], cwd=work)
+        d = out + "-fds"
+        os.makedirs(d)
+        rc, o, e = run([ht, "run", "-q", "--timeline", "10", "-o", d, "--",
+                        prog, "fds", d], cwd=work)
+        if o != bare_out or rc != 0:
+            problems.append("fds: status %d, stdout %r, bare %r" % (
+                rc, short(o), short(bare_out)))
+        tl = [f for f in os.listdir(d) if f.endswith(".timeline")]
+        if len(tl) != 1:
+            problems.append("fds: timelines %r" % tl)
+        else:
+            path = os.path.join(d, tl[0])
+            if os.stat(path).st_mode & 0o777 != 0o600:
+                problems.append("%s is not mode 600" % tl[0])
+            with open(path) as f:
+                rows = [l for l in f if not l.startswith("#")]
+            if len(rows) < 5:
+                problems.append("fds: %d timeline rows over 300 ms at 10 ms "
+                                "(rows must go on after close_range)" %
+                                len(rows))
+        return problems
 
     def leaks_pid(self, work, out):
         """`heaptrail leaks PID` on a running server, twice: everything, then
@@ -2503,7 +2595,8 @@ def collect_tests(suite):
                       suite.test_report(s, f)))
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
-                 "no-follow-children", "leaks-pid", "gen-suppressions"):
+                 "no-follow-children", "leaks-pid", "gen-suppressions",
+                 "agent-files", "report-lost"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",
