@@ -1166,8 +1166,9 @@ class Suite:
         problems = []
         d = out + "-plant"
         os.makedirs(d)
+        env = dict(RUN_ENV, HEAPTRAIL_OPTIONS="run=t3st_Run-1")
         rc, o, e = run([ht, "run", "-q", "--final", "-o", d, "--", prog,
-                        "plant", d], cwd=work)
+                        "plant", d], cwd=work, env=env)
         if rc != 0 or o != b"planted 6\n":
             problems.append("plant: status %d, stdout %r, stderr %r" % (
                 rc, short(o), short(e)))
@@ -1189,6 +1190,15 @@ class Suite:
                 problems.append("%s has mode %o, expected 600" % (f, mode))
         if not any(f.endswith(".heap") for f in made):
             problems.append("no final heap dump among %r" % made)
+        # Each file names the run it belongs to (the agent's run option).
+        for f in made:
+            with open(os.path.join(d, f), errors="replace") as fh:
+                text = fh.read()
+            if f.endswith(".leaks") and "\nrun t3st_Run-1\n" not in text:
+                problems.append("%s has no line 'run t3st_Run-1'" % f)
+            if f.endswith(".heap") and " run=t3st_Run-1\n" not in text:
+                problems.append("%s has no 'run=t3st_Run-1' in its "
+                                "heaptrail-dump line" % f)
         left = [f for f in os.listdir(d) if "tmp" in f and
                 not os.path.islink(os.path.join(d, f))]
         if left:

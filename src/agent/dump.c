@@ -327,8 +327,18 @@ int agent_dump(const char *path, const char *kind)
 	put_build_ids(&w);
 	err = agent_writer_commit(&w);
 out:
-	if (err && err != -EBUSY)
-		agent_log("cannot write heap dump '", path ? path : kind, "'");
+	if (err && err != -EBUSY) {
+		/* said once per cause: a full disk must not turn every peak or
+		 * interval check into a line on the program's stderr */
+		static int last_err;
+		if (err != last_err) {
+			char what[4400];
+			size_t n = agent_strlcpy(what, path ? path : kind, sizeof what - 8);
+			agent_strlcpy(what + n, "': ", sizeof what - n);
+			agent_log("cannot write heap dump '", what, agent_strerror(-err));
+		}
+		last_err = err;
+	}
 	agent_munmap(live, maplen);
 	agent_tls.busy = saved_busy;
 	atomic_store(&dumping, 0);

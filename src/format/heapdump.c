@@ -239,6 +239,13 @@ static void parse_comment(struct fmt_heap_dump *d, const char *s)
 			d->unix_ms = strtoll(p + 9, NULL, 10);
 		if ((p = strstr(s, " pid=")))
 			d->pid = strtol(p + 5, NULL, 10);
+		if ((p = strstr(s, " run="))) {
+			size_t n = strcspn(p + 5, " \n");
+			if (n < sizeof d->run) {
+				memcpy(d->run, p + 5, n);
+				d->run[n] = 0;
+			}
+		}
 	}
 }
 

@@ -16,8 +16,8 @@
  *   - both end with "MAPPED_LIBRARIES:" and the process's /proc/PID/maps.
  *
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
- * skip: "# heaptrail-dump ms=M unix_ms=U pid=P" after the header (when
- * the dump was taken), and "# build-id HEX PATH" per module at the end.
+ * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]" after the header
+ * (when the dump was taken, and by which run), and "# build-id HEX PATH" per module at the end.
  *
  * Counts are returned as read (raw samples); unbiasing is the caller's
  * business (fmt_heap_unsample does it as pprof does). Stacks are return
@@ -76,6 +76,7 @@ struct fmt_heap_dump {
 	bool has_alloc;                /* the allocated-so-far columns carry data */
 	int64_t ms, unix_ms;           /* when taken (heaptrail dumps), or -1 */
 	long pid;                      /* -1 when unknown */
+	char run[64];                  /* the agent's run id, or "" */
 	struct fmt_heap_stack *stacks;
 	size_t nstacks;
 	struct fmt_heap_map *maps;

@@ -257,6 +257,8 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			l.pid = (long)a;
 		} else if (!strcmp(k, "ppid") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
 			l.ppid = (long)a;
+		} else if (!strcmp(k, "run") && ln.ntok == 2 && strlen(ln.tok[1]) < sizeof l.run) {
+			strcpy(l.run, ln.tok[1]);
 		} else if (!strcmp(k, "exe") && ln.ntok == 2) {
 			free(l.exe);
 			if (!(l.exe = dup_unescaped(ln.tok[1])))

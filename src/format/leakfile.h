@@ -14,6 +14,8 @@
  *   heaptrail-leaks 1
  *   pid 1234
  *   ppid 1200
+ *   run ID                          the agent's `run` option: which run
+ *                                   wrote the file (absent when not given)
  *   exe /usr/bin/prog
  *   arg ./prog                      one per argv element, in order
  *   exit status 0 | exit signal 9 | exit unknown
@@ -90,6 +92,7 @@ struct fmt_record {
 
 struct fmt_leaks {
 	long pid, ppid;
+	char run[64];     /* the run id ("" when the file names none) */
 	char *exe;
 	char **argv;
 	size_t argc;
