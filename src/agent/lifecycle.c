@@ -170,7 +170,9 @@ __attribute__((constructor)) static void agent_constructor(void)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
 	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
+	/* libc's exit, not the agent's hook of the same name */
+	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
+					     : (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
 	if (agent_config.sample > 1)
