@@ -18,8 +18,10 @@
  *
  * Triggers: every `interval` bytes allocated and at a new peak (both
  * checked from the allocation path now and then, see sample.c); every
- * `every` ms and the timeline, from a POSIX timer whose signal the agent
- * handles; on the `signal` option's signal; from the API; at exit. The
+ * `every` ms and the timeline, from the agent's ticker thread (started
+ * only when one of the two is on: a program that must stay single-
+ * threaded, for unshare(CLONE_NEWUSER) say, is profiled without them);
+ * on the `signal` option's signal; from the API; at exit. The
  * peak keeps a single file, rewritten only when the peak has grown by
  * peak_step percent since it was last written — never a thousand files.
  * A signal that arrives while its thread is inside the agent (perhaps
