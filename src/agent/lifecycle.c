@@ -43,6 +43,7 @@
 #include <linux/futex.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -260,15 +261,33 @@ static void (*resolve_exit(void))(int)
 	return real_exit;
 }
 
-AGENT_API void exit(int status)
+/* The exit() hook: claims the exit, then jumps to libc's exit with the
+ * stack and every register as the program left them, so the hook leaves
+ * no frame of its own between the program's and libc's: the callee-saved
+ * registers the program held its pointers in reach libc's exit (and the
+ * leak scan's view of it) exactly as without the agent. */
+__attribute__((visibility("hidden"), used)) void *agent_exit_prepare(int status)
 {
 	agent_exit_claim();
 	void (*next)(int) = resolve_exit();
-	if (next)
-		next(status);
-	syscall(SYS_exit_group, status);  /* no exit() to be found: as _exit */
-	__builtin_unreachable();
+	if (!next)
+		syscall(SYS_exit_group, status);  /* no exit() to be found: as _exit */
+	return (void *)(uintptr_t)next;
 }
+
+__asm__(".text\n"
+	".globl exit\n"
+	".type exit, @function\n"
+	"exit:\n"
+	"	.cfi_startproc\n"
+	"	push %rdi\n"               /* the status; the stack is 16-aligned */
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call agent_exit_prepare\n" /* preserves the callee-saved registers */
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size exit, .-exit\n");
 
 /* Runs inside exit(), after every destructor. A report that could not be
  * written makes the process exit with error_exitcode when it is set:
@@ -582,8 +601,13 @@ int agent_report_exit(int status, uintptr_t stack_from)
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return 0;
 	agent_set_recording(false);
-	if (agent_config.final)
-		agent_dump(NULL, "final");
+	/* A dump of the ticker or of a signal may be under way: the final
+	 * one waits for it (up to 2 s: this thread may be that dump's,
+	 * exiting from a signal handler) instead of being skipped. */
+	for (int i = 0; agent_config.final && agent_dump(NULL, "final") == -EBUSY && i < 2000; i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
 	report_err = write_report(status, stack_from, NULL, 0, 0, 0);
 	if (report_err && agent_config.error_exitcode) {
 		char code[8];
