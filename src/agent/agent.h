@@ -89,6 +89,12 @@ struct agent_tls {
 	int64_t sample_left;     /* bytes until the next sampled allocation */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
+	/* Calls a signal handler made while the thread was inside the agent,
+	 * kept for when it leaves (hooks.c, "deferred calls"). */
+	int deferred;            /* the buffer holds records (counted in agent_pending) */
+	bool pushing;            /* a record is being written (nested signals) */
+	bool tables_locked;      /* this thread holds every table lock */
+	struct agent_defer *defer;
 };
 extern __thread struct agent_tls agent_tls;
 
@@ -178,6 +184,10 @@ bool agent_recording(void);
  * locked. */
 void agent_hooks_fork_prepare(void);
 void agent_hooks_fork_done(void);
+/* Carries out the frees (and records the allocations) that signal
+ * handlers made while this thread was inside the agent; call once the
+ * thread holds no table lock. Hook-safe. */
+void agent_defer_drain(void);
 
 /* ---- process state (lifecycle.c) ---- */
 extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
@@ -202,6 +212,11 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 #define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
 #define AGENT_PENDING_DUMP_EVERY 4
 #define AGENT_PENDING_DUMP_SIGNAL 8
+#define AGENT_PENDING_WORK 0xff          /* the bits above */
+/* Above them, how many threads hold signal handlers' deferred calls
+ * (hooks.c): those threads drain theirs when they run the pending work;
+ * the others find nothing to do, for the few instructions it lasts. */
+#define AGENT_PENDING_DEFERRED 0x100
 extern atomic_int agent_pending;
 void agent_run_pending(void);
 

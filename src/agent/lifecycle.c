@@ -81,6 +81,9 @@ static void fork_child(void)
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
 	agent_counters_forked();
+	/* threads that had deferred calls (hooks.c) are gone; this one's stay */
+	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
+				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_triggers_start();
 	if (!agent_config.follow_children)
@@ -510,7 +513,9 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 
 NOINLINE void agent_run_pending(void)
 {
-	int pending = atomic_exchange(&agent_pending, 0);
+	if (agent_tls.deferred)
+		agent_defer_drain();
+	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
 	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
 		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
 								    : HEAPTRAIL_LEAKS_ALL;
