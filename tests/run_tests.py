@@ -457,6 +457,11 @@ def parse_spec(path):
     return spec
 
 
+# cli:same-as-bare's programs: each prints what its allocator calls
+# returned, and "expect in use: BYTES bytes in BLOCKS blocks".
+SAME_AS_BARE = ("new_handler",)
+
+
 def load_specs():
     paths = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
                    if f.endswith((".c", ".cc")))
@@ -1091,6 +1096,44 @@ class Suite:
                 if got != want:
                     problems.append("%s: %d process reports, expected %d" % (
                         " ".join(opt) or "default", got, want))
+        elif name == "same-as-bare":
+            # Allocator edge cases (failures, errno, odd alignments, the
+            # new_handler): the program prints what each call returned,
+            # which must not change under heaptrail, exact or sampling;
+            # its "expect in use" line, from what it kept, is what the
+            # exact report must count.
+            for pname in SAME_AS_BARE:
+                spec = self.specs[pname]
+                bare_rc, bare_out = self.bare(spec, "fp")
+                m = re.search(rb"expect in use: (\d+) bytes in (\d+) blocks",
+                              bare_out)
+                if not m:
+                    problems.append("%s: no 'expect in use' line" % pname)
+                    continue
+                want = (int(m.group(1)), int(m.group(2)))
+                for opts in ([], ["--sample", "4096"]):
+                    tag = "%s %s" % (pname, " ".join(opts) or "exact")
+                    jpath = os.path.join(work, "%s%d.json" % (pname, len(opts)))
+                    rc, o, e = run([ht, "run", "-o", os.path.join(
+                        work, "%s%d" % (pname, len(opts))), "--json", jpath]
+                        + opts + ["--", self.binary(spec, "fp")], cwd=work)
+                    if rc != bare_rc:
+                        problems.append("%s: status %d, bare %d (%s)" % (
+                            tag, rc, bare_rc, short(e)))
+                    if o != bare_out:
+                        problems.append("%s: stdout differs from the bare "
+                                        "run: %s" % (tag, first_difference(
+                                            o, bare_out)))
+                    if opts:
+                        continue
+                    objs = load_json_objects(jpath) \
+                        if os.path.exists(jpath) else []
+                    t = objs[0].get("totals", {}) if objs else {}
+                    got = (t.get("in_use_bytes"), t.get("in_use_blocks"))
+                    if got != want:
+                        problems.append("%s: in use %s bytes in %s blocks, "
+                                        "the program kept %d in %d" % (
+                                            (tag,) + got + want))
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
         elif name == "gen-suppressions":
@@ -2503,7 +2546,8 @@ def collect_tests(suite):
                       suite.test_report(s, f)))
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
-                 "no-follow-children", "leaks-pid", "gen-suppressions"):
+                 "no-follow-children", "leaks-pid", "gen-suppressions",
+                 "same-as-bare"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

@@ -686,8 +686,9 @@ AGENT_API size_t malloc_usable_size(void *p)
 }
 
 /* ---------- C++ operators ----------
- * The blocks come from the real malloc; a failure falls back to the
- * throwing path so new_handler and std::bad_alloc behave as without us. */
+ * The blocks come from the real malloc (posix_memalign past 16 bytes of
+ * alignment); a failure runs libstdc++'s rules, so the new_handler,
+ * std::bad_alloc and the nothrow forms behave as without us. */
 
 static void *new_tracked(size_t n, size_t align, int fn)
 {
@@ -718,41 +719,102 @@ static void *new_tracked(size_t n, size_t align, int fn)
 	return p;
 }
 
-static void *new_failed(size_t n)
+/* A libstdc++ symbol, looked up once (NULL without libstdc++). The
+ * lookup may allocate: that is the agent's own. */
+static void *cxx_symbol(void *_Atomic *slot, const char *name, void *handle)
 {
-	static void *(*real_new)(size_t);
-	if (!real_new)
-		real_new = dlsym(RTLD_NEXT, "_Znwm");
-	if (real_new)
-		return real_new(n);  /* throws std::bad_alloc, or new_handler helps */
-	__builtin_trap();
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	if (f)
+		return f == (void *)slot ? NULL : f;
+	int busy = agent_tls.busy;
+	agent_tls.busy = BUSY_AGENT;
+	f = dlsym(handle, name);
+	agent_tls.busy = busy;
+	atomic_store_explicit(slot, f ? f : (void *)slot, memory_order_release);
+	return f;
 }
+
+#define CXX_SYMBOL(name, handle)                                   \
+	({                                                         \
+		static void *_Atomic slot_;                        \
+		cxx_symbol(&slot_, (name), (handle));              \
+	})
+
+static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
+{
+	void (*thrower)(void) = CXX_SYMBOL("_ZSt17__throw_bad_allocv", RTLD_DEFAULT);
+	if (thrower)
+		thrower();
+	__builtin_trap();  /* no libstdc++, yet a C++ operator new: cannot be */
+}
+
+/* What libstdc++'s throwing operator new does when the allocator says no:
+ * calls the installed new_handler and tries again, and throws
+ * std::bad_alloc when there is none. The handler may throw, or free
+ * memory, or install another handler. */
+static NOINLINE void *new_retry(size_t n, size_t align, int fn)
+{
+	for (;;) {
+		void (*(*get)(void))(void) = CXX_SYMBOL("_ZSt15get_new_handlerv", RTLD_DEFAULT);
+		void (*handler)(void) = get ? get() : NULL;
+		if (!handler)
+			throw_bad_alloc();
+		handler();
+		void *p = new_tracked(n, align, fn);
+		if (p)
+			return p;
+	}
+}
+
+static inline bool bad_alignment(size_t al)
+{
+	return !al || (al & (al - 1));
+}
+
+/* The nothrow forms are libstdc++'s throwing ones inside a try block: on
+ * failure, its own nothrow operator runs, which calls ours (interposed)
+ * for the new_handler loop and catches what it throws. */
+#define NOTHROW_RETRY(sym, n, nt)                                                \
+	({                                                                       \
+		void *(*nt_)(size_t, const void *) = CXX_SYMBOL(sym, RTLD_NEXT); \
+		nt_ ? nt_(n, nt) : NULL;                                         \
+	})
+#define NOTHROW_RETRY_ALIGNED(sym, n, al, nt)                                    \
+	({                                                                       \
+		void *(*nt_)(size_t, size_t, const void *) =                     \
+			CXX_SYMBOL(sym, RTLD_NEXT);                              \
+		nt_ ? nt_(n, al, nt) : NULL;                                     \
+	})
 
 #define NEW_THROWING(name, fn, align)                            \
 	AGENT_API void *name(size_t n);                          \
 	AGENT_API void *name(size_t n)                           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return p ? p : new_failed(n);                    \
+		return likely(p != NULL) ? p : new_retry(n, (align), (fn)); \
 	}
 #define NEW_NOTHROW(name, fn, align)                             \
 	AGENT_API void *name(size_t n, const void *nt);          \
 	AGENT_API void *name(size_t n, const void *nt)           \
 	{                                                        \
-		return new_tracked(n, (align), (fn));            \
+		void *p = new_tracked(n, (align), (fn));         \
+		return likely(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
 	}
 #define NEW_ALIGNED(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al);               \
 	AGENT_API void *name(size_t n, size_t al)                \
 	{                                                        \
+		if (unlikely(bad_alignment(al)))                 \
+			throw_bad_alloc();                       \
 		void *p = new_tracked(n, al, (fn));              \
-		return p ? p : new_failed(n);                    \
+		return likely(p != NULL) ? p : new_retry(n, al, (fn)); \
 	}
 #define NEW_ALIGNED_NOTHROW(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al, const void *nt);      \
 	AGENT_API void *name(size_t n, size_t al, const void *nt)       \
 	{                                                                \
-		return new_tracked(n, al, (fn));                         \
+		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, (fn)); \
+		return likely(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
 	}
 
 NEW_THROWING(_Znwm, FMT_FN_NEW, 0)
