@@ -459,7 +459,7 @@ def parse_spec(path):
 
 # cli:same-as-bare's programs: each prints what its allocator calls
 # returned, and "expect in use: BYTES bytes in BLOCKS blocks".
-SAME_AS_BARE = ("new_handler",)
+SAME_AS_BARE = ("new_handler", "alloc_edges")
 
 
 def load_specs():

@@ -86,7 +86,9 @@ struct agent_counters {
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
 	struct agent_counters *ctr;
-	int64_t sample_left;     /* bytes until the next sampled allocation */
+	int64_t sample_left;     /* bytes until the next sampled allocation; >= 0, and
+				  * compared unsigned: a size of 2^63 or more
+				  * (malloc(SIZE_MAX)) is never below it */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
 	/* Calls a signal handler made while the thread was inside the agent,
@@ -152,7 +154,7 @@ static inline bool agent_sample_due(size_t n)
  * and the few that are not tracked are counted apart. Hook-safe. */
 static inline bool agent_sampled(size_t n)
 {
-	if (likely((int64_t)n < agent_tls.sample_left)) {
+	if (likely((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
 		agent_tls.sample_left -= (int64_t)n;
 		return false;
 	}

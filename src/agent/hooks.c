@@ -71,8 +71,10 @@ static void *boot_alloc(size_t n, size_t align)
 		align = 16;
 	size_t need = n + align + 16;
 	size_t off = atomic_fetch_add(&boot_used, need);
-	if (off + need > BOOT_SIZE || n > BOOT_SIZE)
+	if (off + need > BOOT_SIZE || n > BOOT_SIZE) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	uintptr_t p = (uintptr_t)boot_buf + off + 16;
 	p = (p + align - 1) & ~(uintptr_t)(align - 1);
 	((size_t *)p)[-1] = n;
@@ -473,7 +475,7 @@ static inline void leave(void)
  * real.* is known. */
 #define FAST_PATH(size, call)                                              \
 	do {                                                               \
-		if (likely((int64_t)(size) < agent_tls.sample_left)) {     \
+		if (likely((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
 			agent_tls.sample_left -= (int64_t)(size);          \
 			return (call);                                     \
 		}                                                          \
@@ -656,7 +658,7 @@ AGENT_API void *realloc(void *p, size_t n)
 {
 	/* Sampling: an untracked block, and a new size the sampler passes
 	 * over, is a plain realloc (NULL's filter slot is always zero). */
-	if (likely(agent_filter != NULL) && likely((int64_t)n < agent_tls.sample_left) &&
+	if (likely(agent_filter != NULL) && likely((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
 	    likely(!agent_live_may_contain((uintptr_t)p))) {
 		agent_tls.sample_left -= (int64_t)n;
 		return real.realloc(p, n);
