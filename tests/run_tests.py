@@ -1134,6 +1134,37 @@ class Suite:
                         problems.append("%s: in use %s bytes in %s blocks, "
                                         "the program kept %d in %d" % (
                                             (tag,) + got + want))
+        elif name == "fault-signal":
+            # A fault or an uncatchable signal is refused as a dump, check
+            # or stop signal, by the CLI and by the agent; the program
+            # dies of its fault as bare, instead of dumping in a loop.
+            spec = self.specs["fault_segv"]
+            bare_rc, bare_out = self.bare(spec, "fp")
+            if bare_rc != -11:
+                problems.append("bare run: status %d, expected SIGSEGV" %
+                                bare_rc)
+            rc, o, e = run([ht, "run", "-o", out, "--signal", "11", "--",
+                            self.binary(spec, "fp")], cwd=work)
+            one_line_error(rc, e, "signal", "run --signal 11")
+            for opt in ("signal=11", "signal=SIGSEGV", "stop_signal:SIGBUS",
+                        "leak_check_signal=11"):
+                env = dict(os.environ, LD_PRELOAD=self.agent(),
+                           HEAPTRAIL_OUTPUT=work,
+                           HEAPTRAIL_OPTIONS="sample=1," + opt)
+                try:
+                    r = subprocess.run([self.binary(spec, "fp")], env=env,
+                                       cwd=work, capture_output=True,
+                                       timeout=20)
+                    rc, o, e = r.returncode, r.stdout, r.stderr
+                except subprocess.TimeoutExpired:
+                    problems.append("%s: still running after 20 s" % opt)
+                    continue
+                if rc != bare_rc or o != bare_out:
+                    problems.append("%s: status %d, bare %d" % (
+                        opt, rc, bare_rc))
+                if b"ignoring option '%s'" % opt.encode() not in e:
+                    problems.append("%s: not refused on stderr: %s" % (
+                        opt, short(e)))
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
         elif name == "gen-suppressions":
@@ -2547,7 +2578,7 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "same-as-bare"):
+                 "same-as-bare", "fault-signal"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",
