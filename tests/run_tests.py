@@ -1165,6 +1165,8 @@ class Suite:
                 if b"ignoring option '%s'" % opt.encode() not in e:
                     problems.append("%s: not refused on stderr: %s" % (
                         opt, short(e)))
+        elif name == "other-allocator":
+            problems += self.other_allocator(work)
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
         elif name == "gen-suppressions":
@@ -1201,6 +1203,78 @@ class Suite:
                            cwd=work)
             one_line_error(rc, e, "missing", "report of a missing directory")
         return problems, []
+
+    def other_allocator(self, work):
+        """Debian's jemalloc and tcmalloc preloaded too. `heaptrail run`
+        puts the agent first: the program prints what it does bare with
+        that allocator, and alloc_apis' leaks (checked against valgrind by
+        its vg: test) are all found. With the other allocator first the
+        agent sees nothing, and must say so once on stderr and in the
+        report."""
+        problems = []
+        found = False
+        spec = self.specs["alloc_apis"]
+        prog = self.build_prog(spec, "fp")
+        for lib in ("libjemalloc.so.2", "libtcmalloc_minimal.so.4"):
+            path = os.path.join("/usr/lib/x86_64-linux-gnu", lib)
+            if not os.path.exists(path):
+                continue
+            found = True
+            env = dict(os.environ, LD_PRELOAD=path)
+            r = subprocess.run([prog], env=env, cwd=work, capture_output=True,
+                               timeout=60)
+            out = os.path.join(work, lib)
+            jpath = out + ".json"
+            h = subprocess.run([self.heaptrail, "run", "-o", out, "--json",
+                                jpath, "--", prog], env=env, cwd=work,
+                               capture_output=True, timeout=120)
+            if (h.returncode, h.stdout) != (r.returncode, r.stdout):
+                problems.append("%s: status %d and stdout differ from the bare "
+                                "run's (%d)" % (lib, h.returncode, r.returncode))
+            objs = load_json_objects(jpath) if os.path.exists(jpath) else []
+            if len(objs) != 1:
+                problems.append("%s: %d reports" % (lib, len(objs)))
+                continue
+            for func, b, n, _ in spec.leaks.get(0, []):
+                got = [0, 0]
+                for rec in records_of(objs[0]):
+                    if any(f.get("function") == func for f in rec["stack"]):
+                        got[0] += rec["bytes"]
+                        got[1] += rec["blocks"]
+                if got != [b, n]:
+                    problems.append("%s first: %s holds %d/%d, expected %d/%d"
+                                    % (lib, func, got[0], got[1], b, n))
+            if b"not heaptrail's" in h.stderr:
+                problems.append("%s first: a warning about another allocator"
+                                % lib)
+            # the other allocator first, as a user might preload them
+            out2 = out + "-first"
+            os.makedirs(out2, exist_ok=True)
+            env2 = dict(os.environ, LD_PRELOAD=path + ":" + self.agent(),
+                        HEAPTRAIL_OUTPUT=out2, HEAPTRAIL_OPTIONS="sample=1")
+            r2 = subprocess.run([prog], env=env2, cwd=work,
+                                capture_output=True, timeout=60)
+            if r2.stdout != r.stdout:
+                problems.append("%s before the agent: stdout differs" % lib)
+            warned = r2.stderr.count(b"not heaptrail's but that of " +
+                                     path.encode())
+            if warned != 1:
+                problems.append("%s before the agent: warned %d times on "
+                                "stderr, expected once: %s" % (
+                                    lib, warned, short(r2.stderr)))
+            rc, o, e = run([self.heaptrail, "report", "--json", out2], cwd=work)
+            objs = [wrap(json.loads(o))[0]] if rc == 0 and o.strip() else []
+            if not objs or objs[0].get("allocator_bypassed") != path:
+                problems.append("%s before the agent: the report does not "
+                                "name it as allocator_bypassed" % lib)
+            rc, o, e = run([self.heaptrail, "report", out2], cwd=work)
+            if b"warning: the program's malloc was that of" not in o + e:
+                problems.append("%s before the agent: no warning in the text "
+                                "report" % lib)
+        if not found:
+            raise Skip("neither libjemalloc2 nor libtcmalloc-minimal4 is "
+                       "installed")
+        return problems
 
     def leaks_pid(self, work, out):
         """`heaptrail leaks PID` on a running server, twice: everything, then
@@ -2578,7 +2652,7 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "same-as-bare", "fault-signal"):
+                 "same-as-bare", "fault-signal", "other-allocator"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

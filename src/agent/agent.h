@@ -186,6 +186,11 @@ bool agent_recording(void);
  * locked. */
 void agent_hooks_fork_prepare(void);
 void agent_hooks_fork_done(void);
+/* Says on stderr, once, when the program's malloc is not the agent's
+ * (another allocator before it in LD_PRELOAD); from the constructor. */
+void agent_hooks_check_bypass(void);
+/* The path of that allocator's object, or NULL. */
+const char *agent_allocator_bypassed(void);
 /* Carries out the frees (and records the allocations) that signal
  * handlers made while this thread was inside the agent; call once the
  * thread holds no table lock. Hook-safe. */

@@ -880,6 +880,33 @@ AGENT_API void _Exit(int status)
 	_exit(status);
 }
 
+/* ---------- another allocator before us ---------- */
+
+static char bypass_path[512];
+
+/* The program calls the first malloc in the global scope: when that is
+ * not ours (another allocator preloaded before the agent, or one linked
+ * into the program), the agent sees almost nothing. */
+void agent_hooks_check_bypass(void)
+{
+	/* (&malloc here would be the GOT's answer, the same first malloc) */
+	uintptr_t first = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
+	if (!first || first - agent_self_lo < agent_self_hi - agent_self_lo)
+		return;
+	Dl_info info;
+	const char *path = dladdr((void *)first, &info) && info.dli_fname && info.dli_fname[0]
+				   ? info.dli_fname : "another object";
+	agent_strlcpy(bypass_path, path, sizeof bypass_path);
+	agent_log("malloc here is not heaptrail's but that of ", bypass_path,
+		  ", loaded before libheaptrail.so: allocations are not tracked"
+		  " (put libheaptrail.so first in LD_PRELOAD; heaptrail run does)");
+}
+
+const char *agent_allocator_bypassed(void)
+{
+	return bypass_path[0] ? bypass_path : NULL;
+}
+
 void agent_hooks_fork_prepare(void)
 {
 	agent_tls.busy = BUSY_LOCKED;

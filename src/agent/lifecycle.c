@@ -153,6 +153,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
+	agent_hooks_check_bypass();
 	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
@@ -317,6 +318,11 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	if (agent_config.sample > 1)
 		write_line_u64(w, "sample", agent_config.sample);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
+	if (agent_allocator_bypassed()) {
+		agent_put(w, "allocator_bypassed ");
+		agent_put_escaped(w, agent_allocator_bypassed());
+		agent_put(w, "\n");
+	}
 	agent_modules_write(w);
 }
 
