@@ -1165,6 +1165,22 @@ class Suite:
                 if b"ignoring option '%s'" % opt.encode() not in e:
                     problems.append("%s: not refused on stderr: %s" % (
                         opt, short(e)))
+        elif name == "cancel-in-dump":
+            # a pthread_cancel pending while the agent dumps on that
+            # thread acts after the dump, not inside it
+            spec = self.specs["cancel_in_dump"]
+            rc, o, e = run([ht, "run", "-o", out, "--signal", "USR1",
+                            "--final", "--", self.build_prog(spec, "fp")],
+                           cwd=work)
+            if rc != 0 or o != b"thread cancelled\ndone\n":
+                problems.append("status %d, stdout %r" % (rc, short(o)))
+            names = os.listdir(out) if os.path.isdir(out) else []
+            sig = [n for n in names if n.endswith(".signal.heap")]
+            final = [n for n in names if n.endswith(".final.heap")]
+            if len(sig) != 2 or len(final) != 1:
+                problems.append("%d signal dumps and %d final, expected 2 "
+                                "and 1: %s" % (len(sig), len(final),
+                                               sorted(names)))
         elif name == "other-allocator":
             problems += self.other_allocator(work)
         elif name == "leaks-pid":
@@ -2652,7 +2668,8 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "same-as-bare", "fault-signal", "other-allocator"):
+                 "same-as-bare", "fault-signal", "other-allocator",
+                 "cancel-in-dump"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

@@ -493,14 +493,19 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	return err;
 }
 
+/* The report's and the checks' file work is no place for a pthread_cancel
+ * to act (it would leave the flags below set): cancellation waits. */
 void agent_report_exit(int status, uintptr_t stack_from)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return;
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	agent_set_recording(false);
 	if (agent_config.final)
 		agent_dump(NULL, "final");
 	write_report(status, stack_from, NULL, 0, 0, 0);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 static atomic_int check_running;
@@ -512,7 +517,10 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 		return -ENOTSUP;
 	if (atomic_exchange(&check_running, 1))
 		return -EBUSY;
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	int r = write_report(-1, stack_from, extra, nextra, ++check_count, flags);
+	pthread_setcancelstate(cancel, NULL);
 	atomic_store(&check_running, 0);
 	return r;
 }
