@@ -14,7 +14,7 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # Link-time optimisation: an allocation's path crosses hooks.c, table.c
 # and unwind_cfi.c (3% fewer instructions per malloc/free pair on churn);
 # fat objects, because the unit tests link some of them without it.
-AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c
+AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \

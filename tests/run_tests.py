@@ -457,6 +457,11 @@ def parse_spec(path):
     return spec
 
 
+# cli:same-as-bare's programs: each prints what its allocator calls
+# returned, and "expect in use: BYTES bytes in BLOCKS blocks".
+SAME_AS_BARE = ("new_handler", "alloc_edges")
+
+
 def load_specs():
     paths = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
                    if f.endswith((".c", ".cc")))
@@ -1091,6 +1096,93 @@ class Suite:
                 if got != want:
                     problems.append("%s: %d process reports, expected %d" % (
                         " ".join(opt) or "default", got, want))
+        elif name == "same-as-bare":
+            # Allocator edge cases (failures, errno, odd alignments, the
+            # new_handler): the program prints what each call returned,
+            # which must not change under heaptrail, exact or sampling;
+            # its "expect in use" line, from what it kept, is what the
+            # exact report must count.
+            for pname in SAME_AS_BARE:
+                spec = self.specs[pname]
+                bare_rc, bare_out = self.bare(spec, "fp")
+                m = re.search(rb"expect in use: (\d+) bytes in (\d+) blocks",
+                              bare_out)
+                if not m:
+                    problems.append("%s: no 'expect in use' line" % pname)
+                    continue
+                want = (int(m.group(1)), int(m.group(2)))
+                for opts in ([], ["--sample", "4096"]):
+                    tag = "%s %s" % (pname, " ".join(opts) or "exact")
+                    jpath = os.path.join(work, "%s%d.json" % (pname, len(opts)))
+                    rc, o, e = run([ht, "run", "-o", os.path.join(
+                        work, "%s%d" % (pname, len(opts))), "--json", jpath]
+                        + opts + ["--", self.binary(spec, "fp")], cwd=work)
+                    if rc != bare_rc:
+                        problems.append("%s: status %d, bare %d (%s)" % (
+                            tag, rc, bare_rc, short(e)))
+                    if o != bare_out:
+                        problems.append("%s: stdout differs from the bare "
+                                        "run: %s" % (tag, first_difference(
+                                            o, bare_out)))
+                    if opts:
+                        continue
+                    objs = load_json_objects(jpath) \
+                        if os.path.exists(jpath) else []
+                    t = objs[0].get("totals", {}) if objs else {}
+                    got = (t.get("in_use_bytes"), t.get("in_use_blocks"))
+                    if got != want:
+                        problems.append("%s: in use %s bytes in %s blocks, "
+                                        "the program kept %d in %d" % (
+                                            (tag,) + got + want))
+        elif name == "fault-signal":
+            # A fault or an uncatchable signal is refused as a dump, check
+            # or stop signal, by the CLI and by the agent; the program
+            # dies of its fault as bare, instead of dumping in a loop.
+            spec = self.specs["fault_segv"]
+            bare_rc, bare_out = self.bare(spec, "fp")
+            if bare_rc != -11:
+                problems.append("bare run: status %d, expected SIGSEGV" %
+                                bare_rc)
+            rc, o, e = run([ht, "run", "-o", out, "--signal", "11", "--",
+                            self.binary(spec, "fp")], cwd=work)
+            one_line_error(rc, e, "signal", "run --signal 11")
+            for opt in ("signal=11", "signal=SIGSEGV", "stop_signal:SIGBUS",
+                        "leak_check_signal=11"):
+                env = dict(os.environ, LD_PRELOAD=self.agent(),
+                           HEAPTRAIL_OUTPUT=work,
+                           HEAPTRAIL_OPTIONS="sample=1," + opt)
+                try:
+                    r = subprocess.run([self.binary(spec, "fp")], env=env,
+                                       cwd=work, capture_output=True,
+                                       timeout=20)
+                    rc, o, e = r.returncode, r.stdout, r.stderr
+                except subprocess.TimeoutExpired:
+                    problems.append("%s: still running after 20 s" % opt)
+                    continue
+                if rc != bare_rc or o != bare_out:
+                    problems.append("%s: status %d, bare %d" % (
+                        opt, rc, bare_rc))
+                if b"ignoring option '%s'" % opt.encode() not in e:
+                    problems.append("%s: not refused on stderr: %s" % (
+                        opt, short(e)))
+        elif name == "cancel-in-dump":
+            # a pthread_cancel pending while the agent dumps on that
+            # thread acts after the dump, not inside it
+            spec = self.specs["cancel_in_dump"]
+            rc, o, e = run([ht, "run", "-o", out, "--signal", "USR1",
+                            "--final", "--", self.build_prog(spec, "fp")],
+                           cwd=work)
+            if rc != 0 or o != b"thread cancelled\ndone\n":
+                problems.append("status %d, stdout %r" % (rc, short(o)))
+            names = os.listdir(out) if os.path.isdir(out) else []
+            sig = [n for n in names if n.endswith(".signal.heap")]
+            final = [n for n in names if n.endswith(".final.heap")]
+            if len(sig) != 2 or len(final) != 1:
+                problems.append("%d signal dumps and %d final, expected 2 "
+                                "and 1: %s" % (len(sig), len(final),
+                                               sorted(names)))
+        elif name == "other-allocator":
+            problems += self.other_allocator(work)
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
         elif name == "gen-suppressions":
@@ -1228,6 +1320,78 @@ class Suite:
                 problems.append("fds: %d timeline rows over 300 ms at 10 ms "
                                 "(rows must go on after close_range)" %
                                 len(rows))
+        return problems
+
+    def other_allocator(self, work):
+        """Debian's jemalloc and tcmalloc preloaded too. `heaptrail run`
+        puts the agent first: the program prints what it does bare with
+        that allocator, and alloc_apis' leaks (checked against valgrind by
+        its vg: test) are all found. With the other allocator first the
+        agent sees nothing, and must say so once on stderr and in the
+        report."""
+        problems = []
+        found = False
+        spec = self.specs["alloc_apis"]
+        prog = self.build_prog(spec, "fp")
+        for lib in ("libjemalloc.so.2", "libtcmalloc_minimal.so.4"):
+            path = os.path.join("/usr/lib/x86_64-linux-gnu", lib)
+            if not os.path.exists(path):
+                continue
+            found = True
+            env = dict(os.environ, LD_PRELOAD=path)
+            r = subprocess.run([prog], env=env, cwd=work, capture_output=True,
+                               timeout=60)
+            out = os.path.join(work, lib)
+            jpath = out + ".json"
+            h = subprocess.run([self.heaptrail, "run", "-o", out, "--json",
+                                jpath, "--", prog], env=env, cwd=work,
+                               capture_output=True, timeout=120)
+            if (h.returncode, h.stdout) != (r.returncode, r.stdout):
+                problems.append("%s: status %d and stdout differ from the bare "
+                                "run's (%d)" % (lib, h.returncode, r.returncode))
+            objs = load_json_objects(jpath) if os.path.exists(jpath) else []
+            if len(objs) != 1:
+                problems.append("%s: %d reports" % (lib, len(objs)))
+                continue
+            for func, b, n, _ in spec.leaks.get(0, []):
+                got = [0, 0]
+                for rec in records_of(objs[0]):
+                    if any(f.get("function") == func for f in rec["stack"]):
+                        got[0] += rec["bytes"]
+                        got[1] += rec["blocks"]
+                if got != [b, n]:
+                    problems.append("%s first: %s holds %d/%d, expected %d/%d"
+                                    % (lib, func, got[0], got[1], b, n))
+            if b"not heaptrail's" in h.stderr:
+                problems.append("%s first: a warning about another allocator"
+                                % lib)
+            # the other allocator first, as a user might preload them
+            out2 = out + "-first"
+            os.makedirs(out2, exist_ok=True)
+            env2 = dict(os.environ, LD_PRELOAD=path + ":" + self.agent(),
+                        HEAPTRAIL_OUTPUT=out2, HEAPTRAIL_OPTIONS="sample=1")
+            r2 = subprocess.run([prog], env=env2, cwd=work,
+                                capture_output=True, timeout=60)
+            if r2.stdout != r.stdout:
+                problems.append("%s before the agent: stdout differs" % lib)
+            warned = r2.stderr.count(b"not heaptrail's but that of " +
+                                     path.encode())
+            if warned != 1:
+                problems.append("%s before the agent: warned %d times on "
+                                "stderr, expected once: %s" % (
+                                    lib, warned, short(r2.stderr)))
+            rc, o, e = run([self.heaptrail, "report", "--json", out2], cwd=work)
+            objs = [wrap(json.loads(o))[0]] if rc == 0 and o.strip() else []
+            if not objs or objs[0].get("allocator_bypassed") != path:
+                problems.append("%s before the agent: the report does not "
+                                "name it as allocator_bypassed" % lib)
+            rc, o, e = run([self.heaptrail, "report", out2], cwd=work)
+            if b"warning: the program's malloc was that of" not in o + e:
+                problems.append("%s before the agent: no warning in the text "
+                                "report" % lib)
+        if not found:
+            raise Skip("neither libjemalloc2 nor libtcmalloc-minimal4 is "
+                       "installed")
         return problems
 
     def leaks_pid(self, work, out):
@@ -2606,7 +2770,9 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "agent-files", "report-lost"):
+                 "agent-files", "report-lost",
+                 "same-as-bare", "fault-signal", "other-allocator",
+                 "cancel-in-dump"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

@@ -89,9 +89,17 @@ struct agent_counters {
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
 	struct agent_counters *ctr;
-	int64_t sample_left;     /* bytes until the next sampled allocation */
+	int64_t sample_left;     /* bytes until the next sampled allocation; >= 0, and
+				  * compared unsigned: a size of 2^63 or more
+				  * (malloc(SIZE_MAX)) is never below it */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
+	/* Calls a signal handler made while the thread was inside the agent,
+	 * kept for when it leaves (hooks.c, "deferred calls"). */
+	int deferred;            /* the buffer holds records (counted in agent_pending) */
+	bool pushing;            /* a record is being written (nested signals) */
+	bool tables_locked;      /* this thread holds every table lock */
+	struct agent_defer *defer;
 };
 extern __thread struct agent_tls agent_tls;
 
@@ -149,7 +157,7 @@ static inline bool agent_sample_due(size_t n)
  * and the few that are not tracked are counted apart. Hook-safe. */
 static inline bool agent_sampled(size_t n)
 {
-	if (likely((int64_t)n < agent_tls.sample_left)) {
+	if (likely((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
 		agent_tls.sample_left -= (int64_t)n;
 		return false;
 	}
@@ -181,6 +189,15 @@ bool agent_recording(void);
  * locked. */
 void agent_hooks_fork_prepare(void);
 void agent_hooks_fork_done(void);
+/* Says on stderr, once, when the program's malloc is not the agent's
+ * (another allocator before it in LD_PRELOAD); from the constructor. */
+void agent_hooks_check_bypass(void);
+/* The path of that allocator's object, or NULL. */
+const char *agent_allocator_bypassed(void);
+/* Carries out the frees (and records the allocations) that signal
+ * handlers made while this thread was inside the agent; call once the
+ * thread holds no table lock. Hook-safe. */
+void agent_defer_drain(void);
 
 /* ---- process state (lifecycle.c) ---- */
 extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
@@ -212,6 +229,11 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 #define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
 #define AGENT_PENDING_DUMP_EVERY 4
 #define AGENT_PENDING_DUMP_SIGNAL 8
+#define AGENT_PENDING_WORK 0xff          /* the bits above */
+/* Above them, how many threads hold signal handlers' deferred calls
+ * (hooks.c): those threads drain theirs when they run the pending work;
+ * the others find nothing to do, for the few instructions it lasts. */
+#define AGENT_PENDING_DEFERRED 0x100
 extern atomic_int agent_pending;
 void agent_run_pending(void);
 

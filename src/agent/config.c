@@ -3,7 +3,8 @@
  *
  *   HEAPTRAIL_OPTIONS="sample=512k,interval=1g,peak=1,every=10s,output=/tmp/run"
  *
- * Options are comma-separated; "key=value" or jemalloc's "key:value".
+ * Options are comma-separated; "key=value" or jemalloc's "key:value",
+ * applied in order (a key given twice: its last well-formed value).
  *
  * output           directory for the agent's files (default: current dir)
  * prefix           path prefix of heap dump names (default OUTPUT/heaptrail)
@@ -15,6 +16,10 @@
  *                  when the peak has grown by peak_step percent (default 10)
  * every            write a heap dump every DURATION (10s, 500ms; 0 = off)
  * signal           write a heap dump when this signal arrives (0 = off)
+ *                  Signals are numbers or names (SIGUSR2, usr2, RTMIN+3);
+ *                  faults and uncatchable ones (SIGSEGV, SIGBUS, SIGILL,
+ *                  SIGFPE, SIGTRAP, SIGSYS, SIGABRT, SIGKILL, SIGSTOP) are
+ *                  refused with a message (format/options.c)
  * final            1: write a heap dump at exit (default 0)
  * timeline         record time, live bytes and blocks, bytes allocated and
  *                  RSS every N ms into heaptrail.PID.timeline (0 = off,
@@ -55,6 +60,7 @@
 #include <stdlib.h>
 
 #include "agent/agent.h"
+#include "format/options.h"
 #include "agent/banned.h"
 
 struct agent_config agent_config = {
@@ -151,9 +157,16 @@ static bool parse_lg(const char *s, size_t n, uint64_t *out)
 	return true;
 }
 
-static bool parse_signal(const char *s, size_t n, uint64_t *out)
+/* A number or a name (format/options.c); false when malformed, and
+ * *refused when it is a signal the agent must not take over. */
+static bool parse_signal(const char *s, size_t n, uint64_t *out, bool *refused)
 {
-	return parse_num(s, n, 64, out) && *out != SIGKILL && *out != SIGSTOP;
+	int sig = fmt_signal_parse(s, n);
+	*refused = sig == FMT_SIGNAL_REFUSED;
+	if (sig < 0)
+		return false;
+	*out = (uint64_t)sig;
+	return true;
 }
 
 /* ---- the table ---- */
@@ -209,7 +222,7 @@ static void store(const struct option *o, uint64_t v)
 	}
 }
 
-static bool apply_one(const struct option *o, const char *val, size_t vlen)
+static bool apply_one(const struct option *o, const char *val, size_t vlen, bool *refused)
 {
 	uint64_t v;
 	switch (o->type) {
@@ -235,7 +248,7 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen)
 	case T_BOOL: if (!parse_bool(val, vlen, &v)) return false; break;
 	case T_DURATION: if (!parse_duration(val, vlen, &v)) return false; break;
 	case T_LG: if (!parse_lg(val, vlen, &v)) return false; break;
-	case T_SIGNAL: if (!parse_signal(val, vlen, &v)) return false; break;
+	case T_SIGNAL: if (!parse_signal(val, vlen, &v, refused)) return false; break;
 	case T_NUM:
 		if (!parse_num(val, vlen, o->max, &v) || v < o->min)
 			return false;
@@ -247,42 +260,36 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen)
 	return true;
 }
 
-static void apply(const char *opt, size_t len)
+static void apply(const char *opt, size_t klen, const char *val, size_t vlen, void *arg)
 {
 	char shown[256];
-	size_t klen = 0;
-	while (klen < len && opt[klen] != '=' && opt[klen] != ':')
-		klen++;
-	if (klen < len) {
-		const char *val = opt + klen + 1;
-		size_t vlen = len - klen - 1;
+	bool refused = false;
+	if (val) {
 		for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
 			if (agent_strlen(options[i].name) == klen &&
 			    agent_strstarts(opt, options[i].name))
-				if (apply_one(&options[i], val, vlen))
+				if (apply_one(&options[i], val, vlen, &refused))
 					return;
 	}
+	size_t len = val ? (size_t)(val - opt) + vlen : klen;
 	size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
 	agent_memcpy(shown, opt, n);
 	shown[n] = 0;
-	agent_log("ignoring unknown or malformed option '", shown, "'");
+	if (refused)
+		agent_log("ignoring option '", shown,
+			  "': a fault or uncatchable signal cannot be used");
+	else
+		agent_log("ignoring unknown or malformed option '", shown, "'");
 }
 
 void agent_config_load(void)
 {
 	agent_config.stop_signal = SIGRTMAX - 1;
-	agent_config.leak_check_signal = SIGRTMAX - 2;
+	agent_config.leak_check_signal = fmt_leak_check_signal_default();
 	agent_config.sample = 512 * 1024;
 	const char *s = getenv("HEAPTRAIL_OPTIONS");
 	const char *out = getenv("HEAPTRAIL_OUTPUT");
-	while (s && *s) {
-		const char *e = s;
-		while (*e && *e != ',')
-			e++;
-		if (e > s)
-			apply(s, (size_t)(e - s));
-		s = *e ? e + 1 : e;
-	}
+	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);
 	if (agent_config.sample == 0)

@@ -260,7 +260,7 @@ static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t 
 	agent_put(w, "] @");
 }
 
-int agent_dump(const char *path, const char *kind)
+static int dump_now(const char *path, const char *kind)
 {
 	char name[4352];
 	int err = 0;
@@ -344,6 +344,18 @@ out:
 	agent_munmap(live, maplen);
 	agent_tls.busy = saved_busy;
 	atomic_store(&dumping, 0);
+	return err;
+}
+
+/* A program thread may write the dump (a signal handler, pending work):
+ * its open/write/close must not be where a pthread_cancel acts, or the
+ * thread would vanish with the dump half done and `dumping` set. */
+int agent_dump(const char *path, const char *kind)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int err = dump_now(path, kind);
+	pthread_setcancelstate(cancel, NULL);
 	return err;
 }
 

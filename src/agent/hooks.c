@@ -8,9 +8,13 @@
  * real free gives its address back, so no other thread can be handed the
  * same address while it is still in the table.
  *
- * Re-entrancy: agent_tls.busy is set while the agent works; an allocation
- * made while it is set (by dlsym, libunwind, or libc inside our own calls)
- * goes straight to the real allocator untracked. Before the real
+ * Re-entrancy: agent_tls.busy is set while the agent works. Inside the
+ * agent's own work (dumps, reports: BUSY_AGENT) an allocation made while
+ * it is set (by dlsym or libc inside our own calls) goes straight to the
+ * real allocator untracked. Inside an entry point (BUSY_HOOK) the agent
+ * calls nothing that allocates, so a nested call there is a signal
+ * handler's: it is written down and carried out when the entry point
+ * leaves (see "deferred calls"). Before the real
  * allocator is known (dlsym's own calloc, the first allocations of the
  * process), blocks come from a static bootstrap buffer that is never
  * given back.
@@ -27,10 +31,13 @@
 
 __thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
 
-/* busy values: 1 = inside the agent, 2 = every lock held (fork): pass
- * through without touching any table. */
+/* busy values: 1 = the agent's own work, whose nested allocations are
+ * its own; 2 = every lock held (fork): pass through without touching any
+ * table; 3 = an entry point recording a call, maybe holding a table lock:
+ * a nested call comes from a signal handler and waits. */
 #define BUSY_AGENT 1
 #define BUSY_LOCKED 2
+#define BUSY_HOOK 3
 
 static struct {
 	void *(*malloc)(size_t);
@@ -64,8 +71,10 @@ static void *boot_alloc(size_t n, size_t align)
 		align = 16;
 	size_t need = n + align + 16;
 	size_t off = atomic_fetch_add(&boot_used, need);
-	if (off + need > BOOT_SIZE || n > BOOT_SIZE)
+	if (off + need > BOOT_SIZE || n > BOOT_SIZE) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	uintptr_t p = (uintptr_t)boot_buf + off + 16;
 	p = (p + align - 1) & ~(uintptr_t)(align - 1);
 	((size_t *)p)[-1] = n;
@@ -187,16 +196,10 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	return id;
 }
 
-/* Records a sampled (in exact mode: every) block: its stack, its entry in
- * the live table, and what it adds to the estimates. */
-static NOINLINE void note_alloc(void *p, size_t n, int fn)
+/* Enters block p, of stack id, in the live table and the counts. */
+static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
+								size_t n, uint32_t id)
 {
-	struct agent_counts *c = agent_my_counts();
-	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
-		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
-		return;
-	}
-	uint32_t id = capture_stack(fn);
 	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
@@ -209,9 +212,21 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 	agent_sample_note_maybe(c, n, +1);
 }
 
+/* Records a sampled (in exact mode: every) block: its stack, its entry in
+ * the live table, and what it adds to the estimates. */
+static NOINLINE void note_alloc(void *p, size_t n, int fn)
+{
+	struct agent_counts *c = agent_my_counts();
+	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
+		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
+		return;
+	}
+	note_alloc_id(c, p, n, capture_stack(fn));
+}
+
 /* Forgets p if it was tracked; returns whether it was, with its size and
  * stack so realloc can put it back when the real realloc fails. */
-static bool note_free(void *p, size_t *size, uint32_t *stack)
+static NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack))
 		return false;
@@ -232,12 +247,224 @@ static void put_back(void *p, size_t size, uint32_t id)
 	agent_sample_note_maybe(c, size, +1);
 }
 
+/* ---------- deferred calls ----------
+ * A signal handler that allocates or frees (glibc allows it in practice)
+ * may interrupt this thread inside an entry point, holding a table lock
+ * or halfway through a counter update. Touching the tables then would
+ * deadlock (the spinlock is held by the code the handler interrupted) or,
+ * single-threaded, corrupt them; so the handler's call is written down in
+ * a per-thread buffer and carried out when the entry point leaves. A free
+ * is kept back until then (the block stays allocated a few instructions
+ * longer, so its address cannot be handed out while the table still
+ * holds it). An allocation is made at once and its stack taken at once
+ * (the unwinder takes no lock), and it is entered in the tables later.
+ * The same holds for a free while the thread holds every table lock for
+ * a dump or a scan; allocations there cannot be told from the agent's
+ * own and stay untracked.
+ *
+ * A record: word 0 = kind | fn << 8 | npcs << 16, word 1 the address;
+ * an allocation adds its size and its pcs. Only this thread and its
+ * signal handlers touch the buffer: a handler appends a whole record
+ * before the interrupted code reads on, and a handler interrupting a
+ * handler that is appending (agent_tls.pushing) gives up on recording. */
+
+#define DEFER_WORDS (1u << 17)   /* 1 MiB, mapped when first needed */
+#define DEFER_FREE 1
+#define DEFER_ALLOC 2
+
+struct agent_defer {
+	_Atomic uint32_t n;      /* words in use */
+	uintptr_t w[DEFER_WORDS];
+};
+
+/* The thread's buffer with room for k words at *at, marked as being
+ * written; NULL (nothing marked) when there is none. */
+static struct agent_defer *defer_begin(uint32_t k, uint32_t *at)
+{
+	if (agent_tls.pushing)
+		return NULL;
+	agent_tls.pushing = true;
+	struct agent_defer *d = agent_tls.defer;
+	if (!d)
+		d = agent_tls.defer = agent_mmap(sizeof *d);
+	if (d) {
+		*at = atomic_load_explicit(&d->n, memory_order_relaxed);
+		if (*at + k <= DEFER_WORDS)
+			return d;
+	}
+	agent_tls.pushing = false;
+	return NULL;
+}
+
+static void defer_end(struct agent_defer *d, uint32_t end)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&d->n, end, memory_order_relaxed);
+	if (!agent_tls.deferred) {
+		agent_tls.deferred = 1;  /* leave() sees agent_pending */
+		atomic_fetch_add(&agent_pending, AGENT_PENDING_DEFERRED);
+	}
+	agent_tls.pushing = false;
+}
+
+/* A handler's free of p, kept back; false when it cannot be (then the
+ * caller frees p now, and the table may keep a stale entry for it). */
+static bool defer_free(void *p)
+{
+	uint32_t at;
+	struct agent_defer *d = defer_begin(2, &at);
+	if (!d)
+		return false;
+	d->w[at] = DEFER_FREE;
+	d->w[at + 1] = (uintptr_t)p;
+	defer_end(d, at + 2);
+	return true;
+}
+
+/* A handler's new block p, to be recorded later with the stack of now. */
+static NOINLINE void defer_alloc(void *p, size_t n, int fn)
+{
+	uint32_t at;
+	int depth = agent_config.depth;
+	struct agent_defer *d = defer_begin(3 + (uint32_t)depth, &at);
+	if (!d) {
+		depth = 0;  /* full: kept, without its stack */
+		if (!(d = defer_begin(3, &at)))
+			return;  /* untracked */
+	}
+	int got = depth ? agent_unwind_cfi(&d->w[at + 3], depth) : 0, npcs = 0;
+	/* below the signal frame are the entry point's frames it
+	 * interrupted: the agent's own, which no stack shows */
+	for (int i = 0; i < got; i++) {
+		uintptr_t pc = d->w[at + 3 + i];
+		if (pc - agent_self_lo >= agent_self_hi - agent_self_lo)
+			d->w[at + 3 + npcs++] = pc;
+	}
+	d->w[at] = DEFER_ALLOC | (uintptr_t)fn << 8 | (uintptr_t)npcs << 16;
+	d->w[at + 1] = (uintptr_t)p;
+	d->w[at + 2] = n;
+	defer_end(d, at + 3 + (uint32_t)npcs);
+}
+
+static void drain_record(const uintptr_t *w)
+{
+	void *p = (void *)w[1];
+	if ((w[0] & 0xff) == DEFER_FREE) {
+		size_t size;
+		uint32_t id;
+		note_free(p, &size, &id);
+		real.free(p);
+		return;
+	}
+	size_t n = w[2];
+	int fn = (int)(w[0] >> 8 & 0xff), npcs = (int)(w[0] >> 16);
+	struct agent_counts *c = agent_my_counts();
+	if (!agent_sampled(n))
+		return;
+	if (!atomic_load_explicit(&recording, memory_order_relaxed) || !npcs) {
+		if (!npcs)
+			agent_count(&c->dropped, 1);  /* its stack had no room */
+		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
+		return;
+	}
+	note_alloc_id(c, p, n, agent_stack_intern(fn, &w[3], npcs));
+}
+
+static size_t record_words(const uintptr_t *w)
+{
+	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 16);
+}
+
+NOINLINE void agent_defer_drain(void)
+{
+	struct agent_defer *d = agent_tls.defer;
+	int saved = agent_tls.busy;
+	if (saved == BUSY_LOCKED || agent_tls.tables_locked)
+		return;
+	if (!d)
+		return;  /* nothing was ever deferred */
+	agent_tls.busy = BUSY_HOOK;  /* handlers running now append */
+	do {
+		uint32_t i = 0;
+		for (;;) {
+			uint32_t n = atomic_load_explicit(&d->n, memory_order_relaxed);
+			if (i >= n) {
+				if (agent_tls.deferred) {
+					agent_tls.deferred = 0;
+					atomic_fetch_sub(&agent_pending, AGENT_PENDING_DEFERRED);
+				}
+				if (atomic_compare_exchange_strong(&d->n, &n, 0))
+					break;
+				continue;
+			}
+			drain_record(&d->w[i]);
+			i += (uint32_t)record_words(&d->w[i]);
+		}
+	} while (agent_tls.deferred);
+	agent_tls.busy = saved;
+}
+
+/* A nested allocation p: a signal handler's when an entry point was
+ * interrupted, to be recorded; else the agent's own. */
+static NOINLINE void *nested_alloc(void *p, size_t n, int fn)
+{
+	if (p && agent_tls.busy == BUSY_HOOK)
+		defer_alloc(p, n, fn);
+	return p;
+}
+
+/* A handler's free while the thread is inside the agent (busy is BUSY_HOOK
+ * or BUSY_AGENT). */
+static NOINLINE void nested_free(void *p, int busy)
+{
+	if (busy == BUSY_HOOK || agent_tls.tables_locked) {
+		if (!defer_free(p))
+			real.free(p);
+		return;
+	}
+	/* the agent's own work, no table lock held: libc freeing something
+	 * inside our call, or a handler; either may release a tracked block */
+	size_t size;
+	uint32_t id;
+	agent_tls.busy = BUSY_HOOK;
+	note_free(p, &size, &id);
+	real.free(p);
+	agent_tls.busy = busy;
+}
+
+/* A handler's realloc while the thread is inside the agent: what realloc
+ * does, from parts that need no table (the old block's free waits). */
+static NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
+{
+	if (!n) {  /* glibc frees the block and returns NULL */
+		nested_free(p, busy);
+		return NULL;
+	}
+	void *q = real.malloc(n);
+	if (!q)
+		return NULL;
+	size_t old = real.malloc_usable_size ? real.malloc_usable_size(p) : 0;
+	agent_memcpy(q, p, old < n ? old : n);
+	if (busy == BUSY_HOOK)
+		defer_alloc(q, n, fn);
+	nested_free(p, busy);
+	return q;
+}
+
 /* ---------- the entry points ---------- */
 
 static inline void check_pending(void)
 {
 	if (unlikely(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
 		agent_run_pending();
+}
+
+/* An entry point is done with the tables: what signal handlers deferred
+ * meanwhile is pending work too. */
+static inline void leave(void)
+{
+	agent_tls.busy = 0;
+	check_pending();
 }
 
 /* The common shape: pass through when nested or not ready; an allocation
@@ -248,7 +475,7 @@ static inline void check_pending(void)
  * real.* is known. */
 #define FAST_PATH(size, call)                                              \
 	do {                                                               \
-		if (likely((int64_t)(size) < agent_tls.sample_left)) {     \
+		if (likely((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
 			agent_tls.sample_left -= (int64_t)(size);          \
 			return (call);                                     \
 		}                                                          \
@@ -262,16 +489,15 @@ static inline void check_pending(void)
 		if (unlikely(agent_tls.busy) || unlikely(!ready())) {      \
 			if (!real.malloc)                                  \
 				return (fallback);                         \
-			return (call);                                     \
+			return nested_alloc((call), (size), (fn_id));      \
 		}                                                          \
 		if (likely(!agent_sample_due(size)))                       \
 			return (call);                                     \
-		agent_tls.busy = BUSY_AGENT;                               \
+		agent_tls.busy = BUSY_HOOK;                                \
 		p_ = (call);                                               \
 		if (likely(p_ != NULL))                                    \
 			note_alloc(p_, (size), (fn_id));                   \
-		agent_tls.busy = 0;                                        \
-		check_pending();                                           \
+		leave();                                                   \
 		return p_;                                                 \
 	} while (0)
 
@@ -328,20 +554,46 @@ AGENT_API void *pvalloc(size_t n)
 AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (unlikely(agent_tls.busy) || unlikely(!ready())) {
-		if (real.posix_memalign)
-			return real.posix_memalign(out, align, n);
+		if (real.posix_memalign) {
+			int r = real.posix_memalign(out, align, n);
+			if (r == 0 && agent_tls.busy == BUSY_HOOK && *out)
+				defer_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
+			return r;
+		}
 		*out = boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
 	if (likely(!agent_sampled(n)))
 		return real.posix_memalign(out, align, n);
-	agent_tls.busy = BUSY_AGENT;
+	agent_tls.busy = BUSY_HOOK;
 	int r = real.posix_memalign(out, align, n);
 	if (r == 0 && *out)
 		note_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
-	agent_tls.busy = 0;
-	check_pending();
+	leave();
 	return r;
+}
+
+/* free's slow part out of line, so its fast path needs no frame. */
+static NOINLINE void free_slow(void *p)
+{
+	if (unlikely(!p) || unlikely(is_boot(p)))
+		return;
+	size_t size;
+	uint32_t id;
+	int busy = agent_tls.busy;
+	if (unlikely(busy)) {
+		/* Only a fork in progress forbids touching the tables for
+		 * good; see nested_free for the rest. */
+		if (busy == BUSY_LOCKED)
+			real.free(p);
+		else
+			nested_free(p, busy);
+		return;
+	}
+	agent_tls.busy = BUSY_HOOK;
+	note_free(p, &size, &id);
+	real.free(p);
+	leave();
 }
 
 AGENT_API void free(void *p)
@@ -353,25 +605,7 @@ AGENT_API void free(void *p)
 		real.free(p);
 		return;
 	}
-	if (unlikely(!p) || unlikely(is_boot(p)))
-		return;
-	size_t size;
-	uint32_t id;
-	int busy = agent_tls.busy;
-	if (unlikely(busy)) {
-		/* A nested free may still release a tracked block (libc
-		 * freeing something inside our own call); only a fork in
-		 * progress forbids touching the tables. */
-		if (busy == BUSY_AGENT)
-			note_free(p, &size, &id);
-		real.free(p);
-		return;
-	}
-	agent_tls.busy = BUSY_AGENT;
-	note_free(p, &size, &id);
-	real.free(p);
-	agent_tls.busy = 0;
-	check_pending();
+	free_slow(p);
 }
 
 static void *realloc_as(void *p, size_t n, int fn)
@@ -390,26 +624,33 @@ static void *realloc_as(void *p, size_t n, int fn)
 	uint32_t oid = 0;
 	int busy = agent_tls.busy;
 	if (unlikely(busy)) {
-		if (busy == BUSY_AGENT && note_free(p, &osize, &oid)) {
-			void *q = real.realloc(p, n);
+		if (busy == BUSY_LOCKED)
+			return real.realloc(p, n);
+		if (busy == BUSY_HOOK || agent_tls.tables_locked)
+			return nested_realloc(p, n, fn, busy);
+		agent_tls.busy = BUSY_HOOK;
+		void *q;
+		if (note_free(p, &osize, &oid)) {
+			q = real.realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
-			return q;
+		} else {
+			q = real.realloc(p, n);
 		}
-		return real.realloc(p, n);
+		agent_tls.busy = busy;
+		return q;
 	}
 	bool sampled = agent_sampled(n);
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real.realloc(p, n);
-	agent_tls.busy = BUSY_AGENT;
+	agent_tls.busy = BUSY_HOOK;
 	bool had = note_free(p, &osize, &oid);
 	void *q = real.realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);
 	else if (!q && n && had)
 		put_back(p, osize, oid);   /* failed: the old block is intact */
-	agent_tls.busy = 0;
-	check_pending();
+	leave();
 	return q;
 }
 
@@ -417,7 +658,7 @@ AGENT_API void *realloc(void *p, size_t n)
 {
 	/* Sampling: an untracked block, and a new size the sampler passes
 	 * over, is a plain realloc (NULL's filter slot is always zero). */
-	if (likely(agent_filter != NULL) && likely((int64_t)n < agent_tls.sample_left) &&
+	if (likely(agent_filter != NULL) && likely((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
 	    likely(!agent_live_may_contain((uintptr_t)p))) {
 		agent_tls.sample_left -= (int64_t)n;
 		return real.realloc(p, n);
@@ -447,8 +688,9 @@ AGENT_API size_t malloc_usable_size(void *p)
 }
 
 /* ---------- C++ operators ----------
- * The blocks come from the real malloc; a failure falls back to the
- * throwing path so new_handler and std::bad_alloc behave as without us. */
+ * The blocks come from the real malloc (posix_memalign past 16 bytes of
+ * alignment); a failure runs libstdc++'s rules, so the new_handler,
+ * std::bad_alloc and the nothrow forms behave as without us. */
 
 static void *new_tracked(size_t n, size_t align, int fn)
 {
@@ -457,12 +699,16 @@ static void *new_tracked(size_t n, size_t align, int fn)
 		if (!real.malloc)
 			return boot_alloc(n, align);
 		if (align <= 16)
-			return real.malloc(n);
-		return real.posix_memalign(&p, align, n) == 0 ? p : NULL;
+			p = real.malloc(n);
+		else if (real.posix_memalign(&p, align, n) != 0)
+			p = NULL;
+		if (p && agent_tls.busy == BUSY_HOOK)
+			defer_alloc(p, n, fn);
+		return p;
 	}
 	bool sampled = agent_sampled(n);
 	if (sampled)
-		agent_tls.busy = BUSY_AGENT;
+		agent_tls.busy = BUSY_HOOK;
 	if (align <= 16)
 		p = real.malloc(n);
 	else if (real.posix_memalign(&p, align, n) != 0)
@@ -470,47 +716,107 @@ static void *new_tracked(size_t n, size_t align, int fn)
 	if (sampled) {
 		if (likely(p != NULL))
 			note_alloc(p, n, fn);
-		agent_tls.busy = 0;
-		check_pending();
+		leave();
 	}
 	return p;
 }
 
-static void *new_failed(size_t n)
+/* A libstdc++ symbol, looked up once (NULL without libstdc++). The
+ * lookup may allocate: that is the agent's own. */
+static void *cxx_symbol(void *_Atomic *slot, const char *name, void *handle)
 {
-	static void *(*real_new)(size_t);
-	if (!real_new)
-		real_new = dlsym(RTLD_NEXT, "_Znwm");
-	if (real_new)
-		return real_new(n);  /* throws std::bad_alloc, or new_handler helps */
-	__builtin_trap();
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	if (f)
+		return f == (void *)slot ? NULL : f;
+	int busy = agent_tls.busy;
+	agent_tls.busy = BUSY_AGENT;
+	f = dlsym(handle, name);
+	agent_tls.busy = busy;
+	atomic_store_explicit(slot, f ? f : (void *)slot, memory_order_release);
+	return f;
 }
+
+#define CXX_SYMBOL(name, handle)                                   \
+	({                                                         \
+		static void *_Atomic slot_;                        \
+		cxx_symbol(&slot_, (name), (handle));              \
+	})
+
+static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
+{
+	void (*thrower)(void) = CXX_SYMBOL("_ZSt17__throw_bad_allocv", RTLD_DEFAULT);
+	if (thrower)
+		thrower();
+	__builtin_trap();  /* no libstdc++, yet a C++ operator new: cannot be */
+}
+
+/* What libstdc++'s throwing operator new does when the allocator says no:
+ * calls the installed new_handler and tries again, and throws
+ * std::bad_alloc when there is none. The handler may throw, or free
+ * memory, or install another handler. */
+static NOINLINE void *new_retry(size_t n, size_t align, int fn)
+{
+	for (;;) {
+		void (*(*get)(void))(void) = CXX_SYMBOL("_ZSt15get_new_handlerv", RTLD_DEFAULT);
+		void (*handler)(void) = get ? get() : NULL;
+		if (!handler)
+			throw_bad_alloc();
+		handler();
+		void *p = new_tracked(n, align, fn);
+		if (p)
+			return p;
+	}
+}
+
+static inline bool bad_alignment(size_t al)
+{
+	return !al || (al & (al - 1));
+}
+
+/* The nothrow forms are libstdc++'s throwing ones inside a try block: on
+ * failure, its own nothrow operator runs, which calls ours (interposed)
+ * for the new_handler loop and catches what it throws. */
+#define NOTHROW_RETRY(sym, n, nt)                                                \
+	({                                                                       \
+		void *(*nt_)(size_t, const void *) = CXX_SYMBOL(sym, RTLD_NEXT); \
+		nt_ ? nt_(n, nt) : NULL;                                         \
+	})
+#define NOTHROW_RETRY_ALIGNED(sym, n, al, nt)                                    \
+	({                                                                       \
+		void *(*nt_)(size_t, size_t, const void *) =                     \
+			CXX_SYMBOL(sym, RTLD_NEXT);                              \
+		nt_ ? nt_(n, al, nt) : NULL;                                     \
+	})
 
 #define NEW_THROWING(name, fn, align)                            \
 	AGENT_API void *name(size_t n);                          \
 	AGENT_API void *name(size_t n)                           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return p ? p : new_failed(n);                    \
+		return likely(p != NULL) ? p : new_retry(n, (align), (fn)); \
 	}
 #define NEW_NOTHROW(name, fn, align)                             \
 	AGENT_API void *name(size_t n, const void *nt);          \
 	AGENT_API void *name(size_t n, const void *nt)           \
 	{                                                        \
-		return new_tracked(n, (align), (fn));            \
+		void *p = new_tracked(n, (align), (fn));         \
+		return likely(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
 	}
 #define NEW_ALIGNED(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al);               \
 	AGENT_API void *name(size_t n, size_t al)                \
 	{                                                        \
+		if (unlikely(bad_alignment(al)))                 \
+			throw_bad_alloc();                       \
 		void *p = new_tracked(n, al, (fn));              \
-		return p ? p : new_failed(n);                    \
+		return likely(p != NULL) ? p : new_retry(n, al, (fn)); \
 	}
 #define NEW_ALIGNED_NOTHROW(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al, const void *nt);      \
 	AGENT_API void *name(size_t n, size_t al, const void *nt)       \
 	{                                                                \
-		return new_tracked(n, al, (fn));                         \
+		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, (fn)); \
+		return likely(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
 	}
 
 NEW_THROWING(_Znwm, FMT_FN_NEW, 0)
@@ -576,6 +882,33 @@ AGENT_API void _exit(int status)
 AGENT_API void _Exit(int status)
 {
 	_exit(status);
+}
+
+/* ---------- another allocator before us ---------- */
+
+static char bypass_path[512];
+
+/* The program calls the first malloc in the global scope: when that is
+ * not ours (another allocator preloaded before the agent, or one linked
+ * into the program), the agent sees almost nothing. */
+void agent_hooks_check_bypass(void)
+{
+	/* (&malloc here would be the GOT's answer, the same first malloc) */
+	uintptr_t first = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
+	if (!first || first - agent_self_lo < agent_self_hi - agent_self_lo)
+		return;
+	Dl_info info;
+	const char *path = dladdr((void *)first, &info) && info.dli_fname && info.dli_fname[0]
+				   ? info.dli_fname : "another object";
+	agent_strlcpy(bypass_path, path, sizeof bypass_path);
+	agent_log("malloc here is not heaptrail's but that of ", bypass_path,
+		  ", loaded before libheaptrail.so: allocations are not tracked"
+		  " (put libheaptrail.so first in LD_PRELOAD; heaptrail run does)");
+}
+
+const char *agent_allocator_bypassed(void)
+{
+	return bypass_path[0] ? bypass_path : NULL;
 }
 
 void agent_hooks_fork_prepare(void)

@@ -101,6 +101,9 @@ static void fork_child(void)
 	atomic_store(&reported, 0);
 	atomic_store(&exit_owner, 0);
 	agent_counters_forked();
+	/* threads that had deferred calls (hooks.c) are gone; this one's stay */
+	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
+				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_triggers_start();
 	if (!agent_config.follow_children)
@@ -171,6 +174,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
 	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+	agent_hooks_check_bypass();
 	/* libc's exit, not the agent's hook of the same name */
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
@@ -410,6 +414,11 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	if (agent_config.sample > 1)
 		write_line_u64(w, "sample", agent_config.sample);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
+	if (agent_allocator_bypassed()) {
+		agent_put(w, "allocator_bypassed ");
+		agent_put_escaped(w, agent_allocator_bypassed());
+		agent_put(w, "\n");
+	}
 	agent_modules_write(w);
 }
 
@@ -596,10 +605,14 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	return err;
 }
 
+/* The report's and the checks' file work is no place for a pthread_cancel
+ * to act (it would leave the flags below set): cancellation waits. */
 int agent_report_exit(int status, uintptr_t stack_from)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return 0;
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	agent_set_recording(false);
 	/* A dump of the ticker or of a signal may be under way: the final
 	 * one waits for it (up to 2 s: this thread may be that dump's,
@@ -621,6 +634,7 @@ int agent_report_exit(int status, uintptr_t stack_from)
 		code[n] = 0;
 		agent_log("no leak report: exiting with status ", code, " (error_exitcode)");
 	}
+	pthread_setcancelstate(cancel, NULL);
 	return report_err;
 }
 
@@ -633,14 +647,19 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 		return -ENOTSUP;
 	if (atomic_exchange(&check_running, 1))
 		return -EBUSY;
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	int r = write_report(-1, stack_from, extra, nextra, ++check_count, flags);
+	pthread_setcancelstate(cancel, NULL);
 	atomic_store(&check_running, 0);
 	return r;
 }
 
 NOINLINE void agent_run_pending(void)
 {
-	int pending = atomic_exchange(&agent_pending, 0);
+	if (agent_tls.deferred)
+		agent_defer_drain();
+	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
 	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
 		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
 								    : HEAPTRAIL_LEAKS_ALL;

@@ -61,7 +61,7 @@ bool agent_sample_slow(size_t n)
 		/* a thread's first allocation: place its first point */
 		seed();
 		agent_tls.sample_left = draw();
-		if ((int64_t)n < agent_tls.sample_left) {
+		if ((uint64_t)n < (uint64_t)agent_tls.sample_left) {
 			agent_tls.sample_left -= (int64_t)n;
 			return false;
 		}

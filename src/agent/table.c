@@ -422,6 +422,7 @@ void agent_tables_lock_all(void)
 	agent_lock(&stack_lock);
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_lock(&shards[i].lock);
+	agent_tls.tables_locked = true;  /* a handler's frees wait (hooks.c) */
 }
 
 void agent_tables_unlock_all(void)
@@ -429,4 +430,7 @@ void agent_tables_unlock_all(void)
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_unlock(&shards[i].lock);
 	agent_unlock(&stack_lock);
+	agent_tls.tables_locked = false;
+	if (unlikely(agent_tls.deferred))
+		agent_defer_drain();
 }

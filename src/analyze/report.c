@@ -48,6 +48,47 @@ void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks)
 	*blocks = (uint64_t)((double)*blocks * scale + 0.5);
 }
 
+/* Orders records by what a reader sees of them: kind, allocator, frames. */
+static int cmp_shown(const void *a, const void *b)
+{
+	const struct prof_record *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->alloc_fn != y->alloc_fn)
+		return x->alloc_fn < y->alloc_fn ? -1 : 1;
+	if (x->nframes != y->nframes)
+		return x->nframes < y->nframes ? -1 : 1;
+	for (size_t i = 0; i < x->nframes; i++)
+		if (x->frames[i].pc != y->frames[i].pc)
+			return x->frames[i].pc < y->frames[i].pc ? -1 : 1;
+	return 0;
+}
+
+/* Stacks that differ only in the agent's own frames (a signal handler's
+ * allocation carries the frames of the agent code it interrupted) show
+ * the same: one record each, as valgrind merges blocks by stack. */
+static void merge_shown(struct prof_process *p)
+{
+	if (p->nrecords < 2)
+		return;
+	qsort(p->records, p->nrecords, sizeof *p->records, cmp_shown);
+	size_t out = 0;
+	for (size_t i = 1; i < p->nrecords; i++) {
+		struct prof_record *a = &p->records[out], *b = &p->records[i];
+		if (cmp_shown(a, b)) {
+			p->records[++out] = *b;
+			continue;
+		}
+		a->bytes += b->bytes;
+		a->blocks += b->blocks;
+		a->has_increase |= b->has_increase;
+		a->inc_bytes += b->inc_bytes;
+		a->inc_blocks += b->inc_blocks;
+		free(b->frames);
+	}
+	p->nrecords = out + 1;
+}
+
 static int build_process(struct prof_process *p, const char *binary_path, bool symbolize)
 {
 	struct fmt_leaks *l = &p->raw;
@@ -116,6 +157,7 @@ static int build_process(struct prof_process *p, const char *binary_path, bool s
 			p->kind_bytes[k] = l->kind_bytes[k];
 			p->kind_blocks[k] = l->kind_blocks[k];
 		}
+	merge_shown(p);
 	qsort(p->records, p->nrecords, sizeof *p->records, cmp_record);
 	return 0;
 }

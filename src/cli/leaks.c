@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/options.h"
 #include "cli/cli.h"
 #include "render/render.h"
 
@@ -151,11 +152,10 @@ int cmd_leaks(int argc, char **argv)
 		cwd[n] = 0;
 		dir = cwd;
 	}
-	int sig = SIGRTMAX - 2;
+	/* the agent's own parse of its options: name or number, key=value or
+	 * key:value, the last well-formed one when given twice */
 	const char *opts = env ? env_get(env, envlen, "HEAPTRAIL_OPTIONS") : NULL;
-	const char *lcs = opts ? strstr(opts, "leak_check_signal=") : NULL;
-	if (lcs)
-		sig = atoi(lcs + 18);
+	int sig = fmt_leak_check_signal(opts);
 	if (sig <= 0) {
 		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
 		goto out;

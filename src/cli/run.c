@@ -25,6 +25,7 @@
 
 #include "analyze/report.h"
 #include "cli/cli.h"
+#include "format/options.h"
 #include "render/render.h"
 
 static const char usage[] =
@@ -122,6 +123,18 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			if (!*v || strchr(v, ',')) {
 				cli_error("run: bad value for --%s: '%s'", key, v);
 				return -1;
+			}
+			if (!strcmp(key, "signal")) {
+				int sig = fmt_signal_parse(v, strlen(v));
+				if (sig == FMT_SIGNAL_REFUSED) {
+					cli_error("run: --signal %s: a fault or uncatchable signal "
+						  "cannot be used", v);
+					return -1;
+				}
+				if (sig < 0) {
+					cli_error("run: bad value for --signal: '%s'", v);
+					return -1;
+				}
 			}
 			add_option(o, key, v);
 		} else if (!strcmp(a, "--no-follow-children")) {

@@ -308,6 +308,10 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			l.scan_us = a;
 		} else if (!strcmp(k, "classified") && ln.ntok == 2) {
 			l.classified = !strcmp(ln.tok[1], "yes");
+		} else if (!strcmp(k, "allocator_bypassed") && ln.ntok == 2) {
+			free(l.allocator_bypassed);
+			if (!(l.allocator_bypassed = dup_unescaped(ln.tok[1])))
+				goto oom;
 		} else if (!strcmp(k, "freeres") && ln.ntok == 2) {
 			l.freeres = !strcmp(ln.tok[1], "yes");
 		} else if (!strcmp(k, "module")) {
@@ -417,6 +421,7 @@ out:
 void fmt_leaks_release(struct fmt_leaks *l)
 {
 	free(l->exe);
+	free(l->allocator_bypassed);
 	for (size_t i = 0; i < l->argc; i++)
 		free(l->argv[i]);
 	free(l->argv);

@@ -22,6 +22,8 @@
  *   totals ALLOCS FREES BYTES_ALLOCATED IN_USE_BYTES IN_USE_BLOCKS
  *   dropped N                       blocks not tracked (agent out of room)
  *   freeres yes|no                  libc's/libstdc++'s caches released
+ *   allocator_bypassed PATH         the program's malloc was PATH's, not
+ *                                   the agent's: next to nothing was seen
  *   sample S                        sampling mode: records are raw samples
  *   module BASE LO HI BUILDID|- loaded|unloaded PATH
  *   classified yes                  records carry reachability kinds
@@ -101,6 +103,7 @@ struct fmt_leaks {
 	uint64_t allocs, frees, bytes_allocated, in_use_bytes, in_use_blocks;
 	uint64_t dropped;
 	bool freeres;
+	char *allocator_bypassed; /* path of the allocator used instead, or NULL */
 	uint64_t sample;  /* mean bytes between samples; 0 or 1 = exact */
 	bool classified;  /* kinds computed (else every record is in_use) */
 	bool has_summary; /* kind_bytes/kind_blocks below were in the file */

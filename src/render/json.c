@@ -69,6 +69,11 @@ static void json_process(FILE *out, const struct prof_process *p)
 	fprintf(out, "\"suppressed\": {\"bytes\": %llu, \"blocks\": %llu}",
 		(unsigned long long)p->supp_bytes, (unsigned long long)p->supp_blocks);
 	fputs("},\n", out);
+	if (l->allocator_bypassed) {
+		fputs(" \"allocator_bypassed\": ", out);
+		json_string(out, l->allocator_bypassed);
+		fputs(",\n", out);
+	}
 	if (l->check)
 		fprintf(out, " \"check\": {\"number\": %u, \"mode\": \"%s\"},\n", l->check,
 			l->check_increased ? "increased" : "all");

@@ -193,6 +193,10 @@ static void render_process(FILE *out, const struct prof_process *p,
 	} else if (p->supp_blocks) {
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
 	}
+	if (l->allocator_bypassed)
+		fprintf(out, "   warning: the program's malloc was that of %s, loaded before "
+			"libheaptrail.so: its allocations were not seen (put libheaptrail.so "
+			"first in LD_PRELOAD)\n", l->allocator_bypassed);
 	if (l->unstopped_threads)
 		fprintf(out, "   warning: %u thread(s) could not be stopped for the scan; "
 			"what only they point to may show as lost\n", l->unstopped_threads);

@@ -1,0 +1,145 @@
+/* HEAPTRAIL_OPTIONS pieces shared by the agent and the CLI (options.h).
+ * No allocation, no libc beyond signal numbers: linked into the agent. */
+#include "format/options.h"
+
+#include <signal.h>
+#include <stdint.h>
+
+static const struct {
+	const char *name;
+	int sig;
+} sig_names[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "IOT", SIGIOT }, { "BUS", SIGBUS },
+	{ "FPE", SIGFPE }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },
+	{ "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+	{ "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD }, { "CONT", SIGCONT },
+	{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },
+	{ "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH },
+	{ "IO", SIGIO }, { "POLL", SIGPOLL }, { "PWR", SIGPWR }, { "SYS", SIGSYS },
+};
+
+bool fmt_signal_usable(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGTRAP:
+	case SIGSYS: case SIGABRT: case SIGKILL: case SIGSTOP:
+		return false;
+	}
+	return sig > 0 && sig <= SIGRTMAX;
+}
+
+static char upper(char c)
+{
+	return c >= 'a' && c <= 'z' ? (char)(c - 32) : c;
+}
+
+/* s[0..n) equals word, ignoring case. */
+static bool same_word(const char *s, size_t n, const char *word)
+{
+	size_t i = 0;
+	for (; i < n && word[i]; i++)
+		if (upper(s[i]) != word[i])
+			return false;
+	return i == n && !word[i];
+}
+
+/* A decimal number of at most 3 digits; -1 when s[0..n) is not one. */
+static int small_num(const char *s, size_t n)
+{
+	int v = 0;
+	if (!n || n > 3)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+static int by_name(const char *s, size_t n)
+{
+	if (n > 3 && same_word(s, 3, "SIG")) {
+		s += 3;
+		n -= 3;
+	}
+	for (size_t i = 0; i < sizeof sig_names / sizeof sig_names[0]; i++)
+		if (same_word(s, n, sig_names[i].name))
+			return sig_names[i].sig;
+	if (n >= 5 && (same_word(s, 5, "RTMIN") || same_word(s, 5, "RTMAX"))) {
+		bool min = upper(s[4]) == 'N';
+		int base = min ? SIGRTMIN : SIGRTMAX;
+		if (n == 5)
+			return base;
+		int off = small_num(s + 6, n - 6);
+		if (off < 0 || s[5] != (min ? '+' : '-'))
+			return FMT_SIGNAL_BAD;
+		int sig = min ? base + off : base - off;
+		return sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : FMT_SIGNAL_BAD;
+	}
+	return FMT_SIGNAL_BAD;
+}
+
+int fmt_signal_parse(const char *s, size_t n)
+{
+	int sig = small_num(s, n);
+	if (sig == 0)
+		return 0;
+	if (sig < 0)
+		sig = by_name(s, n);
+	else if (sig > SIGRTMAX)
+		return FMT_SIGNAL_BAD;
+	if (sig < 0)
+		return sig;
+	return fmt_signal_usable(sig) ? sig : FMT_SIGNAL_REFUSED;
+}
+
+void fmt_options_each(const char *opts,
+		      void (*fn)(const char *key, size_t klen, const char *val, size_t vlen,
+				 void *arg),
+		      void *arg)
+{
+	const char *s = opts;
+	while (s && *s) {
+		const char *e = s;
+		while (*e && *e != ',')
+			e++;
+		if (e > s) {
+			size_t len = (size_t)(e - s), klen = 0;
+			while (klen < len && s[klen] != '=' && s[klen] != ':')
+				klen++;
+			if (klen < len)
+				fn(s, klen, s + klen + 1, len - klen - 1, arg);
+			else
+				fn(s, len, NULL, 0, arg);
+		}
+		s = *e ? e + 1 : e;
+	}
+}
+
+int fmt_leak_check_signal_default(void)
+{
+	return SIGRTMAX - 2;
+}
+
+static void leak_check_one(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
+{
+	static const char name[] = "leak_check_signal";
+	if (!val || klen != sizeof name - 1)
+		return;
+	for (size_t i = 0; i < klen; i++)
+		if (key[i] != name[i])
+			return;
+	int sig = fmt_signal_parse(val, vlen);
+	if (sig >= 0)
+		*(int *)arg = sig;
+}
+
+int fmt_leak_check_signal(const char *opts)
+{
+	int sig = fmt_leak_check_signal_default();
+	fmt_options_each(opts, leak_check_one, &sig);
+	return sig;
+}

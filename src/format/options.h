@@ -1,0 +1,50 @@
+/*
+ * options — the parts of HEAPTRAIL_OPTIONS that both halves read: the
+ * agent (config.c) applies them at start-up, and `heaptrail leaks PID`
+ * reads a running program's HEAPTRAIL_OPTIONS to know which signal asks
+ * it for a leak check. One parser, so the two never disagree.
+ *
+ * The string is comma-separated options, each "key=value" or jemalloc's
+ * "key:value"; options apply in order, so a key given twice takes its
+ * last well-formed value, and a malformed or refused value leaves the
+ * earlier one in place (the agent says so on stderr).
+ *
+ * Linked into the agent: no allocation, no stdio, no locale; every
+ * function here is hook-safe and signal-safe.
+ */
+#ifndef HEAPTRAIL_FORMAT_OPTIONS_H
+#define HEAPTRAIL_FORMAT_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What fmt_signal_parse says of a value. */
+#define FMT_SIGNAL_BAD (-1)      /* not a signal number or name */
+#define FMT_SIGNAL_REFUSED (-2)  /* a signal the agent must not take over */
+
+/* A signal given as a number ("12", "0" = off) or a name ("SIGUSR2",
+ * "usr2", "SIGRTMIN+3", "RTMAX-2"): its number, 0 for off, or
+ * FMT_SIGNAL_BAD / FMT_SIGNAL_REFUSED. Refused are the signals that
+ * report a fault or end the program from libc (SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE, SIGTRAP, SIGSYS, SIGABRT) — a handler that returns from one
+ * runs the faulting instruction again, for ever — and those that cannot
+ * be caught (SIGKILL, SIGSTOP). */
+int fmt_signal_parse(const char *s, size_t n);
+
+/* Whether the agent may install a handler for sig (see above). */
+bool fmt_signal_usable(int sig);
+
+/* Calls fn(key, klen, value, vlen, arg) for each option of opts, in
+ * order; an option without '=' or ':' gets value NULL. */
+void fmt_options_each(const char *opts,
+		      void (*fn)(const char *key, size_t klen, const char *val, size_t vlen,
+				 void *arg),
+		      void *arg);
+
+/* The default of leak_check_signal, and what the agent ends up with for
+ * the options in opts (NULL: none): a signal number, or 0 when leak
+ * checks by signal are off. */
+int fmt_leak_check_signal_default(void);
+int fmt_leak_check_signal(const char *opts);
+
+#endif

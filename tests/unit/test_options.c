@@ -1,0 +1,73 @@
+/*
+ * test_options — format/options.c: the signal values HEAPTRAIL_OPTIONS
+ * takes (numbers and names, refused faults), and the leak-check signal a
+ * program's options give, which the agent and `heaptrail leaks PID` must
+ * read alike (key=value or key:value, the last well-formed one wins).
+ *
+ * Prints "ok - ..." / "not ok - ..." per check; exits 1 when one failed.
+ */
+#include "format/options.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+static void expect_int(int got, int want, const char *what)
+{
+	printf("%s - %s: %d (expected %d)\n", got == want ? "ok" : "not ok", what, got, want);
+	if (got != want)
+		failures++;
+}
+
+static int parse(const char *s)
+{
+	return fmt_signal_parse(s, strlen(s));
+}
+
+int main(void)
+{
+	expect_int(parse("12"), SIGUSR2, "number");
+	expect_int(parse("0"), 0, "0 is off");
+	expect_int(parse("SIGUSR1"), SIGUSR1, "SIG name");
+	expect_int(parse("usr2"), SIGUSR2, "short name, lower case");
+	expect_int(parse("SIGRTMIN+3"), SIGRTMIN + 3, "SIGRTMIN+3");
+	expect_int(parse("RTMAX-2"), SIGRTMAX - 2, "RTMAX-2");
+	expect_int(parse("RTMAX"), SIGRTMAX, "RTMAX");
+	expect_int(parse("RTMIN+99"), FMT_SIGNAL_BAD, "RTMIN+99 out of range");
+	expect_int(parse("RTMAX+1"), FMT_SIGNAL_BAD, "RTMAX+1");
+	expect_int(parse("65"), FMT_SIGNAL_BAD, "65");
+	expect_int(parse(""), FMT_SIGNAL_BAD, "empty");
+	expect_int(parse("-1"), FMT_SIGNAL_BAD, "-1");
+	expect_int(parse("12x"), FMT_SIGNAL_BAD, "12x");
+	expect_int(parse("SIG"), FMT_SIGNAL_BAD, "SIG");
+	expect_int(parse("bogus"), FMT_SIGNAL_BAD, "bogus");
+	static const char *const refused[] = { "11", "SIGSEGV", "7", "bus", "4", "SIGILL", "8",
+					       "fpe", "5", "TRAP", "6", "SIGABRT", "31", "sys",
+					       "9", "KILL", "19", "SIGSTOP" };
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "%s refused", refused[i]);
+		expect_int(parse(refused[i]), FMT_SIGNAL_REFUSED, what);
+	}
+
+	int def = SIGRTMAX - 2;
+	expect_int(fmt_leak_check_signal_default(), def, "default");
+	expect_int(fmt_leak_check_signal(NULL), def, "no options");
+	expect_int(fmt_leak_check_signal("sample=1,depth=8"), def, "not given");
+	expect_int(fmt_leak_check_signal("leak_check_signal=10"), SIGUSR1, "key=value");
+	expect_int(fmt_leak_check_signal("leak_check_signal:12"), SIGUSR2, "key:value");
+	expect_int(fmt_leak_check_signal("leak_check_signal=SIGUSR2"), SIGUSR2, "by name");
+	expect_int(fmt_leak_check_signal("leak_check_signal=10,sample=1,leak_check_signal:usr2"),
+		   SIGUSR2, "given twice: the last");
+	expect_int(fmt_leak_check_signal("leak_check_signal=10,leak_check_signal=bogus"), SIGUSR1,
+		   "a malformed later value leaves the earlier one");
+	expect_int(fmt_leak_check_signal("leak_check_signal=10,leak_check_signal=11"), SIGUSR1,
+		   "a refused later value leaves the earlier one");
+	expect_int(fmt_leak_check_signal("leak_check_signal=0"), 0, "off");
+	expect_int(fmt_leak_check_signal("xleak_check_signal=10"), def, "another key's suffix");
+	expect_int(fmt_leak_check_signal("leak_check_signal_x=10"), def, "a longer key");
+	expect_int(fmt_leak_check_signal(",,leak_check_signal=34,"), 34, "empty options around");
+	return failures ? 1 : 0;
+}
