@@ -12,10 +12,12 @@ its final count.
 Programs live in tests/hostile/progs/ (C, or C++ for .cc), built with
 frame pointers and -O1.  Each describes itself in its header comment:
 
-    @kinds DEPTH [KIND=BYTES/BLOCKS ...]
+    @kinds DEPTH [case=CASE] [KIND=BYTES/BLOCKS ...]
         heaptrail's leak summary for the process at DEPTH (0: the one
-        started, 1: its forked child...) in exact mode; a kind not named
-        must be 0/0 (suppressed included)
+        started, 1: its forked child...) in exact mode, less glibc's
+        per-thread blocks (program_kinds); a kind not named must be 0/0
+        (suppressed included); with case=, for that @case only (it
+        replaces the line without case= for that depth)
     @vg                  the @kinds of depth 0 are also checked against
                          valgrind memcheck's LEAK SUMMARY (the oracle),
                          cached by binary hash in BUILD/hostile/vgcache
@@ -53,7 +55,8 @@ process group):
                     calls every 100 ms while it runs: same behaviour,
                     the @kinds at exit, @leaks-calls / @leaks-refused
   hostile:PROG[CASE]:ci       for @ci programs (above)
-  hostile:PROG:vg   for @vg programs: valgrind's LEAK SUMMARY equals @kinds
+  hostile:PROG[CASE]:vg  for @vg programs: valgrind's LEAK SUMMARY of
+                    the root process equals @kinds (checks the program)
 and the runner's own cases, on simple_leak.c and the others:
   hostile:run:preload-jemalloc[ORDER], ...-tcmalloc[ORDER]  another
                     allocator preloaded too, before and after the agent:
@@ -67,8 +70,12 @@ and the runner's own cases, on simple_leak.c and the others:
                     none is followed, the victim file is unchanged
   hostile:run:sigkill-dump  SIGKILL in the middle of a large dump: every
                     file named like a dump or report is whole
-  hostile:run:timeout-term  `timeout -s TERM 1 heaptrail run -- PROG`:
-                    the program dies too, promptly
+  hostile:run:timeout-term  `timeout -s TERM 1 heaptrail run -- PROG`,
+                    with --foreground, and kill -TERM of heaptrail run
+                    alone: the program dies too, promptly
+  hostile:run:default-dir  ./heaptrail-PROG-PID directories planted
+                    (another owner, 0777) for the next 400 pids: the run
+                    without -o writes into none of them
   hostile:run:bad-options  bad --sample/--every/--interval/--signal/
                     --timeline/--depth values: one-line error, non-zero
                     exit, the program never started
@@ -154,13 +161,16 @@ class Prog:
             key, rest = m.group(1), m.group(2).split()
             if key == "kinds":
                 want = {k: [0, 0] for k in KINDS}
+                case = None
+                if len(rest) > 1 and rest[1].startswith("case="):
+                    case = rest.pop(1)[len("case="):]
                 for item in rest[1:]:
                     k, v = item.split("=")
                     if k not in want:
                         raise ValueError("%s: unknown kind %s" % (path, k))
                     b, n = v.split("/")
                     want[k] = [int(b), int(n)]
-                self.kinds[int(rest[0])] = want
+                self.kinds[(case, int(rest[0]))] = want
             elif key == "vg":
                 self.vg = True
             elif key == "exit":
@@ -192,6 +202,12 @@ class Prog:
                 self.timeout = int(rest[0])
         if not self.cases:
             self.cases = [("", [])]
+
+    def want_kinds(self, case):
+        """{depth: {kind: [bytes, blocks]}} expected for case."""
+        out = {d: w for (c, d), w in self.kinds.items() if c is None}
+        out.update({d: w for (c, d), w in self.kinds.items() if c == case})
+        return out
 
 
 GLIBC_THREAD_FUNCS = ("allocate_dtv", "_dl_allocate_tls", "_dl_allocate_tls_init")
@@ -435,7 +451,7 @@ class Hostile:
                                     label, p["pid"], s_b, s_n,
                                     tot.get("in_use_bytes"),
                                     tot.get("in_use_blocks")))
-        for depth, want in sorted(prog.kinds.items()):
+        for depth, want in sorted(prog.want_kinds(case[0]).items()):
             at = [p for p in procs if p["depth"] == depth]
             if not at:
                 problems.append("%s: no report of a process at depth %d" %
@@ -595,10 +611,9 @@ class Hostile:
             t.join(10)
         return p.returncode, chunks.get("out", b""), calls
 
-    def test_vg(self, prog):
+    def test_vg(self, prog, case):
         problems, details = [], []
         binary = self.build_prog(prog)
-        case = prog.cases[0]
 
         def do():
             rc, version, _ = run_tests.run(["valgrind", "--version"],
@@ -609,7 +624,8 @@ class Hostile:
             if os.path.exists(cache):
                 with open(cache) as f:
                     return json.load(f)
-            logs = run_tests.fresh_dir(os.path.join(self.dir, "vg", prog.name))
+            logs = run_tests.fresh_dir(os.path.join(self.dir, "vg",
+                                                    prog.name + case[0]))
             rc, out, err, secs = run_group(
                 run_tests.VALGRIND + ["--log-file=" + os.path.join(
                     logs, "vg.%p")] + [binary] + case[1], logs, 300)
@@ -619,14 +635,14 @@ class Hostile:
                 json.dump(result, f)
             os.rename(cache + ".tmp", cache)
             return result
-        vg = self.vgs.get(prog.name, do)
+        vg = self.vgs.get((prog.name, case[0]), do)
         procs = run_tests.with_depth(vg["procs"])
         root = [p for p in procs if p["depth"] == 0]
         if len(root) != 1 or root[0]["kinds"] is None:
             raise Failure("valgrind: no leak summary of the root process")
         got = program_kinds(root[0]["kinds"], root[0]["records"])
         details.append("valgrind: %s" % run_tests.show_kinds(got))
-        want = prog.kinds.get(0)
+        want = prog.want_kinds(case[0]).get(0)
         for k in KINDS:
             if want is not None and got[k] != want[k]:
                 problems.append("valgrind %s %d/%d, the program says %d/%d" %
@@ -892,33 +908,109 @@ class Hostile:
         return problems, details
 
     def case_timeout_term(self):
+        """SIGTERM for `heaptrail run`, from `timeout -s TERM 1` (which
+        signals its child's whole process group too), from `timeout
+        --foreground` (heaptrail run alone) and from kill(2): the
+        program must die too, promptly."""
+        problems, details = [], []
+        prog = self.simple()
+        for how in ("timeout", "foreground", "kill"):
+            w = self.work("timeout-term-" + how)
+            pidfile = os.path.join(w, "pid")
+            ht = [self.heaptrail, "run", "-o", os.path.join(w, "out"), "--",
+                  prog, "pidfile", pidfile, "sleep", "8000"]
+            start = time.time()
+            if how == "kill":
+                p = subprocess.Popen(ht, cwd=w, env=run_tests.RUN_ENV,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE,
+                                     start_new_session=True)
+                while time.time() - start < 10 and not os.path.exists(
+                        pidfile):
+                    time.sleep(0.01)
+                time.sleep(0.1)
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.communicate(timeout=10)
+                    rc = p.returncode
+                except subprocess.TimeoutExpired:
+                    rc = None
+                    problems.append("kill: heaptrail run still runs 10s "
+                                    "after SIGTERM")
+                want = -signal.SIGTERM
+            else:
+                fg = ["--foreground"] if how == "foreground" else []
+                rc, out, err, secs = run_group(
+                    ["timeout"] + fg + ["-s", "TERM", "1"] + ht, w, 20)
+                want = 124
+            try:
+                with open(pidfile) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                problems.append("%s: the program never started" % how)
+                continue
+            if rc is not None and rc != want:
+                problems.append("%s: %s, expected %s" % (how, describe(rc),
+                                                         describe(want)))
+            t0 = time.time()
+            while alive(pid) and time.time() - t0 < 3:
+                time.sleep(0.05)
+            if alive(pid):
+                problems.append("%s: the program (pid %d) still runs after "
+                                "heaptrail run was sent SIGTERM" % (how, pid))
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if how == "kill" and rc is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        return problems, details
+
+    def case_default_dir(self):
+        """Directories an attacker made at the names `heaptrail run`
+        without -o would pick (./heaptrail-PROG-PID for the next pids):
+        it must not write into one.  Planted 400 pids ahead; tried again
+        when the program's pid fell outside them."""
         problems = []
         prog = self.simple()
-        w = self.work("timeout-term")
-        pidfile = os.path.join(w, "pid")
-        start = time.time()
-        rc, out, err, secs = run_group(
-            ["timeout", "-s", "TERM", "1", self.heaptrail, "run", "-o",
-             os.path.join(w, "out"), "--", prog, "pidfile", pidfile,
-             "sleep", "8000"], w, 20)
-        try:
-            with open(pidfile) as f:
-                pid = int(f.read())
-        except (OSError, ValueError):
-            return ["the program never started"], []
-        if rc != 124:
-            problems.append("timeout: %s, expected 124" % describe(rc))
-        if alive(pid):
-            problems.append("the program (pid %d) still runs after "
-                            "heaptrail run was sent SIGTERM" % pid)
+        for attempt in range(3):
+            w = self.work("default-dir-%d" % attempt)
+            with open("/proc/sys/kernel/ns_last_pid") as f:
+                last = int(f.read())
+            planted = set()
+            for pid in range(last + 1, last + 401):
+                d = os.path.join(w, "heaptrail-simple_leak-%d" % pid)
+                os.mkdir(d)
+                os.chmod(d, 0o777)
+                try:
+                    os.chown(d, 65534, 65534)
+                except OSError:
+                    pass
+                planted.add(d)
+            pidfile = os.path.join(w, "pid")
+            rc, out, err, _ = run_group([self.heaptrail, "run", "--", prog,
+                                         "pidfile", pidfile], w, 30)
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        elif time.time() - start > 5:
-            problems.append("took %.1fs to end after SIGTERM at 1s" % (
-                time.time() - start))
-        return problems, [run_tests.short(err, 500)]
+                with open(pidfile) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                if rc != 0 and len(run_tests.stderr_lines(err)) == 1:
+                    return [], ["refused: " + run_tests.short(err)]
+                return ["the program did not run and no clear error: %s" %
+                        run_tests.short(err)], []
+            d = os.path.join(w, "heaptrail-simple_leak-%d" % pid)
+            if d not in planted:
+                continue
+            used = [x for x in planted if os.listdir(x)]
+            if used:
+                problems.append("wrote into the planted %s" % ", ".join(
+                    os.path.basename(u) for u in used))
+            return problems, [run_tests.short(err, 300)]
+        return ["the program's pid never fell in the 400 planted names"], []
 
     def case_bad_options(self):
         problems = []
@@ -1056,9 +1148,9 @@ def collect(suite):
                 tests.append(("hostile:%s:%s" % (tag, mode),
                               lambda p=prog, c=case, m=mode:
                               h.test_mode(p, c, m)))
-        if prog.vg:
-            tests.append(("hostile:%s:vg" % prog.name,
-                          lambda p=prog: h.test_vg(p)))
+            if prog.vg:
+                tests.append(("hostile:%s:vg" % tag,
+                              lambda p=prog, c=case: h.test_vg(p, c)))
     for lib, short in ((JEMALLOC, "jemalloc"), (TCMALLOC, "tcmalloc")):
         for order in ("cli", "before", "after"):
             tests.append(("hostile:run:preload-%s[%s]" % (short, order),
@@ -1071,6 +1163,7 @@ def collect(suite):
                      ("sigkill-dump", h.case_sigkill_dump),
                      ("timeout-term", h.case_timeout_term),
                      ("bad-options", h.case_bad_options),
+                     ("default-dir", h.case_default_dir),
                      ("signal-11", h.case_signal_11),
                      ("stale-dir", h.case_stale_dir),
                      ("leak-check-signal", h.case_leak_check_signal),
