@@ -15,7 +15,6 @@
  *
  * @env HEAPTRAIL_OPTIONS=interval=4m
  * @leaks-calls
- * @timeout 15
  */
 #include <pthread.h>
 

@@ -16,7 +16,6 @@
  * @kinds 0 definitely_lost=900/1 still_reachable=64/1
  * @vg
  * @leaks-calls
- * @timeout 15
  */
 #include <pthread.h>
 #include <signal.h>

@@ -14,7 +14,7 @@
  * @kinds 0 definitely_lost=1000/1
  * @lib storm_lib.c libstorm.so
  * @leaks-calls
- * @timeout 20
+ * @timeout 15
  */
 #include <dlfcn.h>
 #include <malloc.h>
