@@ -1,6 +1,6 @@
 /*
  * small_stack — a thread with a 16 KiB stack (PTHREAD_STACK_MIN), using
- * about 9 KiB of it, sleeps while leak checks stop it (the stop signal's
+ * about 5 KiB of it, sleeps while leak checks stop it (the stop signal's
  * handler runs on that stack) and while the program exits with the
  * thread still running.  The main thread blocks the leak-check signal
  * (SIGRTMAX-2), so a `heaptrail leaks` call is delivered to the small
@@ -30,7 +30,7 @@ NOINLINE static int deep(int n)
 static void *small(void *arg)
 {
 	(void)arg;
-	deep(8);
+	deep(4);
 	return NULL;
 }
 
