@@ -119,6 +119,11 @@ The prof: tests that need the agent SKIP while it writes no heap dump
 (final=1 on /bin/true leaves no heaptrail.*.heap); jeprof or pprof
 missing is a failure (scripts/install-deps --test installs them).
 
+The hostile-host suite, hostile:PROG[CASE]:MODE and hostile:run:CASE, is
+tests/hostile/run.py (collected here; its docstring lists the tests): the
+programs of tests/hostile/progs/ run bare and under heaptrail in every
+mode, with the same output, status and signal and the right leak figures.
+
 glibc's dynamic thread vector (allocate_dtv, one block per thread that
 is still alive at exit) is sized by how many loaded modules have TLS; the
 agent and libunwind add two, so under heaptrail each is 32 bytes bigger.
@@ -2794,10 +2799,18 @@ def plugin_tests(suite):
     file as `run_tests` for Failure, Skip, run() and the Suite."""
     import importlib.util
     tests = []
-    pdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "analyze")
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.modules.setdefault("run_tests", sys.modules[__name__])
+    # the hostile-host suite (tests/hostile/run.py, its docstring says what)
+    hostile = os.path.join(here, "hostile", "run.py")
+    if os.path.exists(hostile):
+        spec = importlib.util.spec_from_file_location("hostile_run", hostile)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        tests += mod.collect(suite)
+    pdir = os.path.join(here, "analyze")
     if not os.path.isdir(pdir):
         return tests
-    sys.modules.setdefault("run_tests", sys.modules[__name__])
     if pdir not in sys.path:
         sys.path.insert(0, pdir)   # for their shared common.py
     for f in sorted(os.listdir(pdir)):

@@ -1,0 +1,31 @@
+/*
+ * leaks_sigdfl — a daemon that resets every signal disposition to SIG_DFL
+ * once it runs (as many do after a fork), then works for 2.5 s.
+ * `heaptrail leaks PID` must refuse (the leak-check signal would now
+ * kill it) and the program must survive with its normal output.
+ *
+ * Expected: 1,234 bytes in 1 block definitely lost.
+ *
+ * @kinds 0 definitely_lost=1234/1
+ * @vg
+ * @leaks-refused
+ */
+#include <signal.h>
+
+#include "hostile.h"
+
+int main(void)
+{
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int i = 0; i < 25; i++)
+		nap_ms(100);
+	leak_bytes(1234);
+	scrub_stack();
+	printf("leaks_sigdfl: survived\n");
+	return 0;
+}

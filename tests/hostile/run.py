@@ -1,0 +1,1231 @@
+#!/usr/bin/env python3
+"""The hostile-host suite (issue 11, "Never hurt the host"): programs
+written the way daemons, thread pools and test suites are, each run bare
+and under heaptrail, which must not change what they do.
+
+    python3 tests/hostile/run.py --build build [-k SUBSTR] [-v] [-j N]
+
+`make test` runs it too: tests/run_tests.py imports this file and calls
+collect(suite), so its tests share that runner's PASS/FAIL/SKIP lines and
+its final count.
+
+Programs live in tests/hostile/progs/ (C, or C++ for .cc), built with
+frame pointers and -O1.  Each describes itself in its header comment:
+
+    @kinds DEPTH [case=CASE] [KIND=BYTES/BLOCKS ...]
+        heaptrail's leak summary for the process at DEPTH (0: the one
+        started, 1: its forked child...) in exact mode, less glibc's
+        per-thread blocks (program_kinds); a kind not named must be 0/0
+        (suppressed included); with case=, for that @case only (it
+        replaces the line without case= for that depth)
+    @vg                  the @kinds of depth 0 are also checked against
+                         valgrind memcheck's LEAK SUMMARY (the oracle),
+                         cached by binary hash in BUILD/hostile/vgcache
+    @exit N / (default 0)  the bare run's exit status
+    @killed              the bare run dies of a signal (@case decides
+                         which); heaptrail's report must say so
+    @case NAME ARGS...   one set of tests per case, with these arguments
+    @modes M ...         which heaptrail runs (default: exact sample
+                         leaks; "none": only the runner's own cases)
+    @leaks-calls         runs long enough that at least one `heaptrail
+                         leaks PID` call must succeed in the leaks mode
+    @leaks-refused       every `heaptrail leaks PID` call must fail
+                         (non-zero status) and the program survive
+    @max-extra SECONDS   heaptrail run may take at most this much longer
+                         than the bare run (exact mode)
+    @ci                  also run with --error-exitcode=42: the program
+                         leaks, so the run must not exit 0 (a report
+                         that cannot be written must fail CI, not pass it)
+    @root                needs root (SKIP otherwise, unless CI=true)
+    @lib SRC NAME.so     a shared library built beside the program
+    @helper SRC NAME [static] [setuid]  another program built beside it
+                         (setuid: owned by 65534 with the set-user-ID bit)
+    @timeout SECONDS     per run (default 10)
+    @env NAME=VALUE      in the environment of every run, bare included
+
+Per program and case, the tests (all compare with the bare run's stdout,
+exit status or death signal, and fail on a timeout, which kills the whole
+process group):
+  hostile:PROG[CASE]:exact    heaptrail run -o OUT --json J: same
+                    behaviour; the @kinds; each process's summary adds up
+                    to its in-use totals
+  hostile:PROG[CASE]:sample   --sample 64k --every 50ms --timeline 10:
+                    same behaviour, a timeline was written
+  hostile:PROG[CASE]:leaks    exact, with `heaptrail leaks --json PID`
+                    calls every 100 ms while it runs: same behaviour,
+                    the @kinds at exit, @leaks-calls / @leaks-refused
+  hostile:PROG[CASE]:ci       for @ci programs (above)
+  hostile:PROG[CASE]:vg  for @vg programs: valgrind's LEAK SUMMARY of
+                    the root process equals @kinds (checks the program)
+and the runner's own cases, on simple_leak.c and the others:
+  hostile:run:preload-jemalloc[ORDER], ...-tcmalloc[ORDER]  another
+                    allocator preloaded too, before and after the agent:
+                    same output, right figures
+  hostile:run:full-disk, :readonly-dir, :removed-dir  the report cannot
+                    be written: same program output, and with
+                    --error-exitcode the run does not exit 0
+  hostile:run:file-modes  every file the agent writes (report, leak
+                    check, dumps, timeline) is 0600
+  hostile:run:symlinks  symlinks planted at every name the agent writes:
+                    none is followed, the victim file is unchanged
+  hostile:run:sigkill-dump  SIGKILL in the middle of a large dump: every
+                    file named like a dump or report is whole
+  hostile:run:timeout-term  `timeout -s TERM 1 heaptrail run -- PROG`,
+                    with --foreground, and kill -TERM of heaptrail run
+                    alone: the program dies too, promptly
+  hostile:run:default-dir  ./heaptrail-PROG-PID directories planted
+                    (another owner, 0777) for the next 400 pids: the run
+                    without -o writes into none of them
+  hostile:run:bad-options  bad --sample/--every/--interval/--signal/
+                    --timeline/--depth values: one-line error, non-zero
+                    exit, the program never started
+  hostile:run:signal-11  --signal 11 on a program that segfaults: it
+                    dies of SIGSEGV, promptly
+  hostile:run:stale-dir  -o DIR holding an earlier run's report and a
+                    garbage .leaks file: either a clear refusal before
+                    the program starts, or only this run's report
+  hostile:run:leak-check-signal  leak_check_signal given as key:value,
+                    and twice: `heaptrail leaks` sends the right signal
+                    and the program survives
+  hostile:run:analyzers-devzero  the analyzer commands on /dev/zero and
+                    on a FIFO fail promptly instead of reading for ever
+Python standard library only.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGS = os.path.join(HERE, "progs")
+E2E_PROGS = os.path.join(ROOT, "tests", "e2e", "progs")
+
+if "run_tests" not in sys.modules:
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    sys.dont_write_bytecode = True
+    import run_tests  # noqa: E402
+else:
+    run_tests = sys.modules["run_tests"]
+
+Failure = run_tests.Failure
+Skip = run_tests.Skip
+
+CFLAGS = ["-g", "-O1", "-fno-omit-frame-pointer", "-Wall", "-I", PROGS,
+          "-I", E2E_PROGS, "-I", os.path.join(ROOT, "include")]
+DEFAULT_TIMEOUT = 10
+LEAKS_CALL_TIMEOUT = 3
+KINDS = run_tests.SUMMARY_KINDS
+CI = os.environ.get("CI") == "true"
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+
+
+# ---------------------------------------------------------------- specs
+
+class Prog:
+    def __init__(self, path):
+        self.path = path
+        self.src = os.path.basename(path)
+        self.name = re.sub(r"\.(c|cc)$", "", self.src)
+        self.cxx = path.endswith(".cc")
+        self.kinds = {}          # depth -> {kind: [bytes, blocks]}
+        self.vg = False
+        self.exit = 0
+        self.killed = False
+        self.cases = []          # [(name, args)]
+        self.modes = ["exact", "sample", "leaks"]
+        self.leaks_calls = False
+        self.leaks_refused = False
+        self.max_extra = None
+        self.ci = False
+        self.root = False
+        self.libs = []
+        self.helpers = []        # [(src, name, flags)]
+        self.timeout = DEFAULT_TIMEOUT
+        self.env = {}
+        with open(path) as f:
+            text = f.read()
+        head = text.split("*/", 1)[0]
+        for line in head.split("\n"):
+            m = re.match(r"^\s*\*?\s*@([a-z-]+)\s*(.*?)\s*$", line)
+            if not m:
+                continue
+            key, rest = m.group(1), m.group(2).split()
+            if key == "kinds":
+                want = {k: [0, 0] for k in KINDS}
+                case = None
+                if len(rest) > 1 and rest[1].startswith("case="):
+                    case = rest.pop(1)[len("case="):]
+                for item in rest[1:]:
+                    k, v = item.split("=")
+                    if k not in want:
+                        raise ValueError("%s: unknown kind %s" % (path, k))
+                    b, n = v.split("/")
+                    want[k] = [int(b), int(n)]
+                self.kinds[(case, int(rest[0]))] = want
+            elif key == "vg":
+                self.vg = True
+            elif key == "exit":
+                self.exit = int(rest[0])
+            elif key == "killed":
+                self.killed = True
+            elif key == "case":
+                self.cases.append((rest[0], rest[1:]))
+            elif key == "modes":
+                self.modes = [] if rest == ["none"] else rest
+            elif key == "leaks-calls":
+                self.leaks_calls = True
+            elif key == "leaks-refused":
+                self.leaks_refused = True
+            elif key == "max-extra":
+                self.max_extra = float(rest[0])
+            elif key == "ci":
+                self.ci = True
+            elif key == "root":
+                self.root = True
+            elif key == "lib":
+                self.libs.append((rest[0], rest[1]))
+            elif key == "helper":
+                self.helpers.append((rest[0], rest[1], rest[2:]))
+            elif key == "env":
+                k, v = rest[0].split("=", 1)
+                self.env[k] = v
+            elif key == "timeout":
+                self.timeout = int(rest[0])
+        if not self.cases:
+            self.cases = [("", [])]
+
+    def want_kinds(self, case):
+        """{depth: {kind: [bytes, blocks]}} expected for case."""
+        out = {d: w for (c, d), w in self.kinds.items() if c is None}
+        out.update({d: w for (c, d), w in self.kinds.items() if c == case})
+        return out
+
+
+GLIBC_THREAD_FUNCS = ("allocate_dtv", "_dl_allocate_tls", "_dl_allocate_tls_init")
+
+
+def program_kinds(kinds, records):
+    """The summary {kind: [bytes, blocks]} less glibc's per-thread blocks
+    (each live thread's DTV, whose size depends on how many modules have
+    TLS, so it differs under heaptrail): the figures a program states
+    leave them out, under valgrind and heaptrail alike."""
+    out = {k: list(kinds.get(k) or (0, 0)) for k in KINDS}
+    for r in records:
+        if r.get("kind") in out and any(
+                run_tests.base_name(f.get("function") or "")
+                in GLIBC_THREAD_FUNCS for f in r.get("stack") or []):
+            out[r["kind"]][0] -= r.get("bytes", 0)
+            out[r["kind"]][1] -= r.get("blocks", 0)
+    return out
+
+
+def load_progs():
+    progs = {}
+    for f in sorted(os.listdir(PROGS)):
+        if not f.endswith((".c", ".cc")):
+            continue
+        with open(os.path.join(PROGS, f)) as fh:
+            if "int main" not in fh.read():
+                continue      # a library
+        p = Prog(os.path.join(PROGS, f))
+        progs[p.name] = p
+    for p in list(progs.values()):    # helpers are built by their program
+        for src, _, _ in p.helpers:
+            progs.pop(re.sub(r"\.(c|cc)$", "", src), None)
+    return progs
+
+
+# ---------------------------------------------------------------- running
+
+def run_group(cmd, cwd, timeout, env=None, stdin=b""):
+    """Runs cmd in its own session; on timeout kills the whole group and
+    raises Failure.  Returns (status, stdout, stderr, seconds)."""
+    start = time.time()
+    p = subprocess.Popen(cmd, cwd=cwd, env=env or run_tests.RUN_ENV,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        raise Failure("hung: no exit after %ds: %s" % (
+            timeout, " ".join(os.path.basename(c) for c in cmd[:6])))
+    return p.returncode, out, err, time.time() - start
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        p.communicate(timeout=10)
+    except Exception:
+        pass
+
+
+def describe(rc):
+    if rc is None:
+        return "no status"
+    if rc < 0:
+        try:
+            return "killed by %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit %d" % rc
+
+
+def same_behaviour(label, got, bare, problems):
+    """got, bare: (status, stdout)."""
+    if got[0] != bare[0]:
+        problems.append("%s: %s, bare %s" % (label, describe(got[0]),
+                                             describe(bare[0])))
+    if got[1] != bare[1]:
+        problems.append("%s: stdout differs from bare: %s" % (
+            label, run_tests.first_difference(got[1], bare[1])))
+
+
+def child_with_agent(root_pid, deadline):
+    """The pid of the first descendant of root_pid with the agent mapped."""
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/task/%d/children" % (root_pid, root_pid)) as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            return None
+        for k in kids:
+            try:
+                with open("/proc/%d/maps" % k) as f:
+                    if "libheaptrail" in f.read():
+                        return k
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return None
+
+
+def catches(pid, sig):
+    """Whether pid has a handler for sig (SigCgt in /proc/PID/status)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            m = re.search(r"^SigCgt:\s*([0-9a-f]+)$", f.read(), re.M)
+        return bool(m) and bool(int(m.group(1), 16) >> (sig - 1) & 1)
+    except OSError:
+        return False
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ", 1)[1][0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+class Hostile:
+    def __init__(self, suite):
+        self.suite = suite
+        self.build = suite.build
+        self.heaptrail = suite.heaptrail
+        self.dir = os.path.join(self.build, "hostile")
+        self.progs = load_progs()
+        self.builds = run_tests.Once()
+        self.bares = run_tests.Once()
+        self.vgs = run_tests.Once()
+
+    # -- building
+
+    def bin(self, name):
+        return os.path.join(self.dir, "bin", name)
+
+    def compile(self, cmd, out, inputs):
+        key = run_tests.sha256_files(inputs + [os.path.join(PROGS, "hostile.h")],
+                                     json.dumps(cmd))
+        stamp = out + ".stamp"
+        if os.path.exists(out) and os.path.exists(stamp):
+            with open(stamp) as f:
+                if f.read() == key:
+                    return
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        rc, _, err = run_tests.run(cmd, env=os.environ, timeout=300)
+        if rc != 0:
+            raise Failure("build failed: %s\n%s" % (
+                " ".join(cmd), run_tests.short(err, 2000)))
+        with open(stamp, "w") as f:
+            f.write(key)
+
+    def build_prog(self, prog):
+        def do():
+            cc = self.suite.cxx if prog.cxx else self.suite.cc
+            for src, lib in prog.libs:
+                self.compile([self.suite.cc] + CFLAGS + [
+                    "-fPIC", "-shared", "-o", self.bin(lib),
+                    os.path.join(PROGS, src)], self.bin(lib),
+                    [os.path.join(PROGS, src)])
+            for src, name, flags in prog.helpers:
+                s = os.path.join(PROGS, src)
+                extra = ["-static"] if "static" in flags else []
+                self.compile([self.suite.cc] + CFLAGS + extra +
+                             ["-o", self.bin(name), s], self.bin(name), [s])
+                if "setuid" in flags:
+                    os.chown(self.bin(name), 65534, 65534)
+                    os.chmod(self.bin(name), 0o4755)
+            out = self.bin(prog.name)
+            self.compile([cc] + CFLAGS + ["-o", out, prog.path, "-pthread",
+                                          "-ldl"], out, [prog.path])
+            return out
+        return self.builds.get(prog.name, do)
+
+    def work(self, label):
+        return run_tests.fresh_dir(os.path.join(self.dir, "work",
+                                                label.replace("/", "_")))
+
+    @staticmethod
+    def env(prog):
+        return dict(run_tests.RUN_ENV, **prog.env)
+
+    def check_root(self, prog):
+        if prog.root and os.geteuid() != 0:
+            if CI:
+                raise Failure("needs root, and CI=true")
+            raise Skip("needs root")
+
+    # -- the runs
+
+    def bare(self, prog, case):
+        def do():
+            self.check_root(prog)
+            binary = self.build_prog(prog)
+            w = self.work("%s.%s.bare" % (prog.name, case[0]))
+            rc, out, err, secs = run_group([binary] + case[1], w,
+                                           prog.timeout,
+                env=self.env(prog))
+            want = prog.exit
+            if prog.killed:
+                if rc >= 0:
+                    raise Failure("bare run: %s, expected a death by signal"
+                                  " (%s)" % (describe(rc), run_tests.short(err)))
+            elif rc != want:
+                raise Failure("bare run: %s, expected exit %d (%s)" % (
+                    describe(rc), want, run_tests.short(err)))
+            return rc, out, secs
+        return self.bares.get((prog.name, case[0]), do)
+
+    def ht_cmd(self, outdir, jpath, extra, prog, case):
+        return [self.heaptrail, "run", "-o", outdir, "--json", jpath] + \
+            list(extra) + ["--", self.build_prog(prog)] + case[1]
+
+    def check_kinds(self, label, jpath, prog, case, problems, details):
+        """The @kinds against heaptrail's JSON, plus the consistency of
+        each process's totals and summary."""
+        if not os.path.exists(jpath):
+            problems.append("%s: no JSON report written" % label)
+            return
+        objs = run_tests.load_json_objects(jpath)
+        procs = run_tests.with_depth([{"pid": o.get("pid"),
+                                       "ppid": o.get("ppid"), "obj": o}
+                                      for o in objs])
+        for p in procs:
+            o = p["obj"]
+            if not run_tests.classified(o):
+                continue
+            got = run_tests.ht_kinds(o)
+            details.append("%s: pid %s depth %d: %s" % (
+                label, p["pid"], p["depth"], run_tests.show_kinds(got)))
+            tot = o.get("totals") or {}
+            s_b = sum(got[k][0] for k in KINDS)
+            s_n = sum(got[k][1] for k in KINDS)
+            if (s_b, s_n) != (tot.get("in_use_bytes"),
+                              tot.get("in_use_blocks")):
+                problems.append("%s: pid %s: the leak summary adds up to "
+                                "%d/%d, in use at exit %s/%s" % (
+                                    label, p["pid"], s_b, s_n,
+                                    tot.get("in_use_bytes"),
+                                    tot.get("in_use_blocks")))
+        for depth, want in sorted(prog.want_kinds(case[0]).items()):
+            at = [p for p in procs if p["depth"] == depth]
+            if not at:
+                problems.append("%s: no report of a process at depth %d" %
+                                (label, depth))
+                continue
+            for p in at:
+                o = p["obj"]
+                if not run_tests.classified(o):
+                    problems.append("%s: pid %s not classified" % (
+                        label, p["pid"]))
+                    continue
+                got = program_kinds(run_tests.ht_kinds(o),
+                                    run_tests.records_of(o))
+                bad = ["%s %d/%d (want %d/%d)" % (k, got[k][0], got[k][1],
+                                                  want[k][0], want[k][1])
+                       for k in KINDS if got[k] != want[k]]
+                if bad:
+                    problems.append("%s: depth %d: %s" % (label, depth,
+                                                           ", ".join(bad)))
+                if prog.killed and depth == 0:
+                    ex = o.get("exit") or {}
+                    if not ex.get("signal"):
+                        problems.append("%s: report not marked as killed by"
+                                        " a signal (exit %s)" % (
+                                            label, json.dumps(o.get("exit"))))
+
+    def check_modes(self, label, outdir, problems):
+        """Every file the run left is the owner's alone."""
+        if not os.path.isdir(outdir):
+            return
+        for f in sorted(os.listdir(outdir)):
+            st = os.lstat(os.path.join(outdir, f))
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+                problems.append("%s: %s has mode %03o, expected 0600" % (
+                    label, f, st.st_mode & 0o777))
+
+    def test_mode(self, prog, case, mode):
+        problems, details = [], []
+        bare_rc, bare_out, bare_secs = self.bare(prog, case)
+        label = mode
+        w = self.work("%s.%s.%s" % (prog.name, case[0], mode))
+        outdir, jpath = os.path.join(w, "out"), os.path.join(w, "out.json")
+        if mode == "exact":
+            rc, out, err, secs = run_group(
+                self.ht_cmd(outdir, jpath, [], prog, case), w, prog.timeout,
+                env=self.env(prog))
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            self.check_kinds(label, jpath, prog, case, problems, details)
+            if prog.max_extra is not None and secs - bare_secs > prog.max_extra:
+                problems.append("%s: took %.1fs, bare %.1fs (at most +%.1fs)" %
+                                (label, secs, bare_secs, prog.max_extra))
+        elif mode == "sample":
+            rc, out, err, secs = run_group(self.ht_cmd(
+                outdir, jpath, ["--sample", "64k", "--every", "50ms",
+                                "--timeline", "10"], prog, case),
+                w, prog.timeout,
+                env=self.env(prog))
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            if not (os.path.isdir(outdir) and any(
+                    f.endswith(".timeline") for f in os.listdir(outdir))):
+                problems.append("%s: no timeline written" % label)
+        elif mode == "leaks":
+            rc, out, calls = self.run_with_leaks(
+                self.ht_cmd(outdir, jpath, ["-q"], prog, case), w,
+                prog.timeout, problems, env=self.env(prog))
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            ok = [c for c in calls if c[0] == 0]
+            details.append("leaks calls: %s" % ", ".join(
+                describe(c[0]) if c[0] is not None else "no answer"
+                for c in calls))
+            if prog.leaks_refused:
+                if not calls:
+                    problems.append("no `heaptrail leaks` call was made "
+                                    "while the program ran")
+                if ok:
+                    problems.append("`heaptrail leaks` succeeded %d time(s)"
+                                    " on a program whose dispositions are "
+                                    "SIG_DFL" % len(ok))
+            elif prog.leaks_calls and not ok:
+                problems.append("no `heaptrail leaks` call succeeded (%s)" % (
+                    "; ".join(run_tests.short(c[1], 120) for c in calls[:2])
+                    or "none made"))
+            for c in ok:
+                try:
+                    json.loads(c[2])
+                except ValueError:
+                    problems.append("`heaptrail leaks --json` printed no "
+                                    "JSON: %s" % run_tests.short(c[2]))
+                    break
+            if rc == bare_rc:
+                self.check_kinds(label, jpath, prog, case, problems, details)
+        elif mode == "ci":
+            rc, out, err, secs = run_group(
+                self.ht_cmd(outdir, jpath, ["--error-exitcode=42"], prog,
+                            case), w, prog.timeout,
+                env=self.env(prog))
+            if out != bare_out:
+                problems.append("ci: stdout differs from bare: " +
+                                run_tests.first_difference(out, bare_out))
+            if rc == 0:
+                problems.append("ci: --error-exitcode=42 on a leaking "
+                                "program exited 0 (%s)" % run_tests.short(err))
+            elif rc == 42:
+                self.check_kinds(label, jpath, prog, case, problems, details)
+        return problems, details
+
+    def run_with_leaks(self, cmd, cwd, timeout, problems, env=None,
+                       sig=None):
+        """Runs cmd (heaptrail run) and calls `heaptrail leaks --json PID`
+        on the traced program every 100 ms while it lives, the first once
+        the agent has installed its handler for the leak-check signal sig
+        (or after 0.5 s: a program may reset it at once).  Returns (status,
+        stdout, [(status, stderr, stdout)])."""
+        sig = sig or signal.SIGRTMAX - 2
+        p = subprocess.Popen(cmd, cwd=cwd, env=env or run_tests.RUN_ENV,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        import threading
+        chunks = {}
+
+        def drain(name, f):
+            chunks[name] = f.read()
+        readers = [threading.Thread(target=drain, args=(n, f))
+                   for n, f in (("out", p.stdout), ("err", p.stderr))]
+        for t in readers:
+            t.start()
+        deadline = time.time() + timeout
+        calls = []
+        try:
+            pid = child_with_agent(p.pid, deadline)
+            ready = time.time() + 0.5
+            while pid and time.time() < ready and not catches(pid, sig):
+                time.sleep(0.005)
+            while pid and p.poll() is None and time.time() < deadline:
+                if not alive(pid):
+                    break
+                try:
+                    r = subprocess.run([self.heaptrail, "leaks", "--json",
+                                        str(pid)], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE,
+                                       env=run_tests.RUN_ENV, cwd=cwd,
+                                       timeout=LEAKS_CALL_TIMEOUT)
+                    # a failed call racing the exit says nothing
+                    if r.returncode == 0 or alive(pid):
+                        calls.append((r.returncode, r.stderr, r.stdout))
+                except subprocess.TimeoutExpired:
+                    # a call that outlives its program is waiting for a
+                    # check that will never come: only a hang while the
+                    # program lives is counted here
+                    calls.append((None, b"no answer", b""))
+                    if alive(pid):
+                        problems.append("`heaptrail leaks %d` hung (no "
+                                        "answer after %ds)" % (
+                                            pid, LEAKS_CALL_TIMEOUT))
+                    break
+                time.sleep(0.1)
+            p.wait(timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            for t in readers:
+                t.join(5)
+            raise Failure("hung: no exit after %ds under heaptrail run with "
+                          "leaks calls" % timeout)
+        for t in readers:
+            t.join(10)
+        return p.returncode, chunks.get("out", b""), calls
+
+    def test_vg(self, prog, case):
+        problems, details = [], []
+        binary = self.build_prog(prog)
+
+        def do():
+            rc, version, _ = run_tests.run(["valgrind", "--version"],
+                                           env=os.environ)
+            key = run_tests.sha256_files([binary], json.dumps(
+                [run_tests.VALGRIND, case[1], version.decode()]))
+            cache = os.path.join(self.dir, "vgcache", key + ".json")
+            if os.path.exists(cache):
+                with open(cache) as f:
+                    return json.load(f)
+            logs = run_tests.fresh_dir(os.path.join(self.dir, "vg",
+                                                    prog.name + case[0]))
+            rc, out, err, secs = run_group(
+                run_tests.VALGRIND + ["--log-file=" + os.path.join(
+                    logs, "vg.%p")] + [binary] + case[1], logs, 300)
+            result = {"status": rc, "procs": run_tests.parse_vg_logs(logs)}
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            with open(cache + ".tmp", "w") as f:
+                json.dump(result, f)
+            os.rename(cache + ".tmp", cache)
+            return result
+        vg = self.vgs.get((prog.name, case[0]), do)
+        procs = run_tests.with_depth(vg["procs"])
+        root = [p for p in procs if p["depth"] == 0]
+        if len(root) != 1 or root[0]["kinds"] is None:
+            raise Failure("valgrind: no leak summary of the root process")
+        got = program_kinds(root[0]["kinds"], root[0]["records"])
+        details.append("valgrind: %s" % run_tests.show_kinds(got))
+        want = prog.want_kinds(case[0]).get(0)
+        for k in KINDS:
+            if want is not None and got[k] != want[k]:
+                problems.append("valgrind %s %d/%d, the program says %d/%d" %
+                                (k, got[k][0], got[k][1], want[k][0],
+                                 want[k][1]))
+        return problems, details
+
+    # -- the runner's own cases
+
+    def simple(self):
+        return self.build_prog(self.progs["simple_leak"])
+
+    def simple_kinds(self, label, jpath, problems, details):
+        self.check_kinds(label, jpath, self.progs["simple_leak"], ("", []),
+                         problems, details)
+
+    def case_preload(self, lib, order):
+        """Another allocator preloaded with the agent: "cli" puts it in
+        LD_PRELOAD for `heaptrail run` (which adds the agent); "before" and
+        "after" preload both by hand, the other allocator first or last."""
+        if not os.path.exists(lib):
+            raise Failure("%s missing (scripts/install-deps --test)" % lib)
+        problems, details = [], []
+        prog = self.simple()
+        bare_rc, bare_out, _ = self.bare(self.progs["simple_leak"], ("", []))
+        w = self.work("preload-%s-%s" % (os.path.basename(lib), order))
+        outdir, jpath = os.path.join(w, "out"), os.path.join(w, "out.json")
+        env = dict(run_tests.RUN_ENV)
+        if order == "cli":
+            env["LD_PRELOAD"] = lib
+            rc, out, err, _ = run_group([self.heaptrail, "run", "-o", outdir,
+                                         "--json", jpath, "--", prog], w, 30,
+                                        env=env)
+        else:
+            agent = os.path.join(self.build, "libheaptrail.so")
+            env["LD_PRELOAD"] = "%s:%s" % ((lib, agent) if order == "before"
+                                           else (agent, lib))
+            os.makedirs(outdir)
+            env["HEAPTRAIL_OPTIONS"] = "sample=1,output=" + outdir
+            rc, out, err, _ = run_group([prog], w, 30, env=env)
+            r = run_tests.run([self.heaptrail, "report", "--json", outdir],
+                              cwd=w, timeout=30)
+            if r[0] != 0:
+                problems.append("report --json: %s: %s" % (
+                    describe(r[0]), run_tests.short(r[2])))
+            else:
+                with open(jpath, "wb") as f:
+                    f.write(r[1])
+        same_behaviour(order, (rc, out), (bare_rc, bare_out), problems)
+        if os.path.exists(jpath):
+            # the other allocator's own start-up blocks are not the
+            # program's: check the records that name the program's code
+            objs = run_tests.load_json_objects(jpath)
+            roots = [o for o in run_tests.with_depth(
+                [{"pid": o.get("pid"), "ppid": o.get("ppid"), "obj": o}
+                 for o in objs]) if o["depth"] == 0]
+            recs = run_tests.records_of(roots[0]["obj"]) if roots else []
+            for func, kind, want in (("leak_bytes", "definitely_lost",
+                                      [2500, 1]),
+                                     ("main", "still_reachable", [40, 1])):
+                got = [sum(r[x] for r in recs if r["kind"] == kind and any(
+                    run_tests.base_name(f.get("function") or "") == func
+                    for f in r["stack"][:2])) for x in ("bytes", "blocks")]
+                if got != want:
+                    problems.append("%s: %s records from %s: %d/%d, want "
+                                    "%d/%d" % (order, kind, func, got[0],
+                                               got[1], want[0], want[1]))
+        else:
+            problems.append("no report")
+        details.append("stderr: " + run_tests.short(err, 1000))
+        return problems, details
+
+    def mount_tmpfs(self, path, opts):
+        """Mounts a tmpfs at path; Skip (Failure under CI=true) when it
+        cannot."""
+        os.makedirs(path, exist_ok=True)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs",
+                            path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            msg = "cannot mount a tmpfs: %s" % run_tests.short(r.stderr)
+            if CI:
+                raise Failure(msg)
+            raise Skip(msg)
+
+    def umount(self, path):
+        subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def unwritable_run(self, label, outdir, w, prog_args=(), check=None):
+        """heaptrail run --error-exitcode=42 -o OUTDIR on simple_leak (or
+        outdir_hostile): the program behaves as bare, the run is not 0."""
+        problems = []
+        name = "outdir_hostile" if prog_args else "simple_leak"
+        p = self.progs[name]
+        binary = self.build_prog(p)
+        if prog_args:
+            bw = self.work("%s-bare" % label)
+            os.makedirs(bw + "/d")
+            brc, bout, berr, _ = run_group([binary] + [
+                a.replace(outdir, bw + "/d") for a in prog_args], bw, 30)
+        else:
+            brc, bout, _ = self.bare(p, ("", []))
+        jpath = os.path.join(w, "out.json")
+        rc, out, err, _ = run_group([self.heaptrail, "run", "-o", outdir,
+                                     "--json", jpath, "--error-exitcode=42",
+                                     "--", binary] + list(prog_args), w, 30)
+        if rc == 0:
+            problems.append("%s: exit 0 although the leak report could not "
+                            "be written (%s)" % (label, run_tests.short(err)))
+        if out != bout and rc != 2:   # 2: refused before starting
+            problems.append("%s: stdout differs from bare: %s" % (
+                label, run_tests.first_difference(out, bout)))
+        return problems, [run_tests.short(err, 1000)]
+
+    def case_full_disk(self):
+        w = self.work("full-disk")
+        mnt = os.path.join(w, "mnt")
+        self.mount_tmpfs(mnt, "size=64k,mode=0777")
+        try:
+            os.makedirs(os.path.join(mnt, "out"))
+            # fill it, leaving nothing for the report
+            fd = os.open(os.path.join(mnt, "filler"), os.O_WRONLY | os.O_CREAT,
+                         0o600)
+            try:
+                while os.write(fd, b"x" * 4096) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            return self.unwritable_run("full-disk", os.path.join(mnt, "out"),
+                                       w)
+        finally:
+            self.umount(mnt)
+
+    def case_readonly_dir(self):
+        w = self.work("readonly-dir")
+        mnt = os.path.join(w, "mnt")
+        self.mount_tmpfs(mnt, "size=1m,mode=0777")
+        try:
+            os.makedirs(os.path.join(mnt, "out"))
+            subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+            return self.unwritable_run("readonly-dir",
+                                       os.path.join(mnt, "out"), w)
+        finally:
+            self.umount(mnt)
+
+    def case_removed_dir(self):
+        w = self.work("removed-dir")
+        outdir = os.path.join(w, "out")
+        return self.unwritable_run("removed-dir", outdir, w,
+                                   ["remove", outdir])
+
+    def case_file_modes(self):
+        """Reports, leak checks, dumps and the timeline are 0600."""
+        problems = []
+        prog = self.build_prog(self.progs["outdir_hostile"])
+        w = self.work("file-modes")
+        seen = set()
+        for extra, tag in (([], "exact"), (["--sample", "64k", "--every",
+                                            "50ms", "--final"], "sample")):
+            d = os.path.join(w, "out-" + tag)
+            os.makedirs(d)
+            # "plant" into a side directory: only the leak check and the
+            # dump are wanted here
+            side = os.path.join(w, "side-" + tag)
+            os.makedirs(side)
+            run_group([self.heaptrail, "run", "-o", d] + extra + [
+                "--", prog, "plant", side, os.path.join(w, "victim")], w, 30)
+            for f in sorted(os.listdir(d)):
+                st = os.lstat(os.path.join(d, f))
+                kind = re.sub(r"^heaptrail\.\d+\.(\d+\.)?", "", f)
+                seen.add(kind)
+                if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+                    problems.append("%s: %s has mode %03o" % (
+                        tag, kind, st.st_mode & 0o777))
+        for want in ("leaks", "check-1.leaks", "timeline", "api.heap"):
+            if want not in seen:
+                problems.append("no %s file was written" % want)
+        return sorted(set(problems)), ["files: %s" % sorted(seen)]
+
+    def case_symlinks(self):
+        problems, details = [], []
+        prog = self.build_prog(self.progs["outdir_hostile"])
+        w = self.work("symlinks")
+        outdir = os.path.join(w, "out")
+        victim = os.path.join(w, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.chmod(victim, 0o644)
+        bw = self.work("symlinks-bare")
+        os.makedirs(os.path.join(bw, "d"))
+        brc, bout, _, _ = run_group([prog, "plant", os.path.join(bw, "d"),
+                                     os.path.join(bw, "v")], bw, 30)
+        for extra, tag in (([], "exact"), (["--sample", "64k", "--every",
+                                            "50ms", "--final"], "sample")):
+            jpath = os.path.join(w, "out-%s.json" % tag)
+            d = outdir + "-" + tag
+            rc, out, err, _ = run_group([self.heaptrail, "run", "-o", d,
+                                         "--json", jpath] + extra +
+                                        ["--", prog, "plant", d, victim],
+                                        w, 30)
+            same_behaviour(tag, (rc, out), (brc, bout), problems)
+            with open(victim) as f:
+                if f.read() != "precious\n":
+                    problems.append("%s: the victim file was written "
+                                    "through a symlink" % tag)
+                    with open(victim, "w") as f2:
+                        f2.write("precious\n")
+            if os.stat(victim).st_mode & 0o777 != 0o644:
+                problems.append("%s: the victim's mode changed" % tag)
+            details.append("%s: %s" % (tag, run_tests.short(err, 500)))
+        return problems, details
+
+    def case_sigkill_dump(self):
+        problems, details = [], []
+        prog = self.build_prog(self.progs["big_dump"])
+        w = self.work("sigkill-dump")
+        outdir = os.path.join(w, "out")
+        kills = 0
+        for delay in (0.05, 0.15, 0.3):
+            d = "%s-%d" % (outdir, kills)
+            p = subprocess.Popen([self.heaptrail, "run", "--sample", "1",
+                                  "-o", d, "--", prog], cwd=w,
+                                 env=run_tests.RUN_ENV,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+            try:
+                if p.stdout.readline() != b"ready\n":
+                    raise Failure("big_dump did not start")
+                pid = child_with_agent(p.pid, time.time() + 10)
+                # wait for the first dump to exist, then kill mid-way
+                t0 = time.time()
+                while time.time() - t0 < 10 and not any(
+                        f.endswith(".heap") for f in os.listdir(d)):
+                    time.sleep(0.01)
+                time.sleep(delay)
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+                kills += 1
+                rc = p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill_group(p)
+                raise Failure("heaptrail run did not end after its program "
+                              "was killed")
+            if rc != -signal.SIGKILL:
+                problems.append("run %d: %s, the program was killed by "
+                                "SIGKILL" % (kills, describe(rc)))
+            for f in sorted(os.listdir(d)):
+                path = os.path.join(d, f)
+                if re.search(r"\.heap$", f):
+                    errs = []
+                    run_tests.read_dump(path, errs)
+                    if errs:
+                        problems.append("%s: %s" % (f, errs[0]))
+                elif f.endswith(".leaks"):
+                    r = run_tests.run([self.heaptrail, "report", path],
+                                      cwd=w)
+                    if r[0] != 0:
+                        problems.append("%s: %s" % (f, run_tests.short(r[2])))
+            details.append("run %d: %s" % (kills, sorted(os.listdir(d))[:6]))
+        return problems, details
+
+    def case_timeout_term(self):
+        """SIGTERM for `heaptrail run`, from `timeout -s TERM 1` (which
+        signals its child's whole process group too), from `timeout
+        --foreground` (heaptrail run alone) and from kill(2): the
+        program must die too, promptly."""
+        problems, details = [], []
+        prog = self.simple()
+        for how in ("timeout", "foreground", "kill"):
+            w = self.work("timeout-term-" + how)
+            pidfile = os.path.join(w, "pid")
+            ht = [self.heaptrail, "run", "-o", os.path.join(w, "out"), "--",
+                  prog, "pidfile", pidfile, "sleep", "8000"]
+            start = time.time()
+            if how == "kill":
+                p = subprocess.Popen(ht, cwd=w, env=run_tests.RUN_ENV,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE,
+                                     start_new_session=True)
+                while time.time() - start < 10 and not os.path.exists(
+                        pidfile):
+                    time.sleep(0.01)
+                time.sleep(0.1)
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.communicate(timeout=10)
+                    rc = p.returncode
+                except subprocess.TimeoutExpired:
+                    rc = None
+                    problems.append("kill: heaptrail run still runs 10s "
+                                    "after SIGTERM")
+                want = -signal.SIGTERM
+            else:
+                fg = ["--foreground"] if how == "foreground" else []
+                rc, out, err, secs = run_group(
+                    ["timeout"] + fg + ["-s", "TERM", "1"] + ht, w, 20)
+                want = 124
+            try:
+                with open(pidfile) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                problems.append("%s: the program never started" % how)
+                continue
+            if rc is not None and rc != want:
+                problems.append("%s: %s, expected %s" % (how, describe(rc),
+                                                         describe(want)))
+            t0 = time.time()
+            while alive(pid) and time.time() - t0 < 3:
+                time.sleep(0.05)
+            if alive(pid):
+                problems.append("%s: the program (pid %d) still runs after "
+                                "heaptrail run was sent SIGTERM" % (how, pid))
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if how == "kill" and rc is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        return problems, details
+
+    def case_default_dir(self):
+        """Directories an attacker made at the names `heaptrail run`
+        without -o would pick (./heaptrail-PROG-PID for the next pids):
+        it must not write into one.  Planted 400 pids ahead; tried again
+        when the program's pid fell outside them."""
+        problems = []
+        prog = self.simple()
+        for attempt in range(3):
+            w = self.work("default-dir-%d" % attempt)
+            with open("/proc/sys/kernel/ns_last_pid") as f:
+                last = int(f.read())
+            planted = set()
+            for pid in range(last + 1, last + 401):
+                d = os.path.join(w, "heaptrail-simple_leak-%d" % pid)
+                os.mkdir(d)
+                os.chmod(d, 0o777)
+                try:
+                    os.chown(d, 65534, 65534)
+                except OSError:
+                    pass
+                planted.add(d)
+            pidfile = os.path.join(w, "pid")
+            rc, out, err, _ = run_group([self.heaptrail, "run", "--", prog,
+                                         "pidfile", pidfile], w, 30)
+            try:
+                with open(pidfile) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                if rc != 0 and len(run_tests.stderr_lines(err)) == 1:
+                    return [], ["refused: " + run_tests.short(err)]
+                return ["the program did not run and no clear error: %s" %
+                        run_tests.short(err)], []
+            d = os.path.join(w, "heaptrail-simple_leak-%d" % pid)
+            if d not in planted:
+                continue
+            used = [x for x in planted if os.listdir(x)]
+            if used:
+                problems.append("wrote into the planted %s" % ", ".join(
+                    os.path.basename(u) for u in used))
+            return problems, [run_tests.short(err, 300)]
+        return ["the program's pid never fell in the 400 planted names"], []
+
+    def case_bad_options(self):
+        problems = []
+        prog = self.simple()
+        w = self.work("bad-options")
+        bad = [["--sample", "banana"], ["--sample", "-5"],
+               ["--every", "10parsecs"], ["--every", "0"],
+               ["--interval", "1x"], ["--signal", "99"],
+               ["--signal", "SIGFOO"], ["--timeline", "-1"],
+               ["--timeline", "abc"], ["--depth", "0"], ["--depth", "999"]]
+        for i, opt in enumerate(bad):
+            marker = os.path.join(w, "started-%d" % i)
+            rc, out, err, _ = run_group([self.heaptrail, "run", "-o",
+                                         os.path.join(w, "out%d" % i)] +
+                                        opt + ["--", prog, "marker", marker],
+                                        w, 20)
+            what = " ".join(opt)
+            lines = run_tests.stderr_lines(err)
+            if rc == 0:
+                problems.append("%s: exit 0" % what)
+            if len(lines) != 1:
+                problems.append("%s: %d stderr lines, expected one" % (
+                    what, len(lines)))
+            elif opt[0] not in lines[0] and opt[1] not in lines[0]:
+                problems.append("%s: the error does not name it: %r" % (
+                    what, lines[0]))
+            if os.path.exists(marker):
+                problems.append("%s: the program was started" % what)
+        return problems, []
+
+    def case_signal_11(self):
+        problems = []
+        prog = self.build_prog(self.progs["fatal"])
+        w = self.work("signal-11")
+        rc, out, err, secs = run_group([self.heaptrail, "run", "-o",
+                                        os.path.join(w, "out"), "--signal",
+                                        "11", "--", prog, "segv"], w, 10)
+        if rc != -signal.SIGSEGV:
+            problems.append("%s, expected death by SIGSEGV" % describe(rc))
+        n = len(os.listdir(os.path.join(w, "out"))) \
+            if os.path.isdir(os.path.join(w, "out")) else 0
+        if n > 10:
+            problems.append("%d files in the output directory" % n)
+        return problems, [run_tests.short(err, 300)]
+
+    def case_stale_dir(self):
+        """An earlier run's report and a garbage .leaks in -o DIR."""
+        problems, details = [], []
+        prog = self.simple()
+        brc, bout, _ = self.bare(self.progs["simple_leak"], ("", []))
+        w = self.work("stale-dir")
+        outdir = os.path.join(w, "out")
+        jpath = os.path.join(w, "first.json")
+        run_group([self.heaptrail, "run", "-o", outdir, "--json", jpath,
+                   "--", prog], w, 30)
+        with open(os.path.join(outdir, "heaptrail.1.leaks"), "w") as f:
+            f.write("garbage\x00\x01 not a leak file\n")
+        os.chmod(os.path.join(outdir, "heaptrail.1.leaks"), 0o600)
+        marker = os.path.join(w, "started")
+        jpath = os.path.join(w, "second.json")
+        rc, out, err, _ = run_group([self.heaptrail, "run", "-o", outdir,
+                                     "--json", jpath, "--", prog, "marker",
+                                     marker], w, 30)
+        started = os.path.exists(marker)
+        if not started:
+            if rc == 0 or len(run_tests.stderr_lines(err)) != 1:
+                problems.append("refused, but %s and stderr %r" % (
+                    describe(rc), run_tests.short(err)))
+        else:
+            same_behaviour("second run", (rc, out), (brc, bout), problems)
+            objs = run_tests.load_json_objects(jpath) \
+                if os.path.exists(jpath) else []
+            if len(objs) != 1:
+                problems.append("second run: %d process reports, expected "
+                                "this run's one" % len(objs))
+            else:
+                self.simple_kinds("second run", jpath, problems, details)
+        details.append(run_tests.short(err, 500))
+        return problems, details
+
+    def case_leak_check_signal(self):
+        """leak_check_signal given as key:value and twice (the last wins):
+        `heaptrail leaks` must send the signal the agent listens on."""
+        problems, details = [], []
+        p = self.progs["simple_leak"]
+        binary = self.simple()
+        for opts in ("leak_check_signal:40", "leak_check_signal=41,"
+                     "leak_check_signal=40"):
+            w = self.work("lcs-%d" % len(opts))
+            env = dict(run_tests.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+            cmd = [self.heaptrail, "run", "-q", "-o", os.path.join(w, "out"),
+                   "--", binary, "sleep", "1500"]
+            rc, out, calls = self.run_with_leaks(cmd, w, 20, problems,
+                                                 env=env, sig=40)
+            brc, bout, _ = self.bare(p, ("", []))
+            same_behaviour(opts, (rc, out), (brc, bout), problems)
+            if not any(c[0] == 0 for c in calls):
+                problems.append("%s: no `heaptrail leaks` call succeeded "
+                                "(%s)" % (opts, "; ".join(
+                                    run_tests.short(c[1], 100)
+                                    for c in calls[:2]) or "none made"))
+        return problems, details
+
+    def case_analyzers(self):
+        """Every analyzer command on /dev/zero and on a FIFO nobody
+        writes: all started at once, each must have failed within 3 s."""
+        problems = []
+        w = self.work("analyzers")
+        fifo = os.path.join(w, "fifo")
+        os.mkfifo(fifo)
+        procs = []
+        for target in ("/dev/zero", fifo):
+            for i, cmd in enumerate((["top"], ["diff", target],
+                                     ["collapsed"], ["growth"],
+                                     ["timeline"], ["callgraph", "--dot"],
+                                     ["flame", "-o", "f%d.svg"],
+                                     ["pprof", "-o", "p%d.pb.gz"],
+                                     ["report"])):
+                cmd = [c.replace("%d", str(len(procs))) for c in cmd]
+                full = [self.heaptrail] + cmd[:1] + [target] + cmd[1:]
+                procs.append(("%s %s" % (cmd[0], target), subprocess.Popen(
+                    full, cwd=w, env=run_tests.RUN_ENV,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True)))
+        deadline = time.time() + 3
+        for what, p in procs:
+            try:
+                rc = p.wait(timeout=max(0.01, deadline - time.time()))
+                if rc == 0:
+                    problems.append("%s: exit 0" % what)
+            except subprocess.TimeoutExpired:
+                problems.append("%s: still reading after 3s" % what)
+                kill_group(p)
+        return problems, []
+
+
+def collect(suite):
+    """[(name, thunk)] for run_tests.py."""
+    h = Hostile(suite)
+    tests = []
+    for prog in h.progs.values():
+        for case in prog.cases:
+            tag = prog.name + ("[%s]" % case[0] if case[0] else "")
+            for mode in prog.modes + (["ci"] if prog.ci else []):
+                tests.append(("hostile:%s:%s" % (tag, mode),
+                              lambda p=prog, c=case, m=mode:
+                              h.test_mode(p, c, m)))
+            if prog.vg:
+                tests.append(("hostile:%s:vg" % tag,
+                              lambda p=prog, c=case: h.test_vg(p, c)))
+    for lib, short in ((JEMALLOC, "jemalloc"), (TCMALLOC, "tcmalloc")):
+        for order in ("cli", "before", "after"):
+            tests.append(("hostile:run:preload-%s[%s]" % (short, order),
+                          lambda l=lib, o=order: h.case_preload(l, o)))
+    for name, fn in (("full-disk", h.case_full_disk),
+                     ("readonly-dir", h.case_readonly_dir),
+                     ("removed-dir", h.case_removed_dir),
+                     ("file-modes", h.case_file_modes),
+                     ("symlinks", h.case_symlinks),
+                     ("sigkill-dump", h.case_sigkill_dump),
+                     ("timeout-term", h.case_timeout_term),
+                     ("bad-options", h.case_bad_options),
+                     ("default-dir", h.case_default_dir),
+                     ("signal-11", h.case_signal_11),
+                     ("stale-dir", h.case_stale_dir),
+                     ("leak-check-signal", h.case_leak_check_signal),
+                     ("analyzers-devzero", h.case_analyzers)):
+        tests.append(("hostile:run:" + name, fn))
+    return tests
+
+
+def main():
+    import argparse
+    import concurrent.futures
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("-k", action="append", default=[], metavar="SUBSTR")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args()
+    args.no_cache = False
+    suite = run_tests.Suite(args)
+    reporter = run_tests.Reporter(args.verbose)
+    tests = collect(suite)
+    if args.k:
+        tests = [t for t in tests if any(k in t[0] for k in args.k)]
+
+    def one(name, thunk):
+        try:
+            problems, details = thunk()
+        except Skip as e:
+            reporter.skip(name, str(e))
+            return
+        except Failure as e:
+            problems, details = [str(e).split("\n")[0]], [str(e)]
+        except Exception as e:
+            problems, details = ["%s: %s" % (type(e).__name__, e)], []
+        reporter.result(name, problems, details)
+
+    with concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(2, args.jobs))) as pool:
+        for f in [pool.submit(one, n, t) for n, t in tests]:
+            f.result()
+    print("%d passed, %d failed, %d skipped" % (
+        reporter.passed, reporter.failed, reporter.skipped))
+    return 1 if reporter.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
