@@ -558,20 +558,40 @@ AGENT_API int dlclose(void *h)
 	return r;
 }
 
-/* _exit skips exit handlers and destructors, so the report is written
- * here (a vfork child shares our memory and is not us: skipped). */
-AGENT_API void _exit(int status)
+/* exit runs the exit handlers, the last of which writes the report (see
+ * lifecycle.c); what it needs from here is the caller's registers and
+ * where its frames end. */
+AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
+						      uintptr_t sp)
 {
-	__builtin_unwind_init();
-	if (getpid() == agent_pid)
-		agent_report_exit(status & 0xff, agent_stack_pointer());
+	static void (*real_exit)(int);
+	agent_exit_entered(regs, sp);
+	if (!real_exit) {
+		int busy = agent_tls.busy;
+		agent_tls.busy = BUSY_AGENT;
+		real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+		agent_tls.busy = busy;
+	}
+	if (real_exit)
+		real_exit(status);
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }
 
-AGENT_API void _Exit(int status)
+/* _exit and _Exit skip exit handlers and destructors, so the report is
+ * written here (a vfork child shares our memory and is not us: skipped). */
+AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
+						       uintptr_t sp)
 {
-	_exit(status);
+	if (getpid() == agent_pid)
+		agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 void agent_hooks_fork_prepare(void)

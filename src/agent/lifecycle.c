@@ -48,6 +48,14 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
 
+/* Where the thread that called exit() left the program, for the report
+ * its last exit handler writes. The first caller wins. */
+static struct {
+	_Atomic pid_t tid;
+	uintptr_t sp;
+	uintptr_t regs[AGENT_CALLER_NREGS];
+} exit_ctx;
+
 void agent_modules_lock(void);
 void agent_modules_unlock(void);
 
@@ -80,6 +88,7 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
+	atomic_store(&exit_ctx.tid, 0);
 	agent_counters_forked();
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_triggers_start();
@@ -205,10 +214,26 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 	return fallback;
 }
 
+void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
+{
+	pid_t none = 0, tid = (pid_t)syscall(SYS_gettid);
+	if (atomic_load(&exit_ctx.tid) || getpid() != agent_pid)
+		return;
+	exit_ctx.sp = sp;
+	for (int i = 0; i < AGENT_CALLER_NREGS; i++)
+		exit_ctx.regs[i] = regs[i];
+	atomic_compare_exchange_strong(&exit_ctx.tid, &none, tid);
+}
+
 static NOINLINE void late_report(int status, void *arg)
 {
+	if (atomic_load(&exit_ctx.tid) == (pid_t)syscall(SYS_gettid)) {
+		agent_report_exit(status & 0xff, exit_ctx.sp, exit_ctx.regs, AGENT_CALLER_NREGS);
+		return;
+	}
+	/* main returned (libc's own call to exit is not hooked) */
 	__builtin_unwind_init();  /* spill callee-saved registers: roots */
-	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()));
+	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()), NULL, 0);
 }
 
 __attribute__((destructor)) static void agent_destructor(void)
@@ -484,14 +509,14 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	return err;
 }
 
-void agent_report_exit(int status, uintptr_t stack_from)
+void agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return;
 	agent_set_recording(false);
 	if (agent_config.final)
 		agent_dump(NULL, "final");
-	write_report(status, stack_from, NULL, 0, 0, 0);
+	write_report(status, stack_from, extra, nextra, 0, 0);
 }
 
 static atomic_int check_running;
