@@ -262,6 +262,13 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
 void agent_munmap(void *p, size_t len);
+/* Runs fn(arg) on a stack of the agent's own (mapped for the call, with a
+ * guard page below it, left out of leak scans) and returns its result, or
+ * -ENOMEM, with a message, when no stack could be mapped. For work that
+ * may run in a signal handler or on a program's small stack (a
+ * sigaltstack, a 16 KiB thread stack): it then uses a few dozen bytes of
+ * that stack. Safe in a signal handler; not hook-safe (mmap). */
+long agent_call_on_own_stack(long (*fn)(void *), void *arg);
 /* Copies up to cap of the agent's current mappings; returns the count.
  * Signal-safe. */
 size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
@@ -575,14 +582,16 @@ struct agent_scan_info {
 void agent_leakscan_init(int sig);
 /* Classifies every live block as valgrind memcheck would. stack_from is
  * the lowest address of the calling thread's stack that belongs to the
- * program (the caller spills its callee-saved registers above it, e.g.
- * with __builtin_unwind_init); everything below it is the agent's own and
- * not a root. Returns per-stack totals indexed by stack id (0 unused),
+ * program; everything below it is the agent's own and not a root. extra
+ * are more roots (the caller's registers). [alt_lo, alt_hi) is the
+ * sigaltstack the request came on (else 0, 0), left out when stack_from is
+ * not on it: then it holds only handler frames. Returns per-stack totals indexed by stack id (0 unused),
  * *nstacks ids, mapped with agent_mmap (*maplen bytes: release with
  * agent_munmap), or NULL when the scan could not run. Not hook-safe: takes
  * every table lock and stops every other thread for the duration. */
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
-				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info);
+				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks,
+				   size_t *maplen, struct agent_scan_info *info);
 
 /* ---- heap dumps and triggers (dump.c) ---- */
 /* Writes a heap profile in gperftools' text layout (heap_v2/S header,

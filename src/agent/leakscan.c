@@ -778,7 +778,7 @@ void agent_leakscan_init(int sig)
 /* ---------- the whole scan ---------- */
 
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
-				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info)
+				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info)
 {
 	struct agent_kinds *kinds = NULL;
 	struct scan s = { 0 };
@@ -849,11 +849,10 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	const struct region *g = region_of(stack_from);
 	if (g)
 		excl_add(&x, g->start, stack_from);
-	/* Running on a signal stack (a leak check from a signal handler): it
-	 * holds only our frames. */
-	stack_t ss;
-	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
-		excl_add(&x, (uintptr_t)ss.ss_sp, (uintptr_t)ss.ss_sp + ss.ss_size);
+	/* Called on a signal stack (a leak check from a signal handler)
+	 * that the program's frames are not on: it holds only our frames. */
+	if (alt_hi > alt_lo && (stack_from < alt_lo || stack_from >= alt_hi))
+		excl_add(&x, alt_lo, alt_hi);
 	for (int i = 0; i < stop.nslots; i++) {
 		const struct region *tg = region_of(stop.slots[i].sp);
 		if (tg)

@@ -438,11 +438,38 @@ static void file_name(char *name, size_t cap, unsigned check)
 	agent_strlcpy(name + n, ".leaks", cap - n);
 }
 
-/* Classifies (when enabled), then writes one leak file. check is 0 for
- * the exit report, else the check's number. Returns 0 or -errno. */
-static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra,
-			unsigned check, int flags)
+/* What a report needs from where it was asked for: it is written on the
+ * agent's own stack (agent_call_on_own_stack), so everything about the
+ * program's stack is taken before the switch. */
+struct report_call {
+	int status;              /* exit status, < 0 when unknown */
+	uintptr_t stack_from;    /* as for agent_leakscan */
+	const uintptr_t *extra;  /* extra roots (registers), may be NULL */
+	int nextra;
+	unsigned check;          /* 0 for the exit report, else the check's number */
+	int flags;               /* HEAPTRAIL_LEAKS_* of a check */
+	uintptr_t alt_lo, alt_hi; /* the sigaltstack we were called on, if any */
+};
+
+static void note_altstack(struct report_call *c)
 {
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+		c->alt_lo = (uintptr_t)ss.ss_sp;
+		c->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+	}
+}
+
+/* Classifies (when enabled), then writes one leak file. Returns 0 or
+ * -errno. */
+static int write_report(const struct report_call *c)
+{
+	int status = c->status;
+	uintptr_t stack_from = c->stack_from;
+	const uintptr_t *extra = c->extra;
+	int nextra = c->nextra;
+	unsigned check = c->check;
+	int flags = c->flags;
 	struct agent_scan_info info;
 	struct agent_kinds *kinds = NULL;
 	uint32_t nstacks = 0;
@@ -453,7 +480,8 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 
 	bool classified = false;
 	if (agent_config.leak_kinds)
-		classified = (kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info));
+		classified = (kinds = agent_leakscan(stack_from, extra, nextra, c->alt_lo, c->alt_hi,
+							       &nstacks, &maplen, &info));
 	if (!kinds) {
 		/* no classification: every live block is "in use" */
 		nstacks = agent_stack_count();
@@ -509,14 +537,27 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	return err;
 }
 
+static long exit_report(void *arg)
+{
+	agent_set_recording(false);
+	if (agent_config.final)
+		agent_dump(NULL, "final");
+	return write_report(arg);
+}
+
 void agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return;
-	agent_set_recording(false);
-	if (agent_config.final)
-		agent_dump(NULL, "final");
-	write_report(status, stack_from, extra, nextra, 0, 0);
+	struct report_call c = { .status = status, .stack_from = stack_from,
+				 .extra = extra, .nextra = nextra };
+	note_altstack(&c);
+	agent_call_on_own_stack(exit_report, &c);
+}
+
+static long check_report(void *arg)
+{
+	return write_report(arg);
 }
 
 static atomic_int check_running;
@@ -528,7 +569,10 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 		return -ENOTSUP;
 	if (atomic_exchange(&check_running, 1))
 		return -EBUSY;
-	int r = write_report(-1, stack_from, extra, nextra, ++check_count, flags);
+	struct report_call c = { .status = -1, .stack_from = stack_from, .extra = extra,
+				 .nextra = nextra, .check = ++check_count, .flags = flags };
+	note_altstack(&c);
+	int r = (int)agent_call_on_own_stack(check_report, &c);
 	atomic_store(&check_running, 0);
 	return r;
 }
