@@ -9,8 +9,9 @@ its leading comment, so a program and what it must produce are read
 together:
 
     @proc DEPTH exit=N in_use=BYTES/BLOCKS [args=A,B]
-        a process that must exist: DEPTH 0 is the process the runner
-        started (or what it exec'd into), 1 its forked child, ...
+        a process that must exist (exit=-N: killed by signal N): DEPTH 0
+        is the process the runner started (or what it exec'd into), 1 its
+        forked child, ...
         in_use is what memcheck says is in use at exit.
     @kinds DEPTH KIND=BYTES/BLOCKS ...
         memcheck's LEAK SUMMARY for that process, KIND among
@@ -838,8 +839,10 @@ class Suite:
                                 (h["pid"], h["args"]))
         # The root process's exit is the program's exit.
         roots = [h for h in matched if h["depth"] == 0]
+        # (a negative status: killed by that signal)
+        want_exit = {"signal": -bare_rc} if bare_rc < 0 else {"status": bare_rc}
         for h in roots:
-            if h["obj"].get("exit") != {"status": bare_rc}:
+            if h["obj"].get("exit") != want_exit:
                 problems.append("root exit %s, bare run status %d" %
                                 (h["obj"].get("exit"), bare_rc))
         return problems, details
@@ -1079,6 +1082,16 @@ class Suite:
             if o != bare_out:
                 problems.append("stdout differs from the bare run: " +
                                 first_difference(o, bare_out))
+            # Killed by a fault, with the default disposition: the agent
+            # writes the report first, and the file says how it ended.
+            segv = self.build_prog(self.specs["killed_segv"], "fp")
+            rc, o, e = run([ht, "run", "-o", out + "2", "--", segv], cwd=work)
+            if rc != -11:
+                problems.append("killed_segv: status %d, expected SIGSEGV" % rc)
+            rc, o, e = run([ht, "report", out + "2"], cwd=work)
+            if rc != 0 or b"killed by signal 11" not in o + e:
+                problems.append("report of killed_segv: status %d, no "
+                                "'killed by signal 11': %r" % (rc, short(o + e)))
         elif name == "no-follow-children":
             # A forked child reports by default, and not with the option.
             prog = self.build_prog(self.specs["fork_leak"], "fp")
@@ -2021,10 +2034,13 @@ def check_process(label, obj, vg, spec, problems):
                         "stack instead of being merged" % (label, dups))
     depth = vg["depth"]
     want = spec.procs.get(depth)
-    if want and want["exit"] is not None and \
-            obj.get("exit") != {"status": want["exit"]}:
-        problems.append("%s: exit %s, expected status %d" %
-                        (label, obj.get("exit"), want["exit"]))
+    if want and want["exit"] is not None:
+        # exit=-N: killed by signal N
+        want_exit = {"signal": -want["exit"]} if want["exit"] < 0 else \
+            {"status": want["exit"]}
+        if obj.get("exit") != want_exit:
+            problems.append("%s: exit %s, expected %s" %
+                            (label, obj.get("exit"), want_exit))
     check_records(label, records_of(obj), spec, depth, problems,
                   which="plain", dtv_exact=False)
 

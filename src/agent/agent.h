@@ -564,6 +564,11 @@ void agent_filter_pin_boot(_Atomic uint16_t *filter);
 
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);
+/* Has every table lock been seen free at some moment within about ms
+ * milliseconds? False means some lock stayed held all along: perhaps by
+ * the code a signal handler interrupted, so locking all would never
+ * return. Signal-safe. */
+bool agent_tables_wait_unlocked(long ms);
 void agent_tables_unlock_all(void);
 
 /* ---- modules (modules.c) ---- */

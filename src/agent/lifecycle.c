@@ -44,9 +44,14 @@ extern char _etext[] __attribute__((visibility("hidden")));
 
 static void (*libc_freeres)(void);
 static void install_check_handler(void);
+static void install_fatal_handlers(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
+/* The thread writing the exit report, and whether it is done: a thread
+ * killed meanwhile waits for it. */
+static _Atomic pid_t report_tid;
+static atomic_int report_done;
 
 /* Where the thread that called exit() left the program, for the report
  * its last exit handler writes. The first caller wins. */
@@ -88,6 +93,8 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
+	atomic_store(&report_done, 0);
+	atomic_store(&report_tid, 0);
 	atomic_store(&exit_ctx.tid, 0);
 	agent_counters_forked();
 	agent_tls.rng = 0;  /* draw different samples from the parent */
@@ -162,6 +169,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
+	install_fatal_handlers();
 	if (agent_config.sample > 1)
 		start_sampling();
 	agent_set_recording(agent_config.active);
@@ -305,7 +313,7 @@ static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
 	agent_put(w, "\n");
 }
 
-static void write_header(struct agent_writer *w, int status, bool freeres)
+static void write_header(struct agent_writer *w, int status, int killed_by, bool freeres)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -318,7 +326,9 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	agent_put_escaped(w, exe[0] ? exe : "?");
 	agent_put(w, "\n");
 	write_args(w);
-	if (status >= 0)
+	if (killed_by)
+		write_line_u64(w, "exit signal", (uint64_t)killed_by);
+	else if (status >= 0)
 		write_line_u64(w, "exit status", (uint64_t)status);
 	else
 		agent_put(w, "exit unknown\n");
@@ -449,6 +459,7 @@ struct report_call {
 	unsigned check;          /* 0 for the exit report, else the check's number */
 	int flags;               /* HEAPTRAIL_LEAKS_* of a check */
 	uintptr_t alt_lo, alt_hi; /* the sigaltstack we were called on, if any */
+	int killed_by;           /* the fatal signal being reported, else 0 */
 };
 
 static void note_altstack(struct report_call *c)
@@ -474,7 +485,9 @@ static int write_report(const struct report_call *c)
 	struct agent_kinds *kinds = NULL;
 	uint32_t nstacks = 0;
 	size_t maplen = 0;
-	bool freeres = !check && release_caches();
+	/* killed: libc may be stopped anywhere (inside malloc, holding its
+	 * locks), so its caches stay, as under valgrind */
+	bool freeres = !check && !c->killed_by && release_caches();
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
 
@@ -498,7 +511,7 @@ static int write_report(const struct report_call *c)
 	struct agent_writer w;
 	int err = agent_writer_open(&w, agent_config.output, name);
 	if (err == 0) {
-		write_header(&w, status, freeres);
+		write_header(&w, status, c->killed_by, freeres);
 		if (check) {
 			agent_put(&w, "check ");
 			agent_put_u64(&w, check);
@@ -545,14 +558,23 @@ static long exit_report(void *arg)
 	return write_report(arg);
 }
 
-void agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra)
+
+static void report_exit(int status, int killed_by, uintptr_t stack_from, const uintptr_t *extra,
+			int nextra)
 {
 	if (!reports_enabled || atomic_exchange(&reported, 1))
 		return;
+	atomic_store(&report_tid, (pid_t)syscall(SYS_gettid));
 	struct report_call c = { .status = status, .stack_from = stack_from,
-				 .extra = extra, .nextra = nextra };
+				 .extra = extra, .nextra = nextra, .killed_by = killed_by };
 	note_altstack(&c);
 	agent_call_on_own_stack(exit_report, &c);
+	atomic_store(&report_done, 1);
+}
+
+void agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra)
+{
+	report_exit(status, 0, stack_from, extra, nextra);
 }
 
 static long check_report(void *arg)
@@ -642,4 +664,79 @@ static void install_check_handler(void)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(sig, &sa, NULL);
+}
+
+/* ---------- a report for a process killed by a signal ----------
+ *
+ * As valgrind does, a process killed by a fatal signal still gets its
+ * leak report ("exit signal N"), written before the signal takes its
+ * default action. The handlers go only where the program left the
+ * default disposition, at start-up; a program that installs its own
+ * replaces them. Then the signal is raised again with the default
+ * action (a fault is simply re-executed), so the exit status and the
+ * core dump are those of the bare run. */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
+
+static void die_by_default(int sig, const siginfo_t *si)
+{
+	struct sigaction dfl;
+	agent_memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
+	if (!fault)  /* delivered when the handler returns: it is blocked now */
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	if (getpid() != agent_pid || !reports_enabled) {
+		/* a child that does not report */
+	} else if (atomic_load(&reported)) {
+		/* another thread is writing the report: let it finish */
+		for (int i = 0; i < 30000 && atomic_load(&report_tid) != self &&
+				!atomic_load(&report_done); i++) {
+			struct timespec ts = { 0, 1000 * 1000 };
+			syscall(SYS_nanosleep, &ts, NULL);
+		}
+	} else if (agent_tls.busy && !agent_tables_wait_unlocked(1000)) {
+		/* the code we interrupted may hold a table lock */
+		agent_log("no leak report: the fatal signal came while the agent's tables were locked",
+			  NULL, NULL);
+	} else {
+		/* The interrupted code's registers are roots, and so is its
+		 * stack down to its red zone; below that is this handler. */
+		ucontext_t *uc = ucv;
+		uintptr_t regs[NGREG];
+		for (int i = 0; i < NGREG; i++)
+			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
+		int busy = agent_tls.busy;
+		agent_tls.busy = 0;
+		report_exit(-1, sig, sp, regs, NGREG);
+		agent_tls.busy = busy;
+	}
+	die_by_default(sig, si);
+	errno = saved_errno;
+}
+
+static void install_fatal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+		int sig = fatal_signals[i];
+		struct sigaction old, sa;
+		if (sig == agent_config.leak_check_signal || sig == agent_config.stop_signal ||
+		    sigaction(sig, NULL, &old))
+			continue;
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;  /* the program's (or ignored): not ours to touch */
+		agent_memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = fatal_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sig, &sa, NULL);
+	}
 }
