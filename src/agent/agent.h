@@ -311,6 +311,10 @@ static inline void agent_lock(agent_lock_t *l)
 		return;
 	agent_lock_slow(l);
 }
+/* Has l been seen free at some moment within about ms milliseconds? False
+ * means it stayed held all along: perhaps by the code a signal handler
+ * interrupted, so taking it would never return. Signal-safe. */
+bool agent_lock_seen_free(agent_lock_t *l, long ms);
 static inline void agent_unlock(agent_lock_t *l)
 {
 	atomic_store_explicit(&l->v, 0, memory_order_release);
@@ -564,10 +568,7 @@ void agent_filter_pin_boot(_Atomic uint16_t *filter);
 
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);
-/* Has every table lock been seen free at some moment within about ms
- * milliseconds? False means some lock stayed held all along: perhaps by
- * the code a signal handler interrupted, so locking all would never
- * return. Signal-safe. */
+/* agent_lock_seen_free for every table lock. Signal-safe. */
 bool agent_tables_wait_unlocked(long ms);
 void agent_tables_unlock_all(void);
 

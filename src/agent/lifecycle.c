@@ -63,6 +63,7 @@ static struct {
 
 void agent_modules_lock(void);
 void agent_modules_unlock(void);
+bool agent_modules_wait_unlocked(long ms);
 
 void agent_init_early(void)
 {
@@ -702,9 +703,10 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 			struct timespec ts = { 0, 1000 * 1000 };
 			syscall(SYS_nanosleep, &ts, NULL);
 		}
-	} else if (agent_tls.busy && !agent_tables_wait_unlocked(1000)) {
-		/* the code we interrupted may hold a table lock */
-		agent_log("no leak report: the fatal signal came while the agent's tables were locked",
+	} else if (agent_tls.busy &&
+		   (!agent_tables_wait_unlocked(1000) || !agent_modules_wait_unlocked(1000))) {
+		/* the code we interrupted holds one of our locks */
+		agent_log("no leak report: the fatal signal came while the agent held a lock",
 			  NULL, NULL);
 	} else {
 		/* The interrupted code's registers are roots, and so is its
@@ -714,10 +716,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 		for (int i = 0; i < NGREG; i++)
 			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
 		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
-		int busy = agent_tls.busy;
-		agent_tls.busy = 0;
 		report_exit(-1, sig, sp, regs, NGREG);
-		agent_tls.busy = busy;
 	}
 	die_by_default(sig, si);
 	errno = saved_errno;

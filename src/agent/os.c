@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -203,6 +205,17 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
+}
+
+bool agent_lock_seen_free(agent_lock_t *l, long ms)
+{
+	for (long waited = 0; atomic_load_explicit(&l->v, memory_order_relaxed); waited++) {
+		if (waited >= ms)
+			return false;
+		struct timespec ts = { 0, 1000 * 1000 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	return true;
 }
 
 NOINLINE void agent_lock_slow(agent_lock_t *l)

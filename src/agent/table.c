@@ -14,10 +14,6 @@
  * backward-shift deletion (no tombstones), guarded by its own spinlock.
  * A free of an address the agent never saw costs one probe.
  */
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "agent/agent.h"
 #include "agent/banned.h"
 
@@ -430,19 +426,11 @@ void agent_tables_lock_all(void)
 
 bool agent_tables_wait_unlocked(long ms)
 {
-	agent_lock_t *locks[NSHARDS + 1];
-	locks[0] = &stack_lock;
+	if (!agent_lock_seen_free(&stack_lock, ms))
+		return false;
 	for (unsigned i = 0; i < NSHARDS; i++)
-		locks[i + 1] = &shards[i].lock;
-	for (unsigned i = 0; i < NSHARDS + 1; i++) {
-		for (long waited = 0; atomic_load_explicit(&locks[i]->v, memory_order_relaxed);
-		     waited++) {
-			if (waited >= ms)
-				return false;
-			struct timespec ts = { 0, 1000 * 1000 };
-			syscall(SYS_nanosleep, &ts, NULL);
-		}
-	}
+		if (!agent_lock_seen_free(&shards[i].lock, ms))
+			return false;
 	return true;
 }
 
