@@ -167,7 +167,8 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
-	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&exit);
+	/* on_exit, not exit: the agent defines exit itself */
+	dl_iterate_phdr(find_libc, (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
 	install_fatal_handlers();
