@@ -30,6 +30,7 @@
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -508,21 +509,32 @@ static bool readable_range(uintptr_t a, uintptr_t len)
 	return false;
 }
 
-/* Which blocks can be read in place, header word included: one pass over
- * the sorted blocks and the sorted regions. */
+/* Which blocks can be read in place, header word included: for each run
+ * of adjacent readable regions, the blocks wholly inside it. The first is
+ * found by binary search; then a walk, as blocks may overlap (glibc's
+ * mmap'd chunks and memalign leftovers are not checked here). s->direct
+ * starts zeroed (fresh mmap). */
 static void mark_direct(struct scan *s)
 {
-	size_t r = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		uintptr_t a = s->b[i].addr - 8, e = s->b[i].addr + s->b[i].size;
-		while (r < nregions && regions[r].end <= a)
-			r++;
-		bool ok = !world_unsafe && r < nregions && regions[r].start <= a;
-		size_t k = r;
-		while (ok && regions[k].end < e)  /* spans into the next region */
-			ok = k + 1 < nregions && regions[k + 1].start == regions[k].end &&
-			     regions[++k].r;
-		s->direct[i] = ok && regions[r].r;
+	if (world_unsafe)
+		return;
+	size_t i = 0;
+	for (size_t r = 0; r < nregions && i < s->n; r++) {
+		if (!regions[r].r)
+			continue;
+		uintptr_t lo = regions[r].start + 8, hi = regions[r].end;
+		while (r + 1 < nregions && regions[r + 1].r && regions[r + 1].start == hi)
+			hi = regions[++r].end;
+		size_t a = i, b = s->n;  /* first block at or above lo */
+		while (a < b) {
+			size_t mid = (a + b) / 2;
+			if (s->b[mid].addr < lo)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		for (i = a; i < s->n && s->b[i].addr < hi; i++)
+			s->direct[i] = s->b[i].addr + s->b[i].size <= hi;
 	}
 }
 
@@ -626,9 +638,14 @@ static void drain(struct scan *s)
 {
 	while (s->top) {
 		size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
+		bool definite = s->state[j] == ST_REACHABLE;
+		if (likely(s->direct[j])) {
+			scan_words(s, (const uintptr_t *)s->b[j].addr, total, definite);
+			continue;
+		}
 		for (size_t k = 0; k < total; k += n) {
 			const uintptr_t *w = block_chunk(s, j, k, &n);
-			scan_words(s, w, n, s->state[j] == ST_REACHABLE);
+			scan_words(s, w, n, definite);
 		}
 	}
 }
