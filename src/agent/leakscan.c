@@ -438,6 +438,53 @@ static void copy_words(uintptr_t *dst, uintptr_t a, size_t n)
 	}
 }
 
+/* Copies count ranges (addrs[i], nwords[i] words each) one after the
+ * other into dst, in as few system calls as it can: for blocks that
+ * cannot be read in place, one call per block would cost more than the
+ * whole scan. Unreadable pages become zeros, as in copy_words. */
+#define BATCH 256
+static void copy_ranges(uintptr_t *dst, const uintptr_t *addrs, const size_t *nwords,
+			size_t count)
+{
+	struct iovec local[BATCH], remote[BATCH];
+	size_t i = 0;
+	while (i < count) {
+		size_t n = 0, want = 0;
+		uintptr_t *d = dst;
+		for (; n < BATCH && i + n < count; n++) {
+			local[n].iov_base = d;
+			local[n].iov_len = nwords[i + n] * 8;
+			remote[n].iov_base = (void *)addrs[i + n];
+			remote[n].iov_len = nwords[i + n] * 8;
+			d += nwords[i + n];
+			want += nwords[i + n] * 8;
+		}
+		ssize_t got = pvr_broken ? -1 :
+			syscall(SYS_process_vm_readv, getpid(), local, n, remote, n, 0);
+		size_t done = got > 0 ? (size_t)got : 0;
+		if (done == want) {
+			dst = d;
+			i += n;
+			continue;
+		}
+		/* whole ranges before the fault, then that one the slow way */
+		size_t k = 0;
+		while (done >= local[k].iov_len && local[k].iov_len) {
+			done -= local[k].iov_len;
+			dst += nwords[i + k];
+			k++;
+		}
+		while (k < n && !local[k].iov_len)
+			k++;
+		if (k < n) {
+			copy_words(dst, addrs[i + k], nwords[i + k]);
+			dst += nwords[i + k];
+			k++;
+		}
+		i += k;
+	}
+}
+
 /* The word at a, read in place when that is safe. */
 static uintptr_t read_word(uintptr_t a)
 {
@@ -634,18 +681,49 @@ static void scan_words(struct scan *s, const uintptr_t *w, size_t n, bool defini
 			consider(s, w[i], definite);
 }
 
+/* Block j, and the small blocks that cannot be read in place on top of
+ * the stack after it, copied together and scanned. A block's state is
+ * read when its turn comes, as drain would. */
+static void drain_copied(struct scan *s, size_t j)
+{
+	uintptr_t addrs[BATCH];
+	size_t nwords[BATCH], idx[BATCH], n = 0, words = 0;
+	for (;;) {
+		idx[n] = j;
+		addrs[n] = s->b[j].addr;
+		nwords[n] = s->b[j].size / 8;
+		words += nwords[n++];
+		if (n == BATCH || !s->top)
+			break;
+		j = s->stack[s->top - 1];
+		if (s->direct[j] || words + s->b[j].size / 8 > s->rbufwords)
+			break;
+		s->top--;
+	}
+	copy_ranges(s->rbuf, addrs, nwords, n);
+	const uintptr_t *w = s->rbuf;
+	for (size_t i = 0; i < n; i++) {
+		scan_words(s, w, nwords[i], s->state[idx[i]] == ST_REACHABLE);
+		w += nwords[i];
+	}
+}
+
 static void drain(struct scan *s)
 {
 	while (s->top) {
 		size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
-		bool definite = s->state[j] == ST_REACHABLE;
 		if (likely(s->direct[j])) {
-			scan_words(s, (const uintptr_t *)s->b[j].addr, total, definite);
+			scan_words(s, (const uintptr_t *)s->b[j].addr, total,
+				   s->state[j] == ST_REACHABLE);
+			continue;
+		}
+		if (total <= s->rbufwords / 2) {
+			drain_copied(s, j);
 			continue;
 		}
 		for (size_t k = 0; k < total; k += n) {
 			const uintptr_t *w = block_chunk(s, j, k, &n);
-			scan_words(s, w, n, definite);
+			scan_words(s, w, n, s->state[j] == ST_REACHABLE);
 		}
 	}
 }
@@ -745,17 +823,47 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		else
 			hi = mid;
 	}
+	/* glibc marks a chunk with its own mapping by bit 1 of the size word
+	 * just before the block; those that cannot be read in place are
+	 * copied BATCH at a time */
 	bool arena = false;
-	for (size_t i = lo; i < s->n && s->b[i].addr < g->end; i++) {
-		const struct agent_block *b = &s->b[i];
-		/* glibc marks a chunk with its own mapping by bit 1 of the size
-		 * word just before the block */
-		uintptr_t hdr = b->addr >= g->start + 8 ? block_word(s, i, -1) : 0;
-		if (hdr & 2)
-			excl_add(x, (b->addr - 16) & ~(PAGE - 1),
-				 (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
-		else
-			arena = true;
+	uintptr_t addrs[BATCH], hdrs[BATCH];
+	size_t ones[BATCH], idx[BATCH];
+	for (size_t i = 0; i < BATCH; i++)
+		ones[i] = 1;
+	size_t i = lo;
+	while (i < s->n && s->b[i].addr < g->end) {
+		size_t n = 0;
+		for (; n < BATCH && i < s->n && s->b[i].addr < g->end; i++) {
+			if (s->b[i].addr < g->start + 8) {
+				arena = true;  /* no header in this region */
+			} else if (s->direct[i]) {
+				hdrs[n] = ((const uintptr_t *)s->b[i].addr)[-1];
+				addrs[n] = 0;
+				idx[n++] = i;
+			} else {
+				addrs[n] = s->b[i].addr - 8;
+				idx[n++] = i;
+			}
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (!addrs[k])
+				continue;
+			/* the copied ones, in runs */
+			size_t m = k;
+			while (m < n && addrs[m])
+				m++;
+			copy_ranges(hdrs + k, addrs + k, ones, m - k);
+			k = m;
+		}
+		for (size_t k = 0; k < n; k++) {
+			const struct agent_block *b = &s->b[idx[k]];
+			if (hdrs[k] & 2)
+				excl_add(x, (b->addr - 16) & ~(PAGE - 1),
+					 (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
+			else
+				arena = true;
+		}
 	}
 	return arena;
 }
