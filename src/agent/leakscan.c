@@ -811,6 +811,17 @@ static void scan_region_minus(struct scan *s, uintptr_t a, uintptr_t b, const st
 		scan_range(s, cur, b, buf, bufwords);
 }
 
+/* Is block i, whose header word is hdr, a chunk with a mapping of its
+ * own? Then its pages are no root. */
+static inline bool own_mapping(const struct scan *s, size_t i, uintptr_t hdr, struct excl *x)
+{
+	if (!(hdr & 2))
+		return false;
+	const struct agent_block *b = &s->b[i];
+	excl_add(x, (b->addr - 16) & ~(PAGE - 1), (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
+	return true;
+}
+
 /* Does region g hold a block that malloc carved from an arena (not a
  * block with a mapping of its own)? Such a region is heap, not a root. */
 static bool holds_arena_block(const struct scan *s, const struct region *g, struct excl *x)
@@ -828,41 +839,25 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 	 * copied BATCH at a time */
 	bool arena = false;
 	uintptr_t addrs[BATCH], hdrs[BATCH];
-	size_t ones[BATCH], idx[BATCH];
-	for (size_t i = 0; i < BATCH; i++)
-		ones[i] = 1;
-	size_t i = lo;
-	while (i < s->n && s->b[i].addr < g->end) {
-		size_t n = 0;
-		for (; n < BATCH && i < s->n && s->b[i].addr < g->end; i++) {
-			if (s->b[i].addr < g->start + 8) {
-				arena = true;  /* no header in this region */
-			} else if (s->direct[i]) {
-				hdrs[n] = ((const uintptr_t *)s->b[i].addr)[-1];
-				addrs[n] = 0;
-				idx[n++] = i;
-			} else {
-				addrs[n] = s->b[i].addr - 8;
-				idx[n++] = i;
-			}
+	size_t ones[BATCH], idx[BATCH], n = 0;
+	for (size_t i = lo;; i++) {
+		bool last = i == s->n || s->b[i].addr >= g->end;
+		if (n == BATCH || (n && last)) {
+			copy_ranges(hdrs, addrs, ones, n);
+			for (size_t k = 0; k < n; k++)
+				arena |= !own_mapping(s, idx[k], hdrs[k], x);
+			n = 0;
 		}
-		for (size_t k = 0; k < n; k++) {
-			if (!addrs[k])
-				continue;
-			/* the copied ones, in runs */
-			size_t m = k;
-			while (m < n && addrs[m])
-				m++;
-			copy_ranges(hdrs + k, addrs + k, ones, m - k);
-			k = m;
-		}
-		for (size_t k = 0; k < n; k++) {
-			const struct agent_block *b = &s->b[idx[k]];
-			if (hdrs[k] & 2)
-				excl_add(x, (b->addr - 16) & ~(PAGE - 1),
-					 (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
-			else
-				arena = true;
+		if (last)
+			break;
+		if (unlikely(s->b[i].addr < g->start + 8)) {
+			arena = true;  /* its header is not in this region */
+		} else if (likely(s->direct[i])) {
+			arena |= !own_mapping(s, i, ((const uintptr_t *)s->b[i].addr)[-1], x);
+		} else {
+			addrs[n] = s->b[i].addr - 8;
+			ones[n] = 1;
+			idx[n++] = i;
 		}
 	}
 	return arena;
