@@ -714,10 +714,12 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 		 * stack down to its red zone; below that is this handler. */
 		ucontext_t *uc = ucv;
 		uintptr_t regs[NGREG];
-		for (int i = 0; i < NGREG; i++)
+		uintptr_t sp = agent_stack_pointer();  /* called, not signalled */
+		for (int i = 0; uc && i < NGREG; i++)
 			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
-		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
-		report_exit(-1, sig, sp, regs, NGREG);
+		if (uc)
+			sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
+		report_exit(-1, sig, sp, uc ? regs : NULL, uc ? NGREG : 0);
 	}
 	die_by_default(sig, si);
 	errno = saved_errno;
