@@ -17,6 +17,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +45,7 @@ static struct {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 	int (*dlclose)(void *);
+	void (*exit)(int);
 } real;
 
 /* ---------- bootstrap buffer ---------- */
@@ -94,6 +96,7 @@ static void resolve_real(void)
 	real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
 	real.malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
 	real.dlclose = dlsym(RTLD_NEXT, "dlclose");
+	real.exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	atomic_thread_fence(memory_order_release);
 	real.malloc = m;      /* published last: it means "resolved" */
@@ -566,16 +569,13 @@ AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
 __attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
 						      uintptr_t sp)
 {
-	static void (*real_exit)(int);
 	agent_exit_entered(regs, sp);
-	if (!real_exit) {
-		int busy = agent_tls.busy;
-		agent_tls.busy = BUSY_AGENT;
-		real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-		agent_tls.busy = busy;
-	}
-	if (real_exit)
-		real_exit(status);
+	/* resolved with the allocator, so an exit() from a signal handler on
+	 * a small stack costs no dlsym here */
+	while (!real.exit && !ready())
+		sched_yield();  /* another thread is resolving: not for long */
+	if (real.exit)
+		real.exit(status);
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }
