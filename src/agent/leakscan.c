@@ -19,6 +19,10 @@
  *     one still unreached leads a clique, and what it reaches that is
  *     still unreached is indirectly lost. The leaders are definitely lost.
  *
+ * Reading never faults: program memory is read in place only where the
+ * maps snapshot (taken with the world stopped) shows it readable, else
+ * copied with process_vm_readv (see "reading program memory" below).
+ *
  * The scan holds every table lock from the copy of the live table to the
  * end of marking, so no block can be freed or added under it; the other
  * threads stay stopped until marking is done. Nothing here allocates

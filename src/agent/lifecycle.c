@@ -14,7 +14,12 @@
  * the exit status, releases libc's and libstdc++'s one-time caches as
  * valgrind does (only when no other thread is left to use them), and
  * writes heaptrail.PID.leaks. _exit, which skips all of this, writes the
- * report from its hook.
+ * report from its hook. exit, _exit and _Exit record the caller's
+ * callee-saved registers and stack pointer on entry (AGENT_CALLER_ENTRY):
+ * they are roots, and the scan of that thread's stack starts there. A
+ * process killed by a fatal signal gets its report from a handler (end
+ * of this file). Reports and leak checks run on a stack of the agent's
+ * own, so they fit on any stack the program calls or signals them on.
  */
 #include <dirent.h>
 #include <errno.h>
