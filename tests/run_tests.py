@@ -1195,6 +1195,54 @@ class Suite:
             p.wait(timeout=30)
         if p.returncode != 0:
             problems.append("the server exited with %d" % p.returncode)
+        problems += self.leaks_pid_hostile(work, out + "-hostile")
+        return problems
+
+    def leaks_pid_hostile(self, work, out):
+        """`heaptrail leaks PID` where only a thread with a 16 KiB stack can
+        take the check and a live block has a PROT_NONE page."""
+        prog = self.build_prog(self.specs["leaks_pid_hostile"], "fp")
+        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o", out, "--",
+                              prog], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, cwd=work)
+        problems = []
+        try:
+            child = None
+            for _ in range(200):
+                try:
+                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                        kids = f.read().split()
+                except OSError:
+                    kids = []
+                if kids:
+                    try:
+                        with open("/proc/%d/status" % int(kids[0])) as f:
+                            threads = [l for l in f if l.startswith("Threads:")]
+                    except OSError:
+                        threads = []
+                    if threads and int(threads[0].split()[1]) >= 2:
+                        child = int(kids[0])
+                        break
+                time.sleep(0.02)
+            if child is None:
+                return ["hostile: the program under heaptrail did not start"]
+            time.sleep(0.2)  # main blocks the check signal after the thread
+            rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
+                           cwd=work)
+            if rc != 0:
+                problems.append("hostile: heaptrail leaks: status %d: %s" %
+                                (rc, short(e)))
+            else:
+                lost = ht_kinds(wrap(json.loads(o))[0])["definitely_lost"]
+                if lost != [100, 1]:
+                    problems.append("hostile: definitely lost %d/%d, "
+                                    "expected 100/1" % tuple(lost))
+        finally:
+            o, _ = p.communicate(b"", timeout=60)
+        if p.returncode != 0 or o != b"done\n":
+            problems.append("hostile: the program ended with %d, stdout %r" %
+                            (p.returncode, o))
         return problems
 
     # -- heap profiles: the prof: tests (see the module comment)
