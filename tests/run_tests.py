@@ -9,8 +9,9 @@ its leading comment, so a program and what it must produce are read
 together:
 
     @proc DEPTH exit=N in_use=BYTES/BLOCKS [args=A,B]
-        a process that must exist: DEPTH 0 is the process the runner
-        started (or what it exec'd into), 1 its forked child, ...
+        a process that must exist (exit=-N: killed by signal N): DEPTH 0
+        is the process the runner started (or what it exec'd into), 1 its
+        forked child, ...
         in_use is what memcheck says is in use at exit.
     @kinds DEPTH KIND=BYTES/BLOCKS ...
         memcheck's LEAK SUMMARY for that process, KIND among
@@ -848,8 +849,10 @@ class Suite:
                                 (h["pid"], h["args"]))
         # The root process's exit is the program's exit.
         roots = [h for h in matched if h["depth"] == 0]
+        # (a negative status: killed by that signal)
+        want_exit = {"signal": -bare_rc} if bare_rc < 0 else {"status": bare_rc}
         for h in roots:
-            if h["obj"].get("exit") != {"status": bare_rc}:
+            if h["obj"].get("exit") != want_exit:
                 problems.append("root exit %s, bare run status %d" %
                                 (h["obj"].get("exit"), bare_rc))
         return problems, details
@@ -1089,6 +1092,16 @@ class Suite:
             if o != bare_out:
                 problems.append("stdout differs from the bare run: " +
                                 first_difference(o, bare_out))
+            # Killed by a fault, with the default disposition: the agent
+            # writes the report first, and the file says how it ended.
+            segv = self.build_prog(self.specs["killed_segv"], "fp")
+            rc, o, e = run([ht, "run", "-o", out + "2", "--", segv], cwd=work)
+            if rc != -11:
+                problems.append("killed_segv: status %d, expected SIGSEGV" % rc)
+            rc, o, e = run([ht, "report", out + "2"], cwd=work)
+            if rc != 0 or b"killed by signal 11" not in o + e:
+                problems.append("report of killed_segv: status %d, no "
+                                "'killed by signal 11': %r" % (rc, short(o + e)))
         elif name == "no-follow-children":
             # A forked child reports by default, and not with the option.
             prog = self.build_prog(self.specs["fork_leak"], "fp")
@@ -1453,6 +1466,54 @@ class Suite:
             p.wait(timeout=30)
         if p.returncode != 0:
             problems.append("the server exited with %d" % p.returncode)
+        problems += self.leaks_pid_hostile(work, out + "-hostile")
+        return problems
+
+    def leaks_pid_hostile(self, work, out):
+        """`heaptrail leaks PID` where only a thread with a 16 KiB stack can
+        take the check and a live block has a PROT_NONE page."""
+        prog = self.build_prog(self.specs["leaks_pid_hostile"], "fp")
+        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o", out, "--",
+                              prog], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, cwd=work)
+        problems = []
+        try:
+            child = None
+            for _ in range(200):
+                try:
+                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                        kids = f.read().split()
+                except OSError:
+                    kids = []
+                if kids:
+                    try:
+                        with open("/proc/%d/status" % int(kids[0])) as f:
+                            threads = [l for l in f if l.startswith("Threads:")]
+                    except OSError:
+                        threads = []
+                    if threads and int(threads[0].split()[1]) >= 2:
+                        child = int(kids[0])
+                        break
+                time.sleep(0.02)
+            if child is None:
+                return ["hostile: the program under heaptrail did not start"]
+            time.sleep(0.2)  # main blocks the check signal after the thread
+            rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
+                           cwd=work)
+            if rc != 0:
+                problems.append("hostile: heaptrail leaks: status %d: %s" %
+                                (rc, short(e)))
+            else:
+                lost = ht_kinds(wrap(json.loads(o))[0])["definitely_lost"]
+                if lost != [100, 1]:
+                    problems.append("hostile: definitely lost %d/%d, "
+                                    "expected 100/1" % tuple(lost))
+        finally:
+            o, _ = p.communicate(b"", timeout=60)
+        if p.returncode != 0 or o != b"done\n":
+            problems.append("hostile: the program ended with %d, stdout %r" %
+                            (p.returncode, o))
         return problems
 
     # -- heap profiles: the prof: tests (see the module comment)
@@ -2292,10 +2353,13 @@ def check_process(label, obj, vg, spec, problems):
                         "stack instead of being merged" % (label, dups))
     depth = vg["depth"]
     want = spec.procs.get(depth)
-    if want and want["exit"] is not None and \
-            obj.get("exit") != {"status": want["exit"]}:
-        problems.append("%s: exit %s, expected status %d" %
-                        (label, obj.get("exit"), want["exit"]))
+    if want and want["exit"] is not None:
+        # exit=-N: killed by signal N
+        want_exit = {"signal": -want["exit"]} if want["exit"] < 0 else \
+            {"status": want["exit"]}
+        if obj.get("exit") != want_exit:
+            problems.append("%s: exit %s, expected %s" %
+                            (label, obj.get("exit"), want_exit))
     check_records(label, records_of(obj), spec, depth, problems,
                   which="plain", dtv_exact=False)
 

@@ -207,16 +207,63 @@ extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stack
  * allocation (tables, own address range). Hook-safe, idempotent. */
 void agent_init_early(void);
 /* Writes the at-exit report once; status < 0 when unknown; stack_from as
- * for agent_leakscan. Returns 0, or -errno when the report could not be
+ * for agent_leakscan; extra: the exit caller's callee-saved registers
+ * (roots), or NULL. Returns 0, or -errno when the report could not be
  * written (it says so on stderr); 0 too when it was written before or is
  * not wanted. Not hook-safe (it takes every table lock); called from exit
  * paths, after agent_exit_claim. */
-int agent_report_exit(int status, uintptr_t stack_from);
+int agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra);
 /* Makes the calling thread the one that ends the process; in any other
  * thread that calls it later, waits for ever (the first one's exit ends
  * the process). Returns at once in a process that is not agent_pid (a
  * vfork child). */
 void agent_exit_claim(void);
+/* exit() was entered by this thread: the caller's callee-saved registers
+ * (AGENT_CALLER_NREGS of them) and its stack pointer, roots for the
+ * report that its exit handlers write later. Hook-safe. */
+void agent_exit_entered(const uintptr_t *regs, uintptr_t sp);
+
+/* Entry points that end in a leak scan (exit, _Exit, _exit,
+ * heaptrail_leak_check) start with AGENT_CALLER_ENTRY: it pushes the
+ * caller's callee-saved registers (rbx, rbp, r12-r15) and calls
+ * TARGET(arg0, regs, sp), with sp the stack pointer at the entry (the
+ * slot of the return address: every program frame is above it). C code
+ * cannot do this: by its first line the compiler may have moved those
+ * registers already, and whatever libc's exit machinery later spills
+ * them to is below the caller's frames, where the scan does not look.
+ * With RET, TARGET's return value is returned; else TARGET must not
+ * return. x86-64 only. */
+#define AGENT_CALLER_NREGS 6
+#define AGENT_CALLER_ENTRY(name, target, ret)                              \
+	__asm__(".text\n"                                                   \
+		".globl " #name "\n"                                          \
+		".type " #name ", @function\n"                                \
+		".p2align 4\n" #name ":\n"                                    \
+		"	.cfi_startproc\n"                                     \
+		"	endbr64\n"                                            \
+		"	push %r15\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	push %r14\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	push %r13\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	push %r12\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	push %rbp\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	push %rbx\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	mov %rsp, %rsi\n"                                     \
+		"	lea 48(%rsp), %rdx\n"                                 \
+		"	sub $8, %rsp\n	.cfi_adjust_cfa_offset 8\n"           \
+		"	call " #target "\n"                                   \
+		ret                                                         \
+		"	.cfi_endproc\n"                                       \
+		".size " #name ", .-" #name "\n")
+#define AGENT_CALLER_RETURNS                                               \
+	"	add $8, %rsp\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %rbx\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %rbp\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %r12\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %r13\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %r14\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	pop %r15\n	.cfi_adjust_cfa_offset -8\n"                  \
+	"	ret\n"
+#define AGENT_CALLER_NORETURN "	ud2\n"
 /* A leak check now: classifies and writes heaptrail.PID.check-N.leaks.
  * flags: HEAPTRAIL_LEAKS_*; extra roots (an interrupted context's
  * registers) may be NULL. Returns 0 or -errno (-EBUSY when another check
@@ -248,6 +295,13 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
 void agent_munmap(void *p, size_t len);
+/* Runs fn(arg) on a stack of the agent's own (mapped for the call, with a
+ * guard page below it, left out of leak scans) and returns its result, or
+ * -ENOMEM, with a message, when no stack could be mapped. For work that
+ * may run in a signal handler or on a program's small stack (a
+ * sigaltstack, a 16 KiB thread stack): it then uses a few dozen bytes of
+ * that stack. Safe in a signal handler; not hook-safe (mmap). */
+long agent_call_on_own_stack(long (*fn)(void *), void *arg);
 /* Copies up to cap of the agent's current mappings; returns the count.
  * Signal-safe. */
 size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
@@ -293,6 +347,10 @@ static inline void agent_lock(agent_lock_t *l)
 		return;
 	agent_lock_slow(l);
 }
+/* Has l been seen free at some moment within about ms milliseconds? False
+ * means it stayed held all along: perhaps by the code a signal handler
+ * interrupted, so taking it would never return. Signal-safe. */
+bool agent_lock_seen_free(agent_lock_t *l, long ms);
 static inline void agent_unlock(agent_lock_t *l)
 {
 	atomic_store_explicit(&l->v, 0, memory_order_release);
@@ -546,6 +604,8 @@ void agent_filter_pin_boot(_Atomic uint16_t *filter);
 
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);
+/* agent_lock_seen_free for every table lock. Signal-safe. */
+bool agent_tables_wait_unlocked(long ms);
 void agent_tables_unlock_all(void);
 
 /* ---- modules (modules.c) ---- */
@@ -564,14 +624,16 @@ struct agent_scan_info {
 void agent_leakscan_init(int sig);
 /* Classifies every live block as valgrind memcheck would. stack_from is
  * the lowest address of the calling thread's stack that belongs to the
- * program (the caller spills its callee-saved registers above it, e.g.
- * with __builtin_unwind_init); everything below it is the agent's own and
- * not a root. Returns per-stack totals indexed by stack id (0 unused),
+ * program; everything below it is the agent's own and not a root. extra
+ * are more roots (the caller's registers). [alt_lo, alt_hi) is the
+ * sigaltstack the request came on (else 0, 0), left out when stack_from is
+ * not on it: then it holds only handler frames. Returns per-stack totals indexed by stack id (0 unused),
  * *nstacks ids, mapped with agent_mmap (*maplen bytes: release with
  * agent_munmap), or NULL when the scan could not run. Not hook-safe: takes
  * every table lock and stops every other thread for the duration. */
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
-				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info);
+				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks,
+				   size_t *maplen, struct agent_scan_info *info);
 
 /* ---- heap dumps and triggers (dump.c) ---- */
 /* Writes a heap profile in gperftools' text layout (heap_v2/S header,

@@ -13,10 +13,13 @@ AGENT_API int heaptrail_set_active(int on)
 	return agent_set_recording(on != 0);
 }
 
-AGENT_API NOINLINE int heaptrail_leak_check(int flags)
+/* int heaptrail_leak_check(int flags): the caller's callee-saved
+ * registers are roots, and its frames start right above the entry. */
+AGENT_CALLER_ENTRY(heaptrail_leak_check, agent_api_leak_check, AGENT_CALLER_RETURNS);
+
+__attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs, uintptr_t sp)
 {
-	__builtin_unwind_init();  /* the caller's registers become roots */
-	return agent_leak_check(flags, agent_stack_pointer(), NULL, 0);
+	return agent_leak_check(flags, sp, regs, AGENT_CALLER_NREGS);
 }
 
 AGENT_API int heaptrail_dump(const char *path)

@@ -21,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ static struct {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 	int (*dlclose)(void *);
+	void (*exit)(int);
 } real;
 
 /* ---------- bootstrap buffer ---------- */
@@ -103,6 +105,7 @@ static void resolve_real(void)
 	real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
 	real.malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
 	real.dlclose = dlsym(RTLD_NEXT, "dlclose");
+	real.exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	atomic_thread_fence(memory_order_release);
 	real.malloc = m;      /* published last: it means "resolved" */
@@ -864,24 +867,42 @@ AGENT_API int dlclose(void *h)
 	return r;
 }
 
-/* _exit skips exit handlers and destructors, so the report is written
- * here (a vfork child shares our memory and is not us: skipped). */
-AGENT_API void _exit(int status)
+/* exit runs the exit handlers, the last of which writes the report (see
+ * lifecycle.c); what it needs from here is the caller's registers and
+ * where its frames end. */
+AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
+						      uintptr_t sp)
 {
-	__builtin_unwind_init();
+	agent_exit_claim();
+	agent_exit_entered(regs, sp);
+	/* resolved with the allocator, so an exit() from a signal handler on
+	 * a small stack costs no dlsym here */
+	while (!real.exit && !ready())
+		sched_yield();  /* another thread is resolving: not for long */
+	if (real.exit)
+		real.exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* _exit and _Exit skip exit handlers and destructors, so the report is
+ * written here (a vfork child shares our memory and is not us: skipped). */
+AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
+						       uintptr_t sp)
+{
 	if (getpid() == agent_pid) {
 		agent_exit_claim();
-		if (agent_report_exit(status & 0xff, agent_stack_pointer()) &&
+		if (agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS) &&
 		    agent_config.error_exitcode)
 			status = agent_config.error_exitcode;
 	}
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
-}
-
-AGENT_API void _Exit(int status)
-{
-	_exit(status);
 }
 
 /* ---------- another allocator before us ---------- */

@@ -19,6 +19,10 @@
  *     one still unreached leads a clique, and what it reaches that is
  *     still unreached is indirectly lost. The leaders are definitely lost.
  *
+ * Reading never faults: program memory is read in place only where the
+ * maps snapshot (taken with the world stopped) shows it readable, else
+ * copied with process_vm_readv (see "reading program memory" below).
+ *
  * The scan holds every table lock from the copy of the live table to the
  * end of marking, so no block can be freed or added under it; the other
  * threads stay stopped until marking is done. Nothing here allocates
@@ -30,6 +34,7 @@
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -384,10 +389,137 @@ struct scan {
 	struct agent_block *b;
 	size_t n;
 	uint8_t *state;
+	uint8_t *direct;         /* block i (and the word before it) readable in place */
 	uint32_t *stack;
 	size_t top, cap;
 	uintptr_t lo, hi;
+	uintptr_t *rbuf;         /* copies of blocks that are not read in place */
+	size_t rbufwords;
 };
+
+/* ---------- reading program memory without faulting ----------
+ *
+ * A live block may hold a PROT_NONE page (a coroutine or thread stack with
+ * a guard page), and a thread that could not be stopped may munmap or
+ * mprotect while we scan. So memory is read in place only where the maps
+ * snapshot, taken with every other thread stopped, says it is readable;
+ * everything else is copied with process_vm_readv, which fails where a
+ * plain read would fault. When some thread runs on (world_unsafe), the
+ * snapshot proves nothing and every read is a copy. */
+
+static bool world_unsafe;
+static bool pvr_broken;  /* process_vm_readv refused (seccomp, old kernel) */
+
+static bool readable_range(uintptr_t a, uintptr_t len);
+
+/* Copies n words from a to dst; words on pages that cannot be read become
+ * 0 (never a pointer). */
+static void copy_words(uintptr_t *dst, uintptr_t a, size_t n)
+{
+	while (n) {
+		ssize_t got = -1;
+		if (!pvr_broken) {
+			struct iovec local = { dst, n * 8 }, remote = { (void *)a, n * 8 };
+			got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+			if (got < 0 && (errno == ENOSYS || errno == EPERM))
+				pvr_broken = true;
+		}
+		if (pvr_broken && readable_range(a, n * 8)) {
+			agent_memcpy(dst, (const void *)a, n * 8);
+			return;
+		}
+		size_t words = got > 0 ? (size_t)got / 8 : 0;
+		if (!words) {
+			/* the page at a faults: zeros up to the next page */
+			words = (((a + PAGE) & ~(PAGE - 1)) - a) / 8;
+			if (words > n)
+				words = n;
+			agent_memset(dst, 0, words * 8);
+		}
+		dst += words;
+		a += words * 8;
+		n -= words;
+	}
+}
+
+/* Copies count ranges (addrs[i], nwords[i] words each) one after the
+ * other into dst, in as few system calls as it can: for blocks that
+ * cannot be read in place, one call per block would cost more than the
+ * whole scan. Unreadable pages become zeros, as in copy_words. */
+#define BATCH 256
+static void copy_ranges(uintptr_t *dst, const uintptr_t *addrs, const size_t *nwords,
+			size_t count)
+{
+	struct iovec local[BATCH], remote[BATCH];
+	size_t i = 0;
+	while (i < count) {
+		size_t n = 0, want = 0;
+		uintptr_t *d = dst;
+		for (; n < BATCH && i + n < count; n++) {
+			local[n].iov_base = d;
+			local[n].iov_len = nwords[i + n] * 8;
+			remote[n].iov_base = (void *)addrs[i + n];
+			remote[n].iov_len = nwords[i + n] * 8;
+			d += nwords[i + n];
+			want += nwords[i + n] * 8;
+		}
+		ssize_t got = pvr_broken ? -1 :
+			syscall(SYS_process_vm_readv, getpid(), local, n, remote, n, 0);
+		size_t done = got > 0 ? (size_t)got : 0;
+		if (done == want) {
+			dst = d;
+			i += n;
+			continue;
+		}
+		/* whole ranges before the fault, then that one the slow way */
+		size_t k = 0;
+		while (done >= local[k].iov_len && local[k].iov_len) {
+			done -= local[k].iov_len;
+			dst += nwords[i + k];
+			k++;
+		}
+		while (k < n && !local[k].iov_len)
+			k++;
+		if (k < n) {
+			copy_words(dst, addrs[i + k], nwords[i + k]);
+			dst += nwords[i + k];
+			k++;
+		}
+		i += k;
+	}
+}
+
+/* The word at a, read in place when that is safe. */
+static uintptr_t read_word(uintptr_t a)
+{
+	if (!world_unsafe && readable_range(a, 8))
+		return *(const uintptr_t *)a;
+	uintptr_t v;
+	copy_words(&v, a, 1);
+	return v;
+}
+
+/* Word k of block i, or of the word before it for k == -1. */
+static inline uintptr_t block_word(const struct scan *s, size_t i, long k)
+{
+	uintptr_t a = s->b[i].addr + (uintptr_t)(k * 8);
+	return s->direct[i] ? *(const uintptr_t *)a : read_word(a);
+}
+
+/* The words of block j from word k on: returns a pointer to *n of them
+ * (in place, or a copy in s->rbuf valid until the next call). */
+static const uintptr_t *block_chunk(struct scan *s, size_t j, size_t k, size_t *n)
+{
+	const struct agent_block *b = &s->b[j];
+	size_t total = b->size / 8;
+	if (s->direct[j]) {
+		*n = total - k;
+		return (const uintptr_t *)b->addr + k;
+	}
+	*n = total - k < s->rbufwords ? total - k : s->rbufwords;
+	copy_words(s->rbuf, b->addr + k * 8, *n);
+	return s->rbuf;
+}
 
 static long find_block(const struct scan *s, uintptr_t p)
 {
@@ -413,10 +545,48 @@ static void push(struct scan *s, size_t i)
 		s->stack[s->top++] = (uint32_t)i;
 }
 
-static bool readable_word(uintptr_t a)
+/* Does the maps snapshot say [a, a + len) is readable? Adjacent
+ * readable regions count as one. */
+static bool readable_range(uintptr_t a, uintptr_t len)
 {
 	const struct region *g = region_of(a);
-	return g && g->r && a + 8 <= g->end;
+	while (g && g->r) {
+		if (a + len <= g->end)
+			return true;
+		if (g + 1 >= regions + nregions || g[1].start != g->end)
+			return false;
+		g++;
+	}
+	return false;
+}
+
+/* Which blocks can be read in place, header word included: for each run
+ * of adjacent readable regions, the blocks wholly inside it. The first is
+ * found by binary search; then a walk, as blocks may overlap (glibc's
+ * mmap'd chunks and memalign leftovers are not checked here). s->direct
+ * starts zeroed (fresh mmap). */
+static void mark_direct(struct scan *s)
+{
+	if (world_unsafe)
+		return;
+	size_t i = 0;
+	for (size_t r = 0; r < nregions && i < s->n; r++) {
+		if (!regions[r].r)
+			continue;
+		uintptr_t lo = regions[r].start + 8, hi = regions[r].end;
+		while (r + 1 < nregions && regions[r + 1].r && regions[r + 1].start == hi)
+			hi = regions[++r].end;
+		size_t a = i, b = s->n;  /* first block at or above lo */
+		while (a < b) {
+			size_t mid = (a + b) / 2;
+			if (s->b[mid].addr < lo)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		for (i = a; i < s->n && s->b[i].addr < hi; i++)
+			s->direct[i] = s->b[i].addr + s->b[i].size <= hi;
+	}
 }
 
 /* valgrind's test for a vtable: a table in a file mapping whose first
@@ -430,9 +600,9 @@ static bool is_vtable(uintptr_t v)
 		return false;
 	int fns = 0;
 	for (uintptr_t a = v; a < v + 20 * 8; a += 8) {
-		if (!readable_word(a))
+		if (!readable_range(a, 8))
 			return false;
-		uintptr_t f = *(const uintptr_t *)a;
+		uintptr_t f = read_word(a);
 		if (!f)
 			continue;
 		const struct region *fg = region_of(f);
@@ -445,22 +615,28 @@ static bool is_vtable(uintptr_t v)
 }
 
 /* Does one of valgrind's default heuristics explain an interior pointer? */
-static bool heuristic(const struct agent_block *b, uintptr_t p)
+static bool heuristic(const struct scan *s, size_t i, uintptr_t p)
 {
-	const uint64_t *w = (const uint64_t *)b->addr;
+	const struct agent_block *b = &s->b[i];
 	uint64_t size = b->size;
+	if (size < 8)
+		return false;
+	uint64_t w0 = block_word(s, i, 0);
 	/* stdstring: old libstdc++ strings, {length, capacity, refcount, chars} */
-	if (p == b->addr + 24 && size >= 24 && 24 + w[1] + 1 == size && w[0] <= w[1])
-		return true;
+	if (p == b->addr + 24 && size >= 24) {
+		uint64_t w1 = block_word(s, i, 1);
+		if (24 + w1 + 1 == size && w0 <= w1)
+			return true;
+	}
 	/* length64: a block starting with the length of the rest */
-	if (p == b->addr + 8 && size >= 8 && w[0] > 0 && size - 8 == w[0])
+	if (p == b->addr + 8 && w0 > 0 && size - 8 == w0)
 		return true;
 	/* newarray: new[] of objects with destructors keeps the count first */
-	if (p == b->addr + 8 && size >= 8 && w[0] > 0 && (size - 8) % w[0] == 0)
+	if (p == b->addr + 8 && w0 > 0 && (size - 8) % w0 == 0)
 		return true;
 	/* multipleinheritance: a pointer to a second vtable pointer inside */
-	if (!(p & 7) && p + 8 <= b->addr + size && size >= 8 &&
-	    is_vtable(*(const uintptr_t *)p) && is_vtable(w[0]))
+	if (!(p & 7) && p + 8 <= b->addr + size &&
+	    is_vtable(block_word(s, i, (long)(p - b->addr) / 8)) && is_vtable(w0))
 		return true;
 	return false;
 }
@@ -469,9 +645,10 @@ static bool heuristic(const struct agent_block *b, uintptr_t p)
  * top chunk). A free chunk's header overlaps the last word of the block
  * before it, so such a pointer looks like an interior pointer into a live
  * block; valgrind, with its own allocator, never sees them. */
-static bool is_chunk_header_of_next(const struct agent_block *b, uintptr_t p)
+static bool is_chunk_header_of_next(const struct scan *s, size_t i, uintptr_t p)
 {
-	uintptr_t hdr = ((const uintptr_t *)b->addr)[-1];
+	const struct agent_block *b = &s->b[i];
+	uintptr_t hdr = block_word(s, i, -1);
 	uintptr_t chunk = hdr & ~(uintptr_t)7;
 	return !(hdr & 2) && chunk >= b->size + 8 && chunk <= b->size + 64 &&
 	       p == b->addr - 16 + chunk;
@@ -485,8 +662,12 @@ static inline void consider(struct scan *s, uintptr_t p, bool definite)
 	uint8_t st = s->state[i];
 	if (st == ST_REACHABLE)
 		return;
-	bool start = p == s->b[i].addr || heuristic(&s->b[i], p);
-	if (!start && is_chunk_header_of_next(&s->b[i], p))
+	/* valgrind takes no pointer to an unreadable address (the guard page
+	 * at the start of a malloc'd stack, say) */
+	if (!s->direct[i] && !readable_range(p, 1))
+		return;
+	bool start = p == s->b[i].addr || heuristic(s, (size_t)i, p);
+	if (!start && is_chunk_header_of_next(s, (size_t)i, p))
 		return;
 	if (start && definite) {
 		s->state[i] = ST_REACHABLE;
@@ -504,12 +685,50 @@ static void scan_words(struct scan *s, const uintptr_t *w, size_t n, bool defini
 			consider(s, w[i], definite);
 }
 
+/* Block j, and the small blocks that cannot be read in place on top of
+ * the stack after it, copied together and scanned. A block's state is
+ * read when its turn comes, as drain would. */
+static void drain_copied(struct scan *s, size_t j)
+{
+	uintptr_t addrs[BATCH];
+	size_t nwords[BATCH], idx[BATCH], n = 0, words = 0;
+	for (;;) {
+		idx[n] = j;
+		addrs[n] = s->b[j].addr;
+		nwords[n] = s->b[j].size / 8;
+		words += nwords[n++];
+		if (n == BATCH || !s->top)
+			break;
+		j = s->stack[s->top - 1];
+		if (s->direct[j] || words + s->b[j].size / 8 > s->rbufwords)
+			break;
+		s->top--;
+	}
+	copy_ranges(s->rbuf, addrs, nwords, n);
+	const uintptr_t *w = s->rbuf;
+	for (size_t i = 0; i < n; i++) {
+		scan_words(s, w, nwords[i], s->state[idx[i]] == ST_REACHABLE);
+		w += nwords[i];
+	}
+}
+
 static void drain(struct scan *s)
 {
 	while (s->top) {
-		size_t j = s->stack[--s->top];
-		const struct agent_block *b = &s->b[j];
-		scan_words(s, (const uintptr_t *)b->addr, b->size / 8, s->state[j] == ST_REACHABLE);
+		size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
+		if (likely(s->direct[j])) {
+			scan_words(s, (const uintptr_t *)s->b[j].addr, total,
+				   s->state[j] == ST_REACHABLE);
+			continue;
+		}
+		if (total <= s->rbufwords / 2) {
+			drain_copied(s, j);
+			continue;
+		}
+		for (size_t k = 0; k < total; k += n) {
+			const uintptr_t *w = block_chunk(s, j, k, &n);
+			scan_words(s, w, n, s->state[j] == ST_REACHABLE);
+		}
 	}
 }
 
@@ -521,16 +740,17 @@ static void cliques(struct scan *s)
 			continue;
 		push(s, i);
 		while (s->top) {
-			size_t j = s->stack[--s->top];
-			const struct agent_block *b = &s->b[j];
-			const uintptr_t *w = (const uintptr_t *)b->addr;
-			for (size_t k = 0; k < b->size / 8; k++) {
-				if (w[k] < s->lo || w[k] >= s->hi)
-					continue;
-				long t = find_block(s, w[k]);
-				if (t >= 0 && (size_t)t != i && s->state[t] == ST_UNREACHED) {
-					s->state[t] = ST_INDIRECT;
-					push(s, (size_t)t);
+			size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
+			for (size_t k0 = 0; k0 < total; k0 += n) {
+				const uintptr_t *w = block_chunk(s, j, k0, &n);
+				for (size_t k = 0; k < n; k++) {
+					if (w[k] < s->lo || w[k] >= s->hi)
+						continue;
+					long t = find_block(s, w[k]);
+					if (t >= 0 && (size_t)t != i && s->state[t] == ST_UNREACHED) {
+						s->state[t] = ST_INDIRECT;
+						push(s, (size_t)t);
+					}
 				}
 			}
 		}
@@ -553,21 +773,16 @@ static void excl_add(struct excl *x, uintptr_t start, uintptr_t end)
 	}
 }
 
-/* Scans [a, b) through process_vm_readv, so a page that faults (a shared
- * file mapping past its end, say) is skipped instead of crashing us. */
+/* Scans [a, b) through copies, so a page that faults (a shared file
+ * mapping past its end, say) is skipped instead of crashing us. */
 static void scan_range(struct scan *s, uintptr_t a, uintptr_t b, uintptr_t *buf, size_t bufwords)
 {
 	a = (a + 7) & ~(uintptr_t)7;
 	while (a + 8 <= b) {
 		size_t want = (b - a) / 8 < bufwords ? (b - a) / 8 : bufwords;
-		struct iovec local = { buf, want * 8 }, remote = { (void *)a, want * 8 };
-		ssize_t got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
-		if (got <= 0) {
-			a = (a + PAGE) & ~(PAGE - 1);  /* skip the faulting page */
-			continue;
-		}
-		scan_words(s, buf, (size_t)got / 8, true);
-		a += (size_t)got & ~(size_t)7;
+		copy_words(buf, a, want);
+		scan_words(s, buf, want, true);
+		a += want * 8;
 	}
 }
 
@@ -600,6 +815,17 @@ static void scan_region_minus(struct scan *s, uintptr_t a, uintptr_t b, const st
 		scan_range(s, cur, b, buf, bufwords);
 }
 
+/* Is block i, whose header word is hdr, a chunk with a mapping of its
+ * own? Then its pages are no root. */
+static inline bool own_mapping(const struct scan *s, size_t i, uintptr_t hdr, struct excl *x)
+{
+	if (!(hdr & 2))
+		return false;
+	const struct agent_block *b = &s->b[i];
+	excl_add(x, (b->addr - 16) & ~(PAGE - 1), (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
+	return true;
+}
+
 /* Does region g hold a block that malloc carved from an arena (not a
  * block with a mapping of its own)? Such a region is heap, not a root. */
 static bool holds_arena_block(const struct scan *s, const struct region *g, struct excl *x)
@@ -612,17 +838,31 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		else
 			hi = mid;
 	}
+	/* glibc marks a chunk with its own mapping by bit 1 of the size word
+	 * just before the block; those that cannot be read in place are
+	 * copied BATCH at a time */
 	bool arena = false;
-	for (size_t i = lo; i < s->n && s->b[i].addr < g->end; i++) {
-		const struct agent_block *b = &s->b[i];
-		/* glibc marks a chunk with its own mapping by bit 1 of the size
-		 * word just before the block */
-		uintptr_t hdr = b->addr >= g->start + 8 ? ((const uintptr_t *)b->addr)[-1] : 0;
-		if (hdr & 2)
-			excl_add(x, (b->addr - 16) & ~(PAGE - 1),
-				 (b->addr + b->size + PAGE - 1) & ~(PAGE - 1));
-		else
-			arena = true;
+	uintptr_t addrs[BATCH], hdrs[BATCH];
+	size_t ones[BATCH], idx[BATCH], n = 0;
+	for (size_t i = lo;; i++) {
+		bool last = i == s->n || s->b[i].addr >= g->end;
+		if (n == BATCH || (n && last)) {
+			copy_ranges(hdrs, addrs, ones, n);
+			for (size_t k = 0; k < n; k++)
+				arena |= !own_mapping(s, idx[k], hdrs[k], x);
+			n = 0;
+		}
+		if (last)
+			break;
+		if (unlikely(s->b[i].addr < g->start + 8)) {
+			arena = true;  /* its header is not in this region */
+		} else if (likely(s->direct[i])) {
+			arena |= !own_mapping(s, i, ((const uintptr_t *)s->b[i].addr)[-1], x);
+		} else {
+			addrs[n] = s->b[i].addr - 8;
+			ones[n] = 1;
+			idx[n++] = i;
+		}
 	}
 	return arena;
 }
@@ -662,7 +902,7 @@ void agent_leakscan_init(int sig)
 /* ---------- the whole scan ---------- */
 
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
-				   uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info)
+				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks, size_t *maplen, struct agent_scan_info *info)
 {
 	struct agent_kinds *kinds = NULL;
 	struct scan s = { 0 };
@@ -694,6 +934,10 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	tmp = agent_mmap(blocks_len);
 	state_len = s.n + 1;
 	s.state = agent_mmap(state_len);
+	s.direct = agent_mmap(state_len);
+	s.rbuf = buf;
+	s.rbufwords = buf_len / 8;
+	world_unsafe = missing != 0;
 	s.cap = 2 * s.n + 16;
 	stack_len = s.cap * sizeof *s.stack;
 	s.stack = agent_mmap(stack_len);
@@ -701,13 +945,14 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	excl_len = x.cap * sizeof *x.r;
 	x.r = agent_mmap(excl_len);
 	xtmp = agent_mmap(excl_len);
-	if (!s.b || !tmp || !s.state || !s.stack || !x.r || !xtmp || !read_maps(mapsbuf, maps_len)) {
+	if (!s.b || !tmp || !s.state || !s.direct || !s.stack || !x.r || !xtmp || !read_maps(mapsbuf, maps_len)) {
 		resume_world();
 		agent_tables_unlock_all();
 		goto out;
 	}
 	s.n = agent_live_copy_locked(s.b, s.n);
 	radix_sort(s.b, tmp, s.n);
+	mark_direct(&s);
 	if (s.n) {
 		s.lo = s.b[0].addr;
 		s.hi = 0;
@@ -728,11 +973,10 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	const struct region *g = region_of(stack_from);
 	if (g)
 		excl_add(&x, g->start, stack_from);
-	/* Running on a signal stack (a leak check from a signal handler): it
-	 * holds only our frames. */
-	stack_t ss;
-	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
-		excl_add(&x, (uintptr_t)ss.ss_sp, (uintptr_t)ss.ss_sp + ss.ss_size);
+	/* Called on a signal stack (a leak check from a signal handler)
+	 * that the program's frames are not on: it holds only our frames. */
+	if (alt_hi > alt_lo && (stack_from < alt_lo || stack_from >= alt_hi))
+		excl_add(&x, alt_lo, alt_hi);
 	for (int i = 0; i < stop.nslots; i++) {
 		const struct region *tg = region_of(stop.slots[i].sp);
 		if (tg)
@@ -789,6 +1033,7 @@ out:
 	agent_munmap(s.b, blocks_len);
 	agent_munmap(tmp, blocks_len);
 	agent_munmap(s.state, state_len);
+	agent_munmap(s.direct, state_len);
 	agent_munmap(s.stack, stack_len);
 	agent_munmap(x.r, excl_len);
 	agent_munmap(xtmp, excl_len);

@@ -14,7 +14,12 @@
  * the exit status, releases libc's and libstdc++'s one-time caches as
  * valgrind does (only when no other thread is left to use them), and
  * writes heaptrail.PID.leaks. _exit, which skips all of this, writes the
- * report from its hook.
+ * report from its hook. exit, _exit and _Exit record the caller's
+ * callee-saved registers and stack pointer on entry (AGENT_CALLER_ENTRY):
+ * they are roots, and the scan of that thread's stack starts there. A
+ * process killed by a fatal signal gets its report from a handler (end
+ * of this file). Reports and leak checks run on a stack of the agent's
+ * own, so they fit on any stack the program calls or signals them on.
  *
  * One thread ends the process. glibc (before 2.41) lets two threads run
  * exit() at once, and the one that finishes first kills the other in the
@@ -60,15 +65,29 @@ extern char _etext[] __attribute__((visibility("hidden")));
 
 static void (*libc_freeres)(void);
 static void install_check_handler(void);
+static void install_fatal_handlers(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
 static int report_err;              /* the exit report's result */
 static atomic_int exit_owner;       /* tid of the thread ending the process */
 static void (*real_exit)(int);
+/* The thread writing the exit report, and whether it is done: a thread
+ * killed meanwhile waits for it. */
+static _Atomic pid_t report_tid;
+static atomic_int report_done;
+
+/* Where the thread that called exit() left the program, for the report
+ * its last exit handler writes. The first caller wins. */
+static struct {
+	_Atomic pid_t tid;
+	uintptr_t sp;
+	uintptr_t regs[AGENT_CALLER_NREGS];
+} exit_ctx;
 
 void agent_modules_lock(void);
 void agent_modules_unlock(void);
+bool agent_modules_wait_unlocked(long ms);
 
 void agent_init_early(void)
 {
@@ -100,6 +119,9 @@ static void fork_child(void)
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
 	atomic_store(&exit_owner, 0);
+	atomic_store(&report_done, 0);
+	atomic_store(&report_tid, 0);
+	atomic_store(&exit_ctx.tid, 0);
 	agent_counters_forked();
 	/* threads that had deferred calls (hooks.c) are gone; this one's stay */
 	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
@@ -180,6 +202,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 					     : (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	install_check_handler();
+	install_fatal_handlers();
 	if (agent_config.sample > 1)
 		start_sampling();
 	agent_set_recording(agent_config.active);
@@ -232,10 +255,26 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 	return fallback;
 }
 
+void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
+{
+	pid_t none = 0, tid = (pid_t)syscall(SYS_gettid);
+	if (atomic_load(&exit_ctx.tid) || getpid() != agent_pid)
+		return;
+	exit_ctx.sp = sp;
+	for (int i = 0; i < AGENT_CALLER_NREGS; i++)
+		exit_ctx.regs[i] = regs[i];
+	atomic_compare_exchange_strong(&exit_ctx.tid, &none, tid);
+}
+
 static NOINLINE void late_report(int status, void *arg)
 {
+	if (atomic_load(&exit_ctx.tid) == (pid_t)syscall(SYS_gettid)) {
+		agent_report_exit(status & 0xff, exit_ctx.sp, exit_ctx.regs, AGENT_CALLER_NREGS);
+		return;
+	}
+	/* main returned (libc's own call to exit is not hooked) */
 	__builtin_unwind_init();  /* spill callee-saved registers: roots */
-	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()));
+	agent_report_exit(status & 0xff, program_stack_start(agent_stack_pointer()), NULL, 0);
 }
 
 /* ---------- one thread ends the process ---------- */
@@ -264,34 +303,6 @@ static void (*resolve_exit(void))(int)
 	}
 	return real_exit;
 }
-
-/* The exit() hook: claims the exit, then jumps to libc's exit with the
- * stack and every register as the program left them, so the hook leaves
- * no frame of its own between the program's and libc's: the callee-saved
- * registers the program held its pointers in reach libc's exit (and the
- * leak scan's view of it) exactly as without the agent. */
-__attribute__((visibility("hidden"), used)) void *agent_exit_prepare(int status)
-{
-	agent_exit_claim();
-	void (*next)(int) = resolve_exit();
-	if (!next)
-		syscall(SYS_exit_group, status);  /* no exit() to be found: as _exit */
-	return (void *)(uintptr_t)next;
-}
-
-__asm__(".text\n"
-	".globl exit\n"
-	".type exit, @function\n"
-	"exit:\n"
-	"	.cfi_startproc\n"
-	"	push %rdi\n"               /* the status; the stack is 16-aligned */
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	call agent_exit_prepare\n" /* preserves the callee-saved registers */
-	"	pop %rdi\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	jmp *%rax\n"
-	"	.cfi_endproc\n"
-	".size exit, .-exit\n");
 
 /* Runs inside exit(), after every destructor. A report that could not be
  * written makes the process exit with error_exitcode when it is set:
@@ -375,7 +386,7 @@ static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
 	agent_put(w, "\n");
 }
 
-static void write_header(struct agent_writer *w, int status, bool freeres)
+static void write_header(struct agent_writer *w, int status, int killed_by, bool freeres)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -393,7 +404,9 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 	agent_put_escaped(w, exe[0] ? exe : "?");
 	agent_put(w, "\n");
 	write_args(w);
-	if (status >= 0)
+	if (killed_by)
+		write_line_u64(w, "exit signal", (uint64_t)killed_by);
+	else if (status >= 0)
 		write_line_u64(w, "exit status", (uint64_t)status);
 	else
 		agent_put(w, "exit unknown\n");
@@ -518,11 +531,39 @@ static void file_name(char *name, size_t cap, unsigned check)
 	agent_strlcpy(name + n, ".leaks", cap - n);
 }
 
-/* Classifies (when enabled), then writes one leak file. check is 0 for
- * the exit report, else the check's number. Returns 0 or -errno. */
-static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra,
-			unsigned check, int flags)
+/* What a report needs from where it was asked for: it is written on the
+ * agent's own stack (agent_call_on_own_stack), so everything about the
+ * program's stack is taken before the switch. */
+struct report_call {
+	int status;              /* exit status, < 0 when unknown */
+	uintptr_t stack_from;    /* as for agent_leakscan */
+	const uintptr_t *extra;  /* extra roots (registers), may be NULL */
+	int nextra;
+	unsigned check;          /* 0 for the exit report, else the check's number */
+	int flags;               /* HEAPTRAIL_LEAKS_* of a check */
+	uintptr_t alt_lo, alt_hi; /* the sigaltstack we were called on, if any */
+	int killed_by;           /* the fatal signal being reported, else 0 */
+};
+
+static void note_altstack(struct report_call *c)
 {
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+		c->alt_lo = (uintptr_t)ss.ss_sp;
+		c->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+	}
+}
+
+/* Classifies (when enabled), then writes one leak file. Returns 0 or
+ * -errno. */
+static int write_report(const struct report_call *c)
+{
+	int status = c->status;
+	uintptr_t stack_from = c->stack_from;
+	const uintptr_t *extra = c->extra;
+	int nextra = c->nextra;
+	unsigned check = c->check;
+	int flags = c->flags;
 	struct agent_scan_info info;
 	struct agent_kinds *kinds = NULL;
 	uint32_t nstacks = 0;
@@ -534,13 +575,16 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 64)
 		agent_rlimit_raise(&lim);
-	bool freeres = !check && release_caches();
+	/* killed: libc may be stopped anywhere (inside malloc, holding its
+	 * locks), so its caches stay, as under valgrind */
+	bool freeres = !check && !c->killed_by && release_caches();
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
 
 	bool classified = false;
 	if (agent_config.leak_kinds)
-		classified = (kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info));
+		classified = (kinds = agent_leakscan(stack_from, extra, nextra, c->alt_lo, c->alt_hi,
+							       &nstacks, &maplen, &info));
 	if (!kinds) {
 		/* no classification: every live block is "in use" */
 		nstacks = agent_stack_count();
@@ -557,7 +601,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	struct agent_writer w;
 	int err = agent_writer_open(&w, agent_config.output, name);
 	if (err == 0) {
-		write_header(&w, status, freeres);
+		write_header(&w, status, c->killed_by, freeres);
 		if (check) {
 			agent_put(&w, "check ");
 			agent_put_u64(&w, check);
@@ -605,14 +649,8 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	return err;
 }
 
-/* The report's and the checks' file work is no place for a pthread_cancel
- * to act (it would leave the flags below set): cancellation waits. */
-int agent_report_exit(int status, uintptr_t stack_from)
+static long exit_report(void *arg)
 {
-	if (!reports_enabled || atomic_exchange(&reported, 1))
-		return 0;
-	int cancel;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	agent_set_recording(false);
 	/* A dump of the ticker or of a signal may be under way: the final
 	 * one waits for it (up to 2 s: this thread may be that dump's,
@@ -621,7 +659,24 @@ int agent_report_exit(int status, uintptr_t stack_from)
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
-	report_err = write_report(status, stack_from, NULL, 0, 0, 0);
+	return write_report(arg);
+}
+
+/* The report's and the checks' file work is no place for a pthread_cancel
+ * to act (it would leave the flags below set): cancellation waits. */
+static int report_exit(int status, int killed_by, uintptr_t stack_from, const uintptr_t *extra,
+		       int nextra)
+{
+	if (!reports_enabled || atomic_exchange(&reported, 1))
+		return 0;
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	atomic_store(&report_tid, (pid_t)syscall(SYS_gettid));
+	struct report_call c = { .status = status, .stack_from = stack_from,
+				 .extra = extra, .nextra = nextra, .killed_by = killed_by };
+	note_altstack(&c);
+	report_err = (int)agent_call_on_own_stack(exit_report, &c);
+	atomic_store(&report_done, 1);
 	if (report_err && agent_config.error_exitcode) {
 		char code[8];
 		size_t n = 0;
@@ -638,6 +693,16 @@ int agent_report_exit(int status, uintptr_t stack_from)
 	return report_err;
 }
 
+int agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra)
+{
+	return report_exit(status, 0, stack_from, extra, nextra);
+}
+
+static long check_report(void *arg)
+{
+	return write_report(arg);
+}
+
 static atomic_int check_running;
 atomic_int agent_pending;
 
@@ -649,7 +714,10 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 		return -EBUSY;
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	int r = write_report(-1, stack_from, extra, nextra, ++check_count, flags);
+	struct report_call c = { .status = -1, .stack_from = stack_from, .extra = extra,
+				 .nextra = nextra, .check = ++check_count, .flags = flags };
+	note_altstack(&c);
+	int r = (int)agent_call_on_own_stack(check_report, &c);
 	pthread_setcancelstate(cancel, NULL);
 	atomic_store(&check_running, 0);
 	return r;
@@ -722,4 +790,79 @@ static void install_check_handler(void)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(sig, &sa, NULL);
+}
+
+/* ---------- a report for a process killed by a signal ----------
+ *
+ * As valgrind does, a process killed by a fatal signal still gets its
+ * leak report ("exit signal N"), written before the signal takes its
+ * default action. The handlers go only where the program left the
+ * default disposition, at start-up; a program that installs its own
+ * replaces them. Then the signal is raised again with the default
+ * action (a fault is simply re-executed), so the exit status and the
+ * core dump are those of the bare run. */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
+
+static void die_by_default(int sig, const siginfo_t *si)
+{
+	struct sigaction dfl;
+	agent_memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
+	if (!fault)  /* delivered when the handler returns: it is blocked now */
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	if (getpid() != agent_pid || !reports_enabled) {
+		/* a child that does not report */
+	} else if (atomic_load(&reported)) {
+		/* another thread is writing the report: let it finish */
+		for (int i = 0; i < 30000 && atomic_load(&report_tid) != self &&
+				!atomic_load(&report_done); i++) {
+			struct timespec ts = { 0, 1000 * 1000 };
+			syscall(SYS_nanosleep, &ts, NULL);
+		}
+	} else if (agent_tls.busy &&
+		   (!agent_tables_wait_unlocked(1000) || !agent_modules_wait_unlocked(1000))) {
+		/* the code we interrupted holds one of our locks */
+		agent_log("no leak report: the fatal signal came while the agent held a lock",
+			  NULL, NULL);
+	} else {
+		/* The interrupted code's registers are roots, and so is its
+		 * stack down to its red zone; below that is this handler. */
+		ucontext_t *uc = ucv;
+		uintptr_t regs[NGREG];
+		uintptr_t sp = agent_stack_pointer();  /* called, not signalled */
+		for (int i = 0; uc && i < NGREG; i++)
+			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+		if (uc)
+			sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
+		report_exit(-1, sig, sp, uc ? regs : NULL, uc ? NGREG : 0);
+	}
+	die_by_default(sig, si);
+	errno = saved_errno;
+}
+
+static void install_fatal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+		int sig = fatal_signals[i];
+		struct sigaction old, sa;
+		if (sig == agent_config.leak_check_signal || sig == agent_config.stop_signal ||
+		    sigaction(sig, NULL, &old))
+			continue;
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;  /* the program's (or ignored): not ours to touch */
+		agent_memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = fatal_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sig, &sa, NULL);
+	}
 }

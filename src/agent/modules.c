@@ -154,5 +154,6 @@ void agent_modules_write(struct agent_writer *w)
 	agent_unlock(&modules_lock);
 }
 
+bool agent_modules_wait_unlocked(long ms) { return agent_lock_seen_free(&modules_lock, ms); }
 void agent_modules_lock(void) { agent_lock(&modules_lock); }
 void agent_modules_unlock(void) { agent_unlock(&modules_lock); }

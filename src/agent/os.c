@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,6 +74,51 @@ void agent_munmap(void *p, size_t len)
 		maps_remove((uintptr_t)p);
 		munmap(p, len);
 	}
+}
+
+/* agent_switch_stack(arg, fn, top): calls fn(arg) with the stack pointer
+ * at top (16-byte aligned), then comes back to the caller's stack. rbp
+ * keeps the caller's stack pointer (callee-saved, so fn preserves it) and
+ * is the CFA register, so an unwinder can walk out of fn. */
+__asm__(".text\n"
+	".type agent_switch_stack, @function\n"
+	".p2align 4\n"
+	"agent_switch_stack:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rbp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.cfi_rel_offset %rbp, 0\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	mov %rdx, %rsp\n"
+	"	call *%rsi\n"
+	"	mov %rbp, %rsp\n"
+	"	.cfi_def_cfa_register %rsp\n"
+	"	pop %rbp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_restore %rbp\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size agent_switch_stack, .-agent_switch_stack\n");
+long agent_switch_stack(void *arg, long (*fn)(void *), uintptr_t top)
+	__attribute__((visibility("hidden")));
+
+#define OWN_STACK_SIZE (1ul << 20)
+#define OWN_STACK_GUARD 4096ul
+
+long agent_call_on_own_stack(long (*fn)(void *), void *arg)
+{
+	size_t len = OWN_STACK_SIZE + OWN_STACK_GUARD;
+	char *base = agent_mmap(len);
+	if (!base || mprotect(base, OWN_STACK_GUARD, PROT_NONE)) {
+		agent_munmap(base, len);
+		agent_log("cannot map a stack of its own: ", "report or check skipped", NULL);
+		return -ENOMEM;
+	}
+	long r = agent_switch_stack(arg, fn, ((uintptr_t)base + len) & ~(uintptr_t)15);
+	agent_munmap(base, len);
+	return r;
 }
 
 size_t agent_strlen(const char *s)
@@ -184,6 +231,17 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
+}
+
+bool agent_lock_seen_free(agent_lock_t *l, long ms)
+{
+	for (long waited = 0; atomic_load_explicit(&l->v, memory_order_relaxed); waited++) {
+		if (waited >= ms)
+			return false;
+		struct timespec ts = { 0, 1000 * 1000 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	return true;
 }
 
 NOINLINE void agent_lock_slow(agent_lock_t *l)

@@ -425,6 +425,16 @@ void agent_tables_lock_all(void)
 	agent_tls.tables_locked = true;  /* a handler's frees wait (hooks.c) */
 }
 
+bool agent_tables_wait_unlocked(long ms)
+{
+	if (!agent_lock_seen_free(&stack_lock, ms))
+		return false;
+	for (unsigned i = 0; i < NSHARDS; i++)
+		if (!agent_lock_seen_free(&shards[i].lock, ms))
+			return false;
+	return true;
+}
+
 void agent_tables_unlock_all(void)
 {
 	for (unsigned i = 0; i < NSHARDS; i++)

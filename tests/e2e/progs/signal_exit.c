@@ -1,8 +1,10 @@
 /*
  * signal_exit — leaks, then dies of SIGTERM (default action): heaptrail
  * run must end the same way (killed by signal 15, not exit 143), with the
- * program's stdout intact.  Used by cli:signal-status only: what a report
- * of a killed process holds is not fixed yet.
+ * program's stdout intact.  Used by cli:signal-status only.  It sets
+ * SIGTERM's disposition itself (to the default), which replaces the
+ * agent's handler: no report, and the wrapper says so (the killed_*
+ * programs leave the disposition alone and get one).
  *
  * For the record (valgrind memcheck, Debian 12): on a fatal signal
  * __libc_freeres does not run, so stdout's 4,096-byte buffer is in use
