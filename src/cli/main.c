@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -142,18 +143,25 @@ long cli_parse_count(const char *s, long max)
 
 int cli_write_file(const char *path, const char *data, size_t len)
 {
-	size_t n = strlen(path) + 32;
+	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
 	int ret = 0;
 	if (!tmp)
 		return -ENOMEM;
-	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* An unpredictable name created O_EXCL (mkostemp), so nobody can plant
+	 * a symlink there; the file appears under path whole or not at all. */
+	snprintf(tmp, n, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		goto out;
 	}
-	for (size_t off = 0; off < len;) {
+	/* mkostemp makes it 0600; an output file gets the usual mode */
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask))
+		ret = -errno;
+	for (size_t off = 0; !ret && off < len;) {
 		ssize_t w = write(fd, data + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -163,6 +171,8 @@ int cli_write_file(const char *path, const char *data, size_t len)
 		}
 		off += (size_t)w;
 	}
+	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS)
+		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
 	if (!ret && rename(tmp, path))
