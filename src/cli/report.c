@@ -49,9 +49,13 @@ int cmd_report(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* a bad file is named, the others are still reported, and the
+	 * status says that something could not be read */
+	for (size_t i = 0; i < run.nbad; i++)
+		cli_error("cannot read '%s': %s", run.bad[i].file, run.bad[i].err);
 	cli_report_print(stdout, &run, &o);
+	ret = fflush(stdout) || run.nbad ? 1 : 0;
 	prof_run_release(&run);
-	ret = fflush(stdout) ? 1 : 0;
 out:
 	cli_report_opts_release(&o);
 	return ret;

@@ -639,22 +639,37 @@ int cmd_run(int argc, char **argv)
 
 	const char *err, *err_file;
 	struct prof_run run;
-	/* a summary alone needs no symbols, unless suppressions must match */
-	bool raw = o.quiet && !o.json && !o.report.supps.n;
-	if (raw ? prof_run_load_raw(&run, outdir, &err, &err_file)
-		: prof_run_load(&run, outdir, o.report.binary_path, &err, &err_file)) {
+	/* Symbols only for the records that are printed, or all of them when
+	 * the JSON report is written or suppressions must match; a summary
+	 * alone needs none. */
+	unsigned sym_kinds = o.json || o.report.supps.n ? PROF_KINDS_ALL
+			     : o.quiet ? 0 : o.report.shown;
+	/* With --error-exitcode, a run with a process whose report is missing
+	 * or unreadable must not pass: nobody checked what it leaked. */
+	bool missing = false;
+	if (prof_run_load_kinds(&run, outdir, o.report.binary_path, sym_kinds, &err, &err_file)) {
 		if (WIFSIGNALED(status))
 			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
 				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
 		else
-			cli_error("no report from '%s' in '%s': %s", o.prog[0], err_file, err);
+			cli_error("no report from '%s' (process %ld) in '%s': %s", o.prog[0],
+				  (long)child, err_file, err);
+		cli_report_opts_release(&o.report);
+		if (o.error_exitcode >= 0)
+			return o.error_exitcode;
 		die_like(status);
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 	}
+	for (size_t i = 0; i < run.nbad; i++) {
+		cli_error("cannot read report '%s': %s", run.bad[i].file, run.bad[i].err);
+		missing = true;
+	}
+	bool child_reported = false;
 	/* The wait status we saw beats what the agent could know. */
 	for (size_t i = 0; i < run.nprocs; i++) {
 		struct fmt_leaks *l = &run.procs[i].raw;
 		if (l->pid == child) {
+			child_reported = true;
 			if (WIFSIGNALED(status)) {
 				l->exit_how = FMT_EXIT_SIGNAL;
 				l->exit_code = WTERMSIG(status);
@@ -663,6 +678,17 @@ int cmd_run(int argc, char **argv)
 				l->exit_code = WEXITSTATUS(status);
 			}
 		}
+	}
+	if (!child_reported) {
+		missing = true;
+		if (WIFSIGNALED(status))
+			cli_error("no report from '%s' (process %ld): killed by signal %d (%s) "
+				  "before it could write one", o.prog[0], (long)child,
+				  WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			cli_error("no report from '%s' (process %ld) in %s: it could not write "
+				  "one, or exec'd a program heaptrail does not track", o.prog[0],
+				  (long)child, outdir);
 	}
 	cli_report_apply(&o.report, &run);
 	size_t reported = prof_run_errors(&run, o.report.errors);
@@ -685,7 +711,7 @@ int cmd_run(int argc, char **argv)
 	cli_report_opts_release(&o.report);
 	if (ret)
 		return ret;
-	if (o.error_exitcode >= 0 && reported)
+	if (o.error_exitcode >= 0 && (reported || missing))
 		return o.error_exitcode;
 	die_like(status);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
