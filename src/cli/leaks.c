@@ -253,7 +253,8 @@ int cmd_leaks(int argc, char **argv)
 	}
 	struct prof_run run;
 	const char *err, *err_file;
-	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
+	if (prof_run_load_kinds(&run, path, o.binary_path, cli_report_sym_kinds(&o),
+				&err, &err_file)) {
 		cli_error("cannot read '%s': %s", err_file, err);
 		goto out;
 	}

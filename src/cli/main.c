@@ -107,6 +107,11 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 	return 1;
 }
 
+unsigned cli_report_sym_kinds(const struct cli_report_opts *o)
+{
+	return o->json || o->supps.n ? PROF_KINDS_ALL : o->shown;
+}
+
 void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run)
 {
 	for (size_t i = 0; i < run->nprocs; i++)

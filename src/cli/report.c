@@ -44,7 +44,8 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	struct prof_run run;
-	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
+	if (prof_run_load_kinds(&run, path, o.binary_path, cli_report_sym_kinds(&o),
+				&err, &err_file)) {
 		cli_error("cannot read '%s': %s", err_file, err);
 		ret = 1;
 		goto out;

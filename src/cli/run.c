@@ -642,8 +642,8 @@ int cmd_run(int argc, char **argv)
 	/* Symbols only for the records that are printed, or all of them when
 	 * the JSON report is written or suppressions must match; a summary
 	 * alone needs none. */
-	unsigned sym_kinds = o.json || o.report.supps.n ? PROF_KINDS_ALL
-			     : o.quiet ? 0 : o.report.shown;
+	unsigned sym_kinds = o.json ? PROF_KINDS_ALL
+			     : o.report.supps.n || !o.quiet ? cli_report_sym_kinds(&o.report) : 0;
 	/* With --error-exitcode, a run with a process whose report is missing
 	 * or unreadable must not pass: nobody checked what it leaked. */
 	bool missing = false;
