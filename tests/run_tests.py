@@ -145,6 +145,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -202,6 +203,12 @@ VG_KINDS = {k.replace("_", " "): k for k in SUMMARY_KINDS}
 
 # glibc's per-thread DTV, sized by the number of modules with TLS.
 DTV_FUNCS = ("allocate_dtv",)
+
+
+# The CLI's "never hurt the host" tests (cli:NAME, Suite.host_NAME).
+HOST_TESTS = ("forward-signals", "run-bad-values", "outdir-owned",
+              "bad-leak-file", "missing-report", "leaks-signal-rules",
+              "leaks-refuses", "hostile-inputs")
 
 
 class Failure(Exception):
@@ -1255,6 +1262,9 @@ class Suite:
             if rc != 42 or b"definitely lost: 100 bytes in 1 block" not in e:
                 problems.append("soft3: status %d, expected 42 with the leak "
                                 "reported: %r" % (rc, short(e, 400)))
+        elif name in HOST_TESTS:
+            problems += getattr(self, "host_" + name.replace("-", "_"))(
+                work, out, one_line_error)
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -1410,6 +1420,252 @@ class Suite:
         if not found:
             raise Skip("neither libjemalloc2 nor libtcmalloc-minimal4 is "
                        "installed")
+        return problems
+
+    # -- the CLI never hurts the host (issue 11); each one_line_error
+    # -- check means: non-zero status, exactly one stderr line naming it
+
+    def host_start(self, args, work, env=None, opts=None):
+        """Starts `heaptrail run ... host_signals ARGS`; returns the Popen
+        and the program's pid once it printed "ready"."""
+        prog = self.build_prog(self.specs["host_signals"], "fp")
+        e = dict(RUN_ENV)
+        if opts is not None:
+            e["HEAPTRAIL_OPTIONS"] = opts
+        self.host_starts = getattr(self, "host_starts", 0) + 1
+        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o",
+                              os.path.join(work, "out-%s-%d" % (
+                                  args[0], self.host_starts)), "--",
+                              prog] + args, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=work, env=e)
+        line = p.stdout.readline()
+        if line != b"ready\n":
+            p.kill()
+            raise Failure("host_signals %s did not start: %r" % (args, line))
+        with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+            kids = f.read().split()
+        return p, int(kids[0])
+
+    def host_forward_signals(self, work, out, one_line_error):
+        """SIGTERM sent to heaptrail run (by timeout, kill, a service
+        manager) reaches the program, and heaptrail exits as it did."""
+        problems = []
+        p, child = self.host_start(["term"], work)
+        try:
+            os.kill(p.pid, signal.SIGTERM)
+            o, e = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+            try:
+                os.kill(child, signal.SIGKILL)
+                problems.append("the program was still running after "
+                                "heaptrail run ended")
+            except ProcessLookupError:
+                pass
+        if p.returncode != 3:
+            problems.append("status %d, expected 3 (the program's, after its "
+                            "SIGTERM handler)" % p.returncode)
+        if o.count(b"got SIGTERM\n") != 1:
+            problems.append("stdout %r, expected 'got SIGTERM' once" % o)
+        return problems
+
+    def host_run_bad_values(self, work, out, one_line_error):
+        """Bad profiling values stop heaptrail run before the program
+        starts, with one line naming the option."""
+        problems = []
+        marker = os.path.join(work, "ran")
+        for opt, val in (("--sample", "banana"), ("--sample", "0"),
+                         ("--interval", "12q"), ("--every", "soon"),
+                         ("--signal", "11"), ("--signal", "NOSUCHSIG"),
+                         ("--timeline", "-5"), ("--timeline", "9999999")):
+            rc, o, e = run([self.heaptrail, "run", "-o", out + opt + val, opt,
+                            val, "--", "/bin/sh", "-c", "touch " + marker],
+                           cwd=work)
+            one_line_error(rc, e, opt, "run %s %s" % (opt, val))
+            if os.path.exists(marker):
+                problems.append("run %s %s started the program" % (opt, val))
+                os.unlink(marker)
+        for opt, val in (("--sample", "512k"), ("--every", "500ms"),
+                         ("--signal", "USR2"), ("--timeline", "0")):
+            rc, o, e = run([self.heaptrail, "run", "-q", "-o", out + opt + val,
+                            opt, val, "--", "/bin/true"], cwd=work)
+            if rc != 0 or b"ignoring" in e:
+                problems.append("run %s %s: status %d: %s" % (opt, val, rc,
+                                                            short(e)))
+        return problems
+
+    def host_outdir_owned(self, work, out, one_line_error):
+        """A run directory belongs to one run: -o DIR with an earlier run's
+        files is refused; the default directory is made fresh, 0700, and
+        one that already exists (or a symlink) is refused."""
+        problems = []
+        rc, o, e = run([self.heaptrail, "run", "-q", "-o", out, "--",
+                        "/bin/true"], cwd=work)
+        if rc != 0:
+            return ["first run: status %d: %s" % (rc, short(e))]
+        rc, o, e = run([self.heaptrail, "run", "-q", "-o", out, "--",
+                        "/bin/sh", "-c", "echo ran"], cwd=work)
+        one_line_error(rc, e, "another run", "run -o DIR of an earlier run")
+        if o:
+            problems.append("the program ran into an earlier run's directory")
+        # the default directory, named after the pid: plant a symlink at
+        # every name the next pids would get, then run
+        victim = os.path.join(work, "victim")
+        os.mkdir(victim)
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            last = int(f.read())
+        planted = set()
+        for pid in range(last + 1, last + 3000):
+            name = os.path.join(work, "heaptrail-true-%d" % pid)
+            os.symlink(victim, name)
+            planted.add(pid)
+        rc, o, e = run([self.heaptrail, "run", "--", "/bin/true"], cwd=work)
+        if os.listdir(victim):
+            problems.append("heaptrail wrote into a planted symlink: %s" %
+                            os.listdir(victim))
+        lines = stderr_lines(e)
+        if rc == 0:
+            made = [d for d in os.listdir(work) if d.startswith(
+                "heaptrail-true-") and not os.path.islink(os.path.join(work, d))]
+            if not made:
+                problems.append("status 0 and no fresh directory")
+            for d in made:
+                mode = os.stat(os.path.join(work, d)).st_mode & 0o777
+                if mode != 0o700:
+                    problems.append("%s has mode %o, expected 700" % (d, mode))
+        else:
+            one_line_error(rc, e, "already exists", "run with a planted "
+                           "default directory")
+        # and without a planted one, the fresh directory is 0700
+        fresh = os.path.join(work, "fresh")
+        os.mkdir(fresh)
+        rc, o, e = run([self.heaptrail, "run", "-q", "--", "/bin/true"],
+                       cwd=fresh)
+        made = os.listdir(fresh)
+        if rc != 0 or len(made) != 1:
+            problems.append("default directory: status %d, made %s" % (rc,
+                                                                      made))
+        else:
+            mode = os.stat(os.path.join(fresh, made[0])).st_mode & 0o777
+            if mode != 0o700:
+                problems.append("%s has mode %o, expected 700" % (made[0], mode))
+        return problems
+
+    def host_bad_leak_file(self, work, out, one_line_error):
+        """A garbage .leaks file in the directory is named on one line; the
+        program's own report is still printed, and --error-exitcode fails
+        the run (a report it cannot read is one nobody checked)."""
+        problems = []
+        prog = self.build_prog(self.specs["host_signals"], "fp")
+        for opts, want in (([], 0), (["--error-exitcode=9"], 9)):
+            d = out + str(len(opts))
+            rc, o, e = run([self.heaptrail, "run", "-o", d] + opts +
+                           ["--", prog, "garbage"], cwd=work)
+            if rc != want:
+                problems.append("%s: status %d, expected %d" % (
+                    " ".join(opts) or "no option", rc, want))
+            bad = [l for l in stderr_lines(e) if "heaptrail.1.leaks" in l]
+            if len(bad) != 1:
+                problems.append("%d lines name the garbage file, expected 1: %r"
+                                % (len(bad), short(e, 400)))
+            if b"leak_a_block" not in e or b"40 bytes" not in e:
+                problems.append("the program's own leak is not reported: %r"
+                                % short(e, 400))
+        rc, o, e = run([self.heaptrail, "report", out + "0"], cwd=work)
+        if rc == 0 or b"leak_a_block" not in o or \
+                len([l for l in stderr_lines(e) if "heaptrail.1" in l]) != 1:
+            problems.append("report DIR: status %d, stdout %r, stderr %r" % (
+                rc, short(o), short(e)))
+        return problems
+
+    def host_missing_report(self, work, out, one_line_error):
+        """--error-exitcode: a process that left no report fails the run."""
+        problems = []
+        rc, o, e = run([self.heaptrail, "run", "-q", "-o", out,
+                        "--error-exitcode=9", "--", "/bin/sh", "-c",
+                        "kill -9 $$"], cwd=work)
+        if rc != 9:
+            problems.append("killed program: status %d, expected 9" % rc)
+        if not any("no report" in l or "before it could write" in l
+                   for l in stderr_lines(e)):
+            problems.append("no line says which process has no report: %r"
+                            % short(e))
+        return problems
+
+    def host_leaks_signal_rules(self, work, out, one_line_error):
+        """heaptrail leaks PID sends the signal the agent listens on when
+        leak_check_signal is given as key:value, or twice."""
+        problems = []
+        for opts in ("leak_check_signal:40", "leak_check_signal=40,"
+                     "leak_check_signal=41", "leak_check_signal=41,"
+                     "leak_check_signal=banana"):
+            p, child = self.host_start(["serve"], work, opts=opts)
+            try:
+                rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
+                                       cwd=work)
+                if rc != 0:
+                    problems.append("%s: heaptrail leaks: status %d: %s" % (
+                        opts, rc, short(e)))
+                p.stdin.close()
+                p.wait(timeout=30)
+                if p.returncode != 0:
+                    problems.append("%s: the program ended with status %d" %
+                                    (opts, p.returncode))
+            finally:
+                if p.poll() is None:
+                    p.kill()
+        return problems
+
+    def host_leaks_refuses(self, work, out, one_line_error):
+        """heaptrail leaks PID does not kill a program that reset its
+        signal dispositions: it refuses, naming the cause."""
+        problems = []
+        p, child = self.host_start(["reset"], work)
+        try:
+            rc, o, e = run([self.heaptrail, "leaks", str(child)], cwd=work)
+            one_line_error(rc, e, "catch", "leaks PID of a program with "
+                           "default dispositions")
+            o2, e2 = p.communicate(b"x\n", timeout=30)
+            if p.returncode != 0 or o2 != b"done\n":
+                problems.append("the program ended with status %d, stdout %r"
+                                % (p.returncode, o2))
+        finally:
+            if p.poll() is None:
+                p.kill()
+        return problems
+
+    def host_hostile_inputs(self, work, out, one_line_error):
+        """Every analyzer command, given /dev/zero, a FIFO without a writer
+        or a directory holding them: one line, non-zero, no hang; and an
+        output that cannot be written leaves no partial file."""
+        problems = []
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo)
+        d = os.path.join(work, "dir")
+        os.mkdir(d)
+        for n in ("heaptrail.7.leaks", "heaptrail.7.timeline",
+                  "heaptrail.7.1.every.heap", "heaptrail.7.2.every.heap",
+                  "heaptrail.7.3.every.heap"):
+            os.mkfifo(os.path.join(d, n))
+        cmds = []
+        for src in ("/dev/zero", fifo):
+            for c in ("top", "collapsed", "callgraph", "report", "timeline"):
+                cmds.append([c, src])
+            cmds.append(["flame", "-o", os.path.join(work, "f.svg"), src])
+            cmds.append(["pprof", "-o", os.path.join(work, "p.pb.gz"), src])
+            cmds.append(["diff", src, src])
+            cmds.append(["growth", src, src, src])
+        cmds += [["report", d], ["timeline", d], ["growth", d]]
+        for c in cmds:
+            try:
+                rc, o, e = run([self.heaptrail] + c, cwd=work, timeout=20)
+            except Failure:
+                problems.append("%s: no answer within 20 s" % " ".join(c))
+                continue
+            one_line_error(rc, e, os.path.basename(c[-1]) if c[-1] != d
+                           else "heaptrail.7.", " ".join(c))
         return problems
 
     def leaks_pid(self, work, out):
@@ -2841,7 +3097,7 @@ def collect_tests(suite):
                  "no-follow-children", "leaks-pid", "gen-suppressions",
                  "agent-files", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
-                 "cancel-in-dump"):
+                 "cancel-in-dump") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

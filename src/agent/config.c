@@ -77,22 +77,6 @@ struct agent_config agent_config = {
 
 /* ---- value parsers: each returns false on a malformed value ---- */
 
-static bool parse_num(const char *s, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (!n)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > max / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static bool parse_bool(const char *s, size_t n, uint64_t *out)
 {
 	if ((n == 1 && *s == '1') || (n == 4 && agent_strstarts(s, "true"))) {
@@ -106,43 +90,6 @@ static bool parse_bool(const char *s, size_t n, uint64_t *out)
 	return false;
 }
 
-/* 512k, 1g, 4096 */
-static bool parse_size(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t mult = 1;
-	if (n > 1) {
-		switch (s[n - 1] | 32) {
-		case 'k': mult = 1ull << 10; n--; break;
-		case 'm': mult = 1ull << 20; n--; break;
-		case 'g': mult = 1ull << 30; n--; break;
-		}
-	}
-	uint64_t v;
-	if (!parse_num(s, n, (1ull << 50) / mult, &v))
-		return false;
-	*out = v * mult;
-	return true;
-}
-
-/* 10s, 500ms, 2m; a bare number is seconds. In milliseconds. */
-static bool parse_duration(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t mult = 1000, v;
-	if (n > 2 && s[n - 2] == 'm' && s[n - 1] == 's') {
-		mult = 1;
-		n -= 2;
-	} else if (n > 1 && s[n - 1] == 's') {
-		n--;
-	} else if (n > 1 && s[n - 1] == 'm') {
-		mult = 60000;
-		n--;
-	}
-	if (!parse_num(s, n, 1ull << 40, &v))
-		return false;
-	*out = v * mult;
-	return true;
-}
-
 /* jemalloc's lg_ values: 2^N, or -1 for off (0). */
 static bool parse_lg(const char *s, size_t n, uint64_t *out)
 {
@@ -151,7 +98,7 @@ static bool parse_lg(const char *s, size_t n, uint64_t *out)
 		*out = 0;
 		return true;
 	}
-	if (!parse_num(s, n, 62, &v))
+	if (!fmt_opt_num(s, n, 62, &v))
 		return false;
 	*out = 1ull << v;
 	return true;
@@ -244,13 +191,13 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
 		((char *)&agent_config + o->offset)[vlen] = 0;
 		return true;
-	case T_SIZE: if (!parse_size(val, vlen, &v)) return false; break;
+	case T_SIZE: if (!fmt_opt_size(val, vlen, &v)) return false; break;
 	case T_BOOL: if (!parse_bool(val, vlen, &v)) return false; break;
-	case T_DURATION: if (!parse_duration(val, vlen, &v)) return false; break;
+	case T_DURATION: if (!fmt_opt_duration(val, vlen, &v)) return false; break;
 	case T_LG: if (!parse_lg(val, vlen, &v)) return false; break;
 	case T_SIGNAL: if (!parse_signal(val, vlen, &v, refused)) return false; break;
 	case T_NUM:
-		if (!parse_num(val, vlen, o->max, &v) || v < o->min)
+		if (!fmt_opt_num(val, vlen, o->max, &v) || v < o->min)
 			return false;
 		break;
 	default:

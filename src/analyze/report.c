@@ -89,20 +89,30 @@ static void merge_shown(struct prof_process *p)
 	p->nrecords = out + 1;
 }
 
-static int build_process(struct prof_process *p, const char *binary_path, bool symbolize)
+/* The process's symbolizer, made on first need: opening every module's
+ * file costs time that a run whose records are not printed saves. */
+static struct symbolizer *process_sym(struct prof_process *p, const char *binary_path)
 {
 	struct fmt_leaks *l = &p->raw;
+	if (p->sym)
+		return p->sym;
 	struct sym_module *mods = calloc(l->nmodules + 1, sizeof *mods);
 	if (!mods)
-		return -ENOMEM;
+		return NULL;
 	for (size_t i = 0; i < l->nmodules; i++)
 		mods[i] = (struct sym_module){ l->modules[i].path, l->modules[i].build_id,
 					       l->modules[i].base, l->modules[i].lo,
 					       l->modules[i].hi };
-	p->sym = symbolize ? sym_new(mods, l->nmodules, binary_path) : NULL;
+	p->sym = sym_new(mods, l->nmodules, binary_path);
 	free(mods);
-	if (symbolize && !p->sym)
-		return -ENOMEM;
+	return p->sym;
+}
+
+/* sym_kinds: records of these kinds (PROF_KIND_BIT mask) get source
+ * frames; the others keep raw pcs (function "??"). */
+static int build_process(struct prof_process *p, const char *binary_path, unsigned sym_kinds)
+{
+	struct fmt_leaks *l = &p->raw;
 	p->records = calloc(l->nrecords + 1, sizeof *p->records);
 	if (!p->records)
 		return -ENOMEM;
@@ -122,12 +132,17 @@ static int build_process(struct prof_process *p, const char *binary_path, bool s
 		out->frames = malloc(cap * sizeof *out->frames);
 		if (!out->frames)
 			return -ENOMEM;
+		struct symbolizer *sym = NULL;
+		if (sym_kinds & PROF_KIND_BIT(r->kind)) {
+			if (!(sym = process_sym(p, binary_path)))
+				return -ENOMEM;
+		}
 		for (size_t d = 0; d < s->depth; d++) {
 			const struct sym_frame *fr;
 			struct sym_frame raw = { .pc = s->pcs[d], .function = "??" };
 			size_t k = 1;
-			if (p->sym)
-				k = sym_resolve(p->sym, s->pcs[d], &fr);
+			if (sym)
+				k = sym_resolve(sym, s->pcs[d], &fr);
 			else
 				fr = &raw;
 			for (size_t j = 0; j < k; j++) {
@@ -239,7 +254,7 @@ static int list_files(const char *path, char ***out, size_t *n, const char **err
 }
 
 static int load(struct prof_run *run, const char *path, const char *binary_path,
-		bool symbolize, const char **err, const char **err_file)
+		unsigned sym_kinds, const char **err, const char **err_file)
 {
 	static char *failed_file;
 	char **files;
@@ -251,8 +266,11 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 	ret = list_files(path, &files, &nfiles, err);
 	if (ret)
 		return ret;
+	struct stat st;
+	bool dir = !stat(path, &st) && S_ISDIR(st.st_mode);
 	run->procs = calloc(nfiles, sizeof *run->procs);
-	if (!run->procs) {
+	run->bad = dir ? calloc(nfiles, sizeof *run->bad) : NULL;
+	if (!run->procs || (dir && !run->bad)) {
 		*err = "out of memory";
 		ret = -ENOMEM;
 		goto out;
@@ -260,6 +278,14 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 	for (size_t i = 0; i < nfiles; i++) {
 		struct prof_process *p = &run->procs[run->nprocs];
 		ret = fmt_leaks_read(files[i], &p->raw, err);
+		if (ret && ret != -ENOMEM && dir) {
+			/* one bad file does not hide the others' reports */
+			run->bad[run->nbad].file = files[i];
+			run->bad[run->nbad++].err = *err;
+			files[i] = NULL;
+			ret = 0;
+			continue;
+		}
 		if (ret) {
 			free(failed_file);
 			failed_file = strdup(files[i]);
@@ -269,7 +295,7 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 		p->file = files[i];
 		files[i] = NULL;
 		run->nprocs++;
-		ret = build_process(p, binary_path, symbolize);
+		ret = build_process(p, binary_path, sym_kinds);
 		if (ret) {
 			*err = "out of memory";
 			goto out;
@@ -288,13 +314,19 @@ out:
 int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
 		  const char **err, const char **err_file)
 {
-	return load(run, path, binary_path, true, err, err_file);
+	return load(run, path, binary_path, PROF_KINDS_ALL, err, err_file);
+}
+
+int prof_run_load_kinds(struct prof_run *run, const char *path, const char *binary_path,
+			unsigned sym_kinds, const char **err, const char **err_file)
+{
+	return load(run, path, binary_path, sym_kinds, err, err_file);
 }
 
 int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
 		      const char **err_file)
 {
-	return load(run, path, NULL, false, err, err_file);
+	return load(run, path, NULL, 0, err, err_file);
 }
 
 void prof_run_release(struct prof_run *run)
@@ -302,6 +334,9 @@ void prof_run_release(struct prof_run *run)
 	for (size_t i = 0; i < run->nprocs; i++)
 		release_process(&run->procs[i]);
 	free(run->procs);
+	for (size_t i = 0; i < run->nbad; i++)
+		free(run->bad[i].file);
+	free(run->bad);
 	memset(run, 0, sizeof *run);
 }
 

@@ -36,13 +36,24 @@ struct prof_process {
 	const char *file;               /* the leak file it came from (owned) */
 };
 
+/* A leak file of a directory that could not be read (garbage, truncated,
+ * not a regular file): the others are still loaded. */
+struct prof_bad_file {
+	char *file;                     /* owned */
+	const char *err;                /* static */
+};
+
 struct prof_run {
 	struct prof_process *procs;     /* sorted by pid */
 	size_t nprocs;
+	struct prof_bad_file *bad;      /* directory loads only */
+	size_t nbad;
 };
 
 /* Loads path: one leak file, or a directory whose heaptrail.*.leaks files
- * are all read. binary_path is passed to the symbolizer (may be NULL).
+ * are all read; a file of the directory that cannot be read is listed in
+ * run->bad and the others are loaded (the call fails only when the
+ * directory cannot be listed or holds no leak file at all). binary_path is passed to the symbolizer (may be NULL).
  * Returns 0, or -errno with *err naming the problem and *err_file the file
  * it is about (both static or owned by nothing the caller frees; valid
  * until the next call). On failure nothing needs releasing. */
@@ -52,6 +63,13 @@ int prof_run_load(struct prof_run *run, const char *path, const char *binary_pat
  * module NULL). For summaries that print no stack. */
 int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
 		      const char **err_file);
+
+/* The same, symbolizing only the records whose kind is in sym_kinds (a
+ * PROF_KIND_BIT mask): what a report prints, or what its JSON needs. The
+ * others keep raw frames, and a process none of whose records needs
+ * symbols opens none of its modules. */
+int prof_run_load_kinds(struct prof_run *run, const char *path, const char *binary_path,
+			unsigned sym_kinds, const char **err, const char **err_file);
 
 void prof_run_release(struct prof_run *run);
 

@@ -6,6 +6,7 @@
 
 #include "analyze/report.h"
 #include "analyze/suppress.h"
+#include "format/input.h"
 
 static bool glob(const char *p, const char *s, const char *pend)
 {
@@ -65,14 +66,12 @@ int prof_supps_load(struct prof_supps *s, const char *path, const char **err, in
 	static const char *const other_types[] = { "called_from_lib:", "interceptor_via_fun:",
 						   "interceptor_via_lib:", "race:", "thread:",
 						   "signal:", "deadlock:", "mutex:", "src:", "fun:" };
-	FILE *f = fopen(path, "r");
 	char buf[4096];
 	int ret = 0;
 	*line = 0;
-	if (!f) {
-		*err = strerror(errno);
+	FILE *f = fmt_input_fopen(path, FMT_INPUT_MAX, err);
+	if (!f)
 		return -errno;
-	}
 	while (fgets(buf, sizeof buf, f)) {
 		++*line;
 		char *l = trim(buf);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/timeline.h"
+#include "format/input.h"
 
 static char errbuf[128];
 
@@ -105,12 +106,9 @@ int prof_timeline_load(struct prof_timeline *t, const char *path, const char **e
 	size_t len = 0, cap = 0;
 	int rc = 0;
 	memset(t, 0, sizeof *t);
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		rc = -errno;
-		*err = strerror(errno);
-		return rc;
-	}
+	FILE *f = fmt_input_fopen(path, FMT_INPUT_MAX, err);
+	if (!f)
+		return -errno;
 	for (;;) {
 		if (cap - len < 4096) {
 			cap = cap ? 2 * cap : 65536;

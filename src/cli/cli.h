@@ -53,6 +53,9 @@ void cli_report_opts_init(struct cli_report_opts *o);
 /* 1 when argv[*i] was one of these options (consumed), 0 when it is not,
  * -1 on a bad value (the error is printed). */
 int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o);
+/* The kinds whose records need symbols for o: those printed, or all when
+ * JSON is printed or suppressions must match (prof_run_load_kinds). */
+unsigned cli_report_sym_kinds(const struct cli_report_opts *o);
 /* Applies suppressions to every process of run. */
 void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run);
 /* Applies suppressions and prints run as o asks (text or JSON). */

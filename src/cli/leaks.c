@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,64 @@ static const char *env_get(const char *env, size_t len, const char *name)
 	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
 		if (!strncmp(env + i, name, n) && env[i + n] == '=')
 			return env + i + n + 1;
+	return NULL;
+}
+
+/* The mask of a "Name:\tHEX" line of a /proc status file; 0 when absent. */
+static uint64_t status_mask(const char *status, const char *name)
+{
+	const char *p = strstr(status, name);
+	return p ? strtoull(p + strlen(name), NULL, 16) : 0;
+}
+
+/* Why sending sig to pid would do harm or nothing, from what the kernel
+ * says of its dispositions: a signal it does not catch (a daemon that
+ * reset every disposition to the default, or an agent that could not
+ * install its handler) would kill it; one it ignores, or that every one
+ * of its threads blocks, would never be acted on. NULL when it is safe. */
+static const char *signal_refused(long pid, int sig)
+{
+	static char why[160];
+	uint64_t bit = 1ull << (sig - 1);
+	size_t len;
+	char *st = read_proc(pid, "status", &len);
+	if (!st) {
+		snprintf(why, sizeof why, "cannot read its /proc status: %s", strerror(errno));
+		return why;
+	}
+	uint64_t ign = status_mask(st, "\nSigIgn:"), cgt = status_mask(st, "\nSigCgt:");
+	free(st);
+	if (ign & bit) {
+		snprintf(why, sizeof why, "it ignores signal %d, its leak check signal", sig);
+		return why;
+	}
+	if (!(cgt & bit)) {
+		snprintf(why, sizeof why, "it does not catch signal %d (its handler was reset to "
+			 "the default action), which would kill it", sig);
+		return why;
+	}
+	/* a process-directed signal goes to any thread that does not block it */
+	char dirpath[64];
+	snprintf(dirpath, sizeof dirpath, "/proc/%ld/task", pid);
+	DIR *d = opendir(dirpath);
+	bool all_block = d != NULL;
+	for (struct dirent *e; d && all_block && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char file[96];
+		snprintf(file, sizeof file, "task/%s/status", e->d_name);
+		char *ts = read_proc(pid, file, &len);
+		if (ts && !(status_mask(ts, "\nSigBlk:") & bit))
+			all_block = false;
+		free(ts);
+	}
+	if (d)
+		closedir(d);
+	if (all_block) {
+		snprintf(why, sizeof why, "every thread of it blocks signal %d, its leak check "
+			 "signal", sig);
+		return why;
+	}
 	return NULL;
 }
 
@@ -160,6 +220,11 @@ int cmd_leaks(int argc, char **argv)
 		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
 		goto out;
 	}
+	const char *why = signal_refused(pid, sig);
+	if (why) {
+		cli_error("not signalling process %ld: %s", pid, why);
+		goto out;
+	}
 	unsigned before = last_check(dir, pid);
 	union sigval val = { .sival_int = increased };
 	if (sigqueue((pid_t)pid, sig, val)) {
@@ -185,7 +250,8 @@ int cmd_leaks(int argc, char **argv)
 	}
 	struct prof_run run;
 	const char *err, *err_file;
-	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
+	if (prof_run_load_kinds(&run, path, o.binary_path, cli_report_sym_kinds(&o),
+				&err, &err_file)) {
 		cli_error("cannot read '%s': %s", err_file, err);
 		goto out;
 	}

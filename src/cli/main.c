@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -106,6 +107,11 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 	return 1;
 }
 
+unsigned cli_report_sym_kinds(const struct cli_report_opts *o)
+{
+	return o->json || o->supps.n ? PROF_KINDS_ALL : o->shown;
+}
+
 void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run)
 {
 	for (size_t i = 0; i < run->nprocs; i++)
@@ -142,18 +148,25 @@ long cli_parse_count(const char *s, long max)
 
 int cli_write_file(const char *path, const char *data, size_t len)
 {
-	size_t n = strlen(path) + 32;
+	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
 	int ret = 0;
 	if (!tmp)
 		return -ENOMEM;
-	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* An unpredictable name created O_EXCL (mkostemp), so nobody can plant
+	 * a symlink there; the file appears under path whole or not at all. */
+	snprintf(tmp, n, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		goto out;
 	}
-	for (size_t off = 0; off < len;) {
+	/* mkostemp makes it 0600; an output file gets the usual mode */
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask))
+		ret = -errno;
+	for (size_t off = 0; !ret && off < len;) {
 		ssize_t w = write(fd, data + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -163,6 +176,8 @@ int cli_write_file(const char *path, const char *data, size_t len)
 		}
 		off += (size_t)w;
 	}
+	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS)
+		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
 	if (!ret && rename(tmp, path))

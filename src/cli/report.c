@@ -44,14 +44,19 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	struct prof_run run;
-	if (prof_run_load(&run, path, o.binary_path, &err, &err_file)) {
+	if (prof_run_load_kinds(&run, path, o.binary_path, cli_report_sym_kinds(&o),
+				&err, &err_file)) {
 		cli_error("cannot read '%s': %s", err_file, err);
 		ret = 1;
 		goto out;
 	}
+	/* a bad file is named, the others are still reported, and the
+	 * status says that something could not be read */
+	for (size_t i = 0; i < run.nbad; i++)
+		cli_error("cannot read '%s': %s", run.bad[i].file, run.bad[i].err);
 	cli_report_print(stdout, &run, &o);
+	ret = fflush(stdout) || run.nbad ? 1 : 0;
 	prof_run_release(&run);
-	ret = fflush(stdout) ? 1 : 0;
 out:
 	cli_report_opts_release(&o);
 	return ret;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -67,6 +68,45 @@ static void add_option(struct run_opts *o, const char *key, const char *value)
 	snprintf(o->profile + n, sizeof o->profile - n, ",%s=%s", key, value);
 }
 
+/* Signals a dump trigger must not take: those that mean a fault (a
+ * handler that returns would run the faulting instruction again, dumping
+ * for ever), those that cannot be caught, and the two the agent uses
+ * itself (scan stop and leak check). */
+
+/* Checks a profiling flag's value as the agent will read it (the same
+ * parsers), so a typo stops here rather than as a complaint on the
+ * program's stderr once it runs. Writes the value to hand the agent into
+ * out. Returns NULL, or why the value is bad. */
+static const char *check_profile_value(const char *key, const char *v, char *out, size_t cap)
+{
+	size_t n = strlen(v);
+	uint64_t x;
+	snprintf(out, cap, "%s", v);
+	if (!strcmp(key, "sample")) {
+		if (!fmt_opt_size(v, n, &x) || x == 0)
+			return "want a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
+	} else if (!strcmp(key, "interval")) {
+		if (!fmt_opt_size(v, n, &x) || x == 0)
+			return "want a size in bytes, e.g. 64m, 1g";
+	} else if (!strcmp(key, "every")) {
+		if (!fmt_opt_duration(v, n, &x) || x == 0)
+			return "want a duration, e.g. 10s, 500ms, 2m";
+	} else if (!strcmp(key, "timeline")) {
+		if (!fmt_opt_num(v, n, 3600000, &x))
+			return "want a period in milliseconds from 0 (off) to 3600000";
+	} else if (!strcmp(key, "signal")) {
+		int sig = fmt_signal_parse(v, n);
+		if (sig == FMT_SIGNAL_REFUSED)
+			return "a fault signal or one that cannot be caught";
+		if (sig <= 0)
+			return "want a signal number or name, e.g. USR2 or 12";
+		if (sig == fmt_leak_check_signal_default() || sig == SIGRTMAX - 1)
+			return "a signal heaptrail uses itself";
+		snprintf(out, cap, "%d", sig);
+	}
+	return NULL;
+}
+
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
 	const char *v;
@@ -115,28 +155,20 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			   (v = cli_opt_value(argc, argv, &i, "--every")) ||
 			   (v = cli_opt_value(argc, argv, &i, "--signal")) ||
 			   (v = cli_opt_value(argc, argv, &i, "--timeline"))) {
-			/* the agent checks values and names a bad one */
 			const char *name = a + 2;
 			size_t len = strcspn(name, "=");
-			char key[16];
+			char key[16], num[24];
 			snprintf(key, sizeof key, "%.*s", (int)len, name);
-			if (!*v || strchr(v, ',')) {
-				cli_error("run: bad value for --%s: '%s'", key, v);
+			if (!*v) {
+				cli_error("run: option '--%s' needs a value", key);
 				return -1;
 			}
-			if (!strcmp(key, "signal")) {
-				int sig = fmt_signal_parse(v, strlen(v));
-				if (sig == FMT_SIGNAL_REFUSED) {
-					cli_error("run: --signal %s: a fault or uncatchable signal "
-						  "cannot be used", v);
-					return -1;
-				}
-				if (sig < 0) {
-					cli_error("run: bad value for --signal: '%s'", v);
-					return -1;
-				}
+			const char *why = check_profile_value(key, v, num, sizeof num);
+			if (why) {
+				cli_error("run: bad value for --%s: '%s' (%s)", key, v, why);
+				return -1;
 			}
-			add_option(o, key, v);
+			add_option(o, key, num);
 		} else if (!strcmp(a, "--no-follow-children")) {
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -254,9 +286,15 @@ static int check_prog(const char *shown, const char *path)
 	return ret;
 }
 
-static int make_dir(const char *dir)
+/* Makes the parents of dir as needed (0755, like mkdir -p), and dir
+ * itself with 0700 unless it exists. fresh: dir must not exist yet (the
+ * default directory, named after the pid: one that is already there, or a
+ * symlink, was made by someone else). Returns 0 or -errno (-EEXIST for a
+ * fresh dir that exists). */
+static int make_dir(const char *dir, bool fresh)
 {
 	char tmp[PATH_MAX];
+	struct stat st;
 	snprintf(tmp, sizeof tmp, "%s", dir);
 	for (char *p = tmp + 1; *p; p++) {
 		if (*p != '/')
@@ -266,9 +304,87 @@ static int make_dir(const char *dir)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return -errno;
+	if (mkdir(tmp, 0700)) {
+		if (errno != EEXIST || fresh)
+			return -errno;
+		if (stat(tmp, &st))
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
 	return access(tmp, W_OK | X_OK) ? -errno : 0;
+}
+
+/* The first file in dir that an earlier run's agent wrote (its names all
+ * start "heaptrail."), copied into name; 0 when there is none. Such files
+ * would be read as this run's: a run directory belongs to one run. */
+static int other_run_file(const char *dir, char *name, size_t cap)
+{
+	DIR *d = opendir(dir);
+	int found = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *e; !found && (e = readdir(d));)
+		if (!strncmp(e->d_name, "heaptrail.", 10)) {
+			snprintf(name, cap, "%s", e->d_name);
+			found = 1;
+		}
+	closedir(d);
+	return found;
+}
+
+/* Signals that ask a program to stop: heaptrail passes them on to PROG,
+ * so `timeout`, `kill` or a service manager reach it through the wrapper,
+ * and heaptrail itself lives on to report and to exit as PROG did. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+static struct sigaction forwarded_old[NFORWARDED];
+static volatile sig_atomic_t forward_to;
+
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	/* A signal from the terminal (^C, ^\\, hangup) went to the whole
+	 * foreground process group, PROG included: sending it again would
+	 * deliver it twice. Anything sent by a process (kill, timeout)
+	 * was meant for heaptrail's program. */
+	if (si->si_code == SI_KERNEL)
+		return;
+	int e = errno;
+	if (forward_to > 0)
+		kill((pid_t)forward_to, sig);
+	errno = e;
+}
+
+/* Installs the forwarder for each signal heaptrail was not started
+ * ignoring (an ignored one stays ignored, and PROG inherits that as it
+ * would bare). Call with the signals blocked. */
+static void forward_install(void)
+{
+	struct sigaction sa = { .sa_sigaction = forward_signal,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &forwarded_old[i]);
+		if (forwarded_old[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+/* Puts back the dispositions heaptrail started with. */
+static void forward_restore(void)
+{
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &forwarded_old[i], NULL);
+}
+
+static void forward_block(int how, sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(how, &set, old);
 }
 
 /* In the child: environment, then exec. On failure, writes errno to fd. */
@@ -291,8 +407,6 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);
 	setenv("HEAPTRAIL_OPTIONS", buf, 1);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
 	execv(path, o->prog);
 	int e = errno;
 	ssize_t w = write(fd, &e, sizeof e);
@@ -313,8 +427,13 @@ static int wait_all(pid_t child)
 				continue;
 			break;  /* ECHILD: nothing left */
 		}
-		if (p == child)
+		if (p == child) {
 			status = st;
+			/* its pid may be reused from now on; a signal now is for
+			 * heaptrail (still waiting for orphans, or reporting) */
+			forward_to = 0;
+			forward_restore();
+		}
 	}
 	return status;
 }
@@ -420,6 +539,14 @@ int cmd_run(int argc, char **argv)
 		return 126;
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
+	if (o.outdir) {
+		char old[256];
+		if (other_run_file(o.outdir, old, sizeof old)) {
+			cli_error("output directory '%s' holds files of another run (%s): "
+				  "remove them or choose another directory", o.outdir, old);
+			return 2;
+		}
+	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cli_error("cannot create a pipe: %s", strerror(errno));
 		return 2;
@@ -430,8 +557,11 @@ int cmd_run(int argc, char **argv)
 	const char *base = strrchr(o.prog[0], '/');
 	base = base ? base + 1 : o.prog[0];
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	/* blocked across fork: the child must not run the forwarder, and the
+	 * parent must know the pid before it can forward anything */
+	sigset_t oldmask;
+	forward_block(SIG_BLOCK, &oldmask);
+	forward_install();
 	fflush(NULL);
 	pid_t child = fork();
 	if (child < 0) {
@@ -439,13 +569,15 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (child == 0) {
+		forward_restore();
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		close(pipefd[0]);
 		if (o.outdir)
 			snprintf(outdir, sizeof outdir, "%s%s%s", o.outdir[0] == '/' ? "" : cwd,
 				 o.outdir[0] == '/' ? "" : "/", o.outdir);
 		else
 			snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)getpid());
-		int e = make_dir(outdir);
+		int e = make_dir(outdir, !o.outdir);
 		if (e) {
 			e = -e | (1 << 16);  /* tag: directory problem */
 			ssize_t w = write(pipefd[1], &e, sizeof e);
@@ -454,6 +586,8 @@ int cmd_run(int argc, char **argv)
 		}
 		child_exec(&o, agent, outdir, path, pipefd[1]);
 	}
+	forward_to = child;
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	close(pipefd[1]);
 	if (o.outdir)
 		snprintf(outdir, sizeof outdir, "%s%s%s", o.outdir[0] == '/' ? "" : cwd,
@@ -468,7 +602,10 @@ int cmd_run(int argc, char **argv)
 	close(pipefd[0]);
 	int status = wait_all(child);
 	if (got == (ssize_t)sizeof e) {
-		if (e & (1 << 16))
+		if (e & (1 << 16) && !o.outdir && (e & 0xffff) == EEXIST)
+			cli_error("output directory '%s' already exists and this run did not make "
+				  "it: refusing to use it (give -o DIR)", outdir);
+		else if (e & (1 << 16))
 			cli_error("cannot use output directory '%s': %s", o.outdir ? o.outdir : outdir,
 				  strerror(e & 0xffff));
 		else
@@ -478,22 +615,37 @@ int cmd_run(int argc, char **argv)
 
 	const char *err, *err_file;
 	struct prof_run run;
-	/* a summary alone needs no symbols, unless suppressions must match */
-	bool raw = o.quiet && !o.json && !o.report.supps.n;
-	if (raw ? prof_run_load_raw(&run, outdir, &err, &err_file)
-		: prof_run_load(&run, outdir, o.report.binary_path, &err, &err_file)) {
+	/* Symbols only for the records that are printed, or all of them when
+	 * the JSON report is written or suppressions must match; a summary
+	 * alone needs none. */
+	unsigned sym_kinds = o.json ? PROF_KINDS_ALL
+			     : o.report.supps.n || !o.quiet ? cli_report_sym_kinds(&o.report) : 0;
+	/* With --error-exitcode, a run with a process whose report is missing
+	 * or unreadable must not pass: nobody checked what it leaked. */
+	bool missing = false;
+	if (prof_run_load_kinds(&run, outdir, o.report.binary_path, sym_kinds, &err, &err_file)) {
 		if (WIFSIGNALED(status))
 			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
 				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
 		else
-			cli_error("no report from '%s' in '%s': %s", o.prog[0], err_file, err);
+			cli_error("no report from '%s' (process %ld) in '%s': %s", o.prog[0],
+				  (long)child, err_file, err);
+		cli_report_opts_release(&o.report);
+		if (o.error_exitcode >= 0)
+			return o.error_exitcode;
 		die_like(status);
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 	}
+	for (size_t i = 0; i < run.nbad; i++) {
+		cli_error("cannot read report '%s': %s", run.bad[i].file, run.bad[i].err);
+		missing = true;
+	}
+	bool child_reported = false;
 	/* The wait status we saw beats what the agent could know. */
 	for (size_t i = 0; i < run.nprocs; i++) {
 		struct fmt_leaks *l = &run.procs[i].raw;
 		if (l->pid == child) {
+			child_reported = true;
 			if (WIFSIGNALED(status)) {
 				l->exit_how = FMT_EXIT_SIGNAL;
 				l->exit_code = WTERMSIG(status);
@@ -502,6 +654,17 @@ int cmd_run(int argc, char **argv)
 				l->exit_code = WEXITSTATUS(status);
 			}
 		}
+	}
+	if (!child_reported) {
+		missing = true;
+		if (WIFSIGNALED(status))
+			cli_error("no report from '%s' (process %ld): killed by signal %d (%s) "
+				  "before it could write one", o.prog[0], (long)child,
+				  WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			cli_error("no report from '%s' (process %ld) in %s: it could not write "
+				  "one, or exec'd a program heaptrail does not track", o.prog[0],
+				  (long)child, outdir);
 	}
 	cli_report_apply(&o.report, &run);
 	size_t reported = prof_run_errors(&run, o.report.errors);
@@ -524,7 +687,7 @@ int cmd_run(int argc, char **argv)
 	cli_report_opts_release(&o.report);
 	if (ret)
 		return ret;
-	if (o.error_exitcode >= 0 && reported)
+	if (o.error_exitcode >= 0 && (reported || missing))
 		return o.error_exitcode;
 	die_like(status);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;

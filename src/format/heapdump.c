@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "format/heapdump.h"
+#include "format/input.h"
 
 #define MAX_LINE (1u << 20)
 
@@ -449,21 +450,10 @@ out:
 
 int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **err)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fmt_input_fopen(path, FMT_INPUT_MAX, err);
 	if (!f) {
-		int e = errno;
 		memset(d, 0, sizeof *d);
-		*err = strerror(e);
-		return -e;
-	}
-	/* fopen succeeds on a directory and only the first read fails:
-	 * say what it is rather than "read error" */
-	struct stat st;
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
-		memset(d, 0, sizeof *d);
-		*err = strerror(EISDIR);
-		return -EISDIR;
+		return -errno;
 	}
 	int rc = fmt_heap_read(d, f, err);
 	fclose(f);

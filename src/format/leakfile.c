@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/input.h"
 #include "format/leakfile.h"
 
 #define MAX_FILE (1ull << 32)
@@ -382,39 +383,15 @@ fail:
 
 int fmt_leaks_read(const char *path, struct fmt_leaks *out, const char **err)
 {
-	struct stat st;
-	int ret;
-	char *buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+	size_t len;
+	int ret = fmt_input_read(path, MAX_FILE, &buf, &len, err);
+
 	memset(out, 0, sizeof *out);
-	if (fd < 0) {
-		*err = strerror(errno);
-		return -errno;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_FILE) {
-		*err = S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file of sane size";
-		ret = -EINVAL;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		*err = "out of memory";
-		ret = -ENOMEM;
-		goto out;
-	}
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	ret = fmt_leaks_parse(buf, got, out, err);
-out:
+	if (ret)
+		return ret;
+	ret = fmt_leaks_parse(buf, len, out, err);
 	free(buf);
-	close(fd);
 	return ret;
 }
 

@@ -143,3 +143,53 @@ int fmt_leak_check_signal(const char *opts)
 	fmt_options_each(opts, leak_check_one, &sig);
 	return sig;
 }
+
+bool fmt_opt_num(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > max / 10)
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool fmt_opt_size(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t mult = 1, v;
+	if (n > 1) {
+		switch (s[n - 1] | 32) {
+		case 'k': mult = 1ull << 10; n--; break;
+		case 'm': mult = 1ull << 20; n--; break;
+		case 'g': mult = 1ull << 30; n--; break;
+		}
+	}
+	if (!fmt_opt_num(s, n, (1ull << 50) / mult, &v))
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+bool fmt_opt_duration(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t mult = 1000, v;
+	if (n > 2 && s[n - 2] == 'm' && s[n - 1] == 's') {
+		mult = 1;
+		n -= 2;
+	} else if (n > 1 && s[n - 1] == 's') {
+		n--;
+	} else if (n > 1 && s[n - 1] == 'm') {
+		mult = 60000;
+		n--;
+	}
+	if (!fmt_opt_num(s, n, 1ull << 40, &v))
+		return false;
+	*out = v * mult;
+	return true;
+}

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What fmt_signal_parse says of a value. */
 #define FMT_SIGNAL_BAD (-1)      /* not a signal number or name */
@@ -46,5 +47,16 @@ void fmt_options_each(const char *opts,
  * checks by signal are off. */
 int fmt_leak_check_signal_default(void);
 int fmt_leak_check_signal(const char *opts);
+
+/* Value parsers shared by the agent (config.c) and the CLI (which checks
+ * `heaptrail run`'s flags before starting anything). Each takes n bytes
+ * (not NUL-terminated) and returns false when they are malformed,
+ * leaving *out alone. */
+/* Decimal digits only, at most max. */
+bool fmt_opt_num(const char *s, size_t n, uint64_t max, uint64_t *out);
+/* 4096, 512k, 64m, 1g (suffix case-insensitive), at most 2^50 bytes. */
+bool fmt_opt_size(const char *s, size_t n, uint64_t *out);
+/* 10s, 500ms, 2m; a bare number is seconds; *out in milliseconds. */
+bool fmt_opt_duration(const char *s, size_t n, uint64_t *out);
 
 #endif

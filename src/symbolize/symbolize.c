@@ -30,6 +30,19 @@ struct sym_mod {
 	const char *path; /* interned */
 	uint64_t lo, hi;
 	bool warned;      /* at most one warning per module */
+	/* The module's code symbols sorted by address, built on its first
+	 * lookup without DWARF: libdwfl's dwfl_module_addrinfo scans the
+	 * whole table per address, seconds per process in a big stripped
+	 * program such as cc1. */
+	struct sym_addr *syms;
+	size_t nsyms;
+	bool syms_built;
+};
+
+struct sym_addr {
+	uint64_t addr, size;  /* runtime address */
+	const char *name;     /* owned by libelf, valid while the Dwfl lives */
+	int rank;             /* global 2, weak 1, local 0: the better name */
 };
 
 /* A cached answer: all frames for one pc, allocated in one piece. */
@@ -251,6 +264,68 @@ fail:
 	return NULL;
 }
 
+static int cmp_sym_addr(const void *a, const void *b)
+{
+	const struct sym_addr *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* at one address the best-ranked name comes last, where lookups land */
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static void build_syms(Dwfl_Module *mod, struct sym_mod *m)
+{
+	int n = dwfl_module_getsymtab(mod);
+	m->syms_built = true;
+	if (n <= 0)
+		return;
+	m->syms = malloc((size_t)n * sizeof *m->syms);
+	if (!m->syms)
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if (!name || !*name || shndx == SHN_UNDEF || !addr ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		m->syms[m->nsyms++] = (struct sym_addr){
+			.addr = addr, .size = sym.st_size, .name = name,
+			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
+		};
+	}
+	qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_sym_addr);
+}
+
+/* The name of the code symbol holding addr: the nearest symbol at or
+ * below it whose size covers it (or that has no size), by binary search. */
+static const char *symbol_at(Dwfl_Module *mod, struct sym_mod *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+	if (!m->syms_built)
+		build_syms(mod, m);
+	hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: the first symbol above addr; look back a little for one that
+	 * contains it (a sized symbol may sit inside a bigger one) */
+	for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
+		const struct sym_addr *e = &m->syms[i - 1];
+		if (!e->size || addr < e->addr + e->size)
+			return e->name;
+	}
+	return NULL;
+}
+
 /* The recorded module whose range holds addr, for pcs libdwfl cannot
  * place (the file was missing). */
 static struct sym_mod *module_by_range(struct symbolizer *s, uint64_t addr)
@@ -384,13 +459,8 @@ static struct sym_entry *resolve(struct symbolizer *s, uint64_t pc)
 		call_site(s, &chain[i], &file, &line);
 	}
 	name = sub ? die_name(s, sub) : NULL;
-	if (!name && mod) {
-		GElf_Off off;
-		GElf_Sym sym;
-
-		name = intern_symbol(s, dwfl_module_addrinfo(mod, addr, &off, &sym,
-							     NULL, NULL, NULL));
-	}
+	if (!name && mod && m)
+		name = intern_symbol(s, symbol_at(mod, m, addr));
 	e->frames[ninl] = (struct sym_frame){
 		.pc = pc, .function = name ? name : unknown,
 		.file = file, .line = line, .module = modpath, .inlined = false,
@@ -446,6 +516,8 @@ void sym_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nwarnings; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
+	for (size_t i = 0; s->mods && i < s->nmods; i++)
+		free(s->mods[i].syms);
 	free(s->mods);
 	free(s);
 }
