@@ -8,6 +8,7 @@
  *
  * @kinds 0 definitely_lost=5000/1
  * @ci
+ * @unwritable
  * @root
  */
 #include <grp.h>

@@ -9,6 +9,7 @@
  * @kinds 0 definitely_lost=4000/1
  * @vg
  * @ci
+ * @unwritable
  */
 #include <sys/resource.h>
 
