@@ -69,6 +69,7 @@ static void install_fatal_handlers(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
+static _Atomic pid_t scan_owner;  /* the thread scanning; see scan_enter */
 static int report_err;              /* the exit report's result */
 static atomic_int exit_owner;       /* tid of the thread ending the process */
 static void (*real_exit)(int);
@@ -118,6 +119,7 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
+	atomic_store(&scan_owner, 0);  /* its thread is not in this process */
 	atomic_store(&exit_owner, 0);
 	atomic_store(&report_done, 0);
 	atomic_store(&report_tid, 0);
@@ -662,6 +664,32 @@ static long exit_report(void *arg)
 	return write_report(arg);
 }
 
+/* One scan at a time: its scratch (the maps, the regions, the marks) is
+ * the agent's, not the thread's, and an exit report must not start while
+ * another thread's leak check is still using it. scan_owner is the tid
+ * of the thread scanning (0: none). With wait, the caller waits for the
+ * other scan to end (up to 30 s: it is stuck then); false when it cannot
+ * have the scan, at once when it is this thread's own interrupted one. */
+
+static bool scan_enter(bool wait)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	for (int i = 0;; i++) {
+		pid_t none = 0;
+		if (atomic_compare_exchange_strong(&scan_owner, &none, me))
+			return true;
+		if (none == me || !wait || i == 30000)
+			return false;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+}
+
+static void scan_leave(void)
+{
+	atomic_store(&scan_owner, 0);
+}
+
 /* The report's and the checks' file work is no place for a pthread_cancel
  * to act (it would leave the flags below set): cancellation waits. */
 static int report_exit(int status, int killed_by, uintptr_t stack_from, const uintptr_t *extra,
@@ -675,7 +703,13 @@ static int report_exit(int status, int killed_by, uintptr_t stack_from, const ui
 	struct report_call c = { .status = status, .stack_from = stack_from,
 				 .extra = extra, .nextra = nextra, .killed_by = killed_by };
 	note_altstack(&c);
-	report_err = (int)agent_call_on_own_stack(exit_report, &c);
+	if (scan_enter(true)) {
+		report_err = (int)agent_call_on_own_stack(exit_report, &c);
+		scan_leave();
+	} else {
+		agent_log("a leak check of this thread was interrupted: ", "no exit report", NULL);
+		report_err = -EDEADLK;
+	}
 	atomic_store(&report_done, 1);
 	if (report_err && agent_config.error_exitcode) {
 		char code[8];
@@ -712,6 +746,10 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 		return -ENOTSUP;
 	if (atomic_exchange(&check_running, 1))
 		return -EBUSY;
+	if (!scan_enter(false)) {
+		atomic_store(&check_running, 0);
+		return -EBUSY;
+	}
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	struct report_call c = { .status = -1, .stack_from = stack_from, .extra = extra,
@@ -719,6 +757,7 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	note_altstack(&c);
 	int r = (int)agent_call_on_own_stack(check_report, &c);
 	pthread_setcancelstate(cancel, NULL);
+	scan_leave();
 	atomic_store(&check_running, 0);
 	return r;
 }
