@@ -1093,6 +1093,36 @@ class Suite:
                         " ".join(opt) or "default", got, want))
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
+        elif name == "stop-transparent":
+            # Leak checks stop the other threads while they sleep, poll,
+            # read, wait on a futex...: each call must return what it
+            # returns bare, neither early nor late; with ptrace (the
+            # default), with the signal fallback, and under strace -f
+            # (ptrace taken: the fallback again).
+            spec = self.specs["stop_blocking_calls"]
+            prog = self.build_prog(spec, "fp")
+            bare_rc, bare_out = self.bare(spec, "fp")
+            want = sorted(bare_out.decode().split("\n"))
+            if bare_rc != 0:
+                problems.append("bare run: status %d, output %r" %
+                                (bare_rc, short(bare_out)))
+            runs = [("ptrace", [], {}),
+                    ("signal", [], {"HEAPTRAIL_OPTIONS": "stop_ptrace=0"})]
+            if shutil.which("strace"):
+                runs.append(("strace", ["strace", "-f", "-o", os.devnull],
+                             {}))
+            for i, (what, wrap_cmd, extra) in enumerate(runs):
+                env = dict(RUN_ENV, **extra)
+                rc, o, e = run(wrap_cmd + [ht, "run", "-o", out + str(i),
+                                           "--", prog], cwd=work, env=env)
+                got = sorted(o.decode().split("\n"))
+                if rc != bare_rc or got != want:
+                    problems.append("%s: status %d, stdout %r; bare: %d, %r "
+                                    "(%s)" % (what, rc, short(o), bare_rc,
+                                              short(bare_out), short(e, 400)))
+                if what == "ptrace" and b"blocks the stop signal" in e:
+                    problems.append("ptrace: a thread was not stopped: %s" %
+                                    short(e, 400))
         elif name == "gen-suppressions":
             # The suppression heaptrail prints, fed back, hides the leak.
             prog = self.build_prog(leak, "fp")
@@ -2503,7 +2533,8 @@ def collect_tests(suite):
                       suite.test_report(s, f)))
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
-                 "no-follow-children", "leaks-pid", "gen-suppressions"):
+                 "no-follow-children", "leaks-pid", "gen-suppressions",
+                 "stop-transparent"):
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",
