@@ -524,7 +524,8 @@ void agent_modules_snapshot(void);
  * user_regs_struct (ptrace) or of its ucontext gregs (signal). */
 #define AGENT_STOP_NREGS 32
 enum { AGENT_STOP_WAITING, AGENT_STOP_STOPPED, AGENT_STOP_RELEASED, AGENT_STOP_GONE,
-       AGENT_STOP_IN_SYSCALL /* left in a call a stop would disturb (sp known) */ };
+       AGENT_STOP_IN_SYSCALL, /* left in a call a stop would disturb (sp known) */
+       AGENT_STOP_TRAPPED /* stopped, registers not read yet (internal) */ };
 enum { AGENT_STOP_NONE, AGENT_STOP_PTRACE, AGENT_STOP_SIGNAL };
 struct agent_stopped {
 	pid_t tid;

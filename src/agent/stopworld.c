@@ -166,7 +166,6 @@ static struct {
 	pid_t pid, self, skip;
 	int seize_errno;
 	int added;           /* threads new in the last listing */
-	uint64_t deadline;
 } tr;
 
 /* System calls that a stop (a ptrace stop as much as SIGSTOP) does not
@@ -237,6 +236,32 @@ static void task_syscall(pid_t pid, pid_t tid, long *nr, uintptr_t *sp)
 	*sp = x;
 }
 
+/* Has thread tid exited, leaving a zombie in the task list (the main
+ * thread after pthread_exit)? Raw system calls only. */
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char path[64] = "/proc/", buf[512];
+	char *p = put_dec(path + 6, (unsigned long)pid);
+	p = put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
+	agent_strlcpy(p, "/stat", 8);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return true;  /* gone */
+	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	if (n <= 0)
+		return true;
+	/* "TID (COMM) S ...": the state follows the last ')' */
+	long close_paren = -1;
+	for (long i = 0; i < n; i++)
+		if (buf[i] == ')')
+			close_paren = i;
+	if (close_paren < 0 || close_paren + 2 >= n)
+		return false;
+	char st = buf[close_paren + 2];
+	return st == 'Z' || st == 'X';
+}
+
 static void tracer_add(pid_t tid, void *arg)
 {
 	if (tid == tr.self || tid == tr.skip || slot_of(tid) || stop.nslots == MAX_THREADS ||
@@ -254,7 +279,7 @@ static void tracer_add(pid_t tid, void *arg)
 		return;
 	}
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
-	if (r == -ESRCH)
+	if (r == -ESRCH || (r == -EPERM && is_zombie(tr.pid, tid)))
 		return;  /* gone already */
 	if (r < 0) {
 		tr.seize_errno = (int)-r;
@@ -295,7 +320,19 @@ static void tracer_got_regs(struct agent_stopped *s)
 /* Waits for every seized thread to reach its interrupt stop, passing on
  * the signals that arrive meanwhile (a signal-delivery stop comes first
  * when one is pending: it is delivered as if we were not there). */
+static void tracer_wait_stops(void);
+/* Waits for every seized thread to reach its interrupt stop, then reads
+ * the registers of all (reading one just stopped would make the kernel
+ * wait for it to leave its CPU, a scheduler tick when it is busy). */
 static void tracer_wait_all(void)
+{
+	tracer_wait_stops();
+	for (int i = 0; i < stop.nslots; i++)
+		if (stop.slots[i].state == AGENT_STOP_TRAPPED)
+			tracer_got_regs(&stop.slots[i]);
+}
+
+static void tracer_wait_stops(void)
 {
 	for (;;) {
 		int waiting = 0;
@@ -303,12 +340,12 @@ static void tracer_wait_all(void)
 			waiting += stop.slots[i].state == AGENT_STOP_WAITING;
 		if (!waiting)
 			return;
+		/* Blocks: a thread that never stops (uninterruptible sleep)
+		 * is the caller's to give up on, by killing us. */
 		int status = 0;
 		long tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0);
 		if (tid == 0 || tid == -EINTR) {
-			if (now_ns() > tr.deadline)
-				return;  /* in uninterruptible sleep: not stopped */
-			sleep_us_raw(200);
+			RAW(SYS_sched_yield, 0, 0, 0, 0);
 			continue;
 		}
 		if (tid < 0)
@@ -321,7 +358,7 @@ static void tracer_wait_all(void)
 		} else if (WIFSTOPPED(status)) {
 			if ((status >> 16) == PTRACE_EVENT_STOP) {
 				if (s->state == AGENT_STOP_WAITING)
-					tracer_got_regs(s);
+					s->state = AGENT_STOP_TRAPPED;
 			} else {
 				/* signal-delivery stop: deliver it, keep waiting */
 				RAW(SYS_ptrace, PTRACE_CONT, tid, 0, WSTOPSIG(status));
@@ -381,9 +418,8 @@ static int tracer_main(void *arg)
 	futex_wake(&tr.phase);
 	while (atomic_load(&tr.phase) != T_RELEASE)
 		futex_wait(&tr.phase, T_STOPPED, 1000);
-	tracer_detach_all();
-	atomic_store(&tr.phase, T_DONE);
-	futex_wake(&tr.phase);
+	/* Exiting detaches every tracee at once, in the kernel: detaching
+	 * them one by one lets each woken thread preempt us in turn. */
 	return 0;
 }
 
@@ -414,16 +450,16 @@ static bool stop_ptrace(pid_t self, pid_t skip)
 {
 	if (!tracer_stack)
 		return false;
-	atomic_store(&tr.phase, T_START);
 	tr.pid = getpid();
 	tr.self = self;
 	tr.skip = skip;
 	tr.seize_errno = 0;
-	tr.deadline = now_ns() + 2000000000ull;
 	stop.nslots = 0;
 
 	/* The tracer must never run a handler of the program's: it starts
 	 * with every signal blocked, as the mask it inherits. */
+	bool yama = yama_restricts();
+	atomic_store(&tr.phase, yama ? T_START : T_GO);
 	sigset_t all, old;
 	sigfillset(&all);
 	RAW(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(long));
@@ -433,22 +469,33 @@ static bool stop_ptrace(pid_t self, pid_t skip)
 	if (pid <= 0)
 		return false;
 	tracer_pid = (pid_t)pid;
-	bool yama = yama_restricts();
-	if (yama)
+	if (yama) {
+		/* Yama lets a process trace only its descendants, unless it
+		 * names its tracer: the tracer waits for that. */
 		prctl(PR_SET_PTRACER, pid, 0, 0, 0);
-	atomic_store(&tr.phase, T_GO);
-	futex_wake(&tr.phase);
+		atomic_store(&tr.phase, T_GO);
+		futex_wake(&tr.phase);
+	}
 	int ph;
+	uint64_t deadline = now_ns() + 2000000000ull;
 	while ((ph = atomic_load(&tr.phase)) == T_GO) {
-		futex_wait(&tr.phase, T_GO, 50);
+		futex_wait(&tr.phase, T_GO, 20);
 		int status;
 		if (RAW(SYS_wait4, tracer_pid, &status, __WALL | WNOHANG, 0) == tracer_pid) {
 			tracer_pid = 0;  /* killed */
 			ph = T_FAILED;
-			stop.nslots = 0;
+			break;
+		}
+		if (now_ns() > deadline && atomic_load(&tr.phase) == T_GO) {
+			/* A thread does not stop (uninterruptible sleep): kill
+			 * the tracer, which lets every thread go, and fall back. */
+			RAW(SYS_kill, tracer_pid, SIGKILL, 0, 0);
+			ph = T_FAILED;
 			break;
 		}
 	}
+	if (ph != T_STOPPED)
+		stop.nslots = 0;
 	if (yama)
 		prctl(PR_SET_PTRACER, 0, 0, 0, 0);
 	if (ph != T_STOPPED) {
@@ -556,7 +603,8 @@ static bool blocks_signal(pid_t tid, int sig)
  * thread that blocks the signal is not waited for. */
 static void signal_add(pid_t tid, void *arg)
 {
-	if (tid == sig_self || tid == sig_skip || slot_of(tid) || stop.nslots == MAX_THREADS)
+	if (tid == sig_self || tid == sig_skip || slot_of(tid) || stop.nslots == MAX_THREADS ||
+	    is_zombie(getpid(), tid))
 		return;
 	struct agent_stopped *s = &stop.slots[stop.nslots];
 	agent_memset(s, 0, sizeof *s);
@@ -624,6 +672,16 @@ static int stop_signal(pid_t self, pid_t skip)
 					all = false;
 			if (all)
 				break;
+			/* A thread may block the signal after it came (an
+			 * exiting thread blocks them all): it will not answer. */
+			if (waited >= 100 && waited % 10 == 0)
+				for (int i = 0; i < stop.nslots; i++) {
+					pid_t tid = stop.slots[i].tid;
+					if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING &&
+					    !blocked_here(tid) && nsigblocked < MAX_THREADS &&
+					    blocks_signal(tid, stop.sig))
+						sigblocked[nsigblocked++] = tid;
+				}
 			if (waited < 100)
 				sched_yield();
 			else

@@ -6,7 +6,8 @@
  * clock_nanosleep, poll, epoll_wait, read on a pipe, a futex wait, sleep
  * (1 s), select, pselect) while main asks for a leak check every 20 ms
  * (heaptrail_leak_check; bare, the weak symbol is NULL). A tenth thread
- * blocks every signal. Each thread prints "NAME ok" when its call
+ * reaps children with waitpid(-1) and sees none (no SIGCHLD either), an
+ * eleventh blocks every signal. Each thread prints "NAME ok" when its call
  * returned what it returns bare, after no less than its timeout and no
  * more than 400 ms beyond it; else "NAME FAIL" (details on stderr). Run by
  * the cli:stop-transparent test, which compares the output with the bare
@@ -26,13 +27,19 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 int heaptrail_leak_check(int flags) __attribute__((weak));
 
 static int pipefd[2];
-static atomic_int done, failed;
+static atomic_int done, failed, sigchld;
+
+static void on_sigchld(int sig)
+{
+	sigchld = 1;
+}
 static pthread_mutex_t out = PTHREAD_MUTEX_INITIALIZER;
 
 static double now(void)
@@ -103,6 +110,16 @@ static void *run(void *arg)
 		struct timespec ts = { 0, 300000000 };
 		ret = pselect(0, NULL, NULL, NULL, &ts, NULL);
 		ok = ret == 0;
+	} else if (!strcmp(name, "children")) {
+		/* the program has no child: a tracer must stay invisible */
+		ok = 1;
+		while (now() - t0 < 0.3) {
+			int st;
+			ret = waitpid(-1, &st, WNOHANG);
+			ok &= ret == -1 && errno == ECHILD;
+		}
+		ok &= !sigchld;
+		err = errno;
 	} else if (!strcmp(name, "allblocked")) {
 		sigset_t all;
 		sigfillset(&all);
@@ -121,11 +138,12 @@ int main(void)
 {
 	static const char *names[] = { "nanosleep", "clock_nanosleep", "poll", "epoll_wait",
 				       "read", "futex", "sleep", "select", "pselect",
-				       "allblocked" };
+				       "children", "allblocked" };
 	enum { N = sizeof names / sizeof names[0] };
 	pthread_t t[N];
 	if (pipe(pipefd))
 		return 2;
+	signal(SIGCHLD, on_sigchld);
 	void *keep = malloc(100);  /* something for the scan to find */
 	for (int i = 0; i < N; i++)
 		pthread_create(&t[i], NULL, run, (void *)names[i]);
