@@ -1128,6 +1128,33 @@ class Suite:
                 if what == "ptrace" and b"blocks the stop signal" in e:
                     problems.append("ptrace: a thread was not stopped: %s" %
                                     short(e, 400))
+            # Threads still allocating at exit: "in use at exit" is what
+            # the summary's kinds add up to (one snapshot for both).
+            bprog = self.build_prog(self.specs["stop_busy_exit"], "fp")
+            for i, opts in enumerate(("", "leak_kinds=0")):
+                jpath = os.path.join(work, "busy%d.json" % i)
+                env = dict(RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+                rc, o, e = run([ht, "run", "-o", "%sb%d" % (out, i), "--json",
+                                jpath, "--", bprog], cwd=work, env=env)
+                objs = load_json_objects(jpath) if os.path.exists(jpath) \
+                    else []
+                if rc != 0 or len(objs) != 1:
+                    problems.append("busy exit (%s): status %d, %d reports" %
+                                    (opts or "classified", rc, len(objs)))
+                    continue
+                tot = objs[0]["totals"]
+                summ = objs[0]["summary"]
+                kinds = [k for k in summ if k != "suppressed"]
+                got = [sum(summ[k]["bytes"] for k in kinds) +
+                       summ["suppressed"]["bytes"],
+                       sum(summ[k]["blocks"] for k in kinds) +
+                       summ["suppressed"]["blocks"]]
+                if got != [tot["in_use_bytes"], tot["in_use_blocks"]]:
+                    problems.append("busy exit (%s): in use at exit %d/%d, "
+                                    "the summary adds up to %d/%d" % (
+                                        opts or "classified",
+                                        tot["in_use_bytes"],
+                                        tot["in_use_blocks"], got[0], got[1]))
             # A zombie main thread (pthread_exit) is skipped, in both ways.
             zprog = self.build_prog(self.specs["stop_main_exited"], "fp")
             for i, opts in enumerate(("", "stop_ptrace=0")):

@@ -469,6 +469,8 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
 
 struct agent_kinds {
 	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
 };
 
 /* A live block as the leak scan sees it. */
@@ -556,6 +558,8 @@ struct agent_scan_info {
 	uint64_t root_bytes, blocks_scanned;
 	uint64_t scan_ns;        /* wall time the world was stopped for */
 	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
 };
 /* Once, from the constructor: sig is the signal used to stop threads. */
 void agent_leakscan_init(int sig);

@@ -280,7 +280,11 @@ static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
 	agent_put(w, "\n");
 }
 
-static void write_header(struct agent_writer *w, int status, bool freeres)
+/* t: the counters; live_*: what the records add up to, from the same
+ * snapshot of the live table, so "in use at exit" and the summary agree
+ * even while other threads allocate. */
+static void write_header(struct agent_writer *w, int status, bool freeres,
+			 const struct agent_counts *t, uint64_t live_bytes, uint64_t live_blocks)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -297,20 +301,18 @@ static void write_header(struct agent_writer *w, int status, bool freeres)
 		write_line_u64(w, "exit status", (uint64_t)status);
 	else
 		agent_put(w, "exit unknown\n");
-	struct agent_counts t;
-	agent_counters_sum(&t);
 	agent_put(w, "totals ");
-	agent_put_u64(w, t.allocs);
+	agent_put_u64(w, t->allocs);
 	agent_put(w, " ");
-	agent_put_u64(w, t.frees);
+	agent_put_u64(w, t->frees);
 	agent_put(w, " ");
-	agent_put_u64(w, t.bytes_allocated);
+	agent_put_u64(w, t->bytes_allocated);
 	agent_put(w, " ");
-	agent_put_u64(w, t.tracked_bytes - t.freed_bytes);
+	agent_put_u64(w, live_bytes);
 	agent_put(w, " ");
-	agent_put_u64(w, t.tracked - t.tracked_frees);
+	agent_put_u64(w, live_blocks);
 	agent_put(w, "\n");
-	write_line_u64(w, "dropped", t.dropped);
+	write_line_u64(w, "dropped", t->dropped);
 	if (agent_config.sample > 1)
 		write_line_u64(w, "sample", agent_config.sample);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
@@ -427,17 +429,30 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	agent_tls.busy = 1;
 
 	bool classified = false;
+	struct agent_counts totals;
 	if (agent_config.leak_kinds)
 		classified = (kinds = agent_leakscan(stack_from, extra, nextra, &nstacks, &maplen, &info));
-	if (!kinds) {
+	if (classified) {
+		totals = info.totals;
+	} else {
 		/* no classification: every live block is "in use" */
 		nstacks = agent_stack_count();
 		maplen = ((size_t)nstacks + 1) * sizeof *kinds;
-		if ((kinds = agent_mmap(maplen))) {
-			agent_tables_lock_all();
+		agent_tables_lock_all();
+		if ((kinds = agent_mmap(maplen)))
 			agent_live_per_stack_locked(kinds, nstacks);
-			agent_tables_unlock_all();
+		agent_counters_sum(&totals);
+		agent_tables_unlock_all();
+	}
+	uint64_t live_bytes = 0, live_blocks = 0;
+	for (uint32_t id = 1; kinds && id <= nstacks; id++)
+		for (int k = 0; k < FMT_KIND_COUNT; k++) {
+			live_bytes += kinds[id].bytes[k];
+			live_blocks += kinds[id].blocks[k];
 		}
+	if (!kinds) {
+		live_bytes = totals.tracked_bytes - totals.freed_bytes;
+		live_blocks = totals.tracked - totals.tracked_frees;
 	}
 
 	char name[64];
@@ -445,7 +460,7 @@ static int write_report(int status, uintptr_t stack_from, const uintptr_t *extra
 	struct agent_writer w;
 	int err = agent_writer_open(&w, agent_config.output, name);
 	if (err == 0) {
-		write_header(&w, status, freeres);
+		write_header(&w, status, freeres, &totals, live_bytes, live_blocks);
 		if (check) {
 			agent_put(&w, "check ");
 			agent_put_u64(&w, check);
