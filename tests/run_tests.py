@@ -1155,6 +1155,22 @@ class Suite:
                                         opts or "classified",
                                         tot["in_use_bytes"],
                                         tot["in_use_blocks"], got[0], got[1]))
+            # Children forked while a thread walks the loaded objects exit
+            # (none blocks on the walk's lock) and each writes its report.
+            fspec = self.specs["stop_fork_threads"]
+            fprog = self.build_prog(fspec, "fp")
+            bare_rc, bare_out = self.bare(fspec, "fp")
+            jpath = os.path.join(work, "fork.json")
+            rc, o, e = run([ht, "run", "-o", out + "f", "--json", jpath, "--",
+                            fprog], cwd=work)
+            nrep = len(load_json_objects(jpath)) if os.path.exists(jpath) \
+                else 0
+            if bare_out != b"30 of 30 children exited\n" or o != bare_out \
+                    or rc != bare_rc or nrep != 31:
+                problems.append("fork from threads: status %d, stdout %r, %d "
+                                "reports; bare: %d, %r; 31 reports expected"
+                                % (rc, short(o), nrep, bare_rc,
+                                   short(bare_out)))
             # A zombie main thread (pthread_exit) is skipped, in both ways.
             zprog = self.build_prog(self.specs["stop_main_exited"], "fp")
             for i, opts in enumerate(("", "stop_ptrace=0")):

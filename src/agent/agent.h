@@ -520,6 +520,14 @@ void agent_tables_unlock_all(void);
 /* Remembers every module currently loaded, so one that is dlclose'd later
  * still symbolizes. Call before dlclose. Not hook-safe (dl_iterate_phdr). */
 void agent_modules_snapshot(void);
+/* Fork: the parent's prepare handler snapshots the list (marking what is
+ * loaded); the child is told whether other threads existed at the fork,
+ * in which case it never calls dl_iterate_phdr again (its lock may have
+ * been held) and writes the snapshot. agent_modules_frozen says so, for
+ * other users of the loader's lock (libunwind). */
+void agent_modules_fork_prepare(void);
+void agent_modules_fork_child(bool threaded);
+bool agent_modules_frozen(void);
 
 /* ---- stopping the other threads (stopworld.c) ---- */
 /* The registers of one stopped thread: the words of x86-64's

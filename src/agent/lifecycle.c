@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <ucontext.h>
 #include <stdlib.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,9 +61,15 @@ void agent_init_early(void)
 
 /* ---------- fork ---------- */
 
+/* Were there other threads at the fork? Any of them may have held a lock
+ * that the child inherits held (glibc's loader lock among them). */
+static bool fork_threaded;
+
 static void fork_prepare(void)
 {
 	agent_hooks_fork_prepare();
+	fork_threaded = !__libc_single_threaded || agent_modules_frozen();
+	agent_modules_fork_prepare();
 	agent_modules_lock();
 	agent_tables_lock_all();
 }
@@ -78,6 +85,7 @@ static void fork_child(void)
 {
 	agent_tables_unlock_all();
 	agent_modules_unlock();
+	agent_modules_fork_child(fork_threaded);
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
 	agent_counters_forked();
@@ -192,7 +200,10 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 	unw_context_t ctx;
 	unw_cursor_t cur;
 	unw_word_t ip, sp;
-	if (!libc_hi || unw_getcontext(&ctx) || unw_init_local(&cur, &ctx))
+	/* libunwind finds unwind tables with dl_iterate_phdr, which may block
+	 * for ever in a child forked from threads (see modules.c) */
+	if (!libc_hi || agent_modules_frozen() || unw_getcontext(&ctx) ||
+	    unw_init_local(&cur, &ctx))
 		return fallback;
 	for (int depth = 0; depth < 64 && unw_step(&cur) > 0; depth++) {
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
