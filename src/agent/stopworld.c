@@ -159,7 +159,7 @@ static struct agent_stopped *slot_of(pid_t tid)
 
 /* ---------- the ptrace way ---------- */
 
-enum { T_START, T_GO, T_STOPPED, T_FAILED, T_RELEASE, T_DONE };
+enum { T_START, T_GO, T_STOPPED, T_FAILED, T_RELEASE };
 
 static struct {
 	atomic_int phase;
@@ -190,6 +190,12 @@ static bool stop_would_show(long nr)
 	case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
 	case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
 	case SYS_accept: case SYS_accept4: case SYS_connect:
+	/* and calls a stop cannot interrupt at all: the parent of a vfork
+	 * until the child execs or exits */
+	case SYS_vfork: case SYS_clone:
+#ifdef SYS_clone3
+	case SYS_clone3:
+#endif
 		return true;
 	}
 	return false;
@@ -236,9 +242,9 @@ static void task_syscall(pid_t pid, pid_t tid, long *nr, uintptr_t *sp)
 	*sp = x;
 }
 
-/* Has thread tid exited, leaving a zombie in the task list (the main
- * thread after pthread_exit)? Raw system calls only. */
-static bool is_zombie(pid_t pid, pid_t tid)
+/* The state letter of thread tid (R, S, D, Z...), 'X' when it is gone.
+ * Raw system calls only. */
+static char task_state(pid_t pid, pid_t tid)
 {
 	char path[64] = "/proc/", buf[512];
 	char *p = put_dec(path + 6, (unsigned long)pid);
@@ -246,19 +252,26 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	agent_strlcpy(p, "/stat", 8);
 	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return true;  /* gone */
+		return 'X';  /* gone */
 	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
 	RAW(SYS_close, fd, 0, 0, 0);
 	if (n <= 0)
-		return true;
+		return 'X';
 	/* "TID (COMM) S ...": the state follows the last ')' */
 	long close_paren = -1;
 	for (long i = 0; i < n; i++)
 		if (buf[i] == ')')
 			close_paren = i;
 	if (close_paren < 0 || close_paren + 2 >= n)
-		return false;
-	char st = buf[close_paren + 2];
+		return '?';
+	return buf[close_paren + 2];
+}
+
+/* Has thread tid exited, leaving a zombie in the task list (the main
+ * thread after pthread_exit)? */
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char st = task_state(pid, tid);
 	return st == 'Z' || st == 'X';
 }
 
@@ -270,7 +283,9 @@ static void tracer_add(pid_t tid, void *arg)
 	long nr;
 	uintptr_t sp;
 	task_syscall(tr.pid, tid, &nr, &sp);
-	if (nr >= 0 && stop_would_show(nr)) {
+	/* In uninterruptible sleep (disk, NFS) it would not stop before the
+	 * call returns: it runs no program code meanwhile either. */
+	if (nr >= 0 && (stop_would_show(nr) || task_state(tr.pid, tid) == 'D')) {
 		struct agent_stopped *s = &stop.slots[stop.nslots++];
 		agent_memset(s, 0, sizeof *s);
 		s->tid = tid;
@@ -317,10 +332,8 @@ static void tracer_got_regs(struct agent_stopped *s)
 	s->state = AGENT_STOP_STOPPED;
 }
 
-/* Waits for every seized thread to reach its interrupt stop, passing on
- * the signals that arrive meanwhile (a signal-delivery stop comes first
- * when one is pending: it is delivered as if we were not there). */
 static void tracer_wait_stops(void);
+
 /* Waits for every seized thread to reach its interrupt stop, then reads
  * the registers of all (reading one just stopped would make the kernel
  * wait for it to leave its CPU, a scheduler tick when it is busy). */
@@ -332,6 +345,9 @@ static void tracer_wait_all(void)
 			tracer_got_regs(&stop.slots[i]);
 }
 
+/* Waits for every seized thread to reach its interrupt stop, passing on
+ * the signals that arrive meanwhile (a signal-delivery stop comes first
+ * when one is pending: it is delivered as if we were not there). */
 static void tracer_wait_stops(void)
 {
 	for (;;) {
@@ -343,11 +359,9 @@ static void tracer_wait_stops(void)
 		/* Blocks: a thread that never stops (uninterruptible sleep)
 		 * is the caller's to give up on, by killing us. */
 		int status = 0;
-		long tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0);
-		if (tid == 0 || tid == -EINTR) {
-			RAW(SYS_sched_yield, 0, 0, 0, 0);
+		long tid = RAW(SYS_wait4, -1, &status, __WALL, 0);
+		if (tid == -EINTR)
 			continue;
-		}
 		if (tid < 0)
 			return;
 		struct agent_stopped *s = slot_of((pid_t)tid);
