@@ -1210,6 +1210,95 @@ class Suite:
             problems += self.other_allocator(work)
         elif name == "leaks-pid":
             problems += self.leaks_pid(work, out)
+        elif name == "stop-transparent":
+            # Leak checks stop the other threads while they sleep, poll,
+            # read, wait on a futex...: each call must return what it
+            # returns bare, neither early nor late; with ptrace (the
+            # default), with the signal fallback, and under strace -f
+            # (ptrace taken: the fallback again).
+            spec = self.specs["stop_blocking_calls"]
+            prog = self.build_prog(spec, "fp")
+            bare_rc, bare_out = self.bare(spec, "fp")
+            want = sorted(bare_out.decode().split("\n"))
+            if bare_rc != 0:
+                problems.append("bare run: status %d, output %r" %
+                                (bare_rc, short(bare_out)))
+            runs = [("ptrace", [], {}),
+                    ("signal", [], {"HEAPTRAIL_OPTIONS": "stop_ptrace=0"})]
+            if shutil.which("strace"):
+                runs.append(("strace", ["strace", "-f", "-o", os.devnull],
+                             {}))
+            # The fallback's signal can still hit a thread in the instant
+            # it wakes from its call (rare): up to three tries there.
+            for i, (what, wrap_cmd, extra) in enumerate(runs):
+                env = dict(RUN_ENV, **extra)
+                for attempt in range(1 if what == "ptrace" else 3):
+                    rc, o, e = run(wrap_cmd + [ht, "run", "-o", "%s%d-%d" % (
+                        out, i, attempt), "--", prog], cwd=work, env=env)
+                    got = sorted(o.decode().split("\n"))
+                    if rc == bare_rc and got == want:
+                        break
+                if rc != bare_rc or got != want:
+                    problems.append("%s: status %d, stdout %r; bare: %d, %r "
+                                    "(%s)" % (what, rc, short(o), bare_rc,
+                                              short(bare_out), e.decode(errors="replace")[-600:]))
+                if what == "ptrace" and b"blocks the stop signal" in e:
+                    problems.append("ptrace: a thread was not stopped: %s" %
+                                    short(e, 400))
+            # Threads still allocating at exit: "in use at exit" is what
+            # the summary's kinds add up to (one snapshot for both).
+            bprog = self.build_prog(self.specs["stop_busy_exit"], "fp")
+            for i, opts in enumerate(("", "leak_kinds=0")):
+                jpath = os.path.join(work, "busy%d.json" % i)
+                env = dict(RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+                rc, o, e = run([ht, "run", "-o", "%sb%d" % (out, i), "--json",
+                                jpath, "--", bprog], cwd=work, env=env)
+                objs = load_json_objects(jpath) if os.path.exists(jpath) \
+                    else []
+                if rc != 0 or len(objs) != 1:
+                    problems.append("busy exit (%s): status %d, %d reports" %
+                                    (opts or "classified", rc, len(objs)))
+                    continue
+                tot = objs[0]["totals"]
+                summ = objs[0]["summary"]
+                kinds = [k for k in summ if k != "suppressed"]
+                got = [sum(summ[k]["bytes"] for k in kinds) +
+                       summ["suppressed"]["bytes"],
+                       sum(summ[k]["blocks"] for k in kinds) +
+                       summ["suppressed"]["blocks"]]
+                if got != [tot["in_use_bytes"], tot["in_use_blocks"]]:
+                    problems.append("busy exit (%s): in use at exit %d/%d, "
+                                    "the summary adds up to %d/%d" % (
+                                        opts or "classified",
+                                        tot["in_use_bytes"],
+                                        tot["in_use_blocks"], got[0], got[1]))
+            # Children forked while a thread walks the loaded objects exit
+            # (none blocks on the walk's lock) and each writes its report.
+            fspec = self.specs["stop_fork_threads"]
+            fprog = self.build_prog(fspec, "fp")
+            bare_rc, bare_out = self.bare(fspec, "fp")
+            jpath = os.path.join(work, "fork.json")
+            rc, o, e = run([ht, "run", "-o", out + "f", "--json", jpath, "--",
+                            fprog], cwd=work)
+            nrep = len(load_json_objects(jpath)) if os.path.exists(jpath) \
+                else 0
+            if bare_out != b"30 of 30 children exited\n" or o != bare_out \
+                    or rc != bare_rc or nrep != 31:
+                problems.append("fork from threads: status %d, stdout %r, %d "
+                                "reports; bare: %d, %r; 31 reports expected"
+                                % (rc, short(o), nrep, bare_rc,
+                                   short(bare_out)))
+            # A zombie main thread (pthread_exit) is skipped, in both ways.
+            zprog = self.build_prog(self.specs["stop_main_exited"], "fp")
+            for i, opts in enumerate(("", "stop_ptrace=0")):
+                env = dict(RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+                rc, o, e = run([ht, "run", "-o", "%sz%d" % (out, i), "--",
+                                zprog], cwd=work, env=env)
+                if rc != 0 or o != b"check 0\n" or b"blocks the stop" in e:
+                    problems.append("main thread exited (%s): status %d, "
+                                    "stdout %r, stderr %s" % (
+                                        opts or "ptrace", rc, short(o),
+                                        short(e, 300)))
         elif name == "gen-suppressions":
             # The suppression heaptrail prints, fed back, hides the leak.
             prog = self.build_prog(leak, "fp")
@@ -3097,7 +3186,7 @@ def collect_tests(suite):
                  "no-follow-children", "leaks-pid", "gen-suppressions",
                  "agent-files", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
-                 "cancel-in-dump") + HOST_TESTS:
+                 "cancel-in-dump", "stop-transparent") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",

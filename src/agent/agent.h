@@ -43,6 +43,7 @@ struct agent_config {
 	bool peak;               /* keep a dump of the peak */
 	bool final;              /* dump at exit */
 	int stop_signal;         /* signal that stops threads for the scan */
+	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
 	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
 	int dump_signal;         /* dump on this signal; 0 = none */
 	int peak_step;           /* percent the peak must grow by to be dumped again */
@@ -561,6 +562,8 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
 
 struct agent_kinds {
 	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
 };
 
 /* A live block as the leak scan sees it. */
@@ -612,6 +615,45 @@ void agent_tables_unlock_all(void);
 /* Remembers every module currently loaded, so one that is dlclose'd later
  * still symbolizes. Call before dlclose. Not hook-safe (dl_iterate_phdr). */
 void agent_modules_snapshot(void);
+/* Fork: the parent's prepare handler snapshots the list (marking what is
+ * loaded); the child is told whether other threads existed at the fork,
+ * in which case it never calls dl_iterate_phdr again (its lock may have
+ * been held) and writes the snapshot. agent_modules_frozen says so, for
+ * other users of the loader's lock (libunwind). */
+void agent_modules_fork_prepare(void);
+void agent_modules_fork_child(bool threaded);
+bool agent_modules_frozen(void);
+
+/* ---- stopping the other threads (stopworld.c) ---- */
+/* The registers of one stopped thread: the words of x86-64's
+ * user_regs_struct (ptrace) or of its ucontext gregs (signal). */
+#define AGENT_STOP_NREGS 32
+enum { AGENT_STOP_WAITING, AGENT_STOP_STOPPED, AGENT_STOP_RELEASED, AGENT_STOP_GONE,
+       AGENT_STOP_IN_SYSCALL, /* left in a call a stop would disturb (sp known) */
+       AGENT_STOP_TRAPPED /* stopped, registers not read yet (internal) */ };
+enum { AGENT_STOP_NONE, AGENT_STOP_PTRACE, AGENT_STOP_SIGNAL };
+struct agent_stopped {
+	pid_t tid;
+	atomic_int state;        /* AGENT_STOP_*; WAITING after the stop = not stopped */
+	int nregs;               /* words of regs filled in (0: unknown) */
+	uintptr_t sp;            /* lowest live stack address (its stack pointer
+				    less the red zone); for a thread not stopped,
+				    from the system call it blocks in, or 0 */
+	uintptr_t regs[AGENT_STOP_NREGS];
+};
+/* Once, from the constructor: sig is the fallback's stop signal. */
+void agent_stopworld_init(int sig);
+/* Stops every thread of the process but the caller and skip (ptrace from
+ * a tracer task; a signal when ptrace is not permitted), and points
+ * *threads at their registers (valid until the resume). Returns how many
+ * threads could not be stopped, -1 when nothing could be done. Not
+ * hook-safe; the caller must not hold a lock the stop takes (none: it
+ * makes only system calls). Saves errno. */
+int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads);
+/* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
+int agent_stopworld_method(void);
+/* Lets every stopped thread go on; returns when the tracer has gone. */
+void agent_stopworld_resume(void);
 
 /* ---- leak scan (leakscan.c) ---- */
 struct agent_scan_info {
@@ -619,6 +661,8 @@ struct agent_scan_info {
 	uint64_t root_bytes, blocks_scanned;
 	uint64_t scan_ns;        /* wall time the world was stopped for */
 	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
 };
 /* Once, from the constructor: sig is the signal used to stop threads. */
 void agent_leakscan_init(int sig);

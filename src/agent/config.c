@@ -33,8 +33,10 @@
  *                  before the exit report, as valgrind does (default)
  * leak_kinds       1: classify blocks at exit into valgrind's four kinds
  *                  with a reachability scan (default; exact mode only)
- * stop_signal      signal used to stop threads during the scan
- *                  (default SIGRTMAX-1)
+ * stop_signal      signal used to stop threads during the scan when
+ *                  ptrace is not permitted (default SIGRTMAX-1)
+ * stop_ptrace      0: stop threads with stop_signal only, never ptrace
+ *                  (default 1: ptrace first, the signal as the fallback)
  * leak_check_signal  signal that asks for a leak check now, as
  *                  `heaptrail leaks PID` sends it (default SIGRTMAX-2; 0 off)
  * error_exitcode   when the exit report cannot be written (disk full,
@@ -68,6 +70,7 @@ struct agent_config agent_config = {
 	.follow_children = true,
 	.freeres = true,
 	.leak_kinds = true,
+	.stop_ptrace = true,
 	.active = true,
 	/* Until the options are read, every allocation is tracked: the
 	 * constructor forgets those blocks if sampling is asked for. */
@@ -151,6 +154,7 @@ static const struct option {
 	{ "freeres", T_BOOL, F(freeres), 0, 0 },
 	{ "leak_kinds", T_BOOL, F(leak_kinds), 0, 0 },
 	{ "stop_signal", T_SIGNAL, F(stop_signal), 0, 0 },
+	{ "stop_ptrace", T_BOOL, F(stop_ptrace), 0, 0 },
 	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },
 	{ "error_exitcode", T_NUM, F(error_exitcode), 0, 255 },
 	{ "run", T_ID, F(run_id), 0, 0 },

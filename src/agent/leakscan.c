@@ -6,8 +6,8 @@
  *  1. Roots: every readable and writable mapping of the process except the
  *     malloc heap itself, the agent's own memory and the dead part of each
  *     thread's stack (below its stack pointer); plus every thread's
- *     registers. Other threads are stopped with a signal (no ptrace, so it
- *     works in containers) and report their registers from the handler.
+ *     registers. Other threads are stopped by stopworld.c (ptrace from a
+ *     tracer task, or a signal where ptrace is not permitted).
  *  2. Marking: every aligned word is a possible pointer. From a root or a
  *     reachable block, a pointer to the start of a block makes it
  *     reachable, a pointer into its interior makes it possibly lost —
@@ -54,215 +54,23 @@ enum { ST_UNREACHED, ST_POSSIBLE, ST_REACHABLE, ST_INDIRECT };
 
 /* ---------- stopping the other threads ---------- */
 
-struct stop_slot {
-	pid_t tid;
-	atomic_int state;        /* 0 signalled, 1 stopped, 2 released, 3 gone */
-	uintptr_t sp;
-	uintptr_t regs[NGREG];
-};
-
+/* stopworld.c does the stopping (ptrace, or a signal as the fallback);
+ * these are the threads it stopped, valid until resume_world. */
 static struct {
-	atomic_int active;
-	atomic_int release;
-	int sig;
-	struct sigaction old;
-	struct stop_slot *slots; /* MAX_THREADS, from mmap */
+	struct agent_stopped *slots;
 	int nslots;
-	bool installed;
 } stop;
-
-static pid_t gettid_raw(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static void futex_wait(atomic_int *p, int val)
-{
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
-	syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
-}
-
-static void stop_handler(int sig, siginfo_t *si, void *ucv)
-{
-	int saved_errno = errno;
-	bool ours = si && si->si_code == SI_TKILL && si->si_pid == getpid();
-	if (!ours) {
-		/* Someone else's signal: hand it to whoever had it before. */
-		if (stop.old.sa_flags & SA_SIGINFO) {
-			if (stop.old.sa_sigaction)
-				stop.old.sa_sigaction(sig, si, ucv);
-		} else if (stop.old.sa_handler != SIG_IGN && stop.old.sa_handler != SIG_DFL) {
-			stop.old.sa_handler(sig);
-		}
-		errno = saved_errno;
-		return;
-	}
-	if (!atomic_load(&stop.active)) {
-		errno = saved_errno;  /* a late stop request: nothing to do */
-		return;
-	}
-	pid_t tid = gettid_raw();
-	struct stop_slot *slot = NULL;
-	for (int i = 0; i < stop.nslots; i++)
-		if (stop.slots[i].tid == tid)
-			slot = &stop.slots[i];
-	if (slot) {
-		ucontext_t *uc = ucv;
-		for (int i = 0; i < NGREG; i++)
-			slot->regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
-		slot->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-		atomic_store(&slot->state, 1);
-		while (!atomic_load(&stop.release))
-			futex_wait(&stop.release, 0);
-		atomic_store(&slot->state, 2);
-	}
-	errno = saved_errno;
-}
-
-/* Makes sure our handler is the one installed (the program may have
- * replaced it since), keeping the program's as the one to chain to. */
-static bool install_handler(void)
-{
-	struct sigaction cur, sa;
-	if (sigaction(stop.sig, NULL, &cur))
-		return false;
-	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler)
-		return true;
-	agent_memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = stop_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (sigaction(stop.sig, &sa, NULL))
-		return false;
-	stop.old = cur;
-	return true;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { 0, ms * 1000 * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-/* Adds and signals every thread not yet in the slots; returns how many
- * were new. */
-static int signal_new_threads(pid_t self, pid_t skip)
-{
-	char buf[4096];
-	int added = 0;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	for (;;) {
-		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
-		if (r <= 0)
-			break;
-		for (long off = 0; off < r;) {
-			struct dirent64 { uint64_t ino; int64_t off; unsigned short reclen;
-					  unsigned char type; char name[]; } *d = (void *)(buf + off);
-			off += d->reclen;
-			if (d->name[0] < '0' || d->name[0] > '9')
-				continue;
-			pid_t tid = 0;
-			for (const char *c = d->name; *c; c++)
-				tid = tid * 10 + (*c - '0');
-			if (tid == self || tid == skip)
-				continue;
-			bool known = false;
-			for (int i = 0; i < stop.nslots; i++)
-				known |= stop.slots[i].tid == tid;
-			if (known || stop.nslots == MAX_THREADS)
-				continue;
-			struct stop_slot *s = &stop.slots[stop.nslots];
-			s->tid = tid;
-			s->sp = 0;
-			atomic_store(&s->state, 0);
-			stop.nslots++;
-			if (syscall(SYS_tgkill, getpid(), tid, stop.sig) != 0)
-				atomic_store(&s->state, 3);
-			added++;
-		}
-	}
-	close(fd);
-	return added;
-}
-
-/* Reads the stack pointer of a thread blocked in a system call from
- * /proc/self/task/TID/syscall ("nr a1..a6 sp pc"); 0 when unknown. */
-static uintptr_t blocked_sp(pid_t tid)
-{
-	char path[64] = "/proc/self/task/", buf[256];
-	size_t n = agent_strlen(path);
-	char digits[16];
-	int k = 0;
-	do
-		digits[k++] = (char)('0' + tid % 10);
-	while ((tid /= 10));
-	while (k)
-		path[n++] = digits[--k];
-	agent_strlcpy(path + n, "/syscall", sizeof path - n);
-	if (agent_read_small(path, buf, sizeof buf) < 0)
-		return 0;
-	/* the 8th field */
-	const char *p = buf;
-	for (int field = 0; field < 7 && *p; field++) {
-		while (*p && *p != ' ')
-			p++;
-		while (*p == ' ')
-			p++;
-	}
-	if (p[0] != '0' || p[1] != 'x')
-		return 0;
-	uintptr_t v = 0;
-	for (p += 2; *p && *p != ' ' && *p != '\n'; p++)
-		v = v * 16 + (uintptr_t)(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10);
-	return v;
-}
 
 /* Returns the number of threads that could not be stopped. */
 static int stop_world(pid_t skip)
 {
-	pid_t self = gettid_raw();
-	stop.nslots = 0;
-	atomic_store(&stop.release, 0);
-	atomic_store(&stop.active, 1);
-	if (!stop.slots || !install_handler())
-		return -1;
-	for (int round = 0; round < 8; round++) {
-		if (!signal_new_threads(self, skip) && round)
-			break;
-		for (int waited = 0; waited < 2000; waited++) {
-			bool all = true;
-			for (int i = 0; i < stop.nslots; i++)
-				if (atomic_load(&stop.slots[i].state) == 0)
-					all = false;
-			if (all)
-				break;
-			if (waited < 100)
-				sched_yield();
-			else
-				sleep_ms(1);
-		}
-	}
-	int missing = 0;
-	for (int i = 0; i < stop.nslots; i++)
-		if (atomic_load(&stop.slots[i].state) == 0) {
-			/* blocked the signal: maybe it sits in a system call */
-			stop.slots[i].sp = blocked_sp(stop.slots[i].tid);
-			agent_memset(stop.slots[i].regs, 0, sizeof stop.slots[i].regs);
-			missing++;
-		}
-	return missing;
+	return agent_stopworld_stop(skip, &stop.slots, &stop.nslots);
 }
 
 static void resume_world(void)
 {
-	atomic_store(&stop.release, 1);
-	syscall(SYS_futex, &stop.release, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
-	for (int i = 0; i < stop.nslots; i++)
-		for (int w = 0; w < 2000 && atomic_load(&stop.slots[i].state) == 1; w++)
-			sched_yield();
-	atomic_store(&stop.active, 0);
+	agent_stopworld_resume();
+	stop.nslots = 0;
 }
 
 /* ---------- the process's mappings ---------- */
@@ -894,8 +702,7 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *arg)
 
 void agent_leakscan_init(int sig)
 {
-	stop.sig = sig;
-	stop.slots = agent_mmap(MAX_THREADS * sizeof *stop.slots);
+	agent_stopworld_init(sig);
 	dl_iterate_phdr(find_own, NULL);
 }
 
@@ -925,6 +732,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 
 	agent_tables_lock_all();
 	int missing = stop_world(atomic_load(&agent_ticker_tid));
+	agent_counters_sum(&info->totals);
 	info->threads_stopped = stop.nslots;
 	info->threads_unstopped = missing > 0 ? missing : 0;
 
@@ -996,7 +804,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 				info->root_bytes += regions[i].end - regions[i].start;
 			}
 		for (int i = 0; i < stop.nslots; i++)
-			scan_words(&s, stop.slots[i].regs, NGREG, true);
+			scan_words(&s, stop.slots[i].regs, (size_t)stop.slots[i].nregs, true);
 		if (extra)
 			scan_words(&s, extra, (size_t)nextra, true);
 		drain(&s);

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <linux/futex.h>
 #include <sys/resource.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,9 +100,15 @@ void agent_init_early(void)
 
 /* ---------- fork ---------- */
 
+/* Were there other threads at the fork? Any of them may have held a lock
+ * that the child inherits held (glibc's loader lock among them). */
+static bool fork_threaded;
+
 static void fork_prepare(void)
 {
 	agent_hooks_fork_prepare();
+	fork_threaded = !__libc_single_threaded || agent_modules_frozen();
+	agent_modules_fork_prepare();
 	agent_modules_lock();
 	agent_tables_lock_all();
 }
@@ -117,6 +124,7 @@ static void fork_child(void)
 {
 	agent_tables_unlock_all();
 	agent_modules_unlock();
+	agent_modules_fork_child(fork_threaded);
 	agent_pid = getpid();
 	atomic_store(&reported, 0);
 	atomic_store(&scan_owner, 0);  /* its thread is not in this process */
@@ -244,7 +252,10 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 	unw_context_t ctx;
 	unw_cursor_t cur;
 	unw_word_t ip, sp;
-	if (!libc_hi || unw_getcontext(&ctx) || unw_init_local(&cur, &ctx))
+	/* libunwind finds unwind tables with dl_iterate_phdr, which may block
+	 * for ever in a child forked from threads (see modules.c) */
+	if (!libc_hi || agent_modules_frozen() || unw_getcontext(&ctx) ||
+	    unw_init_local(&cur, &ctx))
 		return fallback;
 	for (int depth = 0; depth < 64 && unw_step(&cur) > 0; depth++) {
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
@@ -388,7 +399,11 @@ static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
 	agent_put(w, "\n");
 }
 
-static void write_header(struct agent_writer *w, int status, int killed_by, bool freeres)
+/* t: the counters; live_*: what the records add up to, from the same
+ * snapshot of the live table, so "in use at exit" and the summary agree
+ * even while other threads allocate. */
+static void write_header(struct agent_writer *w, int status, int killed_by, bool freeres,
+			 const struct agent_counts *t, uint64_t live_bytes, uint64_t live_blocks)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -412,20 +427,18 @@ static void write_header(struct agent_writer *w, int status, int killed_by, bool
 		write_line_u64(w, "exit status", (uint64_t)status);
 	else
 		agent_put(w, "exit unknown\n");
-	struct agent_counts t;
-	agent_counters_sum(&t);
 	agent_put(w, "totals ");
-	agent_put_u64(w, t.allocs);
+	agent_put_u64(w, t->allocs);
 	agent_put(w, " ");
-	agent_put_u64(w, t.frees);
+	agent_put_u64(w, t->frees);
 	agent_put(w, " ");
-	agent_put_u64(w, t.bytes_allocated);
+	agent_put_u64(w, t->bytes_allocated);
 	agent_put(w, " ");
-	agent_put_u64(w, t.tracked_bytes - t.freed_bytes);
+	agent_put_u64(w, live_bytes);
 	agent_put(w, " ");
-	agent_put_u64(w, t.tracked - t.tracked_frees);
+	agent_put_u64(w, live_blocks);
 	agent_put(w, "\n");
-	write_line_u64(w, "dropped", t.dropped);
+	write_line_u64(w, "dropped", t->dropped);
 	if (agent_config.sample > 1)
 		write_line_u64(w, "sample", agent_config.sample);
 	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
@@ -584,18 +597,31 @@ static int write_report(const struct report_call *c)
 	agent_tls.busy = 1;
 
 	bool classified = false;
+	struct agent_counts totals;
 	if (agent_config.leak_kinds)
 		classified = (kinds = agent_leakscan(stack_from, extra, nextra, c->alt_lo, c->alt_hi,
 							       &nstacks, &maplen, &info));
-	if (!kinds) {
+	if (classified) {
+		totals = info.totals;
+	} else {
 		/* no classification: every live block is "in use" */
 		nstacks = agent_stack_count();
 		maplen = ((size_t)nstacks + 1) * sizeof *kinds;
-		if ((kinds = agent_mmap(maplen))) {
-			agent_tables_lock_all();
+		agent_tables_lock_all();
+		if ((kinds = agent_mmap(maplen)))
 			agent_live_per_stack_locked(kinds, nstacks);
-			agent_tables_unlock_all();
+		agent_counters_sum(&totals);
+		agent_tables_unlock_all();
+	}
+	uint64_t live_bytes = 0, live_blocks = 0;
+	for (uint32_t id = 1; kinds && id <= nstacks; id++)
+		for (int k = 0; k < FMT_KIND_COUNT; k++) {
+			live_bytes += kinds[id].bytes[k];
+			live_blocks += kinds[id].blocks[k];
 		}
+	if (!kinds) {
+		live_bytes = totals.tracked_bytes - totals.freed_bytes;
+		live_blocks = totals.tracked - totals.tracked_frees;
 	}
 
 	char name[64];
@@ -603,7 +629,7 @@ static int write_report(const struct report_call *c)
 	struct agent_writer w;
 	int err = agent_writer_open(&w, agent_config.output, name);
 	if (err == 0) {
-		write_header(&w, status, c->killed_by, freeres);
+		write_header(&w, status, c->killed_by, freeres, &totals, live_bytes, live_blocks);
 		if (check) {
 			agent_put(&w, "check ");
 			agent_put_u64(&w, check);

@@ -142,9 +142,60 @@ static int write_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* In a child forked from a process with other threads, dl_iterate_phdr
+ * may block for ever: glibc does not reset its lock in the child, and
+ * another thread may have held it (in dlopen, dlclose or a walk) at the
+ * fork. Such a child writes the list as it was just before the fork. */
+static bool frozen;
+
+static int remember_live(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	char buf[4096];
+	struct module m;
+	const char *name = module_name(info, buf, sizeof buf);
+	describe(info, &m);
+	remember(info, size, arg);
+	for (size_t i = 0; i < nmodules; i++)
+		if (registry[i].base == m.base && registry[i].lo == m.lo &&
+		    agent_streq(names + registry[i].name, name))
+			registry[i].live = true;
+	return 0;
+}
+
+void agent_modules_fork_prepare(void)
+{
+	agent_lock(&modules_lock);
+	if (!registry) {
+		registry = agent_mmap(MAX_MODULES * sizeof *registry);
+		names = agent_mmap(NAMES_SIZE);
+	}
+	if (registry && names) {
+		for (size_t i = 0; i < nmodules; i++)
+			registry[i].live = false;
+		dl_iterate_phdr(remember_live, NULL);
+	}
+	agent_unlock(&modules_lock);
+}
+
+void agent_modules_fork_child(bool threaded)
+{
+	frozen = threaded;
+}
+
+bool agent_modules_frozen(void)
+{
+	return frozen;
+}
+
 void agent_modules_write(struct agent_writer *w)
 {
 	agent_lock(&modules_lock);
+	if (frozen) {
+		for (size_t i = 0; i < nmodules; i++)
+			write_module(w, &registry[i], names + registry[i].name, registry[i].live);
+		agent_unlock(&modules_lock);
+		return;
+	}
 	for (size_t i = 0; i < nmodules; i++)
 		registry[i].live = false;
 	dl_iterate_phdr(write_loaded, w);

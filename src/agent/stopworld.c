@@ -1,0 +1,822 @@
+/*
+ * stopworld.c — stopping every other thread of the process for a leak
+ * scan, and reading their registers, without the program noticing.
+ *
+ * The first way (LeakSanitizer's): a tracer task, created with
+ * clone(CLONE_VM | CLONE_FS | CLONE_UNTRACED) and exit signal 0 on a stack
+ * of ours, attaches to every thread with PTRACE_SEIZE, stops it with
+ * PTRACE_INTERRUPT and reads its registers with PTRACE_GETREGS into
+ * memory shared with the caller (the same address space). It keeps them
+ * stopped until the caller releases them, then detaches and exits; the
+ * caller reaps it. A ptrace stop is not a signal the program can see: a
+ * thread stopped inside nanosleep, poll, select, read or a futex wait
+ * resumes the call where it was, with its result and its timeout intact.
+ * The program gets no SIGCHLD (exit signal 0), and its wait(-1) or
+ * waitpid(-1) cannot reap the tracer (only __WALL or __WCLONE waits see a
+ * child with no exit signal). Threads that block every signal are
+ * stopped like any other.
+ *
+ * The fallback, when ptrace is not permitted (a seccomp filter, Yama
+ * ptrace_scope 2 or 3, a non-dumpable process without CAP_SYS_PTRACE, a
+ * debugger or strace already tracing the threads): a real-time signal
+ * whose handler reports its registers and waits. A thread that blocks the
+ * signal cannot be stopped that way: after a short wait its stack pointer
+ * is read from /proc/self/task/TID/syscall (it is blocked in a system
+ * call) and it is counted as not stopped.
+ *
+ * The tracer runs while the caller holds every table lock and other
+ * threads may hold any lock of libc: it makes only raw system calls (no
+ * errno, no TLS, no locks), on a stack from mmap, with every signal
+ * blocked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/banned.h"
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+
+#define MAX_THREADS 4096
+
+static struct {
+	atomic_int active;
+	atomic_int release;
+	int sig;
+	struct sigaction old;
+	struct agent_stopped *slots; /* MAX_THREADS, from mmap */
+	int nslots;
+	int method;
+} stop;
+
+/* ---------- raw system calls (usable in the tracer: no errno) ---------- */
+
+static long raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define RAW(nr, a, b, c, d) raw6(nr, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+static pid_t gettid_raw(void)
+{
+	return (pid_t)RAW(SYS_gettid, 0, 0, 0, 0);
+}
+
+static void sleep_us_raw(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+	RAW(SYS_nanosleep, &ts, 0, 0, 0);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);  /* vDSO: no lock, no errno */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(atomic_int *p, int val, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
+	RAW(SYS_futex, p, FUTEX_WAIT, val, &ts);
+}
+
+static void futex_wake(atomic_int *p)
+{
+	RAW(SYS_futex, p, FUTEX_WAKE, 1 << 30, 0);
+}
+
+static char *put_dec(char *p, unsigned long v)
+{
+	char digits[24];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (k)
+		*p++ = digits[--k];
+	*p = 0;
+	return p;
+}
+
+/* Calls fn(tid, arg) for every thread of process pid listed in
+ * /proc/PID/task. Returns false when the directory cannot be read. */
+static bool each_task(pid_t pid, void (*fn)(pid_t tid, void *arg), void *arg)
+{
+	char path[48] = "/proc/", buf[2048];
+	agent_strlcpy(put_dec(path + 6, (unsigned long)pid), "/task", 8);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	for (;;) {
+		long r = RAW(SYS_getdents64, fd, buf, sizeof buf, 0);
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct dirent64_raw { uint64_t ino; int64_t off; unsigned short reclen;
+					      unsigned char type; char name[]; } *d = (void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			pid_t tid = 0;
+			for (const char *c = d->name; *c; c++)
+				tid = tid * 10 + (*c - '0');
+			fn(tid, arg);
+		}
+	}
+	RAW(SYS_close, fd, 0, 0, 0);
+	return true;
+}
+
+static struct agent_stopped *slot_of(pid_t tid)
+{
+	for (int i = 0; i < stop.nslots; i++)
+		if (stop.slots[i].tid == tid)
+			return &stop.slots[i];
+	return NULL;
+}
+
+/* ---------- the ptrace way ---------- */
+
+enum { T_START, T_GO, T_STOPPED, T_FAILED, T_RELEASE };
+
+static struct {
+	atomic_int phase;
+	pid_t pid, self, skip;
+	int seize_errno;
+	int added;           /* threads new in the last listing */
+} tr;
+
+/* System calls that a stop (a ptrace stop as much as SIGSTOP) does not
+ * resume transparently: epoll_wait, sigtimedwait, semop, io_getevents and
+ * socket calls with a timeout fail with EINTR, and select, pselect and
+ * ppoll restart with what was left of their timeout, so the stop's
+ * duration is added to it. signal(7) lists them. A thread blocked in one
+ * is left alone: it runs no code of the program until the call returns. */
+static bool stop_would_show(long nr)
+{
+	switch (nr) {
+	case SYS_select: case SYS_pselect6: case SYS_ppoll:
+	case SYS_epoll_wait: case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+#endif
+	case SYS_rt_sigtimedwait: case SYS_semop: case SYS_semtimedop:
+	case SYS_io_getevents:
+#ifdef SYS_io_pgetevents
+	case SYS_io_pgetevents:
+#endif
+	case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
+	case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
+	case SYS_accept: case SYS_accept4: case SYS_connect:
+	/* and calls a stop cannot interrupt at all: the parent of a vfork
+	 * until the child execs or exits */
+	case SYS_vfork: case SYS_clone:
+#ifdef SYS_clone3
+	case SYS_clone3:
+#endif
+		return true;
+	}
+	return false;
+}
+
+/* Reads /proc/PID/task/TID/syscall ("NR ARG1..ARG6 SP PC" for a thread
+ * blocked in a system call, "-1 SP PC" outside one, "running"): *nr is
+ * the call's number or -1, *sp the stack pointer or 0. Raw system calls
+ * only (the tracer uses it). */
+static void task_syscall(pid_t pid, pid_t tid, long *nr, uintptr_t *sp)
+{
+	char path[64] = "/proc/", buf[256];
+	char *p = put_dec(path + 6, (unsigned long)pid);
+	p = put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
+	agent_strlcpy(p, "/syscall", 10);
+	*nr = -1;
+	*sp = 0;
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return;  /* "running", "-1 ...": in no system call */
+	buf[n] = 0;
+	long v = 0;
+	const char *c = buf;
+	for (; *c >= '0' && *c <= '9'; c++)
+		v = v * 10 + (*c - '0');
+	*nr = v;
+	/* the 8th field */
+	for (int field = 0; field < 7 && *c; field++) {
+		while (*c == ' ')
+			c++;
+		if (field < 6)
+			while (*c && *c != ' ')
+				c++;
+	}
+	if (c[0] != '0' || c[1] != 'x')
+		return;
+	uintptr_t x = 0;
+	for (c += 2; *c && *c != ' ' && *c != '\n'; c++)
+		x = x * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 32) - 'a' + 10);
+	*sp = x;
+}
+
+/* The state letter of thread tid (R, S, D, Z...), 'X' when it is gone.
+ * Raw system calls only. */
+static char task_state(pid_t pid, pid_t tid)
+{
+	char path[64] = "/proc/", buf[512];
+	char *p = put_dec(path + 6, (unsigned long)pid);
+	p = put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
+	agent_strlcpy(p, "/stat", 8);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 'X';  /* gone */
+	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	if (n <= 0)
+		return 'X';
+	/* "TID (COMM) S ...": the state follows the last ')' */
+	long close_paren = -1;
+	for (long i = 0; i < n; i++)
+		if (buf[i] == ')')
+			close_paren = i;
+	if (close_paren < 0 || close_paren + 2 >= n)
+		return '?';
+	return buf[close_paren + 2];
+}
+
+/* Has thread tid exited, leaving a zombie in the task list (the main
+ * thread after pthread_exit)? */
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char st = task_state(pid, tid);
+	return st == 'Z' || st == 'X';
+}
+
+static void tracer_add(pid_t tid, void *arg)
+{
+	if (tid == tr.self || tid == tr.skip || slot_of(tid) || stop.nslots == MAX_THREADS ||
+	    tr.seize_errno)
+		return;
+	long nr;
+	uintptr_t sp;
+	task_syscall(tr.pid, tid, &nr, &sp);
+	/* In uninterruptible sleep (disk, NFS) it would not stop before the
+	 * call returns: it runs no program code meanwhile either. */
+	if (nr >= 0 && (stop_would_show(nr) || task_state(tr.pid, tid) == 'D')) {
+		struct agent_stopped *s = &stop.slots[stop.nslots++];
+		agent_memset(s, 0, sizeof *s);
+		s->tid = tid;
+		s->sp = sp;
+		s->state = AGENT_STOP_IN_SYSCALL;
+		return;
+	}
+	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
+	if (r == -ESRCH || (r == -EPERM && is_zombie(tr.pid, tid)))
+		return;  /* gone already */
+	if (r < 0) {
+		tr.seize_errno = (int)-r;
+		return;
+	}
+	struct agent_stopped *s = &stop.slots[stop.nslots++];
+	agent_memset(s, 0, sizeof *s);
+	s->tid = tid;
+	s->state = AGENT_STOP_WAITING;
+	tr.added++;
+	if (RAW(SYS_ptrace, PTRACE_INTERRUPT, tid, 0, 0) < 0)
+		s->state = AGENT_STOP_GONE;
+}
+
+static void tracer_got_regs(struct agent_stopped *s)
+{
+	struct user_regs_struct u;
+	if (RAW(SYS_ptrace, PTRACE_GETREGS, s->tid, 0, &u) < 0) {
+		s->state = AGENT_STOP_GONE;
+		return;
+	}
+	/* It entered one of the calls above after we looked: the stop made
+	 * the call fail with EINTR. Undo that: rewind to the system call
+	 * instruction, as the kernel does for a call it restarts. */
+	if (stop_would_show((long)u.orig_rax) && (long)u.rax == -EINTR) {
+		u.rax = u.orig_rax;
+		u.rip -= 2;
+		RAW(SYS_ptrace, PTRACE_SETREGS, s->tid, 0, &u);
+	}
+	const unsigned long *w = (const unsigned long *)&u;
+	s->nregs = (int)(sizeof u / sizeof *w);
+	for (int i = 0; i < s->nregs && i < AGENT_STOP_NREGS; i++)
+		s->regs[i] = w[i];
+	s->sp = u.rsp;
+	s->state = AGENT_STOP_STOPPED;
+}
+
+static void tracer_wait_stops(void);
+
+/* Waits for every seized thread to reach its interrupt stop, then reads
+ * the registers of all (reading one just stopped would make the kernel
+ * wait for it to leave its CPU, a scheduler tick when it is busy). */
+static void tracer_wait_all(void)
+{
+	tracer_wait_stops();
+	for (int i = 0; i < stop.nslots; i++)
+		if (stop.slots[i].state == AGENT_STOP_TRAPPED)
+			tracer_got_regs(&stop.slots[i]);
+}
+
+/* Waits for every seized thread to reach its interrupt stop, passing on
+ * the signals that arrive meanwhile (a signal-delivery stop comes first
+ * when one is pending: it is delivered as if we were not there). */
+static void tracer_wait_stops(void)
+{
+	for (;;) {
+		int waiting = 0;
+		for (int i = 0; i < stop.nslots; i++)
+			waiting += stop.slots[i].state == AGENT_STOP_WAITING;
+		if (!waiting)
+			return;
+		/* Blocks: a thread that never stops (uninterruptible sleep)
+		 * is the caller's to give up on, by killing us. */
+		int status = 0;
+		long tid = RAW(SYS_wait4, -1, &status, __WALL, 0);
+		if (tid == -EINTR)
+			continue;
+		if (tid < 0)
+			return;
+		struct agent_stopped *s = slot_of((pid_t)tid);
+		if (!s)
+			continue;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			s->state = AGENT_STOP_GONE;
+		} else if (WIFSTOPPED(status)) {
+			if ((status >> 16) == PTRACE_EVENT_STOP) {
+				if (s->state == AGENT_STOP_WAITING)
+					s->state = AGENT_STOP_TRAPPED;
+			} else {
+				/* signal-delivery stop: deliver it, keep waiting */
+				RAW(SYS_ptrace, PTRACE_CONT, tid, 0, WSTOPSIG(status));
+			}
+		}
+	}
+}
+
+static void tracer_detach_all(void)
+{
+	for (int i = 0; i < stop.nslots; i++) {
+		struct agent_stopped *s = &stop.slots[i];
+		if (s->state == AGENT_STOP_WAITING) {
+			/* never stopped: a detach needs a stopped tracee, so
+			 * wait a little more for its stop */
+			int status;
+			for (int w = 0; w < 1000; w++) {
+				long r = RAW(SYS_wait4, s->tid, &status, __WALL | WNOHANG, 0);
+				if (r == s->tid && WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP) {
+					RAW(SYS_ptrace, PTRACE_CONT, s->tid, 0, WSTOPSIG(status));
+					continue;
+				}
+				if (r == s->tid || r < 0)
+					break;
+				sleep_us_raw(1000);
+			}
+		}
+		if (s->state != AGENT_STOP_GONE)
+			RAW(SYS_ptrace, PTRACE_DETACH, s->tid, 0, 0);
+	}
+}
+
+static int tracer_main(void *arg)
+{
+	while (atomic_load(&tr.phase) == T_START)
+		futex_wait(&tr.phase, T_START, 100);
+	/* Seize everything listed, again until a listing finds no new
+	 * thread (one not yet stopped may have created another). */
+	for (int round = 0; round < 64; round++) {
+		tr.added = 0;
+		if (!each_task(tr.pid, tracer_add, NULL) && round == 0)
+			tr.seize_errno = ENOENT;
+		if (tr.seize_errno)
+			break;
+		tracer_wait_all();
+		if (!tr.added)
+			break;
+	}
+	if (tr.seize_errno) {
+		tracer_detach_all();
+		stop.nslots = 0;
+		atomic_store(&tr.phase, T_FAILED);
+		futex_wake(&tr.phase);
+		return 0;
+	}
+	atomic_store(&tr.phase, T_STOPPED);
+	futex_wake(&tr.phase);
+	while (atomic_load(&tr.phase) != T_RELEASE)
+		futex_wait(&tr.phase, T_STOPPED, 1000);
+	/* Exiting detaches every tracee at once, in the kernel: detaching
+	 * them one by one lets each woken thread preempt us in turn. */
+	return 0;
+}
+
+static void *tracer_stack;
+#define TRACER_STACK (256 * 1024)
+static pid_t tracer_pid;
+
+static bool yama_restricts(void)
+{
+	char buf[8];
+	return agent_read_small("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf) > 0 &&
+	       buf[0] == '1';
+}
+
+/* Reaps the tracer, which has exited or is about to. */
+static void reap_tracer(void)
+{
+	int status;
+	for (int i = 0; i < 5000; i++) {
+		long r = RAW(SYS_wait4, tracer_pid, &status, __WALL, 0);
+		if (r != -EINTR)
+			break;
+	}
+	tracer_pid = 0;
+}
+
+static bool stop_ptrace(pid_t self, pid_t skip)
+{
+	if (!tracer_stack)
+		return false;
+	tr.pid = getpid();
+	tr.self = self;
+	tr.skip = skip;
+	tr.seize_errno = 0;
+	stop.nslots = 0;
+
+	/* The tracer must never run a handler of the program's: it starts
+	 * with every signal blocked, as the mask it inherits. */
+	bool yama = yama_restricts();
+	atomic_store(&tr.phase, yama ? T_START : T_GO);
+	sigset_t all, old;
+	sigfillset(&all);
+	RAW(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(long));
+	long pid = clone(tracer_main, (char *)tracer_stack + TRACER_STACK,
+			 CLONE_VM | CLONE_FS | CLONE_UNTRACED, NULL);
+	RAW(SYS_rt_sigprocmask, SIG_SETMASK, &old, 0, sizeof(long));
+	if (pid <= 0)
+		return false;
+	tracer_pid = (pid_t)pid;
+	if (yama) {
+		/* Yama lets a process trace only its descendants, unless it
+		 * names its tracer: the tracer waits for that. */
+		prctl(PR_SET_PTRACER, pid, 0, 0, 0);
+		atomic_store(&tr.phase, T_GO);
+		futex_wake(&tr.phase);
+	}
+	int ph;
+	uint64_t deadline = now_ns() + 2000000000ull;
+	while ((ph = atomic_load(&tr.phase)) == T_GO) {
+		futex_wait(&tr.phase, T_GO, 20);
+		int status;
+		if (RAW(SYS_wait4, tracer_pid, &status, __WALL | WNOHANG, 0) == tracer_pid) {
+			tracer_pid = 0;  /* killed */
+			ph = T_FAILED;
+			break;
+		}
+		if (now_ns() > deadline && atomic_load(&tr.phase) == T_GO) {
+			/* A thread does not stop (uninterruptible sleep): kill
+			 * the tracer, which lets every thread go, and fall back. */
+			RAW(SYS_kill, tracer_pid, SIGKILL, 0, 0);
+			ph = T_FAILED;
+			break;
+		}
+	}
+	if (ph != T_STOPPED)
+		stop.nslots = 0;
+	if (yama)
+		prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	if (ph != T_STOPPED) {
+		if (tracer_pid)
+			reap_tracer();
+		return false;
+	}
+	return true;
+}
+
+static void resume_ptrace(void)
+{
+	atomic_store(&tr.phase, T_RELEASE);
+	futex_wake(&tr.phase);
+	reap_tracer();  /* it exits right after detaching */
+}
+
+/* ---------- the signal way (fallback) ---------- */
+
+static void stop_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	bool ours = si && si->si_code == SI_TKILL && si->si_pid == getpid();
+	if (!ours) {
+		/* Someone else's signal: hand it to whoever had it before. */
+		if (stop.old.sa_flags & SA_SIGINFO) {
+			if (stop.old.sa_sigaction)
+				stop.old.sa_sigaction(sig, si, ucv);
+		} else if (stop.old.sa_handler != SIG_IGN && stop.old.sa_handler != SIG_DFL) {
+			stop.old.sa_handler(sig);
+		}
+		errno = saved_errno;
+		return;
+	}
+	if (!atomic_load(&stop.active)) {
+		errno = saved_errno;  /* a late stop request: nothing to do */
+		return;
+	}
+	struct agent_stopped *slot = slot_of(gettid_raw());
+	if (slot) {
+		ucontext_t *uc = ucv;
+		for (int i = 0; i < NGREG && i < AGENT_STOP_NREGS; i++)
+			slot->regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+		slot->nregs = NGREG;
+		slot->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		atomic_store(&slot->state, AGENT_STOP_STOPPED);
+		while (!atomic_load(&stop.release))
+			futex_wait(&stop.release, 0, 50);
+		atomic_store(&slot->state, AGENT_STOP_RELEASED);
+	}
+	errno = saved_errno;
+}
+
+/* Makes sure our handler is the one installed (the program may have
+ * replaced it since), keeping the program's as the one to chain to. */
+static bool install_handler(void)
+{
+	struct sigaction cur, sa;
+	if (sigaction(stop.sig, NULL, &cur))
+		return false;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler)
+		return true;
+	agent_memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = stop_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(stop.sig, &sa, NULL))
+		return false;
+	stop.old = cur;
+	return true;
+}
+
+static pid_t sig_self, sig_skip;
+static int sig_added;
+
+/* Remembers which threads block the signal during one stop, so the wait
+ * loop does not read their status again and again. */
+static pid_t sigblocked[MAX_THREADS];
+static int nsigblocked;
+
+/* Does thread tid block signal sig? From the SigBlk line of its status. */
+static bool blocks_signal(pid_t tid, int sig)
+{
+	char path[64] = "/proc/self/task/", buf[2048];
+	agent_strlcpy(put_dec(path + agent_strlen(path), (unsigned long)tid), "/status", 9);
+	if (agent_read_small(path, buf, sizeof buf) < 0)
+		return false;
+	for (const char *l = buf; *l; l++) {
+		if ((l == buf || l[-1] == '\n') && agent_strstarts(l, "SigBlk:")) {
+			l += 7;
+			while (*l == '\t' || *l == ' ')
+				l++;
+			uint64_t mask = 0;
+			for (; (*l >= '0' && *l <= '9') || (*l >= 'a' && *l <= 'f'); l++)
+				mask = mask * 16 + (uint64_t)(*l <= '9' ? *l - '0' : *l - 'a' + 10);
+			return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+		}
+	}
+	return false;
+}
+
+/* A thread blocked in a system call is not signalled: the signal would
+ * make its call fail with EINTR or return early. It runs no code of the
+ * program while it stays there; its stack pointer comes from /proc. A
+ * thread that blocks the signal is not waited for. */
+static void signal_add(pid_t tid, void *arg)
+{
+	if (tid == sig_self || tid == sig_skip || slot_of(tid) || stop.nslots == MAX_THREADS ||
+	    is_zombie(getpid(), tid))
+		return;
+	struct agent_stopped *s = &stop.slots[stop.nslots];
+	agent_memset(s, 0, sizeof *s);
+	s->tid = tid;
+	stop.nslots++;
+	sig_added++;
+	long nr;
+	uintptr_t sp;
+	task_syscall(getpid(), tid, &nr, &sp);
+	if (nr >= 0) {
+		s->sp = sp;
+		atomic_store(&s->state, AGENT_STOP_IN_SYSCALL);
+		return;
+	}
+	atomic_store(&s->state, AGENT_STOP_WAITING);
+	if (blocks_signal(tid, stop.sig)) {
+		if (nsigblocked < MAX_THREADS)
+			sigblocked[nsigblocked++] = tid;
+		return;  /* counted as not stopped below */
+	}
+	if (syscall(SYS_tgkill, getpid(), tid, stop.sig) != 0)
+		atomic_store(&s->state, AGENT_STOP_GONE);
+}
+
+/* The stack pointer of a thread blocked in a system call; 0 when unknown. */
+static uintptr_t blocked_sp(pid_t tid)
+{
+	long nr;
+	uintptr_t sp;
+	task_syscall(getpid(), tid, &nr, &sp);
+	return sp;
+}
+
+
+static bool blocked_here(pid_t tid)
+{
+	for (int i = 0; i < nsigblocked; i++)
+		if (sigblocked[i] == tid)
+			return true;
+	return false;
+}
+
+static int stop_signal(pid_t self, pid_t skip)
+{
+	nsigblocked = 0;
+	stop.nslots = 0;
+	atomic_store(&stop.release, 0);
+	atomic_store(&stop.active, 1);
+	if (!install_handler())
+		return -1;
+	sig_self = self;
+	sig_skip = skip;
+	/* A thread that blocks the signal never answers: the first wait is
+	 * the long one, later rounds only catch threads created meanwhile. */
+	for (int round = 0; round < 8; round++) {
+		sig_added = 0;
+		each_task(getpid(), signal_add, NULL);
+		if (!sig_added && round)
+			break;
+		for (int waited = 0; waited < (round ? 200 : 2000); waited++) {
+			bool all = true;
+			for (int i = 0; i < stop.nslots; i++)
+				if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING &&
+				    !blocked_here(stop.slots[i].tid))
+					all = false;
+			if (all)
+				break;
+			/* A thread may block the signal after it came (an
+			 * exiting thread blocks them all): it will not answer. */
+			if (waited >= 100 && waited % 10 == 0)
+				for (int i = 0; i < stop.nslots; i++) {
+					pid_t tid = stop.slots[i].tid;
+					if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING &&
+					    !blocked_here(tid) && nsigblocked < MAX_THREADS &&
+					    blocks_signal(tid, stop.sig))
+						sigblocked[nsigblocked++] = tid;
+				}
+			if (waited < 100)
+				sched_yield();
+			else
+				sleep_us_raw(1000);
+		}
+	}
+	int missing = 0;
+	for (int i = 0; i < stop.nslots; i++) {
+		struct agent_stopped *s = &stop.slots[i];
+		if (atomic_load(&s->state) == AGENT_STOP_WAITING) {
+			/* blocked the signal: maybe it sits in a system call */
+			s->sp = blocked_sp(s->tid);
+			s->nregs = 0;
+			missing++;
+		}
+	}
+	return missing;
+}
+
+static void resume_signal(void)
+{
+	atomic_store(&stop.release, 1);
+	syscall(SYS_futex, &stop.release, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+	for (int i = 0; i < stop.nslots; i++)
+		for (int w = 0; w < 2000 && atomic_load(&stop.slots[i].state) == AGENT_STOP_STOPPED; w++)
+			sched_yield();
+	atomic_store(&stop.active, 0);
+}
+
+/* ---------- the interface ---------- */
+
+/* Names a thread that the fallback could not stop: "thread TID (COMM)". */
+static void warn_unstopped(pid_t tid)
+{
+	char path[64] = "/proc/self/task/", name[64] = "thread ", comm[32];
+	agent_strlcpy(put_dec(path + agent_strlen(path), (unsigned long)tid), "/comm", 8);
+	char *p = put_dec(name + agent_strlen(name), (unsigned long)tid);
+	static pid_t warned[16];
+	static unsigned nwarned;
+	for (unsigned i = 0; i < 16; i++)
+		if (warned[i] == tid)
+			return;  /* once per thread is enough */
+	ssize_t n = agent_read_small(path, comm, sizeof comm);
+	if (n <= 0)
+		return;  /* gone: exiting threads block every signal */
+	warned[nwarned++ % 16] = tid;
+	{
+		while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == 0))
+			n--;
+		comm[n] = 0;
+		*p++ = ' ';
+		*p++ = '(';
+		p += agent_strlcpy(p, comm, sizeof name - (size_t)(p - name) - 2);
+		*p++ = ')';
+		*p = 0;
+	}
+	agent_log(name, " blocks the stop signal and ptrace is not permitted: ",
+		  "the leak scan reads its stack but not its registers");
+}
+
+void agent_stopworld_init(int sig)
+{
+	stop.sig = sig;
+	stop.slots = agent_mmap(MAX_THREADS * sizeof *stop.slots);
+	tracer_stack = agent_mmap(TRACER_STACK);
+}
+
+/* A thread stopped at any instruction may keep live data in the 128
+ * bytes below its stack pointer (the x86-64 red zone). */
+static void lower_to_red_zone(void)
+{
+	for (int i = 0; i < stop.nslots; i++)
+		if (stop.slots[i].sp > 128)
+			stop.slots[i].sp -= 128;
+}
+
+int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
+{
+	int saved_errno = errno;
+	pid_t self = gettid_raw();
+	int missing = -1;
+	stop.nslots = 0;
+	stop.method = AGENT_STOP_NONE;
+	if (stop.slots) {
+		if (agent_config.stop_ptrace && stop_ptrace(self, skip)) {
+			stop.method = AGENT_STOP_PTRACE;
+			missing = 0;
+			for (int i = 0; i < stop.nslots; i++) {
+				struct agent_stopped *s = &stop.slots[i];
+				if (s->state == AGENT_STOP_WAITING) {
+					s->sp = blocked_sp(s->tid);
+					missing++;
+				}
+			}
+		} else {
+			stop.method = AGENT_STOP_SIGNAL;
+			missing = stop_signal(self, skip);
+			for (int i = 0; i < stop.nslots; i++)
+				if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING)
+					warn_unstopped(stop.slots[i].tid);
+		}
+	}
+	lower_to_red_zone();
+	*threads = stop.slots;
+	*nthreads = stop.nslots;
+	errno = saved_errno;
+	return missing;
+}
+
+int agent_stopworld_method(void)
+{
+	return stop.method;
+}
+
+void agent_stopworld_resume(void)
+{
+	int saved_errno = errno;
+	if (stop.method == AGENT_STOP_PTRACE)
+		resume_ptrace();
+	else if (stop.method == AGENT_STOP_SIGNAL)
+		resume_signal();
+	stop.method = AGENT_STOP_NONE;
+	errno = saved_errno;
+}
