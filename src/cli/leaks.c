@@ -135,7 +135,12 @@ static unsigned last_check(const char *dir, long pid)
 	struct dirent *e;
 	while (d && (e = readdir(d)))
 		if (!strncmp(e->d_name, prefix, strlen(prefix))) {
-			unsigned n = (unsigned)strtoul(e->d_name + strlen(prefix), NULL, 10);
+			/* exactly PREFIX N.leaks: the agent's temporary file of a
+			 * check being written has another name, and is not whole */
+			char *end;
+			unsigned n = (unsigned)strtoul(e->d_name + strlen(prefix), &end, 10);
+			if (strcmp(end, ".leaks"))
+				continue;
 			if (n > best)
 				best = n;
 		}

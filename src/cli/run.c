@@ -31,10 +31,12 @@
 
 static const char usage[] =
 	"usage: heaptrail run [options] [--] PROG [ARGS...]\n"
-	"  -o DIR                 where the agent writes its files (created if\n"
-	"                         missing; default ./heaptrail-PROG-PID)\n"
+	"  -o DIR                 where the agent writes its files (created 0700 if\n"
+	"                         missing; refused when it holds another run's\n"
+	"                         files; default a fresh ./heaptrail-PROG-PID)\n"
 	"  --json FILE            also write the JSON report to FILE\n"
-	"  --error-exitcode=N     exit with N when anything is reported\n"
+	"  --error-exitcode=N     exit with N when anything is reported, or when a\n"
+	"                         process's report is missing or unreadable\n"
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
 	"  -q, --quiet            print only the summary, not every record\n"
