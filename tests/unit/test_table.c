@@ -342,6 +342,65 @@ static void test_replace(void)
 	check(sz == 200 && st == 9, "the newer size and stack win");
 }
 
+/* Entries 255 or more slots from home (the key's displacement byte is
+ * saturated) still move, and are found and removed, correctly: addresses
+ * whose hash puts them at nearly the same home in one shard make a run of
+ * hundreds of entries. The hash below mirrors table.c's addr_hash and
+ * live_home; if those change, this test fails for want of a long run (see
+ * the check), rather than passing without testing anything. */
+static uint64_t mirror_hash(uintptr_t a)
+{
+	return ((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull;
+}
+
+static void test_long_runs(void)
+{
+	enum { N = 600 };
+	static uintptr_t a[N];
+	static bool in[N];
+	int n = 0;
+	for (uint64_t reg = 0x40000000; n < N; reg++) {
+		uint64_t h = mirror_hash((uintptr_t)reg << 8);
+		/* shard 5, and the same top 12 bits of the 32 under the shard's */
+		if (h >> 58 == 5 && ((h >> 46) & 0xfff) == 0x123)
+			a[n++] = (uintptr_t)reg << 8;
+	}
+	long wrong = 0;
+	for (int i = 0; i < N; i++) {
+		agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1);
+		in[i] = true;
+	}
+	struct agent_live_stats st;
+	agent_tables_lock_all();
+	agent_live_stats_locked(&st);
+	agent_tables_unlock_all();
+	check(st.displacement_max >= 300, "a run of %d addresses with nearly the same home: longest displacement %lu",
+	      N, (unsigned long)st.displacement_max);
+	/* remove and put back at random, every answer checked */
+	for (int round = 0; round < 20000; round++) {
+		int i = (int)(rnd() % N);
+		size_t sz;
+		uint32_t stk;
+		bool found = agent_live_remove(a[i], &sz, &stk);
+		if (found != in[i] || (found && (sz != (size_t)i + 1 || stk != (uint32_t)i + 1)))
+			wrong++;
+		in[i] = false;
+		if (rnd() & 1) {
+			agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1);
+			in[i] = true;
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		size_t sz;
+		uint32_t stk;
+		bool found = agent_live_remove(a[i], &sz, &stk);
+		if (found != in[i] || (found && (sz != (size_t)i + 1 || stk != (uint32_t)i + 1)))
+			wrong++;
+	}
+	check(!wrong && table_count() == 0, "long runs: %ld wrong answers, %zu left", wrong,
+	      table_count());
+}
+
 /* ---------- threads ---------- */
 struct worker {
 	pthread_t t;
@@ -457,6 +516,7 @@ int main(void)
 	test_heap_like();
 	test_real_malloc();
 	test_replace();
+	test_long_runs();
 	test_filter();
 	test_threads();
 	return failures ? 1 : 0;
