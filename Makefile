@@ -45,7 +45,10 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 # objects instead.
 UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
 # the agent pieces those tests exercise without the hooks around them
-AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind_cfi.o $(B)/agent-obj/src/agent/os.o
+# (an archive: each test links only the objects it calls into)
+AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind_cfi.o $(B)/agent-obj/src/agent/os.o \
+	$(B)/agent-obj/src/agent/table.o
+AGENT_UNIT_LIB := $(B)/agent-unit.a
 UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 	$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -85,9 +88,13 @@ $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -o $@ $<
 
-$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_OBJ)
+$(AGENT_UNIT_LIB): $(AGENT_UNIT_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_OBJ) $(AGENT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_LIB) $(AGENT_LIBS)
 
 $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)

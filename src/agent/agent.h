@@ -580,6 +580,14 @@ void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
 size_t agent_live_count_locked(void);
 size_t agent_live_copy_locked(struct agent_block *out, size_t cap);
 
+/* With every table lock held: how full the live table is and how far its
+ * entries sit from their home slots (a lookup's probe count is 1 + the
+ * displacement); for tests and benchmarks. */
+struct agent_live_stats {
+	uint64_t entries, slots, displacement_sum, displacement_max;
+};
+void agent_live_stats_locked(struct agent_live_stats *st);
+
 /* With every table lock held: forgets every live block. */
 void agent_live_clear_locked(void);
 

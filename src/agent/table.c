@@ -10,10 +10,14 @@
  * takes the lock).
  *
  * Live table: address -> (size, stack id) in 16 bytes, sharded by address
- * hash, each shard an open-addressing table with linear probing and
- * backward-shift deletion (no tombstones), guarded by its own spinlock.
- * A free of an address the agent never saw costs one probe.
+ * hash, each shard an open-addressing table with Robin Hood linear probing
+ * and backward-shift deletion (no tombstones), guarded by its own
+ * spinlock. The cost of an insert or a removal depends on the shards'
+ * load, which stays between 7/12 and 7/8 however many blocks are live,
+ * never on their number (tests/unit/test_table.c, bench/live-blocks).
  */
+#include <sys/mman.h>
+
 #include "agent/agent.h"
 #include "agent/banned.h"
 
@@ -194,34 +198,48 @@ uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth)
 #define NSHARDS (1u << SHARD_BITS)
 #define SIZE_BITS 40
 #define SIZE_MAX_TRACKED ((1ull << SIZE_BITS) - 1)
+/* A key is the address with the entry's displacement from its home slot
+ * in the top byte, which no user-space address uses (they end below
+ * 2^56, with five-level page tables too): Robin Hood probing reads it
+ * instead of hashing every entry it passes. 255 means "255 or more,
+ * hash to know". */
+#define DISP_SHIFT 56
+#define DISP_ONE (1ull << DISP_SHIFT)
+#define DISP_SAT 255u
+#define ADDR_MASK (DISP_ONE - 1)
+/* A shard grows by half when 7/8 full (see shard_grow). */
+#define LOAD_NUM 7
+#define LOAD_DEN 8
+#define FIRST_CAP 1024u
 
 struct live_entry {
-	uintptr_t addr;                 /* 0 = empty */
+	uint64_t key;                   /* address | displacement << 56; 0 = empty */
 	uint64_t meta;                  /* size in the low 40 bits, stack id above */
 };
 
 struct live_shard {
 	agent_lock_t lock;
-	uint32_t cap, count;            /* cap is a power of two, or 0 */
+	uint32_t cap, count;            /* slots (any number), entries */
+	uint32_t limit;                 /* grow before count reaches it */
 	struct live_entry *e;
 } __attribute__((aligned(64)));       /* a cache line each */
 
 static struct live_shard shards[NSHARDS];
 
-/* Blocks are 16-byte aligned and mostly allocated in address order. The
- * hash keeps neighbours together: a 4 KiB page of the heap gets a random
- * place in the table and its blocks follow each other from there, so
- * filling or walking the heap in order touches the table in order too
- * instead of one cache miss per block. A page holds at most 256 slots'
- * worth of blocks, which bounds how long a run one page can add to a
- * probe chain. The page number is mixed by one multiply (Fibonacci
- * hashing): the product's top bits pick the shard, the bits below them the
- * place, and both depend on every bit of the page number that varies. */
+/* Where an address goes: the shard (the top bits of the hash) and, from
+ * the bits below them, its home slot (live_home). Blocks are mostly
+ * allocated in address order; the hash is Fibonacci hashing of the
+ * address over 16 (one multiply by 2^64 / golden ratio), and both the
+ * shard and the home are taken from the product's top bits, which depend
+ * on every bit of the address and spread consecutive blocks evenly over
+ * the table. (The hash before this one multiplied the page number and
+ * took bits 26 and up of the product as the place: those depend on the low
+ * bits of the page number only, so pages landed in runs and probe runs of
+ * thousands of slots formed as the heap grew, allocation 9.7x bare at
+ * 10 M live blocks.) */
 static inline uint64_t addr_hash(uintptr_t a)
 {
-	uint64_t m = ((uint64_t)a >> 12) * 0x9e3779b97f4a7c15ull;
-	return (m & ~0ull << (64 - SHARD_BITS)) |
-	       (uint32_t)((m >> 26) + (((uint64_t)a >> 4) & 0xff));
+	return ((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull;
 }
 
 static inline struct live_shard *shard_of(uint64_t h)
@@ -229,24 +247,121 @@ static inline struct live_shard *shard_of(uint64_t h)
 	return &shards[h >> (64 - SHARD_BITS)];
 }
 
+/* The home slot: the 32 bits of the hash under the shard's, scaled to
+ * cap (which need not be a power of two). */
+static inline uint32_t live_home(uint64_t h, uint32_t cap)
+{
+	return (uint32_t)(((h >> (32 - SHARD_BITS)) & 0xffffffffull) * cap >> 32);
+}
+
+static inline uint32_t next_slot(uint32_t i, uint32_t cap)
+{
+	return ++i == cap ? 0 : i;
+}
+
+static NOINLINE uint32_t disp_exact(const struct live_entry *e, uint32_t i, uint32_t cap)
+{
+	uintptr_t a = (uintptr_t)(e[i].key & ADDR_MASK);
+	uint32_t home = live_home(addr_hash(a), cap);
+	return i >= home ? i - home : i + cap - home;
+}
+
+/* How far the entry in slot i sits from its home slot. */
+static inline uint32_t displacement(const struct live_entry *e, uint32_t i, uint32_t cap)
+{
+	uint32_t d = (uint32_t)(e[i].key >> DISP_SHIFT);
+	return likely(d < DISP_SAT) ? d : disp_exact(e, i, cap);
+}
+
+static inline uint64_t make_key(uintptr_t a, uint32_t d)
+{
+	return (uint64_t)a | (uint64_t)(d < DISP_SAT ? d : DISP_SAT) << DISP_SHIFT;
+}
+
+/* Robin Hood placement: walking from the home slot, an entry takes the
+ * place of the first one that sits nearer its own home than it would, and
+ * that one moves on. Every run is then sorted by home, so a lookup stops
+ * at the first entry that is nearer home than the one looked for, and a
+ * removal shifts back only up to the next entry that is at home. */
+static void rh_place(struct live_entry *e, uint32_t cap, uint32_t i, uint32_t d,
+		     uintptr_t addr, uint64_t meta)
+{
+	for (;; i = next_slot(i, cap), d++) {
+		if (!e[i].key) {
+			e[i].key = make_key(addr, d);
+			e[i].meta = meta;
+			return;
+		}
+		uint32_t od = displacement(e, i, cap);
+		if (od < d) {
+			uintptr_t oa = (uintptr_t)(e[i].key & ADDR_MASK);
+			uint64_t om = e[i].meta;
+			e[i].key = make_key(addr, d);
+			e[i].meta = meta;
+			addr = oa;
+			meta = om;
+			d = od;
+		}
+	}
+}
+
+#define NOT_FOUND (~0u)
+
+/* Finds addr: returns its slot, or NOT_FOUND with *at the slot where it
+ * would go (empty, or held by an entry nearer its home) and *dist its
+ * displacement there. */
+static inline uint32_t rh_find(const struct live_entry *e, uint32_t cap, uint64_t h,
+			       uintptr_t addr, uint32_t *at, uint32_t *dist)
+{
+	uint32_t i = live_home(h, cap);
+	for (uint32_t d = 0;; i = next_slot(i, cap), d++) {
+		uint64_t k = e[i].key;
+		if ((k & ADDR_MASK) == addr)
+			return i;
+		if (!k || displacement(e, i, cap) < d) {
+			*at = i;
+			*dist = d;
+			return NOT_FOUND;
+		}
+	}
+}
+
+/* Big tables get transparent huge pages where the system allows them on
+ * request: a free of a random block then costs a cache miss, not a cache
+ * and a TLB miss, however big the table. */
+static void *table_map(size_t len)
+{
+	void *p = agent_mmap(len);
+	if (p && len >= (2u << 20))
+		madvise(p, len, MADV_HUGEPAGE);  /* a hint: failure changes nothing */
+	return p;
+}
+
+/* Grows a shard by half (one rehash, the shard locked). Each shard starts
+ * at its own size between FIRST_CAP and 1.5 FIRST_CAP, so the shards fill
+ * up and grow at different times: however many blocks are live, the
+ * shards' loads are spread between 7/12 and 7/8, and so are the cost of a
+ * probe and the memory per block (16 bytes per slot: 23-24 bytes per
+ * block, bench/metadata), instead of all of them swinging together with the
+ * number of live blocks, as doubling every shard at once made them. */
 static NOINLINE bool shard_grow(struct live_shard *sh)
 {
-	uint32_t ncap = sh->cap ? sh->cap * 2 : 1024;
-	struct live_entry *ne = agent_mmap((size_t)ncap * sizeof *ne);
+	uint32_t ncap = sh->cap ? sh->cap + sh->cap / 2
+				: FIRST_CAP + (uint32_t)(sh - shards) * (FIRST_CAP / 2 / NSHARDS);
+	if (ncap > (1u << 31))
+		return false;
+	struct live_entry *ne = table_map((size_t)ncap * sizeof *ne);
 	if (!ne)
 		return false;
-	uint32_t mask = ncap - 1;
-	for (uint32_t i = 0; i < sh->cap; i++) {
-		if (!sh->e[i].addr)
-			continue;
-		uint32_t j = (uint32_t)addr_hash(sh->e[i].addr) & mask;
-		while (ne[j].addr)
-			j = (j + 1) & mask;
-		ne[j] = sh->e[i];
-	}
+	for (uint32_t i = 0; i < sh->cap; i++)
+		if (sh->e[i].key) {
+			uintptr_t a = (uintptr_t)(sh->e[i].key & ADDR_MASK);
+			rh_place(ne, ncap, live_home(addr_hash(a), ncap), 0, a, sh->e[i].meta);
+		}
 	agent_munmap(sh->e, (size_t)sh->cap * sizeof *ne);
 	sh->e = ne;
 	sh->cap = ncap;
+	sh->limit = (uint32_t)((uint64_t)ncap * LOAD_NUM / LOAD_DEN);
 	return true;
 }
 
@@ -291,22 +406,30 @@ static inline void filter_add(uintptr_t addr, int d)
  * behind our back); the new block replaces it. */
 static inline bool place(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
 {
-	uint32_t mask = sh->cap - 1;
-	uint32_t i = (uint32_t)h & mask;
-	while (sh->e[i].addr && sh->e[i].addr != addr)
-		i = (i + 1) & mask;
-	bool fresh = !sh->e[i].addr;
-	sh->count += fresh;
-	sh->e[i].addr = addr;
-	sh->e[i].meta = meta;
-	return fresh;
+	uint32_t at = 0, d = 0;
+	uint32_t i = rh_find(sh->e, sh->cap, h, addr, &at, &d);
+	if (i != NOT_FOUND) {
+		sh->e[i].meta = meta;
+		return false;
+	}
+	rh_place(sh->e, sh->cap, at, d, addr, meta);
+	sh->count++;
+	return true;
+}
+
+/* An insert whose home slot is taken: out of line, so that the common
+ * case saves no registers. */
+static NOINLINE void place_collided(struct live_shard *sh, uint64_t h, uintptr_t addr,
+				    uint64_t meta)
+{
+	place(sh, h, addr, meta);
 }
 
 /* An insert's rare cases, out of line so the common one needs no saved
  * registers: a shard to grow, a filter to count in. Unlocks. */
 static NOINLINE bool insert_slow(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
 {
-	bool ok = (sh->count + 1) * 4 <= sh->cap * 3 || shard_grow(sh);
+	bool ok = sh->count < sh->limit || shard_grow(sh);
 	if (ok && place(sh, h, addr, meta))
 		filter_add(addr, +1);
 	agent_unlock(&sh->lock);
@@ -320,9 +443,17 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 	uint64_t meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
 			((uint64_t)stack << SIZE_BITS);
 	agent_lock(&sh->lock);
-	if (unlikely((sh->count + 1) * 4 > sh->cap * 3) || unlikely(agent_filter != NULL))
+	if (unlikely(sh->count >= sh->limit) || unlikely(agent_filter != NULL))
 		return insert_slow(sh, h, addr, meta);
-	place(sh, h, addr, meta);
+	/* An empty home slot: no run starts there, so addr is nowhere else. */
+	struct live_entry *e = &sh->e[live_home(h, sh->cap)];
+	if (likely(!e->key)) {
+		e->key = addr;
+		e->meta = meta;
+		sh->count++;
+	} else {
+		place_collided(sh, h, addr, meta);
+	}
 	agent_unlock(&sh->lock);
 	return true;
 }
@@ -333,37 +464,60 @@ static NOINLINE void remove_finish_slow(struct live_shard *sh, uintptr_t addr)
 	agent_unlock(&sh->lock);
 }
 
+/* Removes the entry in slot i: the run after it moves back one slot, up
+ * to its end or an entry already at home (backward-shift deletion, no
+ * tombstones). */
+static void live_erase(struct live_shard *sh, uint32_t i)
+{
+	struct live_entry *e = sh->e;
+	uint32_t cap = sh->cap;
+	for (uint32_t j = next_slot(i, cap);; i = j, j = next_slot(j, cap)) {
+		uint64_t k = e[j].key;
+		if (!(k >> DISP_SHIFT))    /* empty, or at home */
+			break;
+		e[i].key = likely((k >> DISP_SHIFT) < DISP_SAT)
+				   ? k - DISP_ONE
+				   : make_key((uintptr_t)(k & ADDR_MASK), disp_exact(e, j, cap) - 1);
+		e[i].meta = e[j].meta;
+	}
+	e[i].key = 0;
+	sh->count--;
+}
+
+/* A removal that is not the common case (the block at home, the next
+ * slot starting a run of its own or empty): finds addr, and if it is
+ * there fills *meta and erases it. Locked. */
+static NOINLINE bool remove_slow(struct live_shard *sh, uint64_t h, uintptr_t addr,
+				 uint64_t *meta)
+{
+	uint32_t at, d, i;
+	if (!sh->cap || (i = rh_find(sh->e, sh->cap, h, addr, &at, &d)) == NOT_FOUND)
+		return false;
+	*meta = sh->e[i].meta;
+	live_erase(sh, i);
+	return true;
+}
+
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 {
+	if (unlikely(addr - 1 >= ADDR_MASK))
+		return false;  /* 0 or not a user-space address: never inserted */
 	uint64_t h = addr_hash(addr);
 	struct live_shard *sh = shard_of(h);
 	agent_lock(&sh->lock);
-	if (!sh->cap) {
+	uint64_t meta;
+	uint32_t cap = sh->cap, i;
+	struct live_entry *e;
+	if (likely(cap) && (e = sh->e, e[i = live_home(h, cap)].key == addr) &&
+	    likely(!(e[next_slot(i, cap)].key >> DISP_SHIFT))) {
+		/* at home, and nothing after it to shift back */
+		meta = e[i].meta;
+		e[i].key = 0;
+		sh->count--;
+	} else if (!remove_slow(sh, h, addr, &meta)) {
 		agent_unlock(&sh->lock);
 		return false;
 	}
-	uint32_t mask = sh->cap - 1;
-	uint32_t i = (uint32_t)h & mask;
-	while (sh->e[i].addr != addr) {
-		if (!sh->e[i].addr) {
-			agent_unlock(&sh->lock);
-			return false;
-		}
-		i = (i + 1) & mask;
-	}
-	uint64_t meta = sh->e[i].meta;
-	/* Backward-shift deletion keeps every probe chain unbroken. */
-	for (uint32_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-		if (!sh->e[j].addr)
-			break;
-		uint32_t home = (uint32_t)addr_hash(sh->e[j].addr) & mask;
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			sh->e[i] = sh->e[j];
-			i = j;
-		}
-	}
-	sh->e[i].addr = 0;
-	sh->count--;
 	*size = (size_t)(meta & SIZE_MAX_TRACKED);
 	*stack = (uint32_t)(meta >> SIZE_BITS);
 	if (unlikely(agent_filter != NULL))
@@ -381,11 +535,28 @@ size_t agent_live_count_locked(void)
 	return n;
 }
 
+void agent_live_stats_locked(struct agent_live_stats *st)
+{
+	agent_memset(st, 0, sizeof *st);
+	for (unsigned i = 0; i < NSHARDS; i++) {
+		const struct live_shard *sh = &shards[i];
+		st->slots += sh->cap;
+		for (uint32_t j = 0; j < sh->cap; j++)
+			if (sh->e[j].key) {
+				uint32_t d = displacement(sh->e, j, sh->cap);
+				st->entries++;
+				st->displacement_sum += d;
+				if (d > st->displacement_max)
+					st->displacement_max = d;
+			}
+	}
+}
+
 void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks)
 {
 	for (unsigned i = 0; i < NSHARDS; i++)
 		for (uint32_t j = 0; j < shards[i].cap; j++)
-			if (shards[i].e[j].addr) {
+			if (shards[i].e[j].key) {
 				uint32_t id = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
 				if (id > nstacks)
 					continue;
@@ -399,8 +570,8 @@ size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
 	size_t n = 0;
 	for (unsigned i = 0; i < NSHARDS; i++)
 		for (uint32_t j = 0; j < shards[i].cap && n < cap; j++)
-			if (shards[i].e[j].addr) {
-				out[n].addr = shards[i].e[j].addr;
+			if (shards[i].e[j].key) {
+				out[n].addr = (uintptr_t)(shards[i].e[j].key & ADDR_MASK);
 				out[n].size = shards[i].e[j].meta & SIZE_MAX_TRACKED;
 				out[n].stack = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
 				n++;
