@@ -14,6 +14,10 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # Link-time optimisation: an allocation's path crosses hooks.c, table.c
 # and unwind_cfi.c (3% fewer instructions per malloc/free pair on churn);
 # fat objects, because the unit tests link some of them without it.
+# One partition: the agent's entry points written in top-level asm (exit,
+# _exit, the stack switch) must land in the same unit as their callers,
+# which the automatic partitioning did not always do ("hidden symbol
+# agent_switch_stack isn't defined").
 # Bound at load (-z now): a lazy PLT binding runs the loader on whatever
 # stack the call is made from (a leak check delivered to a 16 KiB thread
 # overflowed it in _dl_runtime_resolve's register save area) and takes
@@ -22,7 +26,7 @@ AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
-	-flto=auto -ffat-lto-objects
+	-flto=auto -flto-partition=one -ffat-lto-objects
 AGENT_LIBS := -lunwind -ldl -lpthread -lm
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into

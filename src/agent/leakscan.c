@@ -700,10 +700,50 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* glibc's signal return trampoline (__restore_rt, not exported): the
+ * return address of every handler glibc's sigaction installed, so the
+ * word that marks a signal frame on a stack. */
+static uintptr_t restorer;
+
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000  /* the kernel's, x86-64; glibc keeps it internal */
+#endif
+
+static void find_restorer(void)
+{
+	for (int sig = 1; sig < 65 && !restorer; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTORER))
+			restorer = (uintptr_t)sa.sa_restorer;
+	}
+}
+
+/* The stack pointer of the code the outermost signal frame on the
+ * sigaltstack [from, hi) interrupted, or 0. A handler's frame starts with
+ * the restorer as its return address, the kernel's ucontext right above
+ * it (the same layout as glibc's ucontext_t up to the registers). */
+static uintptr_t interrupted_sp(uintptr_t from, uintptr_t hi)
+{
+	if (!restorer)
+		find_restorer();
+	uintptr_t sp = 0;
+	for (uintptr_t a = (from + 7) & ~(uintptr_t)7; restorer && a + 8 + sizeof(ucontext_t) <= hi;
+	     a += 8) {
+		if (*(const uintptr_t *)a != restorer)
+			continue;
+		const ucontext_t *uc = (const ucontext_t *)(a + 8);
+		uintptr_t isp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		if (isp < from || isp >= hi)
+			sp = isp;  /* a frame whose interrupted code was elsewhere */
+	}
+	return sp;
+}
+
 void agent_leakscan_init(int sig)
 {
 	agent_stopworld_init(sig);
 	dl_iterate_phdr(find_own, NULL);
+	find_restorer();
 }
 
 /* ---------- the whole scan ---------- */
@@ -778,12 +818,24 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		excl_add(&x, astart[i], astart[i] + alen[i]);
 	for (int i = 0; i < own_rw_n; i++)
 		excl_add(&x, own_rw_lo[i], own_rw_hi[i]);
+	bool on_alt = alt_hi > alt_lo && stack_from >= alt_lo && stack_from < alt_hi;
 	const struct region *g = region_of(stack_from);
-	if (g)
+	if (on_alt) {
+		/* exit() from a handler on a sigaltstack (which may be a
+		 * program's global): its dead part is below stack_from, and the
+		 * dead part of the stack the signal interrupted is below the
+		 * stack pointer saved in the signal frame */
+		excl_add(&x, alt_lo, stack_from);
+		uintptr_t isp = interrupted_sp(stack_from, alt_hi);
+		const struct region *ig = isp ? region_of(isp) : NULL;
+		if (ig && isp - 128 > ig->start)
+			excl_add(&x, ig->start, isp - 128);  /* the red zone is live */
+	} else if (g) {
 		excl_add(&x, g->start, stack_from);
+	}
 	/* Called on a signal stack (a leak check from a signal handler)
 	 * that the program's frames are not on: it holds only our frames. */
-	if (alt_hi > alt_lo && (stack_from < alt_lo || stack_from >= alt_hi))
+	if (alt_hi > alt_lo && !on_alt)
 		excl_add(&x, alt_lo, alt_hi);
 	for (int i = 0; i < stop.nslots; i++) {
 		const struct region *tg = region_of(stop.slots[i].sp);

@@ -22,6 +22,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyze/report.h"
@@ -405,6 +407,12 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	if (o->error_exitcode > 0)
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",
 			 o->error_exitcode);
+	/* every file of this run names it (a `run ID` line, `run=ID`) */
+	uint64_t id = 0;
+	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
+		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+	snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",run=%016llx",
+		 (unsigned long long)id);
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);

@@ -359,8 +359,11 @@ class Hostile:
         return os.path.join(self.dir, "bin", name)
 
     def compile(self, cmd, out, inputs):
-        key = run_tests.sha256_files(inputs + [os.path.join(PROGS, "hostile.h")],
-                                     json.dumps(cmd))
+        # every header a program may include: its own and the e2e ones
+        # hostile.h pulls in (kinds.h, common.h)
+        headers = sorted(os.path.join(d, f) for d in (PROGS, run_tests.PROGS)
+                         for f in os.listdir(d) if f.endswith(".h"))
+        key = run_tests.sha256_files(inputs + headers, json.dumps(cmd))
         stamp = out + ".stamp"
         if os.path.exists(out) and os.path.exists(stamp):
             with open(stamp) as f:

@@ -29,7 +29,11 @@
 #include "common.h"
 
 /* Zeroes 32 KiB of stack below the caller's frame: any stale pointer a
- * returned function left there is gone before exit() reuses the space. */
+ * returned function left there is gone before exit() reuses the space.
+ * Then zeroes the caller-saved registers: a libc routine may leave a heap
+ * address in one that nothing overwrites before a fatal signal's scan
+ * reads them (glibc's memset keeps its destination in r8; valgrind's own
+ * memset does not, so the two would disagree). */
 NOINLINE static void scrub_stack(void)
 {
 	char buf[32768];
@@ -37,6 +41,11 @@ NOINLINE static void scrub_stack(void)
 
 	memset(p, 0, sizeof(buf));
 	KEEP(p);
+	__asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"
+			 "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"
+			 "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
+			 ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+			 "memory");
 }
 
 /* Stores v into lvalue x so the store survives optimization even when x
