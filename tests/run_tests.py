@@ -1288,6 +1288,15 @@ class Suite:
                                 "reports; bare: %d, %r; 31 reports expected"
                                 % (rc, short(o), nrep, bare_rc,
                                    short(bare_out)))
+            # The process ends in the middle of a stop: nothing lingers.
+            eprog = self.build_prog(self.specs["stop_exit_two"], "fp")
+            for i in range(6):
+                rc, o, e = run([ht, "run", "-o", "%se%d" % (out, i), "--",
+                                eprog], cwd=work, timeout=20)
+                if rc != 6:
+                    problems.append("two threads exit: status %d, expected "
+                                    "6 (%s)" % (rc, short(e, 300)))
+                    break
             # A zombie main thread (pthread_exit) is skipped, in both ways.
             zprog = self.build_prog(self.specs["stop_main_exited"], "fp")
             for i, opts in enumerate(("", "stop_ptrace=0")):

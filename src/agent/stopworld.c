@@ -407,6 +407,12 @@ static void tracer_detach_all(void)
 
 static int tracer_main(void *arg)
 {
+	/* Dies with the thread that made it: when the program exits (or is
+	 * killed) during a stop, the tracer must not linger on, holding the
+	 * address space and copies of the program's file descriptors. */
+	RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+	if (RAW(SYS_getppid, 0, 0, 0, 0) != tr.pid)
+		return 0;  /* it is gone already */
 	while (atomic_load(&tr.phase) == T_START)
 		futex_wait(&tr.phase, T_START, 100);
 	/* Seize everything listed, again until a listing finds no new
