@@ -391,6 +391,15 @@ static void forward_block(int how, sigset_t *old)
 	sigprocmask(how, &set, old);
 }
 
+/* fmt_options_each's callback: sets *arg when the option is run=. */
+static void note_run_key(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
+{
+	(void)val;
+	(void)vlen;
+	if (klen == 3 && !memcmp(key, "run", 3))
+		*(bool *)arg = true;
+}
+
 /* In the child: environment, then exec. On failure, writes errno to fd. */
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
 		       const char *path, int fd)
@@ -407,13 +416,17 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	if (o->error_exitcode > 0)
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",
 			 o->error_exitcode);
-	/* every file of this run names it (a `run ID` line, `run=ID`) */
+	/* every file of this run names it (a `run ID` line, `run=ID`), with
+	 * the user's id when HEAPTRAIL_OPTIONS gives one */
+	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
+	bool has_run = false;
+	fmt_options_each(oldopts, note_run_key, &has_run);
 	uint64_t id = 0;
 	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
 		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-	snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",run=%016llx",
-		 (unsigned long long)id);
-	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
+	if (!has_run)
+		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",run=%016llx",
+			 (unsigned long long)id);
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);
 	setenv("HEAPTRAIL_OPTIONS", buf, 1);

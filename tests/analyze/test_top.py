@@ -267,7 +267,8 @@ def test_dump_metadata(suite):
     for dump in heaps:
         name = os.path.basename(dump)
         text = open(dump).read()
-        m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)$", text, re.M)
+        m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
+                      r"(?: run=([0-9a-f]{16}))?$", text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
             continue
@@ -276,6 +277,8 @@ def test_dump_metadata(suite):
         last = int(m.group(1))
         if m.group(3) != name.split(".")[1]:
             problems.append("%s: pid=%s" % (name, m.group(3)))
+        if not m.group(4):
+            problems.append("%s: no run=ID (heaptrail run names its run)" % name)
         ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
         if ids.get(prog) != want_id:
             problems.append("%s: build-id of %s is %s, readelf says %s" % (
