@@ -53,6 +53,7 @@
 
 #include "agent/agent.h"
 #include "format/leakfile.h"
+#include "format/options.h"
 #include "heaptrail.h"
 #include "agent/banned.h"
 
@@ -203,6 +204,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
+	agent_signals_init();
 	install_check_handler();
 	install_fatal_handlers();
 	if (agent_config.sample > 1)
@@ -783,23 +785,17 @@ NOINLINE void agent_run_pending(void)
 
 /* ---------- leak checks asked for by signal ---------- */
 
-static struct sigaction check_old;
-
 static void check_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
-	if (!si || si->si_code != SI_QUEUE || (unsigned)si->si_value.sival_int > 1) {
+	if (!si || si->si_code != SI_QUEUE || !FMT_SIGVAL_IS_OURS(si->si_value.sival_int)) {
 		/* not `heaptrail leaks`: the program's own use of the signal */
-		if (check_old.sa_flags & SA_SIGINFO) {
-			if (check_old.sa_sigaction)
-				check_old.sa_sigaction(sig, si, ucv);
-		} else if (check_old.sa_handler != SIG_IGN && check_old.sa_handler != SIG_DFL) {
-			check_old.sa_handler(sig);
-		}
+		errno = saved_errno;
+		agent_sig_program(sig, si, ucv);
 		errno = saved_errno;
 		return;
 	}
-	int flags = si->si_value.sival_int;
+	int flags = si->si_value.sival_int & 1;
 	int bit = flags ? AGENT_PENDING_CHECK_INCREASED : AGENT_PENDING_CHECK;
 	if (agent_tls.busy) {
 		/* inside the agent, perhaps holding a table lock: on the way out */
@@ -820,15 +816,9 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 
 static void install_check_handler(void)
 {
-	struct sigaction sa;
 	int sig = agent_config.leak_check_signal;
-	if (sig <= 0 || sigaction(sig, NULL, &check_old))
-		return;
-	agent_memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = check_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
+	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL))
+		agent_log("cannot install the leak check signal's handler", NULL, NULL);
 }
 
 /* ---------- a report for a process killed by a signal ----------

@@ -226,7 +226,7 @@ int cmd_leaks(int argc, char **argv)
 		goto out;
 	}
 	unsigned before = last_check(dir, pid);
-	union sigval val = { .sival_int = increased };
+	union sigval val = { .sival_int = FMT_SIGVAL_MAGIC | increased };
 	if (sigqueue((pid_t)pid, sig, val)) {
 		cli_error("cannot signal process %ld: %s", pid, strerror(errno));
 		goto out;
