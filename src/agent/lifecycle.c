@@ -844,9 +844,9 @@ static void die_by_default(int sig, const siginfo_t *si)
 		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
 }
 
-static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+void agent_report_fatal(int sig, siginfo_t *si, void *ucv)
 {
-	int saved_errno = errno;
+	(void)si;
 	pid_t self = (pid_t)syscall(SYS_gettid);
 	if (getpid() != agent_pid || !reports_enabled) {
 		/* a child that does not report */
@@ -874,6 +874,12 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 			sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
 		report_exit(-1, sig, sp, uc ? regs : NULL, uc ? NGREG : 0);
 	}
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	agent_report_fatal(sig, si, ucv);
 	die_by_default(sig, si);
 	errno = saved_errno;
 }

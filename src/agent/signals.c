@@ -199,10 +199,12 @@ static bool ignored_by_default(int sig)
  * in this handler (the kernel did it); it goes back to SIG_DFL, is sent
  * again to this thread and unblocked, so it takes its action now (dies,
  * or stops until continued). Then our handler returns. */
-static void default_action(int sig)
+static void default_action(int sig, siginfo_t *si, void *uc)
 {
 	if (ignored_by_default(sig))
 		return;
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		agent_report_fatal(sig, si, uc);  /* it terminates the process */
 	sigset_t saved;
 	lock(&saved);
 	struct sigaction dfl;
@@ -231,7 +233,7 @@ void agent_sig_program(int sig, siginfo_t *si, void *ucv)
 	if (p.sa_handler == SIG_IGN)
 		return;
 	if (p.sa_handler == SIG_DFL) {
-		default_action(sig);
+		default_action(sig, si, ucv);
 		return;
 	}
 	if (p.sa_flags & SA_RESETHAND) {
