@@ -709,6 +709,8 @@ bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t
 void agent_sig_program(int sig, siginfo_t *si, void *uc);
 bool agent_sig_program_has_handler(int sig);
 void agent_signals_init(void);
+/* In a fork child: a thread of the parent that held the table lock is gone. */
+void agent_signals_forked(void);
 /* lifecycle.c: the exit report of a process a signal is about to kill
  * ("exit signal N"), from that signal's handler. */
 void agent_report_fatal(int sig, siginfo_t *si, void *uc);

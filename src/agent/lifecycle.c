@@ -126,6 +126,7 @@ static void fork_child(void)
 	atomic_store(&report_tid, 0);
 	atomic_store(&exit_ctx.tid, 0);
 	agent_counters_forked();
+	agent_signals_forked();
 	/* threads that had deferred calls (hooks.c) are gone; this one's stay */
 	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
 				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));

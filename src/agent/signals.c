@@ -371,6 +371,13 @@ AGENT_API sighandler_fn sigset(int sig, sighandler_fn h)
 	return held ? SIG_HOLD : old.sa_handler;
 }
 
+void agent_signals_forked(void)
+{
+	/* a writer fills the copy not in use before publishing it: the
+	 * current one is whole even if the lock holder vanished mid-way */
+	atomic_store(&table_lock, 0);
+}
+
 void agent_signals_init(void)
 {
 	resolve();
