@@ -208,7 +208,8 @@ DTV_FUNCS = ("allocate_dtv",)
 # The CLI's "never hurt the host" tests (cli:NAME, Suite.host_NAME).
 HOST_TESTS = ("forward-signals", "run-bad-values", "outdir-owned",
               "bad-leak-file", "missing-report", "leaks-signal-rules",
-              "leaks-refuses", "hostile-inputs")
+              "leaks-refuses", "leaks-after-reset", "own-handler",
+              "hostile-inputs")
 
 
 class Failure(Exception):
@@ -1718,15 +1719,74 @@ class Suite:
 
     def host_leaks_refuses(self, work, out, one_line_error):
         """heaptrail leaks PID does not kill a program that reset its
-        signal dispositions: it refuses, naming the cause."""
+        signal dispositions behind the agent's back (raw rt_sigaction):
+        it refuses, naming the cause."""
         problems = []
-        p, child = self.host_start(["reset"], work)
+        p, child = self.host_start(["rawreset"], work)
         try:
             rc, o, e = run([self.heaptrail, "leaks", str(child)], cwd=work)
             one_line_error(rc, e, "catch", "leaks PID of a program with "
                            "default dispositions")
             o2, e2 = p.communicate(b"x\n", timeout=30)
             if p.returncode != 0 or o2 != b"done\n":
+                problems.append("the program ended with status %d, stdout %r"
+                                % (p.returncode, o2))
+        finally:
+            if p.poll() is None:
+                p.kill()
+        return problems
+
+    def host_leaks_after_reset(self, work, out, one_line_error):
+        """A program that reset every disposition to SIG_DFL with signal():
+        the agent keeps its handler, so heaptrail leaks PID works and the
+        program lives on; a plain kill of the leak check signal from
+        outside still takes the default action (it dies of it, as bare)."""
+        problems = []
+        sig = signal.SIGRTMAX - 2
+        p, child = self.host_start(["reset"], work)
+        try:
+            rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
+                           cwd=work)
+            if rc != 0:
+                problems.append("heaptrail leaks: status %d: %s" % (
+                    rc, short(e)))
+            if p.poll() is not None:
+                problems.append("the program died of heaptrail leaks")
+            os.kill(child, sig)
+            o2, e2 = p.communicate(timeout=30)
+            if p.returncode not in (-sig, 128 + sig) or b"done" in o2:
+                problems.append("kill -%d from outside: the run ended with "
+                                "status %d, stdout %r, expected death by "
+                                "the signal" % (sig, p.returncode, o2))
+        finally:
+            if p.poll() is None:
+                p.kill()
+        return problems
+
+    def host_own_handler(self, work, out, one_line_error):
+        """A program's own handler on the leak check signal: sigaction's
+        oldact and signal()'s return give back its own dispositions (not
+        the agent's), heaptrail leaks PID does not run its handler, and a
+        kill from outside does, once per signal."""
+        problems = []
+        sig = signal.SIGRTMAX - 2
+        p, child = self.host_start(["own"], work)
+        try:
+            rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
+                           cwd=work)
+            if rc != 0:
+                problems.append("heaptrail leaks: status %d: %s" % (
+                    rc, short(e)))
+            for i in range(2):
+                os.kill(child, sig)
+                line = p.stdout.readline()
+                if line != b"hit\n":
+                    problems.append("kill %d: the program's handler did not "
+                                    "run (read %r)" % (i + 1, line))
+                    break
+            o2, e2 = p.communicate(b"", timeout=30)
+            if p.returncode != 0 or o2 != (b"roundtrip ok 0\nhandler ran 2\n"
+                                           b"done\n"):
                 problems.append("the program ended with status %d, stdout %r"
                                 % (p.returncode, o2))
         finally:

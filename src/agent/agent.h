@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -751,5 +752,19 @@ int agent_writer_commit(struct agent_writer *w);
 
 /* Writes the module list as "module" lines. */
 void agent_modules_write(struct agent_writer *w);
+
+/* signals.c: signals the agent owns keep the agent's handler in the
+ * kernel; the program's sigaction/signal calls on them are recorded and
+ * answered as the kernel would. Signal-safe. */
+bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask);
+/* Hands a signal that is not heaptrail's to the program's disposition. */
+void agent_sig_program(int sig, siginfo_t *si, void *uc);
+bool agent_sig_program_has_handler(int sig);
+void agent_signals_init(void);
+/* In a fork child: a thread of the parent that held the table lock is gone. */
+void agent_signals_forked(void);
+/* lifecycle.c: the exit report of a process a signal is about to kill
+ * ("exit signal N"), from that signal's handler. */
+void agent_report_fatal(int sig, siginfo_t *si, void *uc);
 
 #endif

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/options.h"
 #include "agent/banned.h"
 
 static atomic_uint dump_seq;
@@ -530,6 +531,14 @@ static void timeline_record(void)
 static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+	bool ours = si && si->si_code == SI_QUEUE && FMT_SIGVAL_IS_OURS(si->si_value.sival_int);
+	if (!ours && agent_sig_program_has_handler(sig)) {
+		/* the program's own use of the signal: a plain kill is a dump
+		 * request only while the program has no handler on it */
+		agent_sig_program(sig, si, uc);
+		errno = saved;
+		return;
+	}
 	if (agent_tls.busy)
 		atomic_fetch_or(&agent_pending, AGENT_PENDING_DUMP_SIGNAL);
 	else
@@ -573,12 +582,8 @@ static void open_timeline(void)
 
 static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
 {
-	struct sigaction sa;
-	agent_memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
+	if (!agent_sig_own(sig, fn, NULL))
+		agent_log("cannot install the dump signal's handler", NULL, NULL);
 }
 
 /* The ticker: a thread of the agent's own that wakes every period to

@@ -54,6 +54,7 @@
 
 #include "agent/agent.h"
 #include "format/leakfile.h"
+#include "format/options.h"
 #include "heaptrail.h"
 #include "agent/banned.h"
 
@@ -133,6 +134,7 @@ static void fork_child(void)
 	atomic_store(&report_tid, 0);
 	atomic_store(&exit_ctx.tid, 0);
 	agent_counters_forked();
+	agent_signals_forked();
 	/* threads that had deferred calls (hooks.c) are gone; this one's stay */
 	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
 				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));
@@ -211,6 +213,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
+	agent_signals_init();
 	install_check_handler();
 	install_fatal_handlers();
 	if (agent_config.sample > 1)
@@ -809,23 +812,17 @@ NOINLINE void agent_run_pending(void)
 
 /* ---------- leak checks asked for by signal ---------- */
 
-static struct sigaction check_old;
-
 static void check_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
-	if (!si || si->si_code != SI_QUEUE || (unsigned)si->si_value.sival_int > 1) {
+	if (!si || si->si_code != SI_QUEUE || !FMT_SIGVAL_IS_OURS(si->si_value.sival_int)) {
 		/* not `heaptrail leaks`: the program's own use of the signal */
-		if (check_old.sa_flags & SA_SIGINFO) {
-			if (check_old.sa_sigaction)
-				check_old.sa_sigaction(sig, si, ucv);
-		} else if (check_old.sa_handler != SIG_IGN && check_old.sa_handler != SIG_DFL) {
-			check_old.sa_handler(sig);
-		}
+		errno = saved_errno;
+		agent_sig_program(sig, si, ucv);
 		errno = saved_errno;
 		return;
 	}
-	int flags = si->si_value.sival_int;
+	int flags = si->si_value.sival_int & 1;
 	int bit = flags ? AGENT_PENDING_CHECK_INCREASED : AGENT_PENDING_CHECK;
 	if (agent_tls.busy) {
 		/* inside the agent, perhaps holding a table lock: on the way out */
@@ -846,15 +843,9 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 
 static void install_check_handler(void)
 {
-	struct sigaction sa;
 	int sig = agent_config.leak_check_signal;
-	if (sig <= 0 || sigaction(sig, NULL, &check_old))
-		return;
-	agent_memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = check_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
+	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL))
+		agent_log("cannot install the leak check signal's handler", NULL, NULL);
 }
 
 /* ---------- a report for a process killed by a signal ----------
@@ -880,9 +871,9 @@ static void die_by_default(int sig, const siginfo_t *si)
 		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
 }
 
-static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+void agent_report_fatal(int sig, siginfo_t *si, void *ucv)
 {
-	int saved_errno = errno;
+	(void)si;
 	pid_t self = (pid_t)syscall(SYS_gettid);
 	if (getpid() != agent_pid || !reports_enabled) {
 		/* a child that does not report */
@@ -910,6 +901,12 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 			sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
 		report_exit(-1, sig, sp, uc ? regs : NULL, uc ? NGREG : 0);
 	}
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	agent_report_fatal(sig, si, ucv);
 	die_by_default(sig, si);
 	errno = saved_errno;
 }

@@ -56,7 +56,6 @@ static struct {
 	atomic_int active;
 	atomic_int release;
 	int sig;
-	struct sigaction old;
 	struct agent_stopped *slots; /* MAX_THREADS, from mmap */
 	int nslots;
 	int method;
@@ -540,13 +539,8 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 	int saved_errno = errno;
 	bool ours = si && si->si_code == SI_TKILL && si->si_pid == getpid();
 	if (!ours) {
-		/* Someone else's signal: hand it to whoever had it before. */
-		if (stop.old.sa_flags & SA_SIGINFO) {
-			if (stop.old.sa_sigaction)
-				stop.old.sa_sigaction(sig, si, ucv);
-		} else if (stop.old.sa_handler != SIG_IGN && stop.old.sa_handler != SIG_DFL) {
-			stop.old.sa_handler(sig);
-		}
+		/* Someone else's signal: the program's disposition takes it. */
+		agent_sig_program(sig, si, ucv);
 		errno = saved_errno;
 		return;
 	}
@@ -569,23 +563,14 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
-/* Makes sure our handler is the one installed (the program may have
- * replaced it since), keeping the program's as the one to chain to. */
+/* Makes sure our handler is the one installed; the program's own
+ * disposition of the signal is kept by signals.c and gets every signal
+ * that is not ours. */
 static bool install_handler(void)
 {
-	struct sigaction cur, sa;
-	if (sigaction(stop.sig, NULL, &cur))
-		return false;
-	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler)
-		return true;
-	agent_memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = stop_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (sigaction(stop.sig, &sa, NULL))
-		return false;
-	stop.old = cur;
-	return true;
+	sigset_t all;
+	sigfillset(&all);
+	return agent_sig_own(stop.sig, stop_handler, &all);
 }
 
 static pid_t sig_self, sig_skip;

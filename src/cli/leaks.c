@@ -75,10 +75,13 @@ static uint64_t status_mask(const char *status, const char *name)
 }
 
 /* Why sending sig to pid would do harm or nothing, from what the kernel
- * says of its dispositions: a signal it does not catch (a daemon that
- * reset every disposition to the default, or an agent that could not
- * install its handler) would kill it; one it ignores, or that every one
- * of its threads blocks, would never be acted on. NULL when it is safe. */
+ * says of its dispositions. The agent interposes sigaction/signal on its
+ * signals and keeps its own handler in the kernel (the program's
+ * disposition is only recorded), so a caught signal is the agent's; one
+ * not caught means the program went around libc (a raw rt_sigaction
+ * system call) or the agent could not install its handler, and would
+ * kill it; one it ignores, or that every one of its threads blocks,
+ * would never be acted on. NULL when it is safe. */
 static const char *signal_refused(long pid, int sig)
 {
 	static char why[160];
@@ -97,7 +100,7 @@ static const char *signal_refused(long pid, int sig)
 	}
 	if (!(cgt & bit)) {
 		snprintf(why, sizeof why, "it does not catch signal %d (its handler was reset to "
-			 "the default action), which would kill it", sig);
+			 "the default action behind the agent's back), which would kill it", sig);
 		return why;
 	}
 	/* a process-directed signal goes to any thread that does not block it */
@@ -231,7 +234,7 @@ int cmd_leaks(int argc, char **argv)
 		goto out;
 	}
 	unsigned before = last_check(dir, pid);
-	union sigval val = { .sival_int = increased };
+	union sigval val = { .sival_int = FMT_SIGVAL_MAGIC | increased };
 	if (sigqueue((pid_t)pid, sig, val)) {
 		cli_error("cannot signal process %ld: %s", pid, strerror(errno));
 		goto out;

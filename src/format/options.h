@@ -48,6 +48,12 @@ void fmt_options_each(const char *opts,
 int fmt_leak_check_signal_default(void);
 int fmt_leak_check_signal(const char *opts);
 
+/* `heaptrail leaks` sends the leak check signal with sigqueue and this
+ * value (| 1 for "only what increased"): a signal without it (a plain
+ * kill or raise, the program's own sigqueue) is the program's. */
+#define FMT_SIGVAL_MAGIC 0x48540000
+#define FMT_SIGVAL_IS_OURS(v) (((unsigned)(v) & ~1u) == FMT_SIGVAL_MAGIC)
+
 /* Value parsers shared by the agent (config.c) and the CLI (which checks
  * `heaptrail run`'s flags before starting anything). Each takes n bytes
  * (not NUL-terminated) and returns false when they are malformed,

@@ -5,9 +5,20 @@
  *   term     handles SIGTERM (prints "got SIGTERM", exits 3); prints
  *            "ready" and waits: `heaptrail run` must pass a SIGTERM sent
  *            to it on to the program and exit 3 as the program did
- *   reset    resets every signal disposition to the default (as some
- *            daemons do at start-up), prints "ready" and waits for EOF
- *            on stdin: `heaptrail leaks PID` must refuse, not kill it
+ *   reset    resets every signal disposition to the default with
+ *            signal() (as some daemons do at start-up), prints "ready"
+ *            and waits for EOF on stdin: the agent keeps its own handler
+ *            on its signals, so `heaptrail leaks PID` works, while a
+ *            plain kill of the leak check signal kills it, as bare
+ *   rawreset the same with the raw rt_sigaction system call, which the
+ *            agent cannot see: `heaptrail leaks PID` must refuse, not
+ *            kill it
+ *   own      installs its own SA_SIGINFO handler on SIGRTMAX-2 (the leak
+ *            check signal) and reads it back with sigaction and signal:
+ *            it must see its own dispositions, never the agent's; prints
+ *            "ready", then "hit" from the handler for each signal it
+ *            gets, and at EOF on stdin "roundtrip ok 0" (or "bad" and a
+ *            bit mask of what differed), "handler ran N", "done"
  *   serve    prints "ready" and waits for EOF on stdin, then exits 0
  *   garbage  writes a garbage heaptrail.1.leaks into $HEAPTRAIL_OUTPUT,
  *            leaks one block and exits 0: the run still reports it
@@ -18,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -29,6 +41,16 @@ static void on_term(int sig)
 	if (write(1, msg, sizeof msg - 1) < 0)
 		_exit(4);
 	_exit(3);
+}
+
+static volatile sig_atomic_t hits;
+
+static void on_own(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)si, (void)uc;
+	hits++;
+	if (write(1, "hit\n", 4) < 0)
+		_exit(4);
 }
 
 static void wait_stdin_eof(void)
@@ -61,7 +83,45 @@ int main(int argc, char **argv)
 			if (s != SIGKILL && s != SIGSTOP)
 				signal(s, SIG_DFL);
 	}
-	if (!strcmp(mode, "reset") || !strcmp(mode, "serve")) {
+	if (!strcmp(mode, "rawreset")) {
+		/* the kernel's struct sigaction, around libc and the agent */
+		struct { void *handler; unsigned long flags; void *restorer;
+			 unsigned long mask; } dfl = { 0 };  /* SIG_DFL */
+		for (int s = 1; s < 65; s++)
+			if (s != SIGKILL && s != SIGSTOP)
+				syscall(SYS_rt_sigaction, s, &dfl, NULL, 8);
+	}
+	if (!strcmp(mode, "own")) {
+		int sig = SIGRTMAX - 2, bad = 0;
+		struct sigaction sa, old, back;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = on_own;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaddset(&sa.sa_mask, SIGUSR1);
+		memset(&old, 0, sizeof old);
+		if (sigaction(sig, &sa, &old) || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			bad |= 1;
+		memset(&back, 0, sizeof back);
+		if (sigaction(sig, NULL, &back) || back.sa_sigaction != on_own ||
+		    !(back.sa_flags & SA_SIGINFO) || !(back.sa_flags & SA_RESTART) ||
+		    sigismember(&back.sa_mask, SIGUSR1) != 1 ||
+		    sigismember(&back.sa_mask, SIGUSR2) != 0)
+			bad |= 2;
+		if (signal(sig, SIG_IGN) != (void (*)(int))on_own)
+			bad |= 4;
+		if (signal(sig, SIG_DFL) != SIG_IGN)
+			bad |= 8;
+		sigaction(sig, &sa, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		wait_stdin_eof();
+		printf("roundtrip %s %d\nhandler ran %d\ndone\n", bad ? "bad" : "ok", bad,
+		       (int)hits);
+		return 0;
+	}
+	if (!strcmp(mode, "reset") || !strcmp(mode, "rawreset") || !strcmp(mode, "serve")) {
 		printf("ready\n");
 		fflush(stdout);
 		wait_stdin_eof();
