@@ -1235,6 +1235,33 @@ class Suite:
                                     show_kinds(kinds))
         elif name == "agent-files":
             problems += self.agent_files(work, out)
+        elif name == "threads-seen":
+            # The time triggers run on the program's own allocating
+            # thread: under --every and --timeline it sees the threads it
+            # sees bare (a ticker thread of the agent's made it one more).
+            prog = self.build_prog(self.specs["threads_seen"], "fp")
+            _, bare_out, _ = run([prog], cwd=work)
+            for sample in ("512k", "1"):
+                d = "%s-%s" % (out, sample)
+                rc, o, e = run([ht, "run", "-q", "--sample", sample,
+                                "--every", "100ms", "--timeline", "10",
+                                "-o", d, "--", prog], cwd=work)
+                if rc != 0 or o != bare_out or bare_out != b"threads 1\n":
+                    problems.append("sample %s: status %d, stdout %r, bare "
+                                    "%r" % (sample, rc, short(o),
+                                            short(bare_out)))
+                files = os.listdir(d) if os.path.isdir(d) else []
+                every = [f for f in files if f.endswith(".every.heap")]
+                tl = [f for f in files if f.endswith(".timeline")]
+                rows = []
+                if len(tl) == 1:
+                    with open(os.path.join(d, tl[0])) as f:
+                        rows = [l for l in f if not l.startswith("#")]
+                # 300 ms of events: about 3 `every` dumps, 30 rows
+                if not every or len(rows) < 5:
+                    problems.append("sample %s: %d every dumps, %d timeline "
+                                    "rows (timelines %r)" % (
+                                        sample, len(every), len(rows), tl))
         elif name == "report-lost":
             # The exit report cannot be written: the agent says why and,
             # with --error-exitcode, the run fails (it used to pass).
@@ -3095,7 +3122,7 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "agent-files", "report-lost",
+                 "agent-files", "threads-seen", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
                  "cancel-in-dump") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
