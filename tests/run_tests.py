@@ -1235,6 +1235,36 @@ class Suite:
                                     show_kinds(kinds))
         elif name == "agent-files":
             problems += self.agent_files(work, out)
+        elif name == "timeline-step":
+            # After 300 idle ms, the row for just before the second 4 MiB
+            # block (the unchanged figures, a millisecond before) comes
+            # first, then the row with it: a step, not a slope.
+            prog = self.build_prog(self.specs["timeline_step"], "fp")
+            rc, o, e = run([ht, "run", "-q", "--sample", "1", "--timeline",
+                            "10", "-o", out, "--", prog], cwd=work)
+            tl = [f for f in os.listdir(out) if f.endswith(".timeline")] \
+                if os.path.isdir(out) else []
+            rows = []
+            if rc != 0 or len(tl) != 1:
+                problems.append("status %d, timelines %r: %s" % (
+                    rc, tl, short(e)))
+            else:
+                with open(os.path.join(out, tl[0])) as f:
+                    rows = [[int(x) for x in l.split()] for l in f
+                            if not l.startswith("#")]
+            step = [i for i in range(1, len(rows) - 1)
+                    if rows[i][0] - rows[i - 1][0] >= 250]
+            if rows and len(step) != 1:
+                problems.append("no single idle gap of 250 ms or more "
+                                "in the rows %r" % rows[:12])
+            elif rows:
+                i = step[0]
+                before, prev, after = rows[i], rows[i - 1], rows[i + 1]
+                if before[1:3] != prev[1:3] or after[0] != before[0] + 1 \
+                        or after[1] - before[1] != 4 << 20 \
+                        or after[2] - before[2] != 1:
+                    problems.append("rows around the idle gap: %r %r %r" %
+                                    (prev, before, after))
         elif name == "threads-seen":
             # The time triggers run on the program's own allocating
             # thread: under --every and --timeline it sees the threads it
@@ -3122,7 +3152,7 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "agent-files", "threads-seen", "report-lost",
+                 "agent-files", "threads-seen", "timeline-step", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
                  "cancel-in-dump") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))

@@ -659,6 +659,8 @@ void agent_triggers_start(void);
  * timeline row and the `every` dump when their time has come. counted:
  * the event is already in the totals (exact mode). Hook-safe. */
 void agent_time_check(size_t n, int sign, bool counted);
+/* Writes the timeline's last row (exit report). */
+void agent_time_final(void);
 /* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
 void agent_reset_cumulative(void);
 /* Switches to sampling every `sample` bytes, forgetting every block

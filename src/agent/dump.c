@@ -640,6 +640,29 @@ void agent_time_check(size_t n, int sign, bool counted)
 	atomic_store(&checking, 0);
 }
 
+/* The last row, at exit: the heap as the program leaves it, so a plot
+ * runs to the end even when the program was idle before exiting. */
+void agent_time_final(void)
+{
+	if (!timeline_on)
+		return;
+	for (int i = 0; atomic_exchange(&checking, 1); i++) {
+		if (i >= 1000)
+			return;  /* a checker that never returns (this thread's?) */
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+	uint64_t now = ms_since_start();
+	if (timeline_last_ms != UINT64_MAX && now <= timeline_last_ms)
+		now = timeline_last_ms + 1;  /* after the last row, by a ms at most */
+	timeline_row(now, 0, 0, 0);
+	timeline_next_ms = UINT64_MAX;
+	agent_tls.busy = saved_busy;
+	atomic_store(&checking, 0);
+}
+
 void agent_triggers_start(void)
 {
 	clock_gettime(CLOCK_MONOTONIC, &started);
@@ -651,7 +674,7 @@ void agent_triggers_start(void)
 	if (agent_config.timeline_ms)
 		open_timeline();
 	if (timeline_on)
-		timeline_next_ms = agent_config.timeline_ms;
+		timeline_next_ms = 0;  /* the first recorded event writes a row */
 	if (agent_config.every_ms)
 		every_next_ms = agent_config.every_ms;
 	/* sampled events are rare and dearer than a clock read: look at each;

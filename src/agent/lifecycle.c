@@ -654,6 +654,7 @@ static int write_report(const struct report_call *c)
 static long exit_report(void *arg)
 {
 	agent_set_recording(false);
+	agent_time_final();
 	/* A dump of another thread (a trigger, a signal) may be under way: the final
 	 * one waits for it (up to 2 s: this thread may be that dump's,
 	 * exiting from a signal handler) instead of being skipped. */
