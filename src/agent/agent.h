@@ -171,13 +171,20 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign);
  * the clock, at every agent_time_gate-th event of a thread (dump.c). */
 extern atomic_bool agent_time_on;
 extern int agent_time_gate;
+/* ... and at every block of 64 KiB or more, whose allocation costs far
+ * more than a clock read */
+#define AGENT_TIME_BIG (64u << 10)
+/* The thread's turn to look at the clock: agent_time_check (sample.c). */
+void agent_time_due(size_t n, int sign);
 /* The same, without a call in exact mode with no byte-driven trigger:
  * then there is nothing to note (the estimates are the tracked counts). */
 static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
 {
-	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak ||
-	    atomic_load_explicit(&agent_time_on, memory_order_relaxed))
+	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
 		agent_sample_note(c, n, sign);
+	else if (unlikely(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
+		 unlikely(--agent_tls.time_left <= 0 || n >= AGENT_TIME_BIG))
+		agent_time_due(n, sign);
 }
 /* What a sampled block of n bytes stands for, in bytes and in blocks
  * scaled by 1024. */

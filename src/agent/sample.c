@@ -87,7 +87,12 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 /* How much estimated allocation passes between two looks at the interval
  * and peak triggers: a look sums every thread's counters. */
 #define CHECK_BYTES (1u << 20)
-#define TIME_BIG (64u << 10)
+
+void agent_time_due(size_t n, int sign)
+{
+	agent_tls.time_left = agent_time_gate;
+	agent_time_check(n, sign, agent_config.sample <= 1);
+}
 
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
@@ -98,10 +103,8 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	 * block of 64 KiB or more (whose allocation costs far more than a
 	 * clock read) */
 	if (atomic_load_explicit(&agent_time_on, memory_order_relaxed) &&
-	    (--agent_tls.time_left <= 0 || n >= TIME_BIG)) {
-		agent_tls.time_left = agent_time_gate;
-		agent_time_check(n, sign, agent_config.sample <= 1);
-	}
+	    (--agent_tls.time_left <= 0 || n >= AGENT_TIME_BIG))
+		agent_time_due(n, sign);
 	/* exact mode keeps no estimates: they are the tracked counts, which
 	 * agent_counters_sum turns into them */
 	if (agent_config.sample > 1) {
