@@ -1226,7 +1226,12 @@ class Suite:
                                 (bare_rc, short(bare_out)))
             runs = [("ptrace", [], {}),
                     ("signal", [], {"HEAPTRAIL_OPTIONS": "stop_ptrace=0"})]
-            if shutil.which("strace"):
+            # (strace comes with scripts/install-deps --test: its absence
+            # is a failure, not a quiet skip)
+            if not shutil.which("strace"):
+                problems.append("strace is not installed "
+                                "(scripts/install-deps --test)")
+            else:
                 runs.append(("strace", ["strace", "-f", "-o", os.devnull],
                              {}))
             # The fallback's signal can still hit a thread in the instant
