@@ -320,6 +320,9 @@ bool agent_streq(const char *a, const char *b);
 bool agent_strstarts(const char *s, const char *prefix);
 /* Copies at most cap-1 bytes and terminates; returns the source length. */
 size_t agent_strlcpy(char *dst, const char *src, size_t cap);
+/* Writes v in decimal at dst (up to 20 digits) and a NUL; returns the
+ * end (the NUL). Hook-safe and signal-safe. */
+char *agent_put_dec(char *dst, uint64_t v);
 void agent_memcpy(void *dst, const void *src, size_t n);
 void agent_memset(void *dst, int c, size_t n);
 

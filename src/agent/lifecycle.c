@@ -741,15 +741,8 @@ static int report_exit(int status, int killed_by, uintptr_t stack_from, const ui
 	}
 	atomic_store(&report_done, 1);
 	if (report_err && agent_config.error_exitcode) {
-		char code[8];
-		size_t n = 0;
-		int v = agent_config.error_exitcode;
-		if (v >= 100)
-			code[n++] = (char)('0' + v / 100);
-		if (v >= 10)
-			code[n++] = (char)('0' + v / 10 % 10);
-		code[n++] = (char)('0' + v % 10);
-		code[n] = 0;
+		char code[24];
+		agent_put_dec(code, (uint64_t)agent_config.error_exitcode);
 		agent_log("no leak report: exiting with status ", code, " (error_exitcode)");
 	}
 	pthread_setcancelstate(cancel, NULL);

@@ -146,6 +146,19 @@ bool agent_strstarts(const char *s, const char *prefix)
 	return true;
 }
 
+char *agent_put_dec(char *dst, uint64_t v)
+{
+	char digits[24];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (k)
+		*dst++ = digits[--k];
+	*dst = 0;
+	return dst;
+}
+
 size_t agent_strlcpy(char *dst, const char *src, size_t cap)
 {
 	size_t n = agent_strlen(src);

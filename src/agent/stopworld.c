@@ -106,25 +106,12 @@ static void futex_wake(atomic_int *p)
 	RAW(SYS_futex, p, FUTEX_WAKE, 1 << 30, 0);
 }
 
-static char *put_dec(char *p, unsigned long v)
-{
-	char digits[24];
-	int k = 0;
-	do
-		digits[k++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (k)
-		*p++ = digits[--k];
-	*p = 0;
-	return p;
-}
-
 /* Calls fn(tid, arg) for every thread of process pid listed in
  * /proc/PID/task. Returns false when the directory cannot be read. */
 static bool each_task(pid_t pid, void (*fn)(pid_t tid, void *arg), void *arg)
 {
 	char path[48] = "/proc/", buf[2048];
-	agent_strlcpy(put_dec(path + 6, (unsigned long)pid), "/task", 8);
+	agent_strlcpy(agent_put_dec(path + 6, (unsigned long)pid), "/task", 8);
 	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
@@ -200,26 +187,36 @@ static bool stop_would_show(long nr)
 	return false;
 }
 
+/* Reads /proc/PID/task/TID/LEAF into buf (NUL-terminated); returns the
+ * bytes read, <= 0 when the thread is gone. Raw system calls only (the
+ * tracer uses it). */
+static long read_task_file(pid_t pid, pid_t tid, const char *leaf, char *buf, size_t cap)
+{
+	char path[64] = "/proc/";
+	char *p = agent_put_dec(path + 6, (unsigned long)pid);
+	p = agent_put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
+	agent_strlcpy(p, leaf, 16);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	long n = RAW(SYS_read, fd, buf, cap - 1, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
 /* Reads /proc/PID/task/TID/syscall ("NR ARG1..ARG6 SP PC" for a thread
  * blocked in a system call, "-1 SP PC" outside one, "running"): *nr is
  * the call's number or -1, *sp the stack pointer or 0. Raw system calls
  * only (the tracer uses it). */
 static void task_syscall(pid_t pid, pid_t tid, long *nr, uintptr_t *sp)
 {
-	char path[64] = "/proc/", buf[256];
-	char *p = put_dec(path + 6, (unsigned long)pid);
-	p = put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
-	agent_strlcpy(p, "/syscall", 10);
+	char buf[256];
 	*nr = -1;
 	*sp = 0;
-	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
-	RAW(SYS_close, fd, 0, 0, 0);
+	long n = read_task_file(pid, tid, "/syscall", buf, sizeof buf);
 	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-		return;  /* "running", "-1 ...": in no system call */
-	buf[n] = 0;
+		return;  /* gone, "running", "-1 ...": in no system call */
 	long v = 0;
 	const char *c = buf;
 	for (; *c >= '0' && *c <= '9'; c++)
@@ -245,17 +242,10 @@ static void task_syscall(pid_t pid, pid_t tid, long *nr, uintptr_t *sp)
  * Raw system calls only. */
 static char task_state(pid_t pid, pid_t tid)
 {
-	char path[64] = "/proc/", buf[512];
-	char *p = put_dec(path + 6, (unsigned long)pid);
-	p = put_dec(p + agent_strlcpy(p, "/task/", 8), (unsigned long)tid);
-	agent_strlcpy(p, "/stat", 8);
-	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return 'X';  /* gone */
-	long n = RAW(SYS_read, fd, buf, sizeof buf - 1, 0);
-	RAW(SYS_close, fd, 0, 0, 0);
+	char buf[512];
+	long n = read_task_file(pid, tid, "/stat", buf, sizeof buf);
 	if (n <= 0)
-		return 'X';
+		return 'X';  /* gone */
 	/* "TID (COMM) S ...": the state follows the last ')' */
 	long close_paren = -1;
 	for (long i = 0; i < n; i++)
@@ -585,7 +575,7 @@ static int nsigblocked;
 static bool blocks_signal(pid_t tid, int sig)
 {
 	char path[64] = "/proc/self/task/", buf[2048];
-	agent_strlcpy(put_dec(path + agent_strlen(path), (unsigned long)tid), "/status", 9);
+	agent_strlcpy(agent_put_dec(path + agent_strlen(path), (unsigned long)tid), "/status", 9);
 	if (agent_read_small(path, buf, sizeof buf) < 0)
 		return false;
 	for (const char *l = buf; *l; l++) {
@@ -722,8 +712,8 @@ static void resume_signal(void)
 static void warn_unstopped(pid_t tid)
 {
 	char path[64] = "/proc/self/task/", name[64] = "thread ", comm[32];
-	agent_strlcpy(put_dec(path + agent_strlen(path), (unsigned long)tid), "/comm", 8);
-	char *p = put_dec(name + agent_strlen(name), (unsigned long)tid);
+	agent_strlcpy(agent_put_dec(path + agent_strlen(path), (unsigned long)tid), "/comm", 8);
+	char *p = agent_put_dec(name + agent_strlen(name), (unsigned long)tid);
 	static pid_t warned[16];
 	static unsigned nwarned;
 	for (unsigned i = 0; i < 16; i++)

@@ -33,18 +33,6 @@
 #define WBUF (64 * 1024)
 #define TMP_PREFIX ".heaptrail-tmp-"
 
-static void put_num(char *dst, size_t *n, uint64_t v)
-{
-	char tmp[24];
-	int k = 0;
-	do
-		tmp[k++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (k)
-		dst[(*n)++] = tmp[--k];
-	dst[*n] = 0;
-}
-
 /* 64 unpredictable bits: getrandom when the kernel has it, else what
  * varies (the cycle counter, the pid, an address), which O_EXCL keeps
  * safe: a guessed name only makes the open retry. */
@@ -215,9 +203,7 @@ void agent_put(struct agent_writer *w, const char *s)
 void agent_put_u64(struct agent_writer *w, uint64_t v)
 {
 	char tmp[24];
-	size_t n = 0;
-	put_num(tmp, &n, v);
-	put_mem(w, tmp, n);
+	put_mem(w, tmp, (size_t)(agent_put_dec(tmp, v) - tmp));
 }
 
 void agent_put_hex(struct agent_writer *w, uint64_t v)
