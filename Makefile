@@ -131,7 +131,9 @@ $(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 fuzz: $(FUZZ_BIN)
 
 # The main job of the README: run the bundled leaky example.
+# (a run directory belongs to one run: the demo's is made anew each time)
 demo: all
+	rm -rf $(B)/demo
 	$(B)/heaptrail run -o $(B)/demo -- $(B)/examples/leaky
 
 test: all $(UNIT_BIN)
