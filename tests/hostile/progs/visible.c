@@ -11,7 +11,7 @@
  * run` turns on whenever it profiles) still run in a thread of the
  * agent's, which this program sees. The branch without that thread
  * (tick) wrote dumps due while the program slept at its next event; see
- * the README's "Descriptors and threads".
+ * docs/guarantees.md, "Descriptors and threads".
  *
  * @kinds 0
  * @vg
