@@ -576,7 +576,31 @@ static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
  * slope. */
 atomic_bool agent_time_on;
 int agent_time_gate = 1;
+uint64_t agent_time_tsc_gate;
 static _Atomic uint64_t timeline_next_ms, every_next_ms;  /* ms; UINT64_MAX = off */
+
+/* TSC ticks between two looks at the clock by one thread: 2^20, about a
+ * millisecond at 1 GHz and a third of one at 3 GHz (no calibration is
+ * needed: a look costs tens of nanoseconds, and what matters is that the
+ * first event after an idle stretch looks). 0 when reading the TSC is
+ * slow (a hypervisor that traps it), then events are counted instead. */
+static uint64_t tsc_gate(void)
+{
+	for (int tries = 0; tries < 3; tries++) {   /* the best of three: a preemption */
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		uint64_t t0 = agent_rdtsc(), t1 = t0;
+		for (int i = 0; i < 64; i++)
+			t1 = agent_rdtsc();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		int64_t ns = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+		if (t1 == t0)
+			return 0;   /* a TSC that does not tick */
+		if (ns <= 64 * 200)
+			return 1u << 20;
+	}
+	return 0;   /* more than 200 ns a read: a hypervisor traps it */
+}
 
 /* The figures of a row without the event being recorded (d*): the row
  * for "just before" it. */
@@ -682,8 +706,10 @@ void agent_triggers_start(void)
 		timeline_next_ms = 0;  /* the first recorded event writes a row */
 	if (agent_config.every_ms)
 		every_next_ms = agent_config.every_ms;
-	/* sampled events are rare and dearer than a clock read: look at each;
-	 * in exact mode, at every 64th event of a thread */
+	agent_time_tsc_gate = tsc_gate();
+	/* without a usable TSC: sampled events are rare and dearer than a
+	 * clock read, look at each; in exact mode, at every 64th event of a
+	 * thread */
 	agent_time_gate = agent_config.sample > 1 ? 1 : 64;
 	if (timeline_on || agent_config.every_ms)
 		atomic_store(&agent_time_on, true);
