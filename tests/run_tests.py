@@ -2,7 +2,7 @@
 """heaptrail's test runner: unit test binaries, CLI error cases, and the
 end-to-end suite that checks `heaptrail run` against valgrind memcheck.
 
-    python3 tests/run_tests.py --build build [-k SUBSTR] [-v] [-j N]
+    python3 tests/run_tests.py --build build [-k SUBSTR] [-v] [-j N] [--list]
 
 End-to-end programs live in tests/e2e/progs/.  Each describes itself in
 its leading comment, so a program and what it must produce are read
@@ -3329,6 +3329,9 @@ def main():
                     help="parallel workers (at most 2; default 2)")
     ap.add_argument("--no-cache", action="store_true",
                     help="rerun valgrind even when a cached result exists")
+    ap.add_argument("--list", action="store_true",
+                    help="print the names of the tests (after -k) and "
+                    "run none")
     args = ap.parse_args()
 
     started = time.time()
@@ -3337,6 +3340,10 @@ def main():
     tests = collect_tests(suite)
     if args.k:
         tests = [t for t in tests if any(k in t[0] for k in args.k)]
+    if args.list:
+        for name, _ in tests:
+            print(name)
+        return 0
     if any(name == "cli:static" for name, _ in tests):
         reason = static_available(suite)
         if reason:
