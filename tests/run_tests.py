@@ -71,16 +71,14 @@ binary:
                     four kinds (and suppressed) equals valgrind's LEAK
                     SUMMARY byte for byte, block for block; the records'
                     kinds add up to the summary; the @leak checks that
-                    name a kind hold.  SKIP while heaptrail does not
-                    classify (its JSON summary has only "in_use").
+                    name a kind hold.  A process whose JSON summary
+                    lacks the four kinds fails.
   delta:PROG[VARIANT]  for programs with @check: the check files
                     heaptrail.PID.check-N.leaks the program's leak checks
                     wrote, read back with `heaptrail report --json`: the
                     @check increases, and each check's summary equal to
-                    valgrind's LEAK SUMMARY at the same check.  SKIP while
-                    libheaptrail.so does not export heaptrail_leak_check.
-A program with @suppressions is run by heaptrail with them (ht:, kinds:
-SKIP while `heaptrail run --help` does not mention --suppressions).
+                    valgrind's LEAK SUMMARY at the same check.
+A program with @suppressions is run by heaptrail with them.
 
 Heap profiling (sampling, heap dumps, timeline), with the @prof programs
 built once with frame pointers, mostly under plain LD_PRELOAD with
@@ -116,9 +114,8 @@ from Debian's source by tests/tools/get-pprof into BUILD/tools.
                      lg_prof_interval, prof_gdump, prof_final, ...)
   prof:bad-options   malformed options: the program's output and status
                      unchanged, one stderr line per bad option naming it
-The prof: tests that need the agent SKIP while it writes no heap dump
-(final=1 on /bin/true leaves no heaptrail.*.heap); jeprof or pprof
-missing is a failure (scripts/install-deps --test installs them).
+jeprof or pprof missing is a failure (scripts/install-deps --test
+installs them).
 
 The hostile-host suite, hostile:PROG[CASE]:MODE and hostile:run:CASE, is
 tests/hostile/run.py (collected here; its docstring lists the tests): the
@@ -134,7 +131,12 @@ Valgrind results are cached by binary hash in BUILD/e2e/vgcache.
 
 Output: one "PASS name", "FAIL name: reason" or "SKIP name: reason" per
 test, then exactly one line "N passed, N failed, N skipped"; exit status
-1 if anything failed.  Python standard library only.
+1 if anything failed.  A test is skipped only when a tool it needs is
+missing on the machine (valgrind's rivals jemalloc/tcmalloc, a static
+libc, clang's libFuzzer, chromium, jeprof, pprof, root, a tmpfs mount);
+with CI=true each of those skips is a failure instead.  A heaptrail
+feature that is missing or broken is always a failure.  Python standard
+library only.
 """
 
 import argparse
@@ -217,7 +219,13 @@ class Failure(Exception):
 
 
 class Skip(Exception):
-    """A test cannot run yet (a feature is missing); the message says why."""
+    """A tool the test needs is missing on this machine; the message says
+    which.  Never for a heaptrail feature that is missing or broken: that
+    is a failure.  Under CI=true a skip counts as a failure."""
+
+
+# CI=true: every skip is a failure (a CI machine must have every tool).
+CI = os.environ.get("CI") == "true"
 
 
 # ---------------------------------------------------------------- output
@@ -250,6 +258,9 @@ class Reporter:
                 sys.stdout.flush()
 
     def skip(self, name, reason):
+        if CI:
+            self.result(name, ["skipped, and CI=true: %s" % reason])
+            return
         with self.lock:
             self.skipped += 1
             print("SKIP %s: %s" % (name, reason), flush=True)
@@ -613,7 +624,7 @@ class Suite:
         self.bares = Once()
         self.vgs = Once()
         self.ht_runs = Once()
-        self.features = Once()
+        self.exports = Once()
         self.tools = Once()
         self.syms = Once()
 
@@ -708,32 +719,9 @@ class Suite:
             return result
         return self.vgs.get((spec.name, variant), do)
 
-    def feature(self, name):
-        """Whether heaptrail has a feature the tests of it need:
-        "suppressions" (run --suppressions), "profiling_flags" (run
-        --sample ...) or "leak_check" (the agent exports
-        heaptrail_leak_check)."""
-        def do():
-            if name in ("suppressions", "profiling_flags"):
-                rc, out, err = run([self.heaptrail, "run", "--help"],
-                                   env=os.environ)
-                return (b"--suppressions" if name == "suppressions" else
-                        b"--sample") in out + err
-            rc, out, err = run(["nm", "-D", "--defined-only",
-                                os.path.join(self.build, "libheaptrail.so")],
-                               env=os.environ)
-            return rc == 0 and bool(re.search(rb"\sheaptrail_leak_check$",
-                                              out, re.M))
-        if not os.path.exists(self.heaptrail):
-            raise Failure("%s not found (build it with make)" %
-                          self.heaptrail)
-        return self.features.get(name, do)
-
     def ht_main_run(self, spec, variant):
         """The heaptrail run that ht:, kinds: and delta: share, with the
-        program's suppressions; Skip when heaptrail cannot take them."""
-        if spec.supps and not self.feature("suppressions"):
-            raise Skip("heaptrail run has no --suppressions yet")
+        program's suppressions."""
         extra = []
         for f in spec.supps:
             extra += ["--suppressions", f]
@@ -872,8 +860,6 @@ class Suite:
         vg = self.valgrind(spec, variant)
         _, _, _, _, jpath = self.ht_main_run(spec, variant)
         objs = load_json_objects(jpath)
-        if not any(classified(o) for o in objs):
-            raise Skip("no classification yet")
         _, pairs = match_procs(vg, objs, problems)
         for v, h, label in pairs:
             o = h["obj"]
@@ -927,9 +913,6 @@ class Suite:
     def test_delta(self, spec, variant):
         """The leak checks the program asked for while it ran: one file
         heaptrail.PID.check-N.leaks each, read with report --json."""
-        if not self.feature("leak_check"):
-            raise Skip("libheaptrail.so does not export heaptrail_leak_check"
-                       " yet")
         problems, details = [], []
         vg_roots = [p for p in with_depth(self.valgrind(spec, variant)
                                           ["procs"]) if p["depth"] == 0]
@@ -1940,30 +1923,14 @@ class Suite:
     def agent(self):
         return os.path.join(self.build, "libheaptrail.so")
 
-    def require_dumps(self):
-        """Skips the calling test while the agent writes no heap dumps."""
-        agent = self.agent()
-        if not os.path.exists(agent):
-            raise Failure("%s not found (build it with make)" % agent)
-
-        def do():
-            work = fresh_dir(os.path.join(self.e2e, "prof", "probe"))
-            run(["/bin/true"], cwd=work, env=dict(
-                RUN_ENV, LD_PRELOAD=agent, HEAPTRAIL_OUTPUT=work,
-                HEAPTRAIL_OPTIONS="final=1"))
-            return any(f.endswith(".heap") for f in os.listdir(work))
-        if not self.features.get("heap_dumps", do):
-            raise Skip("the agent writes no heap dumps yet (final=1 left no "
-                       "heaptrail.*.heap)")
-
     def require_export(self, symbol):
         def do():
             rc, out, _ = run(["nm", "-D", "--defined-only", self.agent()],
                              env=os.environ)
             return rc == 0 and bool(re.search(
                 rb"\s%s$" % symbol.encode(), out, re.M))
-        if not self.features.get("export:" + symbol, do):
-            raise Skip("libheaptrail.so does not export %s yet" % symbol)
+        if not self.exports.get(symbol, do):
+            raise Failure("libheaptrail.so does not export %s" % symbol)
 
     def tool(self, name):
         """The path of jeprof, pprof (built by tests/tools/get-pprof) or
@@ -2160,7 +2127,6 @@ class Suite:
     def prof_accuracy(self):
         """prof_accuracy three times at the default S: shares within 3
         points, total within 5 %, by all three readers."""
-        self.require_dumps()
         self.require_export("heaptrail_dump")
         spec = self.specs["prof_accuracy"]
         bare_rc, bare_out = self.bare(spec, "fp")
@@ -2218,7 +2184,6 @@ class Suite:
 
     def prof_exact(self):
         """prof_accuracy at sample=1: every reader says the true bytes."""
-        self.require_dumps()
         self.require_export("heaptrail_dump")
         spec = self.specs["prof_accuracy"]
         bare_rc, bare_out = self.bare(spec, "fp")
@@ -2279,7 +2244,6 @@ class Suite:
 
     def prof_cache(self):
         """Every trigger at once, under LD_PRELOAD."""
-        self.require_dumps()
         self.require_export("heaptrail_dump")
         spec = self.specs["prof_cache"]
         r = self.prof_run(spec, "", "interval=128m,every=100ms,peak=1,"
@@ -2289,10 +2253,7 @@ class Suite:
 
     def prof_run_flags(self):
         """The same triggers through heaptrail run's flags."""
-        self.require_dumps()
         self.require_export("heaptrail_dump")
-        if not self.feature("profiling_flags"):
-            raise Skip("heaptrail run has no --sample yet")
         spec = self.specs["prof_cache"]
         r = self.prof_run(spec, ".cli", cli=[
             "--sample", "256k", "--interval", "128m", "--peak", "--every",
@@ -2431,7 +2392,6 @@ class Suite:
 
     def prof_timeline(self):
         """prof_cache in exact mode with a 10 ms timeline and a peak dump."""
-        self.require_dumps()
         spec = self.specs["prof_cache"]
         r = self.prof_run(spec, ".timeline", "sample=1,timeline=10,peak=1")
         problems, details = [], []
@@ -2487,7 +2447,6 @@ class Suite:
     def prof_transparent(self):
         """The agent's timers (every, timeline) must not reach the program:
         prof_cache's sleeps are not cut short (EINTR) under them."""
-        self.require_dumps()
         spec = self.specs["prof_cache"]
         bare_rc, bare_out = self.bare(spec, "fp")
         r = self.prof_run(spec, ".transparent", "every=50ms,timeline=10")
@@ -2504,7 +2463,6 @@ class Suite:
         return problems, ["stderr: " + short(r["stderr"], 2000)]
 
     def prof_api(self):
-        self.require_dumps()
         for sym in ("heaptrail_dump", "heaptrail_reset",
                     "heaptrail_set_active"):
             self.require_export(sym)
@@ -2525,7 +2483,6 @@ class Suite:
         return problems, details
 
     def prof_mallctl(self):
-        self.require_dumps()
         self.require_export("mallctl")
         spec = self.specs["prof_mallctl"]
         work = self.prof_work(spec, "")
@@ -2634,7 +2591,6 @@ class Suite:
 
     def prof_aliases(self):
         """jemalloc's MALLOC_CONF vocabulary in HEAPTRAIL_OPTIONS."""
-        self.require_dumps()
         self.require_export("heaptrail_dump")
         spec = self.specs["prof_cache"]
         prefix = os.path.join(self.prof_work(spec, ".aliases"), "out", "jp")
@@ -2668,7 +2624,6 @@ class Suite:
 
     def prof_bad_options(self):
         """Malformed options: reported once each, ignored, the rest kept."""
-        self.require_dumps()
         spec = self.specs["exit_status"]
         bare_rc, bare_out = self.bare(spec, "fp")
         bad = ["sample=banana", "nope=1", "every=soon", "lg_prof_sample:x"]
@@ -2784,8 +2739,8 @@ def check_process(label, obj, vg, spec, problems):
 
 
 def classified(obj):
-    """Whether a process object carries the four kinds (else the agent
-    does not classify yet: its summary has only "in_use")."""
+    """Whether a process object carries the four kinds (its summary has
+    more than "in_use")."""
     return all(k in (obj.get("summary") or {}) for k in KINDS)
 
 
