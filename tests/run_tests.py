@@ -291,12 +291,96 @@ class Once:
         return entry[1][1]
 
 
+def compiler_id(cmd):
+    """What identifies the compiler cmd[0] runs: its resolved path, size
+    and time (a build stamp from another compiler is not valid)."""
+    path = shutil.which(cmd[0])
+    if not path:
+        return cmd[0]
+    st = os.stat(os.path.realpath(path))
+    return "%s %d %d" % (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
 def sha256_files(paths, extra=""):
     h = hashlib.sha256(extra.encode())
     for p in paths:
         with open(p, "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()
+
+
+# What a valgrind result depends on besides the binary and its own
+# libraries: the C and C++ runtimes the program loads (an upgraded glibc
+# allocates differently at start-up and exit), found by their sonames.
+SYSTEM_LIBS = ("ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6",
+               "libstdc++.so.6", "libgcc_s.so.1")
+
+
+def system_libs():
+    found = []
+    for name in SYSTEM_LIBS:
+        for d in ("/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                  "/lib", "/usr/lib"):
+            p = os.path.join(d, name)
+            if os.path.exists(p):
+                found.append(os.path.realpath(p))
+                break
+    return found
+
+
+def vg_cache_key(files, extra):
+    """The key of a cached valgrind result: the contents of files (the
+    program and the libraries built beside it, suppression files), of
+    the system libraries it loads, valgrind's version, the log parser's
+    version (VG_PARSER) and extra (options, arguments, stdin...)."""
+    _, version, _ = run(["valgrind", "--version"], env=os.environ)
+    return sha256_files(list(files) + system_libs(), json.dumps(
+        [VG_PARSER, VALGRIND, version.decode(), RUN_ENV.get("LC_ALL"),
+         extra]))
+
+
+# Directories a run of the suite writes in BUILD, emptied when it starts:
+# a run must not read what an earlier one left (a stale fixture, another
+# run's dumps, a directory named after a pid that is now reused).  Kept:
+# the valgrind caches (vgcache, see vg_cache_key) and, in the directories
+# of built programs (BINS), each file that has its build stamp (Suite.
+# compile rebuilds it unless the same command made it from the same
+# sources); anything else there, such as what a program wrote in its
+# working directory, goes.
+RUN_DIRS = ("e2e", "hostile", "fuzz/work", "fuzz/artifacts")
+BINS = ("e2e/fp", "e2e/nofp", "e2e/static", "hostile/bin")
+
+
+def start_fresh(build):
+    for d in RUN_DIRS + BINS:
+        top = os.path.join(build, d)
+        if not os.path.isdir(top) or os.path.islink(top):
+            continue
+        for entry in os.listdir(top):
+            path = os.path.join(top, entry)
+            if os.path.join(d, entry) in BINS or entry == "vgcache":
+                continue
+            if d in BINS and os.path.isfile(path) and not \
+                    os.path.islink(path) and (
+                        os.path.exists(path + ".stamp") or
+                        (entry.endswith(".stamp") and
+                         os.path.exists(path[:-len(".stamp")]))):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, onerror=_writable_retry)
+            else:
+                os.unlink(path)
+
+
+def _writable_retry(fn, path, exc_info):
+    """rmtree's error handler: a test left a directory without write or
+    search permission; give it back and try once more."""
+    for p in (os.path.dirname(path), path):
+        try:
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+    fn(path)
 
 
 def run(cmd, stdin=b"", cwd=None, timeout=PROG_TIMEOUT, env=RUN_ENV):
@@ -642,7 +726,8 @@ class Suite:
         stamp = out + ".stamp"
         headers = sorted(os.path.join(PROGS, f) for f in os.listdir(PROGS)
                          if f.endswith(".h"))
-        key = sha256_files(inputs + headers, json.dumps(cmd))
+        key = sha256_files(inputs + headers, json.dumps(
+            [cmd, compiler_id(cmd)]))
         if os.path.exists(out) and os.path.exists(stamp):
             with open(stamp) as f:
                 if f.read() == key:
@@ -694,11 +779,9 @@ class Suite:
             binary = self.build_prog(spec, variant)
             libs = [os.path.join(self.bin_dir(variant), l)
                     for _, l in spec.libs]
-            rc, version, _ = run(["valgrind", "--version"], env=os.environ)
             supps = ["--suppressions=" + f for f in spec.vg_supps]
-            key = sha256_files([binary] + libs + spec.vg_supps, json.dumps(
-                [VG_PARSER, VALGRIND, supps, spec.args, spec.stdin.decode(),
-                 version.decode(), RUN_ENV.get("LC_ALL")]))
+            key = vg_cache_key([binary] + libs + spec.vg_supps,
+                               [supps, spec.args, spec.stdin.decode()])
             cache = os.path.join(self.e2e, "vgcache", key + ".json")
             if self.use_cache and os.path.exists(cache):
                 with open(cache) as f:
@@ -2666,6 +2749,8 @@ class Suite:
         problems += bad[:5]
         if rc != 0 and not bad:
             problems.append(short(err) or "no output")
+        if rc == 0 and not oks and not bad:
+            problems.append("no \"ok\" line: no test ran")
         return problems, ["%d ok, %d not ok" % (len(oks), len(bad)), text]
 
 
@@ -3184,12 +3269,13 @@ def parse_vg_log(pid, text):
 def collect_tests(suite):
     """[(name, thunk)] in the order they are scheduled."""
     tests = []
-    unit_dir = os.path.join(suite.build, "tests")
-    if os.path.isdir(unit_dir):
-        for f in sorted(os.listdir(unit_dir)):
-            p = os.path.join(unit_dir, f)
-            if os.path.isfile(p) and os.access(p, os.X_OK):
-                tests.append(("unit:" + f, lambda p=p: suite.test_unit(p)))
+    # one per source (a binary left by a deleted test is not run; one
+    # that was not built fails)
+    for src in sorted(glob.glob(os.path.join(ROOT, "tests", "unit",
+                                             "test_*.c"))):
+        f = os.path.basename(src)[:-2]
+        p = os.path.join(suite.build, "tests", f)
+        tests.append(("unit:" + f, lambda p=p: suite.test_unit(p)))
     specs = [s for s in suite.specs.values() if not s.cli_only]
     # valgrind first: the heaptrail tests reuse its results.
     for spec in specs:
@@ -3290,6 +3376,8 @@ def main():
     args = ap.parse_args()
 
     started = time.time()
+    if not args.list:
+        start_fresh(os.path.abspath(args.build))
     suite = Suite(args)
     reporter = Reporter(args.verbose)
     tests = collect_tests(suite)
