@@ -280,6 +280,7 @@ def main():
 
     started = time.time()
     if not args.list:
+        lock = lock_build(os.path.abspath(args.build))  # noqa: F841 (held)
         start_fresh(os.path.abspath(args.build))
     suite = Suite(args)
     reporter = Reporter(args.verbose)

@@ -1237,6 +1237,7 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args()
     args.no_cache = False
+    lock = run_tests.lock_build(os.path.abspath(args.build))  # noqa: F841
     run_tests.start_fresh(os.path.abspath(args.build))
     suite = run_tests.Suite(args)
     reporter = run_tests.Reporter(args.verbose)

@@ -200,6 +200,23 @@ RUN_DIRS = ("e2e", "hostile", "fuzz/work", "fuzz/artifacts")
 BINS = ("e2e/fp", "e2e/nofp", "e2e/static", "hostile/bin")
 
 
+def lock_build(build):
+    """Takes BUILD/.run_tests.lock for this process's life: a second run
+    on the same build directory would empty the directories the first is
+    using (start_fresh), so it waits until the first ends."""
+    import fcntl
+    os.makedirs(build, exist_ok=True)
+    fd = os.open(os.path.join(build, ".run_tests.lock"),
+                 os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("run_tests: another run of the suite uses %s; waiting for it "
+              "to end" % build, file=sys.stderr, flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 def start_fresh(build):
     for d in RUN_DIRS + BINS:
         top = os.path.join(build, d)
