@@ -51,7 +51,9 @@ UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/
 # the agent pieces those tests exercise without the hooks around them
 # (an archive: each test links only the objects it calls into)
 AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind_cfi.o $(B)/agent-obj/src/agent/os.o \
-	$(B)/agent-obj/src/agent/table.o
+	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/config.o \
+	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/format/options.o \
+	$(B)/agent-obj/src/format/names.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
 UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
@@ -92,9 +94,10 @@ $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -o $@ $<
 
-$(AGENT_UNIT_LIB): $(AGENT_UNIT_OBJ)
+# (and the Makefile: an object added to the list is older than the archive)
+$(AGENT_UNIT_LIB): $(AGENT_UNIT_OBJ) Makefile
 	rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(AGENT_UNIT_OBJ)
 
 $(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_LIB)
 	@mkdir -p $(dir $@)

@@ -363,7 +363,8 @@ class Hostile:
         # hostile.h pulls in (kinds.h, common.h)
         headers = sorted(os.path.join(d, f) for d in (PROGS, run_tests.PROGS)
                          for f in os.listdir(d) if f.endswith(".h"))
-        key = run_tests.sha256_files(inputs + headers, json.dumps(cmd))
+        key = run_tests.sha256_files(inputs + headers, json.dumps(
+            [cmd, run_tests.compiler_id(cmd)]))
         stamp = out + ".stamp"
         if os.path.exists(out) and os.path.exists(stamp):
             with open(stamp) as f:
@@ -642,12 +643,13 @@ class Hostile:
         binary = self.build_prog(prog)
 
         def do():
-            rc, version, _ = run_tests.run(["valgrind", "--version"],
-                                           env=os.environ)
-            key = run_tests.sha256_files([binary], json.dumps(
-                [run_tests.VALGRIND, case[1], version.decode()]))
+            # the program and everything built beside it that it loads or
+            # runs (@lib, @helper)
+            beside = [self.bin(lib) for _, lib in prog.libs] + \
+                [self.bin(name) for _, name, _ in prog.helpers]
+            key = run_tests.vg_cache_key([binary] + beside, case[1])
             cache = os.path.join(self.dir, "vgcache", key + ".json")
-            if os.path.exists(cache):
+            if self.suite.use_cache and os.path.exists(cache):
                 with open(cache) as f:
                     return json.load(f)
             logs = run_tests.fresh_dir(os.path.join(self.dir, "vg",
@@ -1235,6 +1237,8 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args()
     args.no_cache = False
+    lock = run_tests.lock_build(os.path.abspath(args.build))  # noqa: F841
+    run_tests.start_fresh(os.path.abspath(args.build))
     suite = run_tests.Suite(args)
     reporter = run_tests.Reporter(args.verbose)
     tests = collect(suite)
