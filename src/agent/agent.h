@@ -770,4 +770,19 @@ void agent_signals_forked(void);
  * ("exit signal N"), from that signal's handler. */
 void agent_report_fatal(int sig, siginfo_t *si, void *uc);
 
+/* ---- attach (attach.c; small hooks in lifecycle, config, dump, hooks) ---- */
+/* The agent was loaded by dlopen into a running process (heaptrail
+ * attach), not preloaded: from the constructor. */
+bool agent_attach_loaded_late(void);
+/* false once an attached agent was detached: no exit report then. */
+bool agent_attach_reports(void);
+/* The constructor's work after the options are read (lifecycle.c). */
+void agent_start_attached(void);
+/* Options from a string instead of the environment (config.c). */
+void agent_config_load_from(const char *opts, const char *output);
+/* The real allocator from the global scope (hooks.c). */
+void agent_hooks_resolve_global(void);
+/* Ends the ticker thread (dump.c); agent_triggers_start starts it again. */
+void agent_triggers_stop(void);
+
 #endif

@@ -30,6 +30,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -593,6 +594,7 @@ static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
  * thread blocks every signal, so none meant for the program lands on it,
  * and the leak scan neither stops it nor counts it. */
 atomic_int agent_ticker_tid;
+static atomic_int ticker_stop;
 
 static void *ticker(void *arg)
 {
@@ -611,7 +613,11 @@ static void *ticker(void *arg)
 			next.tv_sec++;
 			next.tv_nsec -= 1000000000;
 		}
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+		/* a futex wait rather than a sleep: agent_triggers_stop wakes it */
+		while (!atomic_load(&ticker_stop) &&
+		       syscall(SYS_futex, &ticker_stop, FUTEX_WAIT_BITSET_PRIVATE, 0, &next, NULL,
+			       FUTEX_BITSET_MATCH_ANY) != 0 &&
+		       errno != ETIMEDOUT)
 			;
 		/* Late by a whole period or more (a loaded machine): start again
 		 * from now instead of firing the missed ticks back to back, which
@@ -622,6 +628,8 @@ static void *ticker(void *arg)
 			    (uint64_t)((woke.tv_nsec - next.tv_nsec) / 1000000) >= period &&
 		    (woke.tv_sec > next.tv_sec || (woke.tv_sec == next.tv_sec && woke.tv_nsec > next.tv_nsec)))
 			next = woke;
+		if (atomic_load(&ticker_stop))
+			break;
 		if (timeline_on)
 			timeline_record();
 		if (agent_config.every_ms) {
@@ -632,7 +640,22 @@ static void *ticker(void *arg)
 			}
 		}
 	}
+	atomic_store(&agent_ticker_tid, 0);
+	atomic_store(&ticker_stop, 0);
 	return NULL;
+}
+
+/* detach: the ticker leaves at its next wake-up; waits for it (bounded). */
+void agent_triggers_stop(void)
+{
+	if (!atomic_load(&agent_ticker_tid))
+		return;
+	atomic_store(&ticker_stop, 1);
+	syscall(SYS_futex, &ticker_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	for (int i = 0; i < 4000 && atomic_load(&agent_ticker_tid); i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
 }
 
 void agent_triggers_start(void)

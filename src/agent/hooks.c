@@ -112,6 +112,34 @@ static void resolve_real(void)
 	agent_tls.busy = 0;
 }
 
+/* An agent loaded by dlopen (attach) wraps whatever allocator the program
+ * uses: the global scope's, not the next one after the agent in its own
+ * local scope (libc's, even when the program preloads another). Called
+ * before any slot points at the agent, so no hook runs before. */
+void agent_hooks_resolve_global(void)
+{
+	if (atomic_load(&agent_state) == 2)
+		return;
+	agent_tls.busy = BUSY_AGENT;
+	real.free = dlsym(RTLD_DEFAULT, "free");
+	real.calloc = dlsym(RTLD_DEFAULT, "calloc");
+	real.realloc = dlsym(RTLD_DEFAULT, "realloc");
+	real.posix_memalign = dlsym(RTLD_DEFAULT, "posix_memalign");
+	real.aligned_alloc = dlsym(RTLD_DEFAULT, "aligned_alloc");
+	real.memalign = dlsym(RTLD_DEFAULT, "memalign");
+	real.valloc = dlsym(RTLD_DEFAULT, "valloc");
+	real.pvalloc = dlsym(RTLD_DEFAULT, "pvalloc");
+	real.malloc_usable_size = dlsym(RTLD_DEFAULT, "malloc_usable_size");
+	real.dlclose = dlsym(RTLD_DEFAULT, "dlclose");
+	real.exit = (void (*)(int))dlsym(RTLD_DEFAULT, "exit");
+	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	atomic_thread_fence(memory_order_release);
+	real.malloc = m;
+	agent_init_early();
+	atomic_store_explicit(&agent_state, 2, memory_order_release);
+	agent_tls.busy = 0;
+}
+
 /* Makes sure the real allocator is known; false while another thread is
  * still resolving it (the caller then uses the bootstrap buffer). */
 static inline bool ready(void)
