@@ -774,6 +774,8 @@ void agent_report_fatal(int sig, siginfo_t *si, void *uc);
 /* The agent was loaded by dlopen into a running process (heaptrail
  * attach), not preloaded: from the constructor. */
 bool agent_attach_loaded_late(void);
+/* Attached now (the heap holds blocks the agent never saw). */
+bool agent_attach_active(void);
 /* false once an attached agent was detached: no exit report then. */
 bool agent_attach_reports(void);
 /* The constructor's work after the options are read (lifecycle.c). */

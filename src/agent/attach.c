@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <linux/futex.h>
@@ -96,6 +97,10 @@ static bool late_checked, late;
 static atomic_int rescan_stop, rescan_tid;
 static struct timespec attached_at;
 static uint64_t patched_count;
+/* The output directory, held open while attached: `heaptrail leaks PID`
+ * finds it through /proc/PID/fd (an attached process has no
+ * HEAPTRAIL_OUTPUT in its environment). */
+static int dir_fd = -1;
 
 static void lock(void)
 {
@@ -124,6 +129,11 @@ bool agent_attach_loaded_late(void)
 	void *global = dlopen(NULL, RTLD_LAZY);
 	late = !global || dlsym(global, "heaptrail_attach_start") == NULL;
 	return late;
+}
+
+bool agent_attach_active(void)
+{
+	return atomic_load(&state) == 1;
 }
 
 bool agent_attach_reports(void)
@@ -499,6 +509,10 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 	patch_new(true);
 	rescan_start();
 	write_record(false);
+	if (dir_fd < 0)
+		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
+				      agent_config.output[0] ? agent_config.output : ".",
+				      O_PATH | O_DIRECTORY | O_CLOEXEC);
 out:
 	agent_tls.busy = busy;
 	return ret;
@@ -522,6 +536,9 @@ AGENT_API int heaptrail_attach_stop(void)
 	agent_set_recording(false);
 	atomic_store(&state, 2);
 	write_record(true);
+	if (dir_fd >= 0)
+		syscall(SYS_close, dir_fd);
+	dir_fd = -1;
 	agent_tls.busy = busy;
 	return 0;
 }

@@ -929,3 +929,30 @@ int cmd_dump(int argc, char **argv)
 		pid, ms);
 	return 0;
 }
+
+/* The output directory of an attached agent: the directory it holds open
+ * (attach.c in the agent) with heaptrail.PID.attach in it. */
+int cli_attached_dir(long pid, char *out, size_t cap)
+{
+	char path[96], link[PATH_MAX], rec[PATH_MAX + 64];
+	snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+	DIR *d = opendir(path);
+	int found = -1;
+	if (!d)
+		return -1;
+	for (struct dirent *e; found && (e = readdir(d));) {
+		char fd[160];
+		snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+		ssize_t n = readlink(fd, link, sizeof link - 1);
+		if (n <= 0 || link[0] != '/')
+			continue;
+		link[n] = 0;
+		snprintf(rec, sizeof rec, "%s/heaptrail.%ld.attach", link, pid);
+		if (!access(rec, F_OK)) {
+			snprintf(out, cap, "%s", link);
+			found = 0;
+		}
+	}
+	closedir(d);
+	return found;
+}

@@ -131,4 +131,7 @@ int cli_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */
 int cli_other_run_file(const char *dir, char *name, size_t cap);
 
+/* attach.c: the output directory of an attached agent; 0 or -1. */
+int cli_attached_dir(long pid, char *out, size_t cap);
+
 #endif
