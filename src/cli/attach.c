@@ -846,6 +846,8 @@ int cmd_attach(int argc, char **argv)
 		snprintf(dir, sizeof dir, "%s", outdir);
 	else
 		snprintf(dir, sizeof dir, "heaptrail-attach-%ld", pid);
+	struct stat dst;
+	bool made = stat(dir, &dst) != 0;
 	int e = cli_make_dir(dir, !outdir);
 	if (e) {
 		cli_error("cannot make the output directory '%s': %s", dir, strerror(-e));
@@ -871,7 +873,8 @@ int cmd_attach(int argc, char **argv)
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (do_attach(pid, all, abs, &ms)) {
-		rmdir(abs);  /* only when empty: it was made for this attach */
+		if (made)
+			rmdir(abs);  /* made for this attach, and still empty */
 		return 1;
 	}
 	fprintf(stderr, "heaptrail: attached to process %ld in %.1f ms (one thread stopped "

@@ -5,6 +5,7 @@
  *   hold N   allocates N blocks of 200 bytes kept only in a heap array
  *            allocated at start-up (before any attach), answers "ok N"
  *   pause / resume   stops / restarts the slow leak, answers "ok"
+ *   count    answers "ok N": blocks of 512 bytes the slow leak lost so far
  *   quit     ends: prints a summary, exits with status 3
  * Its output and exit status do not depend on timing. */
 #include <pthread.h>
@@ -20,7 +21,7 @@ static atomic_int paused, quitting;
 static atomic_long slow_leaked;
 static void **holder;  /* malloc'd at start-up: memory an attach never saw */
 static int nheld;
-static void *cache[256];
+void *cache[256];  /* global, read at the end: the cache is kept */
 
 static void nap(long us)
 {
@@ -136,6 +137,8 @@ static void *commands(void *arg)
 			} else if (!strcmp(buf, "resume")) {
 				atomic_store(&paused, 0);
 				printf("ok\n");
+			} else if (!strcmp(buf, "count")) {
+				printf("ok %ld\n", atomic_load(&slow_leaked));
 			} else if (!strcmp(buf, "quit")) {
 				atomic_store(&quitting, 1);
 				fflush(stdout);
@@ -162,6 +165,9 @@ int main(void)
 	fflush(stdout);
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
-	printf("done held=%d\n", nheld);
+	int cached = 0;
+	for (int i = 0; i < 256; i++)
+		cached += cache[i] != NULL;
+	printf("done held=%d cached=%d\n", nheld, cached);
 	return 3;
 }
