@@ -74,6 +74,9 @@ struct agent_counts {
 	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
 	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
 	_Atomic uint64_t dropped;                  /* could not be tracked */
+	/* exact mode: frees of blocks the agent never saw (attached: blocks
+	 * allocated before the attach) */
+	_Atomic uint64_t untracked_frees;
 	/* What the tracked blocks stand for (each sampled block weighted as
 	 * in sample.c; in exact mode, the blocks themselves): signed sums. */
 	_Atomic uint64_t est_bytes, est_blocks_x1024;

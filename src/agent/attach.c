@@ -97,6 +97,7 @@ static bool late_checked, late;
 static atomic_int rescan_stop, rescan_tid;
 static struct timespec attached_at;
 static uint64_t patched_count;
+static uint64_t untracked_at_attach;  /* untracked_frees when it started */
 /* The output directory, held open while attached: `heaptrail leaks PID`
  * finds it through /proc/PID/fd (an attached process has no
  * HEAPTRAIL_OUTPUT in its environment). */
@@ -444,6 +445,13 @@ static void write_record(bool detached)
 	agent_put_u64(&w, patched_count);
 	agent_put(&w, "\n");
 	if (detached) {
+		struct agent_counts c;
+		agent_counters_sum(&c);
+		if (agent_config.sample <= 1) {
+			agent_put(&w, "freed_before_attach ");
+			agent_put_u64(&w, c.untracked_frees - untracked_at_attach);
+			agent_put(&w, "\n");
+		}
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
 		agent_put(&w, "detached ");
@@ -506,6 +514,9 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_triggers_start();
 		atomic_store(&state, 1);
 	}
+	struct agent_counts c;
+	agent_counters_sum(&c);
+	untracked_at_attach = c.untracked_frees;
 	patch_new(true);
 	rescan_start();
 	write_record(false);

@@ -259,8 +259,11 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
  * stack so realloc can put it back when the real realloc fails. */
 static NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
-	if (!agent_live_remove((uintptr_t)p, size, stack))
+	if (!agent_live_remove((uintptr_t)p, size, stack)) {
+		if (agent_config.sample <= 1)  /* sampling: the usual case, not counted */
+			agent_count(&agent_my_counts()->untracked_frees, 1);
 		return false;
+	}
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_sample_note_maybe(c, *size, -1);

@@ -234,10 +234,17 @@ def test_exact(suite):
                 want = {("definitely_lost", "cmd_leak"): (3700, 37)}
                 if lost != want:
                     problems.append("lost %s, want %s" % (lost, want))
+        t.ask("drop")      # frees 3 blocks from before the attach, 11 from after
         rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
         expect_ok(problems, "detach", rc, err)
-        check_end(t, problems, ["ready", "ok 3", "ok 5", "ok", "ok 37", "ok 11",
-                                "done held=14 cached=256"])
+        with open(os.path.join(out, "heaptrail.%d.attach" % t.p.pid)) as f:
+            rec = f.read()
+        # the other threads are paused: those 3 are the only old blocks freed
+        if "freed_before_attach 3\n" not in rec:
+            problems.append("the attach record does not count the 3 blocks freed that were "
+                            "allocated before the attach: %r" % rec)
+        check_end(t, problems, ["ready", "ok 3", "ok 5", "ok", "ok 37", "ok 11", "ok 14",
+                                "done held=0 cached=256"])
     finally:
         t.kill()
     return problems, []

@@ -4,7 +4,8 @@
  *   leak N   leaks N blocks of 100 bytes (cmd_leak), answers "ok N"
  *   hold N   allocates N blocks of 200 bytes kept only in a heap array
  *            allocated at start-up (before any attach), answers "ok N"
- *   pause / resume   stops / restarts the slow leak, answers "ok"
+ *   drop     frees every block "hold" allocated, answers "ok N"
+ *   pause / resume   stops / restarts the slow leak and the churn, "ok"
  *   count    answers "ok N": blocks of 512 bytes the slow leak lost so far
  *   quit     ends: prints a summary, exits with status 3
  * Its output and exit status do not depend on timing. */
@@ -75,6 +76,10 @@ static void *churner(void *arg)
 	unsigned seed = 1;
 	void *slots[64] = { 0 };
 	while (!atomic_load(&quitting)) {
+		if (atomic_load(&paused)) {
+			nap(1000);
+			continue;
+		}
 		for (int k = 0; k < 200; k++) {
 			int i = (int)(rand_r(&seed) % 64);
 			free(slots[i]);
@@ -131,6 +136,10 @@ static void *commands(void *arg)
 			} else if (sscanf(buf, "hold %d", &k) == 1) {
 				cmd_hold(k);
 				printf("ok %d\n", k);
+			} else if (!strcmp(buf, "drop")) {
+				printf("ok %d\n", nheld);
+				while (nheld)
+					free(holder[--nheld]);
 			} else if (!strcmp(buf, "pause")) {
 				atomic_store(&paused, 1);
 				printf("ok\n");
