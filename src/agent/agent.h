@@ -781,6 +781,9 @@ bool agent_attach_loaded_late(void);
 bool agent_attach_active(void);
 /* false once an attached agent was detached: no exit report then. */
 bool agent_attach_reports(void);
+/* The first definition of a function among the loaded modules (not the
+ * agent's, not a PLT entry), or NULL. Not hook-safe. */
+void *agent_attach_definition(const char *name);
 /* The constructor's work after the options are read (lifecycle.c). */
 void agent_start_attached(void);
 /* Options from a string instead of the environment (config.c). */

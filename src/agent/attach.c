@@ -9,7 +9,7 @@
  * global scope as the real one, starts what the constructor would start,
  * and then redirects the allocator: every GOT slot (JUMP_SLOT or
  * GLOB_DAT relocation) of the allocator's entry points in every loaded
- * module but the loader and the agent itself is pointed at the agent's
+ * module but the loader is pointed at the agent's
  * hook of the same name. The frees first, then the allocations, so a
  * block the agent records is never released behind its back. A thread of
  * the agent's own patches modules loaded later (every 200 ms: hooking
@@ -212,15 +212,15 @@ static bool is_self(const struct dl_phdr_info *info)
 	return false;
 }
 
+/* The loader (its own free is not the program's: heaptrack learnt that
+ * patching it crashes programs) and the vdso. The agent is patched too:
+ * loaded with RTLD_LOCAL, its own calls by name (operator delete calls
+ * free) would bind to libc's, where preloaded they bind to its own. */
 static bool skipped(const struct dl_phdr_info *info)
 {
-	/* the loader (its own free is not the program's: heaptrack learnt
-	 * that patching it crashes programs), the vdso, the agent */
 	if (info->dlpi_addr && info->dlpi_addr == (uintptr_t)getauxval(AT_BASE))
 		return true;
-	if (info->dlpi_name && agent_strstarts(info->dlpi_name, "linux-vdso"))
-		return true;
-	return is_self(info);
+	return info->dlpi_name && agent_strstarts(info->dlpi_name, "linux-vdso");
 }
 
 /* The agent's own definitions, from its dynamic symbol table. */
@@ -239,6 +239,43 @@ static int find_mine(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	*(bool *)arg = true;
 	return 1;
+}
+
+/* The first definition of a function in load order (the global scope's
+ * order for the modules loaded at start), the agent, the loader and the
+ * vdso left out. Not dlsym(RTLD_DEFAULT): in an executable that takes an
+ * allocator's address (a non-PIE python3 does) that answers the
+ * executable's PLT entry, the canonical address, which jumps through the
+ * very slot the attach points at the agent. */
+struct def_arg {
+	const char *name;
+	uintptr_t found;
+};
+
+static int find_def(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct def_arg *a = arg;
+	struct dyn d;
+	if (skipped(info) || is_self(info) || !read_dyn(info, &d))
+		return 0;
+	for (size_t i = 1; i < d.nsyms; i++) {
+		const ElfW(Sym) *s = &d.symtab[i];
+		if (s->st_shndx == SHN_UNDEF || !s->st_value ||
+		    ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
+		    ELF64_ST_BIND(s->st_info) == STB_LOCAL ||
+		    !agent_streq(d.strtab + s->st_name, a->name))
+			continue;
+		a->found = info->dlpi_addr + s->st_value;
+		return 1;
+	}
+	return 0;
+}
+
+void *agent_attach_definition(const char *name)
+{
+	struct def_arg a = { name, 0 };
+	dl_iterate_phdr(find_def, &a);
+	return (void *)a.found;
 }
 
 /* Writes v into a slot, making a RELRO page writable for the moment. */

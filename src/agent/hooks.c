@@ -116,23 +116,29 @@ static void resolve_real(void)
  * uses: the global scope's, not the next one after the agent in its own
  * local scope (libc's, even when the program preloads another). Called
  * before any slot points at the agent, so no hook runs before. */
+static void *global_definition(const char *name)
+{
+	void *f = agent_attach_definition(name);
+	return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
 void agent_hooks_resolve_global(void)
 {
-	if (atomic_load(&agent_state) == 2)
-		return;
 	agent_tls.busy = BUSY_AGENT;
-	real.free = dlsym(RTLD_DEFAULT, "free");
-	real.calloc = dlsym(RTLD_DEFAULT, "calloc");
-	real.realloc = dlsym(RTLD_DEFAULT, "realloc");
-	real.posix_memalign = dlsym(RTLD_DEFAULT, "posix_memalign");
-	real.aligned_alloc = dlsym(RTLD_DEFAULT, "aligned_alloc");
-	real.memalign = dlsym(RTLD_DEFAULT, "memalign");
-	real.valloc = dlsym(RTLD_DEFAULT, "valloc");
-	real.pvalloc = dlsym(RTLD_DEFAULT, "pvalloc");
-	real.malloc_usable_size = dlsym(RTLD_DEFAULT, "malloc_usable_size");
-	real.dlclose = dlsym(RTLD_DEFAULT, "dlclose");
-	real.exit = (void (*)(int))dlsym(RTLD_DEFAULT, "exit");
-	void *m = dlsym(RTLD_DEFAULT, "malloc");
+#define GLOBAL(f) ((__typeof__(real.f))global_definition(#f))
+	real.free = GLOBAL(free);
+	real.calloc = GLOBAL(calloc);
+	real.realloc = GLOBAL(realloc);
+	real.posix_memalign = GLOBAL(posix_memalign);
+	real.aligned_alloc = GLOBAL(aligned_alloc);
+	real.memalign = GLOBAL(memalign);
+	real.valloc = GLOBAL(valloc);
+	real.pvalloc = GLOBAL(pvalloc);
+	real.malloc_usable_size = GLOBAL(malloc_usable_size);
+	real.dlclose = GLOBAL(dlclose);
+	real.exit = GLOBAL(exit);
+	void *m = GLOBAL(malloc);
+#undef GLOBAL
 	atomic_thread_fence(memory_order_release);
 	real.malloc = m;
 	agent_init_early();

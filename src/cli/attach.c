@@ -518,12 +518,6 @@ static int start_calls(struct target *t)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/mem", t->pid);
-	/* the permission check of ptrace itself, on the main thread */
-	if (ptrace(PTRACE_SEIZE, t->pid, 0, 0)) {
-		seize_error(t->pid, errno);
-		return -1;
-	}
-	ptrace(PTRACE_DETACH, t->pid, 0, 0);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
 		cli_error("cannot open %s: %s", path, strerror(errno));

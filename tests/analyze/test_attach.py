@@ -146,7 +146,7 @@ def test_growth(suite):
     t = Target(prog, work)
     try:
         time.sleep(0.5)  # it has run a while: the cache is full
-        rc, _, err = heaptrail(suite, "attach", "--sample", "16k", "--every", "200ms",
+        rc, _, err = heaptrail(suite, "attach", "--sample", "2k", "--every", "200ms",
                                "-o", out, str(t.p.pid))
         if not expect_ok(problems, "attach", rc, err):
             return problems, []
@@ -172,7 +172,7 @@ def test_growth(suite):
                                 % (growing[0][2], rate))
         with open(os.path.join(out, "heaptrail.%d.attach" % t.p.pid)) as f:
             rec = f.read()
-        for key in ("attached ", "detached ", "sample 16384"):
+        for key in ("attached ", "detached ", "sample 2048"):
             if key not in rec:
                 problems.append("the attach record lacks %r: %r" % (key, rec))
         # detached: the agent stays mapped, inert; no new dumps
