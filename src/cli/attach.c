@@ -204,7 +204,10 @@ static int is_static(pid_t pid)
 
 /* System calls a thread waits in without holding a lock of the allocator
  * or of the loader. futex is not among them: a thread waiting for a lock
- * may hold another one. */
+ * may hold another one. The loader reads files while holding its lock,
+ * but a read of a file is not interrupted: a thread is only borrowed when
+ * the stop aborted its call (borrow checks the restart code), which
+ * happens to waits on pipes, sockets, terminals, timers and locks. */
 static int waiting_call(long nr)
 {
 	switch (nr) {
@@ -213,6 +216,9 @@ static int waiting_call(long nr)
 	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_ppoll: case SYS_pselect6:
 	case SYS_clock_nanosleep: case SYS_accept4: case SYS_rt_sigtimedwait:
 	case SYS_rt_sigsuspend: case SYS_waitid: case SYS_recvmmsg:
+	case SYS_write: case SYS_writev: case SYS_sendto: case SYS_sendmsg: case SYS_connect:
+	case SYS_msgrcv: case SYS_semop: case SYS_semtimedop: case SYS_flock: case SYS_fcntl:
+	case SYS_io_getevents: case SYS_pread64: case SYS_readv:
 #ifdef SYS_epoll_pwait2
 	case SYS_epoll_pwait2:
 #endif
@@ -292,7 +298,7 @@ static int borrow(struct target *t)
 	for (int attempt = 0; attempt < 200; attempt++) {
 		pid_t tid = pick_thread(t->pid, 0);
 		if (!tid) {
-			if (ms_since(&t0) > 3000)
+			if (ms_since(&t0) > 5000)
 				break;
 			usleep(10000);
 			continue;
