@@ -55,7 +55,11 @@ struct target {
 	size_t xstate_len;
 	int memfd;
 	uint64_t page;
-	int pending_sig;        /* a signal that arrived meanwhile, passed on at the end */
+	/* signals that arrived for the thread during the calls, delivered when
+	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
+	 * their siginfo is lost) */
+	int pending[16];
+	int npending;
 	struct timespec stopped_at;
 	double stopped_ms;
 };
@@ -347,6 +351,17 @@ static int borrow(struct target *t)
 	return -EAGAIN;
 }
 
+/* A signal for the thread, held while it runs our calls (a standard
+ * signal pending twice is delivered once, as the kernel does). */
+static void keep_signal(struct target *t, int sig)
+{
+	for (int i = 0; i < t->npending; i++)
+		if (t->pending[i] == sig && sig < SIGRTMIN)
+			return;
+	if (t->npending < (int)(sizeof t->pending / sizeof t->pending[0]))
+		t->pending[t->npending++] = sig;
+}
+
 /* Gives the thread back as it was; its interrupted call starts again. */
 static void give_back(struct target *t)
 {
@@ -363,7 +378,9 @@ static void give_back(struct target *t)
 		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
 	}
 	ptrace(PTRACE_SETREGS, t->tid, 0, &r);
-	ptrace(PTRACE_DETACH, t->tid, 0, t->pending_sig);
+	ptrace(PTRACE_DETACH, t->tid, 0, t->npending ? t->pending[0] : 0);
+	for (int i = 1; i < t->npending; i++)
+		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 }
@@ -391,7 +408,7 @@ static long remote_syscall(struct target *t, long nr, const long *a, int *gone)
 			return -ESRCH;
 		}
 		if (sig > 0)
-			t->pending_sig = sig;
+			keep_signal(t, sig);
 		ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0);
 	}
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
@@ -431,7 +448,7 @@ static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, 
 			return -EFAULT;
 		}
 		if (sig > 0)
-			t->pending_sig = sig;
+			keep_signal(t, sig);
 		ptrace(PTRACE_CONT, t->tid, 0, 0);
 	}
 	*ret = r.rax;
