@@ -133,5 +133,8 @@ int cli_other_run_file(const char *dir, char *name, size_t cap);
 
 /* attach.c: the output directory of an attached agent; 0 or -1. */
 int cli_attached_dir(long pid, char *out, size_t cap);
+/* attach.c: "since attach at TIME UTC" for a dump of pid written by an
+ * attached agent (heaptrail.PID.attach beside it); 0, or -1 when not. */
+int cli_attach_label(const char *path, long pid, char *out, size_t cap);
 
 #endif

@@ -165,6 +165,9 @@ def test_growth(suite):
         rate = 512.0 * (c1 - c0) / (t1 - t0)
         rc, gout, err = heaptrail(suite, "growth", "--bytes", out)
         if expect_ok(problems, "growth", rc, err):
+            if b" since attach at " not in gout.split(b"\n")[0]:
+                problems.append("growth does not say the figures run from the attach: %r"
+                                % gout.split(b"\n")[0])
             rows = growth_rows(gout.decode())
             growing = [r for r in rows if r[0] != "-" and r[3] != "(all)"]
             if [r[3] for r in growing] != ["slow_leak_site"]:
