@@ -16,6 +16,8 @@ commands on stdin).
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
     attach:for      --for: heaptrail detaches by itself, final dump written
+    attach:preloaded  `heaptrail dump PID` on a process started under
+                    `heaptrail run`; `attach` refuses it with one line
     attach:errors   no such pid, a zombie, a static binary, a process of
                     another user: one line each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
@@ -363,6 +365,39 @@ def test_for(suite):
     return problems, []
 
 
+def test_preloaded(suite):
+    work, prog = build(suite)
+    out = os.path.join(work, "preloaded")
+    run_tests.fresh_dir(out)
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work, argv=[suite.heaptrail, "run", "-q", "--sample", "64k", "-o", out,
+                                 "--", prog])
+    try:
+        pid = None
+        for _ in range(100):  # the program is heaptrail's child
+            kids = open("/proc/%d/task/%d/children" % (t.p.pid, t.p.pid)).read().split()
+            if kids:
+                pid = int(kids[0])
+                break
+            time.sleep(0.05)
+        if pid is None:
+            raise run_tests.Failure("no child under heaptrail run")
+        rc, _, err = heaptrail(suite, "dump", str(pid))
+        if expect_ok(problems, "dump", rc, err):
+            if not any(f.endswith(".api.heap") for f in os.listdir(out)):
+                problems.append("dump wrote no heap dump: %s" % os.listdir(out))
+        rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "p2"), str(pid))
+        one_line_error(problems, "attach to a preloaded process", rc, err,
+                       r"already runs under heaptrail")
+        rc, err = t.finish()
+        if rc != 3 or t.out != ["ready", "done held=0 cached=256"]:
+            problems.append("under heaptrail run: exit %d, output %s" % (rc, t.out))
+    finally:
+        t.kill()
+    return problems, []
+
+
 def one_line_error(problems, what, rc, err, want):
     lines = err.decode().splitlines()
     if rc != 1 or len(lines) != 1 or not re.search(want, lines[0]):
@@ -453,5 +488,6 @@ def collect(suite):
             ("attach:loop", lambda: test_loop(suite)),
             ("attach:exit", lambda: test_exit(suite)),
             ("attach:for", lambda: test_for(suite)),
+            ("attach:preloaded", lambda: test_preloaded(suite)),
             ("attach:errors", lambda: test_errors(suite)),
             ("attach:namespace", lambda: test_namespace(suite))]
