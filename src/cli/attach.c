@@ -6,7 +6,9 @@
  * stopped; the others run on. The thread chosen is one blocked in a
  * system call that waits (read, epoll_wait, poll, nanosleep, accept...,
  * seen in /proc/PID/task/TID/syscall): such a thread holds no allocator
- * or loader lock, so dlopen can run on it. It is seized and interrupted;
+ * or loader lock, so dlopen can run on it. When there is none, a thread
+ * waiting on a futex that is no lock of libc's or of the loader (a
+ * condition variable, pthread_join) is taken instead. It is seized and interrupted;
  * its registers and extended (xsave) state are saved; a private page is
  * mapped by running the thread's own `syscall` instruction again with
  * mmap's arguments; the calls (dlopen, then the agent's entry points) run
@@ -232,15 +234,52 @@ static int waiting_call(long nr)
 	}
 }
 
-/* A thread of pid blocked in a waiting system call, or 0. */
+/* Whether a futex word at addr may be a lock of the allocator or of the
+ * loader: inside libc or the loader (main_arena, the loader's lock, the
+ * stack cache lock), or in the first page of a 64 MiB-aligned mapping
+ * (the header of a malloc thread arena). A thread waiting on any other
+ * futex (a condition variable, pthread_join, a program's mutex) holds
+ * none of those locks, unless the program calls into its own locks from
+ * a constructor that dlopen runs. */
+static bool futex_may_be_libc_lock(const char *maps, unsigned long addr)
+{
+	if ((addr & ~((64ul << 20) - 1)) + 4096 > addr)
+		return true;
+	for (const char *l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long lo, hi;
+		if (sscanf(l, "%lx-%lx", &lo, &hi) != 2 || addr < lo || addr >= hi)
+			continue;
+		size_t n = strcspn(l, "\n");
+		char line[512];
+		snprintf(line, sizeof line, "%.*s", (int)n, l);
+		return strstr(line, "/libc.so") || strstr(line, "/ld-linux") || strstr(line, "/ld-");
+	}
+	return true;  /* not mapped: something odd, leave it */
+}
+
+static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex);
+
+/* A thread of pid blocked in a waiting system call, or 0. Second
+ * choice: one waiting on a futex that is no lock of libc's (see above). */
 static pid_t pick_thread(pid_t pid, pid_t avoid)
+{
+	pid_t best = pick_waiting(pid, avoid, false);
+	return best ? best : pick_waiting(pid, avoid, true);
+}
+
+static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/task", pid);
 	DIR *d = opendir(path);
 	pid_t best = 0;
+	char *maps = NULL;
 	if (!d)
 		return 0;
+	if (futex) {
+		snprintf(path, sizeof path, "/proc/%d/maps", pid);
+		maps = slurp(path, NULL);
+	}
 	for (struct dirent *e; (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
 		if (tid <= 0 || tid == avoid)
@@ -249,13 +288,23 @@ static pid_t pick_thread(pid_t pid, pid_t avoid)
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
 		char *s = slurp(sp, NULL);
 		long nr = s && *s != 'r' ? strtol(s, NULL, 10) : -1;
+		unsigned long uaddr = 0, op = ~0ul;
+		if (futex && nr == SYS_futex)
+			sscanf(s, "%*s %lx %lx", &uaddr, &op);
 		free(s);
-		if (nr >= 0 && waiting_call(nr)) {
+		if (!futex && nr >= 0 && waiting_call(nr)) {
+			best = tid;
+			break;
+		}
+		/* FUTEX_WAIT or FUTEX_WAIT_BITSET, private or not */
+		if (futex && nr == SYS_futex && maps && ((op & 0x7f) == 0 || (op & 0x7f) == 9) &&
+		    !futex_may_be_libc_lock(maps, uaddr)) {
 			best = tid;
 			break;
 		}
 	}
 	closedir(d);
+	free(maps);
 	return best;
 }
 
@@ -291,6 +340,18 @@ static const char *restart_names(long rax)
 	case -EINTR: return "eintr";
 	default: return NULL;
 	}
+}
+
+/* The borrowed thread waits on a futex that is no lock of libc's. */
+static bool futex_ok(struct target *t)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
+	char *maps = slurp(path, NULL);
+	unsigned op = (unsigned)t->saved.rsi & 0x7f;
+	bool ok = maps && (op == 0 || op == 9) && !futex_may_be_libc_lock(maps, t->saved.rdi);
+	free(maps);
+	return ok;
 }
 
 /* Seizes and stops one waiting thread; fills t->saved. Returns 0, or
@@ -331,7 +392,9 @@ static int borrow(struct target *t)
 			continue;
 		}
 		/* still in the waiting call: the stop aborted it */
-		if ((long)t->saved.orig_rax >= 0 && waiting_call((long)t->saved.orig_rax) &&
+		if ((long)t->saved.orig_rax >= 0 &&
+		    (waiting_call((long)t->saved.orig_rax) ||
+		     ((long)t->saved.orig_rax == SYS_futex && futex_ok(t))) &&
 		    restart_names((long)t->saved.rax)) {
 			unsigned char insn[2];
 			if (!mem_rw(t, t->saved.rip - 2, insn, 2, false) && insn[0] == 0x0f &&
@@ -347,7 +410,8 @@ static int borrow(struct target *t)
 		t->stopped_ms += ms_since(&t->stopped_at);
 	}
 	cli_error("no thread of process %d is waiting in a system call (read, poll, "
-		  "epoll_wait, a sleep...) where it could be borrowed safely", t->pid);
+		  "epoll_wait, a sleep, a condition variable...) where it could be borrowed "
+		  "safely", t->pid);
 	return -EAGAIN;
 }
 

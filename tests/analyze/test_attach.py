@@ -18,6 +18,10 @@ commands on stdin).
     attach:for      --for: heaptrail detaches by itself, final dump written
     attach:preloaded  `heaptrail dump PID` on a process started under
                     `heaptrail run`; `attach` refuses it with one line
+    attach:busy     a program whose threads never wait in a plain system
+                    call (two allocate without a pause, main in pthread_join):
+                    the attach borrows the joining thread (a futex that is no
+                    lock of libc's); dump and detach; output unchanged
     attach:errors   no such pid, a zombie, a static binary, a process of
                     another user: one line each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
@@ -398,6 +402,48 @@ def test_preloaded(suite):
     return problems, []
 
 
+def test_busy(suite):
+    work, _ = build(suite)
+    src = os.path.join(HERE, "progs", "attach_busy.c")
+    prog = os.path.join(work, "attach_busy")
+    with _lock:
+        if "busy" not in _built:
+            rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog + ".tmp",
+                                        src], env=os.environ)
+            if rc:
+                raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+            os.rename(prog + ".tmp", prog)
+            _built["busy"] = True
+    out = os.path.join(work, "busy")
+    run_tests.fresh_dir(out)
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work, argv=[prog, "8"])
+    try:
+        time.sleep(0.3)
+        rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
+        if expect_ok(problems, "attach", rc, err):
+            rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
+            expect_ok(problems, "dump", rc, err)
+            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+            expect_ok(problems, "detach", rc, err)
+            dumps = sorted(f for f in os.listdir(out) if f.endswith(".api.heap"))
+            if dumps:
+                rc, top, err = heaptrail(suite, "top", os.path.join(out, dumps[0]))
+                if b"busy_site" not in top:
+                    problems.append("the dump does not show busy_site:\n%s" % top.decode())
+            else:
+                problems.append("no dump: %s" % os.listdir(out))
+        rest, err = t.p.communicate(timeout=30)
+        t.out += rest.decode().splitlines()
+        if t.p.returncode != 0 or t.out != ["ready", "done"] or err:
+            problems.append("busy program: exit %d, output %s, stderr %r"
+                            % (t.p.returncode, t.out, err[:200]))
+    finally:
+        t.kill()
+    return problems, []
+
+
 def one_line_error(problems, what, rc, err, want):
     lines = err.decode().splitlines()
     if rc != 1 or len(lines) != 1 or not re.search(want, lines[0]):
@@ -489,5 +535,6 @@ def collect(suite):
             ("attach:exit", lambda: test_exit(suite)),
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
+            ("attach:busy", lambda: test_busy(suite)),
             ("attach:errors", lambda: test_errors(suite)),
             ("attach:namespace", lambda: test_namespace(suite))]
