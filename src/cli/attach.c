@@ -776,6 +776,15 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 			  "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid, strerror(errno));
 		goto out;
 	}
+	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, outdir);
+	struct stat ours, theirs;
+	if (stat(file, &theirs) || stat(outdir, &ours) || ours.st_dev != theirs.st_dev ||
+	    ours.st_ino != theirs.st_ino) {
+		cli_error("the output directory %s is not the same in the mount namespace of "
+			  "process %ld: give one it sees with -o", outdir, pid);
+		goto out;
+	}
+	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	uint64_t start_off = elf_symbol(file, "heaptrail_attach_start");
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, libc);
 	uint64_t dlopen_off = elf_symbol(file, "dlopen");
