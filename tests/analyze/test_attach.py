@@ -23,7 +23,8 @@ commands on stdin).
                     the attach borrows the joining thread (a futex that is no
                     lock of libc's); dump and detach; output unchanged
     attach:errors   no such pid, a zombie, a static binary, a process of
-                    another user: one line each, exit 1, target untouched
+                    another user, a seccomp filter refusing the injected mmap:
+                    one line each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
 """
@@ -482,6 +483,23 @@ def test_errors(suite):
         finally:
             p.kill()
             p.wait()
+    # a seccomp filter that refuses the mmap of the calls' page
+    sec = os.path.join(work, "attach_seccomp")
+    rc, _, err = run_tests.run([suite.cc, "-O1", "-o", sec,
+                                os.path.join(HERE, "progs", "attach_seccomp.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    t = Target(sec, work)
+    try:
+        rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "e3"), str(t.p.pid))
+        one_line_error(problems, "seccomp", rc, err, r"seccomp filter .* refuses mmap")
+        if "libheaptrail" in t.maps():
+            problems.append("the agent got into the seccomp-filtered process")
+        rest, err = t.p.communicate(b"", timeout=30)
+        if t.p.returncode != 0 or rest != b"done\n":
+            problems.append("seccomp target: exit %d, output %r" % (t.p.returncode, rest))
+    finally:
+        t.kill()
     # another user's process: heaptrail run as nobody against ours
     if os.geteuid() == 0:
         t = Target(prog, work)
