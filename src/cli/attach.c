@@ -57,6 +57,8 @@ struct target {
 	size_t xstate_len;
 	int memfd;
 	uint64_t page;
+	sigset_t oldmask;       /* heaptrail's own, while the thread is borrowed */
+	bool masked;
 	/* signals that arrived for the thread during the calls, delivered when
 	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
 	 * their siginfo is lost) */
@@ -605,6 +607,16 @@ static int start_calls(struct target *t)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/mem", t->pid);
+	/* a heaptrail killed while it holds the thread would leave it running
+	 * our call's registers: the signals that ask it to end wait */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	sigaddset(&stop, SIGPIPE);
+	t->masked = !sigprocmask(SIG_BLOCK, &stop, &t->oldmask);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
 		cli_error("cannot open %s: %s", path, strerror(errno));
@@ -657,6 +669,9 @@ static void end_calls(struct target *t)
 	if (t->memfd >= 0)
 		close(t->memfd);
 	t->memfd = -1;
+	if (t->masked)
+		sigprocmask(SIG_SETMASK, &t->oldmask, NULL);
+	t->masked = false;
 }
 
 /* The agent's load address and its file as the target sees it. */
