@@ -1339,6 +1339,63 @@ class Suite:
                                     show_kinds(kinds))
         elif name == "agent-files":
             problems += self.agent_files(work, out)
+        elif name == "timeline-step":
+            # After 300 idle ms, the row for just before the second 4 MiB
+            # block (the unchanged figures, a millisecond before) comes
+            # first, then the row with it: a step, not a slope.
+            prog = self.build_prog(self.specs["timeline_step"], "fp")
+            rc, o, e = run([ht, "run", "-q", "--sample", "1", "--timeline",
+                            "10", "-o", out, "--", prog], cwd=work)
+            tl = [f for f in os.listdir(out) if f.endswith(".timeline")] \
+                if os.path.isdir(out) else []
+            rows = []
+            if rc != 0 or len(tl) != 1:
+                problems.append("status %d, timelines %r: %s" % (
+                    rc, tl, short(e)))
+            else:
+                with open(os.path.join(out, tl[0])) as f:
+                    rows = [[int(x) for x in l.split()] for l in f
+                            if not l.startswith("#")]
+            step = [i for i in range(1, len(rows) - 1)
+                    if rows[i][0] - rows[i - 1][0] >= 250]
+            if rows and len(step) != 1:
+                problems.append("no single idle gap of 250 ms or more "
+                                "in the rows %r" % rows[:12])
+            elif rows:
+                i = step[0]
+                before, prev, after = rows[i], rows[i - 1], rows[i + 1]
+                if before[1:3] != prev[1:3] or after[0] != before[0] + 1 \
+                        or after[1] - before[1] != 4 << 20 \
+                        or after[2] - before[2] != 1:
+                    problems.append("rows around the idle gap: %r %r %r" %
+                                    (prev, before, after))
+        elif name == "threads-seen":
+            # The time triggers run on the program's own allocating
+            # thread: under --every and --timeline it sees the threads it
+            # sees bare (a ticker thread of the agent's made it one more).
+            prog = self.build_prog(self.specs["threads_seen"], "fp")
+            _, bare_out, _ = run([prog], cwd=work)
+            for sample in ("512k", "1"):
+                d = "%s-%s" % (out, sample)
+                rc, o, e = run([ht, "run", "-q", "--sample", sample,
+                                "--every", "100ms", "--timeline", "10",
+                                "-o", d, "--", prog], cwd=work)
+                if rc != 0 or o != bare_out or bare_out != b"threads 1\n":
+                    problems.append("sample %s: status %d, stdout %r, bare "
+                                    "%r" % (sample, rc, short(o),
+                                            short(bare_out)))
+                files = os.listdir(d) if os.path.isdir(d) else []
+                every = [f for f in files if f.endswith(".every.heap")]
+                tl = [f for f in files if f.endswith(".timeline")]
+                rows = []
+                if len(tl) == 1:
+                    with open(os.path.join(d, tl[0])) as f:
+                        rows = [l for l in f if not l.startswith("#")]
+                # 300 ms of events: about 3 `every` dumps, 30 rows
+                if not every or len(rows) < 5:
+                    problems.append("sample %s: %d every dumps, %d timeline "
+                                    "rows (timelines %r)" % (
+                                        sample, len(every), len(rows), tl))
         elif name == "report-lost":
             # The exit report cannot be written: the agent says why and,
             # with --error-exitcode, the run fails (it used to pass).
@@ -3258,7 +3315,7 @@ def collect_tests(suite):
     for name in ("nonexistent", "passthrough", "forbidden-outdir",
                  "error-exitcode", "static", "signal-status", "usage-errors",
                  "no-follow-children", "leaks-pid", "gen-suppressions",
-                 "agent-files", "report-lost",
+                 "agent-files", "threads-seen", "timeline-step", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
                  "cancel-in-dump", "stop-transparent") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))

@@ -99,6 +99,8 @@ struct agent_tls {
 				  * (malloc(SIZE_MAX)) is never below it */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
+	int time_left;           /* recorded events until the next look at the clock */
+	uint64_t time_tsc;       /* the TSC at this thread's last look at it */
 	/* Calls a signal handler made while the thread was inside the agent,
 	 * kept for when it leaves (hooks.c, "deferred calls"). */
 	int deferred;            /* the buffer holds records (counted in agent_pending) */
@@ -171,12 +173,46 @@ static inline bool agent_sampled(size_t n)
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
  * estimates, and now and then checks the triggers. Hook-safe. */
 void agent_sample_note(struct agent_counts *c, size_t n, int sign);
+/* A time trigger (timeline, `every`) is on: the recorded events look at
+ * the clock (dump.c), each thread when agent_time_tsc_gate TSC ticks have
+ * passed since its last look (about a millisecond: the first event after
+ * an idle stretch always looks, so a dump due while the program slept is
+ * taken before that event changes the heap), or, where the TSC is not
+ * usable, at every agent_time_gate-th event of the thread. */
+extern atomic_bool agent_time_on;
+extern int agent_time_gate;
+extern uint64_t agent_time_tsc_gate;   /* 0: count events instead */
+/* ... and at every block of 64 KiB or more, whose allocation costs far
+ * more than a clock read */
+#define AGENT_TIME_BIG (64u << 10)
+static inline uint64_t agent_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+/* Whether this event is the thread's turn to look at the clock. A TSC
+ * that differs between CPUs only makes a thread that moved look early
+ * (the difference is unsigned). */
+static inline bool agent_time_turn(size_t n)
+{
+	if (n >= AGENT_TIME_BIG)
+		return true;
+	if (likely(agent_time_tsc_gate))
+		return agent_rdtsc() - agent_tls.time_tsc >= agent_time_tsc_gate;
+	return --agent_tls.time_left <= 0;
+}
+/* The thread's turn to look at the clock: agent_time_check (sample.c). */
+void agent_time_due(size_t n, int sign);
 /* The same, without a call in exact mode with no byte-driven trigger:
  * then there is nothing to note (the estimates are the tracked counts). */
 static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
 {
 	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
 		agent_sample_note(c, n, sign);
+	else if (unlikely(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
+		 unlikely(agent_time_turn(n)))
+		agent_time_due(n, sign);
 }
 /* What a sampled block of n bytes stands for, in bytes and in blocks
  * scaled by 1024. */
@@ -704,11 +740,16 @@ int agent_dump(const char *path, const char *kind);
 /* Checks the interval and peak triggers against the current totals.
  * Called now and then by agent_sample_note. */
 void agent_triggers_check(void);
-/* Starts the ticker thread and installs the dump signal (constructor;
- * again in a forked child, which fork left without the thread). */
+/* Sets up the time triggers (no thread: see agent_time_check), opens
+ * the timeline and installs the dump signal (constructor; again in a
+ * forked child). */
 void agent_triggers_start(void);
-/* The ticker thread's id, or 0: it is the agent's, not the program's. */
-extern atomic_int agent_ticker_tid;
+/* A recorded event (n bytes, sign +1 or -1) on this thread: writes the
+ * timeline row and the `every` dump when their time has come. counted:
+ * the event is already in the totals (exact mode). Hook-safe. */
+void agent_time_check(size_t n, int sign, bool counted);
+/* Writes the timeline's last row (exit report). */
+void agent_time_final(void);
 /* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
 void agent_reset_cumulative(void);
 /* Switches to sampling every `sample` bytes, forgetting every block
@@ -790,7 +831,7 @@ void agent_start_attached(void);
 void agent_config_load_from(const char *opts, const char *output);
 /* The real allocator from the global scope (hooks.c). */
 void agent_hooks_resolve_global(void);
-/* Ends the ticker thread (dump.c); agent_triggers_start starts it again. */
+/* Stops the time triggers (dump.c); agent_triggers_start starts them again. */
 void agent_triggers_stop(void);
 
 #endif

@@ -12,13 +12,14 @@
  * module but the loader is pointed at the agent's
  * hook of the same name. The frees first, then the allocations, so a
  * block the agent records is never released behind its back. A thread of
- * the agent's own patches modules loaded later (every 200 ms: hooking
- * dlopen would make the agent its caller and change the RUNPATH the
- * loader searches).
+ * the agent's own, while attached, patches modules loaded later (every
+ * 200 ms: hooking dlopen would make the agent its caller and change the
+ * RUNPATH the loader searches); it is the only thread the attach adds,
+ * and it ends at the detach.
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
- * still holds the agent's value, allocations first, stops the agent's
- * threads, writes a final dump and leaves the agent mapped but inert: its
+ * still holds the agent's value, allocations first, stops that thread
+ * and the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
  * Calls through an allocator address the program saved before the attach
@@ -566,7 +567,7 @@ out:
 	return ret;
 }
 
-/* Stops recording: puts back the slots, stops the agent's threads and
+/* Stops recording: puts back the slots, stops the agent's thread and
  * writes the final dump (kind "final") and the attach record. Returns 0,
  * or -ENOENT when not attached. */
 AGENT_API int heaptrail_attach_stop(void)

@@ -23,8 +23,10 @@
  * final            1: write a heap dump at exit (default 0)
  * timeline         record time, live bytes and blocks, bytes allocated and
  *                  RSS every N ms into heaptrail.PID.timeline (0 = off,
- *                  the default). Timeline and `every` run in a thread of
- *                  the agent's own, started only when one of them is on.
+ *                  the default). Timeline rows and `every` dumps are
+ *                  written by the program's thread that allocates or
+ *                  frees once their time has come (no thread of the
+ *                  agent's: dump.c): none while the heap stays still.
  * active           0: start with recording stopped (heaptrail_set_active)
  * depth            frames kept per allocation stack (1..256, default 64)
  * follow_children  1: exec'd programs are tracked too (default); 0: the

@@ -18,9 +18,8 @@
  *
  * Triggers: every `interval` bytes allocated and at a new peak (both
  * checked from the allocation path now and then, see sample.c); every
- * `every` ms and the timeline, from the agent's ticker thread (started
- * only when one of the two is on: a program that must stay single-
- * threaded, for unshare(CLONE_NEWUSER) say, is profiled without them);
+ * `every` ms and the timeline, also from the allocation path (the agent
+ * starts no thread: see agent_time_check);
  * on the `signal` option's signal; from the API; at exit. The
  * peak keeps a single file, rewritten only when the peak has grown by
  * peak_step percent since it was last written — never a thousand files.
@@ -30,7 +29,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
-#include <linux/futex.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -443,7 +441,6 @@ static char timeline_path[4352];
 static uint64_t timeline_dev, timeline_ino;
 static uint64_t timeline_last_ms;
 static struct timespec started;
-static uint64_t last_every_ms;
 
 static uint64_t ms_since_start(void)
 {
@@ -504,31 +501,6 @@ static void timeline_append(const char *line, size_t n)
 	agent_rlimit_restore(&lim);
 }
 
-/* One row of the timeline. */
-static void timeline_record(void)
-{
-	char line[160];
-	size_t n = 0;
-	uint64_t ms = ms_since_start();
-	if (ms == timeline_last_ms)
-		return;  /* a late tick caught up: one row per ms at most */
-	timeline_last_ms = ms;
-	struct agent_counts t;
-	agent_counters_sum(&t);
-	int64_t bytes = (int64_t)t.est_bytes, blocks = (int64_t)t.est_blocks_x1024 / 1024;
-	put_num(line, &n, ms);
-	line[n++] = ' ';
-	put_num(line, &n, bytes > 0 ? (uint64_t)bytes : 0);
-	line[n++] = ' ';
-	put_num(line, &n, blocks > 0 ? (uint64_t)blocks : 0);
-	line[n++] = ' ';
-	put_num(line, &n, t.bytes_allocated);
-	line[n++] = ' ';
-	put_num(line, &n, rss_bytes());
-	line[n++] = '\n';
-	timeline_append(line, n);
-}
-
 static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -587,72 +559,147 @@ static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
 		agent_log("cannot install the dump signal's handler", NULL, NULL);
 }
 
-/* The ticker: a thread of the agent's own that wakes every period to
- * append to the timeline and write the `every` dumps. A timer signal
- * would be cheaper to set up, but it interrupts the program's sleeps and
- * reads (EINTR), which a program has every right not to expect. The
- * thread blocks every signal, so none meant for the program lands on it,
- * and the leak scan neither stops it nor counts it. */
-atomic_int agent_ticker_tid;
-static atomic_int ticker_stop;
+/* The time triggers, timeline and `every`, without a thread of the
+ * agent's own: a thread more is something the program would see (its
+ * /proc/self/task, unshare(CLONE_NEWUSER) failing with EINVAL), and a
+ * timer signal would interrupt its sleeps and reads (EINTR). The heap,
+ * and every figure a dump or a row holds, changes only when the agent
+ * records an event (a sampled allocation, the free of a tracked block;
+ * in exact mode every allocation and free), so the time is looked at
+ * there, on the thread that allocates (agent_time_check, from
+ * agent_sample_note), and the row or dump is written then. An idle
+ * program's heap does not change, so nothing is lost while it sleeps:
+ * the next row carries the same figures. Only the RSS column is sampled
+ * at those moments, not in between. After an idle stretch of two periods
+ * or more, a row with the figures of just before the event (at the
+ * previous millisecond) comes first, so a plot shows a step, not a
+ * slope. */
+atomic_bool agent_time_on;
+int agent_time_gate = 1;
+uint64_t agent_time_tsc_gate;
+static _Atomic uint64_t timeline_next_ms, every_next_ms;  /* ms; UINT64_MAX = off */
 
-static void *ticker(void *arg)
+/* TSC ticks between two looks at the clock by one thread: 2^20, about a
+ * millisecond at 1 GHz and a third of one at 3 GHz (no calibration is
+ * needed: a look costs tens of nanoseconds, and what matters is that the
+ * first event after an idle stretch looks). 0 when reading the TSC is
+ * slow (a hypervisor that traps it), then events are counted instead. */
+static uint64_t tsc_gate(void)
 {
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	agent_tls.busy = 1;  /* whatever this thread allocates is the agent's */
-	atomic_store(&agent_ticker_tid, (int)syscall(SYS_gettid));
-	uint64_t period = (uint64_t)(uintptr_t)arg;
-	struct timespec next;
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	for (;;) {
-		next.tv_sec += (time_t)(period / 1000);
-		next.tv_nsec += (long)(period % 1000) * 1000000;
-		if (next.tv_nsec >= 1000000000) {
-			next.tv_sec++;
-			next.tv_nsec -= 1000000000;
-		}
-		/* a futex wait rather than a sleep: agent_triggers_stop wakes it */
-		while (!atomic_load(&ticker_stop) &&
-		       syscall(SYS_futex, &ticker_stop, FUTEX_WAIT_BITSET_PRIVATE, 0, &next, NULL,
-			       FUTEX_BITSET_MATCH_ANY) != 0 &&
-		       errno != ETIMEDOUT)
-			;
-		/* Late by a whole period or more (a loaded machine): start again
-		 * from now instead of firing the missed ticks back to back, which
-		 * would write rows with the same time. */
-		struct timespec woke;
-		clock_gettime(CLOCK_MONOTONIC, &woke);
-		if ((uint64_t)(woke.tv_sec - next.tv_sec) * 1000 +
-			    (uint64_t)((woke.tv_nsec - next.tv_nsec) / 1000000) >= period &&
-		    (woke.tv_sec > next.tv_sec || (woke.tv_sec == next.tv_sec && woke.tv_nsec > next.tv_nsec)))
-			next = woke;
-		if (atomic_load(&ticker_stop))
-			break;
-		if (timeline_on)
-			timeline_record();
-		if (agent_config.every_ms) {
-			uint64_t now = ms_since_start();
-			if (now - last_every_ms + period / 2 >= agent_config.every_ms) {
-				last_every_ms = now;
-				agent_dump(NULL, "every");
-			}
-		}
+	for (int tries = 0; tries < 3; tries++) {   /* the best of three: a preemption */
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		uint64_t t0 = agent_rdtsc(), t1 = t0;
+		for (int i = 0; i < 64; i++)
+			t1 = agent_rdtsc();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		int64_t ns = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+		if (t1 == t0)
+			return 0;   /* a TSC that does not tick */
+		if (ns <= 64 * 200)
+			return 1u << 20;
 	}
-	atomic_store(&agent_ticker_tid, 0);
-	atomic_store(&ticker_stop, 0);
-	return NULL;
+	return 0;   /* more than 200 ns a read: a hypervisor traps it */
 }
 
-/* detach: the ticker leaves at its next wake-up; waits for it (bounded). */
+/* The figures of a row without the event being recorded (d*): the row
+ * for "just before" it. */
+static void timeline_row(uint64_t ms, int64_t dbytes, int64_t dblocks, uint64_t dalloc)
+{
+	char line[160];
+	size_t n = 0;
+	if (ms == timeline_last_ms || (timeline_last_ms != UINT64_MAX && ms < timeline_last_ms))
+		return;  /* one row per ms at most, in order */
+	timeline_last_ms = ms;
+	struct agent_counts t;
+	agent_counters_sum(&t);
+	int64_t bytes = (int64_t)t.est_bytes - dbytes;
+	int64_t blocks = (int64_t)t.est_blocks_x1024 / 1024 - dblocks;
+	uint64_t alloc = t.bytes_allocated >= dalloc ? t.bytes_allocated - dalloc : 0;
+	put_num(line, &n, ms);
+	line[n++] = ' ';
+	put_num(line, &n, bytes > 0 ? (uint64_t)bytes : 0);
+	line[n++] = ' ';
+	put_num(line, &n, blocks > 0 ? (uint64_t)blocks : 0);
+	line[n++] = ' ';
+	put_num(line, &n, alloc);
+	line[n++] = ' ';
+	put_num(line, &n, rss_bytes());
+	line[n++] = '\n';
+	timeline_append(line, n);
+}
+
+void agent_time_check(size_t n, int sign, bool counted)
+{
+	uint64_t now = ms_since_start();
+	uint64_t tl = atomic_load_explicit(&timeline_next_ms, memory_order_relaxed);
+	uint64_t ev = atomic_load_explicit(&every_next_ms, memory_order_relaxed);
+	if (now < tl && now < ev)
+		return;
+	if (atomic_exchange(&checking, 1))
+		return;  /* another thread is at it; the next event looks again */
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+	uint64_t period = agent_config.timeline_ms;
+	if (timeline_on && now >= timeline_next_ms) {
+		if (now >= timeline_next_ms + period && now > 0) {
+			/* idle for a period or more: "just before" first */
+			int64_t db = 0, dk = 0;
+			uint64_t da = 0;
+			if (counted) {
+				uint64_t b = n, k = 1024;
+				if (agent_config.sample > 1)
+					agent_sample_weight(n, &b, &k);
+				db = sign * (int64_t)b;
+				dk = sign * (int64_t)(k / 1024);
+				da = sign > 0 && agent_config.sample <= 1 ? n : 0;
+			}
+			timeline_row(now - 1, db, dk, da);
+		}
+		timeline_row(now, 0, 0, 0);
+		atomic_store(&timeline_next_ms, now + period);
+	} else if (!timeline_on) {
+		atomic_store(&timeline_next_ms, UINT64_MAX);
+	}
+	if (agent_config.every_ms && now >= every_next_ms) {
+		atomic_store(&every_next_ms, now + agent_config.every_ms);
+		agent_dump(NULL, "every");
+	}
+	agent_tls.busy = saved_busy;
+	atomic_store(&checking, 0);
+}
+
+/* The last row, at exit: the heap as the program leaves it, so a plot
+ * runs to the end even when the program was idle before exiting. */
+void agent_time_final(void)
+{
+	if (!timeline_on)
+		return;
+	for (int i = 0; atomic_exchange(&checking, 1); i++) {
+		if (i >= 1000)
+			return;  /* a checker that never returns (this thread's?) */
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+	uint64_t now = ms_since_start();
+	if (timeline_last_ms != UINT64_MAX && now <= timeline_last_ms)
+		now = timeline_last_ms + 1;  /* after the last row, by a ms at most */
+	timeline_row(now, 0, 0, 0);
+	timeline_next_ms = UINT64_MAX;
+	agent_tls.busy = saved_busy;
+	atomic_store(&checking, 0);
+}
+
+/* detach: the time triggers stop; waits (bounded) for a check that is
+ * writing a row or a dump on some thread. */
 void agent_triggers_stop(void)
 {
-	if (!atomic_load(&agent_ticker_tid))
-		return;
-	atomic_store(&ticker_stop, 1);
-	syscall(SYS_futex, &ticker_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	for (int i = 0; i < 4000 && atomic_load(&agent_ticker_tid); i++) {
+	atomic_store(&agent_time_on, false);
+	atomic_store(&timeline_next_ms, UINT64_MAX);
+	atomic_store(&every_next_ms, UINT64_MAX);
+	for (int i = 0; i < 4000 && atomic_load(&checking); i++) {
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
@@ -661,26 +708,22 @@ void agent_triggers_stop(void)
 void agent_triggers_start(void)
 {
 	clock_gettime(CLOCK_MONOTONIC, &started);
-	last_every_ms = 0;
-	atomic_store(&agent_ticker_tid, 0);
+	atomic_store(&checking, 0);  /* a forked child: the checker is gone */
+	atomic_store(&agent_time_on, false);
+	timeline_next_ms = every_next_ms = UINT64_MAX;
 	if (agent_config.dump_signal > 0)
 		handle(agent_config.dump_signal, dump_signal_handler);
-	uint64_t period = agent_config.timeline_ms;
-	if (agent_config.every_ms && (!period || agent_config.every_ms < period))
-		period = agent_config.every_ms;
-	if (!period)
-		return;
 	if (agent_config.timeline_ms)
 		open_timeline();
-	pthread_attr_t attr;
-	pthread_t t;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	int busy = agent_tls.busy;
-	agent_tls.busy = 1;  /* the thread's own allocations are not the program's */
-	if (pthread_create(&t, &attr, ticker, (void *)(uintptr_t)period) != 0)
-		agent_log("cannot start the timer thread: no timeline or periodic dumps", "", "");
-	agent_tls.busy = busy;
-	pthread_attr_destroy(&attr);
+	if (timeline_on)
+		timeline_next_ms = 0;  /* the first recorded event writes a row */
+	if (agent_config.every_ms)
+		every_next_ms = agent_config.every_ms;
+	agent_time_tsc_gate = tsc_gate();
+	/* without a usable TSC: sampled events are rare and dearer than a
+	 * clock read, look at each; in exact mode, at every 64th event of a
+	 * thread */
+	agent_time_gate = agent_config.sample > 1 ? 1 : 64;
+	if (timeline_on || agent_config.every_ms)
+		atomic_store(&agent_time_on, true);
 }

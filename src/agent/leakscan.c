@@ -797,7 +797,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		goto out;
 
 	agent_tables_lock_all();
-	int missing = stop_world(atomic_load(&agent_ticker_tid));
+	int missing = stop_world(0);
 	agent_counters_sum(&info->totals);
 	info->threads_stopped = stop.nslots;
 	info->threads_unstopped = missing > 0 ? missing : 0;

@@ -378,12 +378,12 @@ static int count_threads(void)
 		for (long off = 0; off < r;) {
 			struct dirent64 *d = (struct dirent64 *)(buf + off);
 			if (d->d_name[0] != '.')
-				n++;  /* the ticker is subtracted below */
+				n++;
 			off += d->d_reclen;
 		}
 	}
 	close(fd);
-	return atomic_load(&agent_ticker_tid) ? n - 1 : n;
+	return n;
 }
 
 static bool release_caches(void)
@@ -704,7 +704,8 @@ static int write_report(const struct report_call *c)
 static long exit_report(void *arg)
 {
 	agent_set_recording(false);
-	/* A dump of the ticker or of a signal may be under way: the final
+	agent_time_final();
+	/* A dump of another thread (a trigger, a signal) may be under way: the final
 	 * one waits for it (up to 2 s: this thread may be that dump's,
 	 * exiting from a signal handler) instead of being skipped. */
 	for (int i = 0; agent_config.final && agent_dump(NULL, "final") == -EBUSY && i < 2000; i++) {

@@ -81,6 +81,8 @@ void agent_munmap(void *p, size_t len)
  * keeps the caller's stack pointer (callee-saved, so fn preserves it) and
  * is the CFA register, so an unwinder can walk out of fn. */
 __asm__(".text\n"
+	/* global (and hidden): with LTO the caller may land in another
+	 * partition, where a local symbol is not seen */
 	".globl agent_switch_stack\n"
 	".hidden agent_switch_stack\n"
 	".type agent_switch_stack, @function\n"

@@ -88,9 +88,22 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
  * and peak triggers: a look sums every thread's counters. */
 #define CHECK_BYTES (1u << 20)
 
+void agent_time_due(size_t n, int sign)
+{
+	agent_tls.time_left = agent_time_gate;
+	if (agent_time_tsc_gate)
+		agent_tls.time_tsc = agent_rdtsc();
+	agent_time_check(n, sign, agent_config.sample <= 1);
+}
+
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
+	/* the time triggers look before this event is estimated (in exact
+	 * mode it is already counted), so a row can show just before it;
+	 * when agent_time_turn says it is the thread's turn */
+	if (atomic_load_explicit(&agent_time_on, memory_order_relaxed) && agent_time_turn(n))
+		agent_time_due(n, sign);
 	/* exact mode keeps no estimates: they are the tracked counts, which
 	 * agent_counters_sum turns into them */
 	if (agent_config.sample > 1) {

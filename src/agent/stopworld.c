@@ -45,6 +45,9 @@
 
 #include "agent/agent.h"
 #include "agent/banned.h"
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
 
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
@@ -753,6 +756,18 @@ static void lower_to_red_zone(void)
 			stop.slots[i].sp -= 128;
 }
 
+/* valgrind runs a task cloned with CLONE_VM but not CLONE_THREAD (the
+ * tracer) by giving up on the whole program ("Unsupported clone()"): under
+ * it, threads are stopped with the signal. */
+static bool under_valgrind(void)
+{
+#if __has_include(<valgrind/valgrind.h>)
+	return RUNNING_ON_VALGRIND;
+#else
+	return false;
+#endif
+}
+
 int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
 {
 	int saved_errno = errno;
@@ -761,7 +776,7 @@ int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthrea
 	stop.nslots = 0;
 	stop.method = AGENT_STOP_NONE;
 	if (stop.slots) {
-		if (agent_config.stop_ptrace && stop_ptrace(self, skip)) {
+		if (agent_config.stop_ptrace && !under_valgrind() && stop_ptrace(self, skip)) {
 			stop.method = AGENT_STOP_PTRACE;
 			missing = 0;
 			for (int i = 0; i < stop.nslots; i++) {

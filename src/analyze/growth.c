@@ -31,6 +31,18 @@ static void fit(const double *x, const int64_t *y, size_t from, size_t n, double
 	*r2 = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : (syy > 0 ? 0 : 1);
 }
 
+/* max - min over the later half of the values (the half fit() uses) */
+static int64_t late_range(const int64_t *v, size_t n)
+{
+	size_t from = n / 2 > n - 3 ? n - 3 : n / 2;
+	int64_t lo = v[from], hi = v[from];
+	for (size_t i = from + 1; i < n; i++) {
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	return hi - lo;
+}
+
 static void classify(struct prof_growth_site *s, const double *x, size_t n, int64_t scale)
 {
 	s->first = s->values[0];
@@ -53,7 +65,11 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	else if (s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope &&
 		 (s->r2 >= 0.6 || late_r2 >= 0.8))
 		s->trend = PROF_TREND_GROWING;
-	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible)
+	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
+		 late_range(s->values, n) * 2 < s->peak - s->first)
+		/* flat later means the later half stays put, not only that its
+		 * fitted line is level: a site that jumps up and down (churn)
+		 * can fit a level line by chance */
 		s->trend = PROF_TREND_GREW_FLAT;
 	else if (s->slope < 0 && s->r2 >= 0.6)
 		s->trend = PROF_TREND_SHRINKING;

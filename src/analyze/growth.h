@@ -10,8 +10,9 @@
  * or >= 0.8 for the later half alone: a leak that started late), and
  * still rises over the later half of the run (its slope at least half the
  * whole run's) by a visible amount (1% of the heap's peak). A cache that
- * fills up and then stays flat fails the last test ("grew, then flat");
- * a site that allocates and frees fails the r² test ("fluctuating").
+ * fills up and then stays flat fails the last test ("grew, then flat":
+ * its later half moves by less than half of what it grew); a site that
+ * allocates and frees fails the r² test ("fluctuating").
  * Growing sites are ranked by the later half's slope: what grows now,
  * fastest first.
  */

@@ -58,11 +58,17 @@ int main(void)
 		churn();
 		nanosleep(&ts, NULL);
 	}
-	for (size_t i = 0; i < nleak; i++)
-		free(leak[i]);
-	for (size_t i = 0; i < ncache; i++)
-		free(cache[i]);
+	/* The big blocks go first: a dump that fell due during the last
+	 * sleep is written at the first recorded event after it, which in
+	 * exact mode is the first big block's (the agent looks at the clock
+	 * at every 64th small event of a thread, but at every block of
+	 * 64 KiB or more), so it shows the heap of the loop, not the leak
+	 * half freed. */
 	for (size_t i = 0; i < nchurned; i++)
 		free(churned[i]);
+	for (size_t i = 0; i < ncache; i++)
+		free(cache[i]);
+	for (size_t i = 0; i < nleak; i++)
+		free(leak[i]);
 	return 0;
 }

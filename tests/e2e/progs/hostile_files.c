@@ -10,8 +10,8 @@
  *
  * "fds DIR": prints the descriptor its first open() gets, closes every
  * descriptor above 2 (close_range), makes DIR/mine its own file (it gets
- * the lowest descriptor, the one a timeline fd had), waits for the
- * agent's timer to tick a few times, and checks its file still holds
+ * the lowest descriptor, the one a timeline fd had), allocates for
+ * 300 ms so the timeline gets rows, and checks its file still holds
  * only what it wrote. Bare: "first fd 3", "mine intact".
  *
  * @cli-only
@@ -78,9 +78,20 @@ static int own_file(const char *dir)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, "mine\n", 5) != 5)
 		return 5;
-	struct timespec t = { 0, 300 * 1000 * 1000 };
-	while (nanosleep(&t, &t))
-		;
+	/* 300 ms of work: a 4 MiB block (sampled at any rate) every 10 ms.
+	 * Timeline rows are written when the heap changes, from the
+	 * allocating thread; an idle program gets none, and needs none. */
+	for (int i = 0; i < 30; i++) {
+		char *p = malloc(4 << 20);
+		if (!p)
+			return 6;
+		memset(p, 1, 4096);
+		KEEP(p);
+		free(p);
+		struct timespec t = { 0, 10 * 1000 * 1000 };
+		while (nanosleep(&t, &t))
+			;
+	}
 	ssize_t n = pread(fd, buf, sizeof buf, 0);
 	printf(n == 5 && !memcmp(buf, "mine\n", 5) ? "mine intact\n" : "mine clobbered\n");
 	return 0;

@@ -51,7 +51,7 @@ static inline void nap_ms(long ms)
 /* Writes a line without stdio.  Programs that exit with threads still
  * running print with it: stdout's buffer is one of libc's caches, which
  * are not released at exit while other threads may still use them (the
- * README's "Known differences"), so it would show up as still reachable. */
+ * docs/design.md's "Known differences"), so it would show up as still reachable. */
 static inline void say(const char *s)
 {
 	size_t n = strlen(s);

@@ -7,15 +7,8 @@
  *
  * Expected: nothing lost.
  *
- * Not in the sample mode yet: `every` and the timeline (which `heaptrail
- * run` turns on whenever it profiles) still run in a thread of the
- * agent's, which this program sees. The branch without that thread
- * (tick) wrote dumps due while the program slept at its next event; see
- * the README's "Descriptors and threads".
- *
  * @kinds 0
  * @vg
- * @modes exact leaks
  */
 #define _GNU_SOURCE
 #include <dirent.h>
