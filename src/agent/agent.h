@@ -74,6 +74,9 @@ struct agent_counts {
 	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
 	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
 	_Atomic uint64_t dropped;                  /* could not be tracked */
+	/* exact mode: frees of blocks the agent never saw (attached: blocks
+	 * allocated before the attach) */
+	_Atomic uint64_t untracked_frees;
 	/* What the tracked blocks stand for (each sampled block weighted as
 	 * in sample.c; in exact mode, the blocks themselves): signed sums. */
 	_Atomic uint64_t est_bytes, est_blocks_x1024;
@@ -810,5 +813,25 @@ void agent_signals_forked(void);
 /* lifecycle.c: the exit report of a process a signal is about to kill
  * ("exit signal N"), from that signal's handler. */
 void agent_report_fatal(int sig, siginfo_t *si, void *uc);
+
+/* ---- attach (attach.c; small hooks in lifecycle, config, dump, hooks) ---- */
+/* The agent was loaded by dlopen into a running process (heaptrail
+ * attach), not preloaded: from the constructor. */
+bool agent_attach_loaded_late(void);
+/* Attached now (the heap holds blocks the agent never saw). */
+bool agent_attach_active(void);
+/* false once an attached agent was detached: no exit report then. */
+bool agent_attach_reports(void);
+/* The first definition of a function among the loaded modules (not the
+ * agent's, not a PLT entry), or NULL. Not hook-safe. */
+void *agent_attach_definition(const char *name);
+/* The constructor's work after the options are read (lifecycle.c). */
+void agent_start_attached(void);
+/* Options from a string instead of the environment (config.c). */
+void agent_config_load_from(const char *opts, const char *output);
+/* The real allocator from the global scope (hooks.c). */
+void agent_hooks_resolve_global(void);
+/* Stops the time triggers (dump.c); agent_triggers_start starts them again. */
+void agent_triggers_stop(void);
 
 #endif

@@ -237,11 +237,14 @@ static void apply(const char *opt, size_t klen, const char *val, size_t vlen, vo
 
 void agent_config_load(void)
 {
+	agent_config_load_from(getenv("HEAPTRAIL_OPTIONS"), getenv("HEAPTRAIL_OUTPUT"));
+}
+
+void agent_config_load_from(const char *s, const char *out)
+{
 	agent_config.stop_signal = SIGRTMAX - 1;
 	agent_config.leak_check_signal = fmt_leak_check_signal_default();
 	agent_config.sample = 512 * 1024;
-	const char *s = getenv("HEAPTRAIL_OPTIONS");
-	const char *out = getenv("HEAPTRAIL_OUTPUT");
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);

@@ -93,6 +93,7 @@ void agent_counters_sum(struct agent_counts *out)
 		out->frees += atomic_load_explicit(&c->frees, memory_order_relaxed);
 		out->freed_bytes += atomic_load_explicit(&c->freed_bytes, memory_order_relaxed);
 		out->dropped += atomic_load_explicit(&c->dropped, memory_order_relaxed);
+		out->untracked_frees += atomic_load_explicit(&c->untracked_frees, memory_order_relaxed);
 	}
 	estimate_totals(out);
 }

@@ -692,6 +692,19 @@ void agent_time_final(void)
 	atomic_store(&checking, 0);
 }
 
+/* detach: the time triggers stop; waits (bounded) for a check that is
+ * writing a row or a dump on some thread. */
+void agent_triggers_stop(void)
+{
+	atomic_store(&agent_time_on, false);
+	atomic_store(&timeline_next_ms, UINT64_MAX);
+	atomic_store(&every_next_ms, UINT64_MAX);
+	for (int i = 0; i < 4000 && atomic_load(&checking); i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+}
+
 void agent_triggers_start(void)
 {
 	clock_gettime(CLOCK_MONOTONIC, &started);

@@ -112,6 +112,40 @@ static void resolve_real(void)
 	agent_tls.busy = 0;
 }
 
+/* An agent loaded by dlopen (attach) wraps whatever allocator the program
+ * uses: the global scope's, not the next one after the agent in its own
+ * local scope (libc's, even when the program preloads another). Called
+ * before any slot points at the agent, so no hook runs before. */
+static void *global_definition(const char *name)
+{
+	void *f = agent_attach_definition(name);
+	return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+void agent_hooks_resolve_global(void)
+{
+	agent_tls.busy = BUSY_AGENT;
+#define GLOBAL(f) ((__typeof__(real.f))global_definition(#f))
+	real.free = GLOBAL(free);
+	real.calloc = GLOBAL(calloc);
+	real.realloc = GLOBAL(realloc);
+	real.posix_memalign = GLOBAL(posix_memalign);
+	real.aligned_alloc = GLOBAL(aligned_alloc);
+	real.memalign = GLOBAL(memalign);
+	real.valloc = GLOBAL(valloc);
+	real.pvalloc = GLOBAL(pvalloc);
+	real.malloc_usable_size = GLOBAL(malloc_usable_size);
+	real.dlclose = GLOBAL(dlclose);
+	real.exit = GLOBAL(exit);
+	void *m = GLOBAL(malloc);
+#undef GLOBAL
+	atomic_thread_fence(memory_order_release);
+	real.malloc = m;
+	agent_init_early();
+	atomic_store_explicit(&agent_state, 2, memory_order_release);
+	agent_tls.busy = 0;
+}
+
 /* Makes sure the real allocator is known; false while another thread is
  * still resolving it (the caller then uses the bootstrap buffer). */
 static inline bool ready(void)
@@ -231,8 +265,11 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
  * stack so realloc can put it back when the real realloc fails. */
 static NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
-	if (!agent_live_remove((uintptr_t)p, size, stack))
+	if (!agent_live_remove((uintptr_t)p, size, stack)) {
+		if (agent_config.sample <= 1)  /* sampling: the usual case, not counted */
+			agent_count(&agent_my_counts()->untracked_frees, 1);
 		return false;
+	}
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_sample_note_maybe(c, *size, -1);

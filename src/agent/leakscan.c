@@ -78,6 +78,7 @@ static void resume_world(void)
 struct region {
 	uintptr_t start, end;
 	uint8_t r, w, x, file, heap, dev, skip;
+	uint8_t gaps;  /* heap of an attached process: a root between tracked blocks */
 };
 
 static struct region *regions;
@@ -623,6 +624,31 @@ static void scan_region_minus(struct scan *s, uintptr_t a, uintptr_t b, const st
 		scan_range(s, cur, b, buf, bufwords);
 }
 
+/* Scans region g minus x and minus every tracked block (s->b is sorted
+ * by address): what lies between the blocks the agent knows. */
+static void scan_gaps(struct scan *s, const struct region *g, const struct excl *x,
+		      uintptr_t *buf, size_t bufwords)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->b[mid].addr < g->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uintptr_t cur = g->start;
+	for (size_t i = lo; i < s->n && s->b[i].addr < g->end; i++) {
+		if (s->b[i].addr > cur)
+			scan_region_minus(s, cur, s->b[i].addr, x, buf, bufwords);
+		uintptr_t e = s->b[i].addr + s->b[i].size;
+		if (e > cur)
+			cur = e;
+	}
+	if (cur < g->end)
+		scan_region_minus(s, cur, g->end, x, buf, bufwords);
+}
+
 /* Is block i, whose header word is hdr, a chunk with a mapping of its
  * own? Then its pages are no root. */
 static inline bool own_mapping(const struct scan *s, size_t i, uintptr_t hdr, struct excl *x)
@@ -842,15 +868,27 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		if (tg)
 			excl_add(&x, tg->start, stop.slots[i].sp);
 	}
+	/* Attached (attach.c): the heap also holds blocks allocated before
+	 * the attach, which the agent never saw and which may point at ones
+	 * it did: the heap between tracked blocks is a root. */
+	bool unknown_heap = agent_attach_active();
 	for (size_t i = 0; i < nregions; i++) {
 		struct region *r = &regions[i];
-		r->skip = !r->r || !r->w || r->dev || r->heap || holds_arena_block(&s, r, &x);
+		r->skip = !r->r || !r->w || r->dev;
+		r->gaps = false;
+		if (!r->skip && (r->heap || holds_arena_block(&s, r, &x))) {
+			r->skip = !unknown_heap;
+			r->gaps = unknown_heap;
+		}
 	}
 	radix_sort(x.r, xtmp, x.n);
 
 	if (s.n) {
 		for (size_t i = 0; i < nregions; i++)
-			if (!regions[i].skip) {
+			if (regions[i].gaps) {
+				scan_gaps(&s, &regions[i], &x, buf, buf_len / 8);
+				info->root_bytes += regions[i].end - regions[i].start;
+			} else if (!regions[i].skip) {
 				scan_region_minus(&s, regions[i].start, regions[i].end, &x, buf,
 						  buf_len / 8);
 				info->root_bytes += regions[i].end - regions[i].start;

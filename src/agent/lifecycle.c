@@ -199,29 +199,50 @@ static void start_sampling(void)
 
 /* ---------- constructor / destructor ---------- */
 
+static void start(bool preloaded);
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
+	/* loaded by `heaptrail attach`: attach.c starts the agent with the
+	 * options the CLI passes, once the real allocator is known */
+	if (agent_attach_loaded_late())
+		return;
 	agent_ensure_ready();
 	agent_tls.busy = 1;
 	agent_config_load();
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
+	start(true);
+	agent_tls.busy = 0;
+}
+
+void agent_start_attached(void)
+{
+	start(false);
+}
+
+/* What the constructor and an attach share. An attached agent installs
+ * no fatal-signal handlers: it stays in the process, inert, after a
+ * detach, and the program's own handlers must stay the ones that run. */
+static void start(bool preloaded)
+{
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
 	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-	agent_hooks_check_bypass();
+	if (preloaded)  /* attached: the agent wraps whatever malloc is there */
+		agent_hooks_check_bypass();
 	/* libc's exit, not the agent's hook of the same name */
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
 	agent_leakscan_init(agent_config.stop_signal);
 	agent_signals_init();
 	install_check_handler();
-	install_fatal_handlers();
+	if (preloaded)
+		install_fatal_handlers();
 	if (agent_config.sample > 1)
 		start_sampling();
 	agent_set_recording(agent_config.active);
 	agent_triggers_start();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	agent_tls.busy = 0;
 }
 
 /* libc's text, whose exit machinery sits between the program's last live
@@ -335,7 +356,7 @@ static void exit_handler(int status, void *arg)
 
 __attribute__((destructor)) static void agent_destructor(void)
 {
-	if (getpid() != agent_pid)
+	if (getpid() != agent_pid || !agent_attach_reports())
 		return;
 	if (on_exit(exit_handler, NULL) != 0)
 		exit_handler(-1, NULL);

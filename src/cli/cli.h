@@ -25,6 +25,9 @@ int cmd_collapsed(int argc, char **argv);
 int cmd_pprof(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_callgraph(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 /* "--name=value" or "--name value" at argv[*i]: returns the value (and
  * advances *i for the second form), "" when the value is missing, or NULL
@@ -114,5 +117,24 @@ long cli_parse_count(const char *s, long max);
 /* Writes len bytes of data to path via a temporary file and a rename.
  * Returns 0 or -errno. */
 int cli_write_file(const char *path, const char *data, size_t len);
+
+/* Shared by run.c and attach.c (defined in run.c). */
+/* The agent library's path (HEAPTRAIL_AGENT, beside this executable, or
+ * ../lib/heaptrail); 0, or -1 when there is none. */
+int cli_find_agent(char *out, size_t cap);
+/* Checks a profiling option's value (sample, interval, every, timeline,
+ * signal) as the agent will parse it; writes what to pass into out.
+ * Returns NULL, or why the value is bad. */
+const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap);
+/* mkdir -p with the last one 0700 (fresh: must not exist). 0 or -errno. */
+int cli_make_dir(const char *dir, bool fresh);
+/* The first file of an earlier run in dir (into name), or 0. */
+int cli_other_run_file(const char *dir, char *name, size_t cap);
+
+/* attach.c: the output directory of an attached agent; 0 or -1. */
+int cli_attached_dir(long pid, char *out, size_t cap);
+/* attach.c: "since attach at TIME UTC" for a dump of pid written by an
+ * attached agent (heaptrail.PID.attach beside it); 0, or -1 when not. */
+int cli_attach_label(const char *path, long pid, char *out, size_t cap);
 
 #endif

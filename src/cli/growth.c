@@ -149,6 +149,9 @@ int cmd_growth(int argc, char **argv)
 		printf(" of pid %ld", pid);
 	if (g.timed)
 		printf(" over %.1f s", g.x[n - 1]);
+	char since[96];
+	if (pid >= 0 && !cli_attach_label(ps[0].path, pid, since, sizeof since))
+		printf(" %s", since);  /* heaptrail attach: nothing from before */
 	printf(", %s %s -> %s", space ? "in-use space" : "in-use objects",
 	       fmt_v(a, sizeof a, (double)g.total.first, space, exact, false),
 	       fmt_v(b, sizeof b, (double)g.total.last, space, exact, false));

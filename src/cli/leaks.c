@@ -208,7 +208,9 @@ int cmd_leaks(int argc, char **argv)
 	}
 	env = read_proc(pid, "environ", &envlen);
 	const char *dir = env ? env_get(env, envlen, "HEAPTRAIL_OUTPUT") : NULL;
-	char cwd_link[64], cwd[PATH_MAX];
+	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
+	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
+		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
 	if (!dir) {
 		/* without an output directory the agent writes into its cwd */
 		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);

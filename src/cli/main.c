@@ -18,6 +18,9 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run a program under the agent and report what it left allocated" },
 	{ "report", cmd_report, "print the report of a saved run again (text or --json)" },
+	{ "attach", cmd_attach, "start recording in a running process (ptrace), without a restart" },
+	{ "detach", cmd_detach, "stop recording in an attached process; it runs on untouched" },
+	{ "dump", cmd_dump, "write a heap dump of a process under heaptrail, now" },
 	{ "leaks", cmd_leaks, "run a leak check in a process started under heaptrail, now" },
 	{ "growth", cmd_growth, "rank the sites whose live bytes grow across a run's dumps" },
 	{ "top", cmd_top, "the functions holding the most memory in a heap dump" },

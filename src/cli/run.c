@@ -81,7 +81,7 @@ static void add_option(struct run_opts *o, const char *key, const char *value)
  * parsers), so a typo stops here rather than as a complaint on the
  * program's stderr once it runs. Writes the value to hand the agent into
  * out. Returns NULL, or why the value is bad. */
-static const char *check_profile_value(const char *key, const char *v, char *out, size_t cap)
+const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap)
 {
 	size_t n = strlen(v);
 	uint64_t x;
@@ -167,7 +167,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				cli_error("run: option '--%s' needs a value", key);
 				return -1;
 			}
-			const char *why = check_profile_value(key, v, num, sizeof num);
+			const char *why = cli_check_profile_value(key, v, num, sizeof num);
 			if (why) {
 				cli_error("run: bad value for --%s: '%s' (%s)", key, v, why);
 				return -1;
@@ -201,7 +201,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 
 /* The agent: next to this executable (build tree), or in ../lib/heaptrail
  * (installed); HEAPTRAIL_AGENT overrides both. */
-static int find_agent(char *out, size_t cap)
+int cli_find_agent(char *out, size_t cap)
 {
 	const char *env = getenv("HEAPTRAIL_AGENT");
 	char self[PATH_MAX];
@@ -295,7 +295,7 @@ static int check_prog(const char *shown, const char *path)
  * default directory, named after the pid: one that is already there, or a
  * symlink, was made by someone else). Returns 0 or -errno (-EEXIST for a
  * fresh dir that exists). */
-static int make_dir(const char *dir, bool fresh)
+int cli_make_dir(const char *dir, bool fresh)
 {
 	char tmp[PATH_MAX];
 	struct stat st;
@@ -322,7 +322,7 @@ static int make_dir(const char *dir, bool fresh)
 /* The first file in dir that an earlier run's agent wrote (its names all
  * start "heaptrail."), copied into name; 0 when there is none. Such files
  * would be read as this run's: a run directory belongs to one run. */
-static int other_run_file(const char *dir, char *name, size_t cap)
+int cli_other_run_file(const char *dir, char *name, size_t cap)
 {
 	DIR *d = opendir(dir);
 	int found = 0;
@@ -547,7 +547,7 @@ int cmd_run(int argc, char **argv)
 
 	if (parse_opts(argc, argv, &o))
 		return 2;
-	if (find_agent(agent, sizeof agent)) {
+	if (cli_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
 			  "executable (set HEAPTRAIL_AGENT to its path)");
 		return 2;
@@ -564,7 +564,7 @@ int cmd_run(int argc, char **argv)
 		snprintf(cwd, sizeof cwd, ".");
 	if (o.outdir) {
 		char old[256];
-		if (other_run_file(o.outdir, old, sizeof old)) {
+		if (cli_other_run_file(o.outdir, old, sizeof old)) {
 			cli_error("output directory '%s' holds files of another run (%s): "
 				  "remove them or choose another directory", o.outdir, old);
 			return 2;
@@ -600,7 +600,7 @@ int cmd_run(int argc, char **argv)
 				 o.outdir[0] == '/' ? "" : "/", o.outdir);
 		else
 			snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)getpid());
-		int e = make_dir(outdir, !o.outdir);
+		int e = cli_make_dir(outdir, !o.outdir);
 		if (e) {
 			e = -e | (1 << 16);  /* tag: directory problem */
 			ssize_t w = write(pipefd[1], &e, sizeof e);

@@ -1,0 +1,593 @@
+/*
+ * attach.c — the agent in a process that was started without it.
+ *
+ * `heaptrail attach PID` (src/cli/attach.c) makes one thread of the
+ * target call dlopen on this library, then heaptrail_attach_start with
+ * the options. The constructor sees that it was loaded late (the agent is
+ * not in the global scope: agent_attach_loaded_late) and does nothing; the
+ * start here reads the options, takes the program's allocator from the
+ * global scope as the real one, starts what the constructor would start,
+ * and then redirects the allocator: every GOT slot (JUMP_SLOT or
+ * GLOB_DAT relocation) of the allocator's entry points in every loaded
+ * module but the loader is pointed at the agent's
+ * hook of the same name. The frees first, then the allocations, so a
+ * block the agent records is never released behind its back. A thread of
+ * the agent's own, while attached, patches modules loaded later (every
+ * 200 ms: hooking dlopen would make the agent its caller and change the
+ * RUNPATH the loader searches); it is the only thread the attach adds,
+ * and it ends at the detach.
+ *
+ * heaptrail_attach_stop (heaptrail detach) puts back every slot that
+ * still holds the agent's value, allocations first, stops that thread
+ * and the time triggers, writes a final dump and leaves the agent mapped but inert: its
+ * code may still be on a stack. Attaching again later starts afresh.
+ *
+ * Calls through an allocator address the program saved before the attach
+ * (a function pointer, a data relocation) go to the real allocator and
+ * are not seen. A free of a block the agent never saw passes through.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "heaptrail.h"
+#include "agent/banned.h"
+
+extern char __ehdr_start[] __attribute__((visibility("hidden")));
+
+/* The entry points redirected. Frees first: see the top of the file. */
+enum { FAM_FREE, FAM_ALLOC };
+static const struct {
+	const char *name;
+	int fam;
+} names[] = {
+	{ "free", FAM_FREE },
+	{ "_ZdlPv", FAM_FREE }, { "_ZdaPv", FAM_FREE }, { "_ZdlPvm", FAM_FREE },
+	{ "_ZdaPvm", FAM_FREE }, { "_ZdlPvRKSt9nothrow_t", FAM_FREE },
+	{ "_ZdaPvRKSt9nothrow_t", FAM_FREE }, { "_ZdlPvSt11align_val_t", FAM_FREE },
+	{ "_ZdaPvSt11align_val_t", FAM_FREE }, { "_ZdlPvmSt11align_val_t", FAM_FREE },
+	{ "_ZdaPvmSt11align_val_t", FAM_FREE },
+	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", FAM_FREE },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", FAM_FREE },
+	{ "malloc", FAM_ALLOC }, { "calloc", FAM_ALLOC }, { "realloc", FAM_ALLOC },
+	{ "reallocarray", FAM_ALLOC }, { "posix_memalign", FAM_ALLOC },
+	{ "aligned_alloc", FAM_ALLOC }, { "memalign", FAM_ALLOC }, { "valloc", FAM_ALLOC },
+	{ "pvalloc", FAM_ALLOC }, { "malloc_usable_size", FAM_ALLOC },
+	{ "_Znwm", FAM_ALLOC }, { "_Znam", FAM_ALLOC }, { "_ZnwmRKSt9nothrow_t", FAM_ALLOC },
+	{ "_ZnamRKSt9nothrow_t", FAM_ALLOC }, { "_ZnwmSt11align_val_t", FAM_ALLOC },
+	{ "_ZnamSt11align_val_t", FAM_ALLOC },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", FAM_ALLOC },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", FAM_ALLOC },
+	{ "dlclose", FAM_ALLOC },
+};
+#define NNAMES (sizeof names / sizeof names[0])
+static uintptr_t mine[NNAMES];   /* the agent's definition of each */
+
+/* A patched slot: where, what it held, which module (its load bias and
+ * program headers: a module unloaded since is not written to). */
+struct slot {
+	uintptr_t *at;
+	uintptr_t orig;
+	uintptr_t mod_addr;
+	const void *mod_phdr;
+	uint16_t name;
+};
+#define MAX_SLOTS 32768
+#define MAX_MODS 4096
+static struct slot *slots;           /* MAX_SLOTS, mapped at the first attach */
+static size_t nslots;
+static struct { uintptr_t addr; const void *phdr; } *mods;  /* modules patched */
+static size_t nmods;
+static int patch_lock;               /* the start, the rescan thread, the stop */
+
+/* 0 never attached, 1 attached, 2 detached */
+static atomic_int state;
+static bool late_checked, late;
+static atomic_int rescan_stop, rescan_tid;
+static struct timespec attached_at;
+static uint64_t patched_count;
+static uint64_t untracked_at_attach;  /* untracked_frees when it started */
+/* The output directory, held open while attached: `heaptrail leaks PID`
+ * finds it through /proc/PID/fd (an attached process has no
+ * HEAPTRAIL_OUTPUT in its environment). */
+static int dir_fd = -1;
+
+static void lock(void)
+{
+	while (__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void unlock(void)
+{
+	__atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
+}
+
+bool agent_attach_loaded_late(void)
+{
+	if (late_checked)
+		return late;
+	late_checked = true;
+	/* Preloaded (the usual case): decided without a lookup. */
+	const char *pre = getenv("LD_PRELOAD");
+	for (const char *p = pre; p && *p; p++)
+		if (agent_strstarts(p, "libheaptrail"))
+			return late = false;
+	/* Preloaded or linked, the agent is in the global scope; loaded by
+	 * the attach's dlopen (RTLD_LOCAL), it is not. (RTLD_DEFAULT would
+	 * search the caller's local scope too: the agent itself.) */
+	void *global = dlopen(NULL, RTLD_LAZY);
+	late = !global || dlsym(global, "heaptrail_attach_start") == NULL;
+	return late;
+}
+
+bool agent_attach_active(void)
+{
+	return atomic_load(&state) == 1;
+}
+
+bool agent_attach_reports(void)
+{
+	return atomic_load(&state) != 2;
+}
+
+/* A d_ptr of a dynamic entry: glibc relocates most in place, but not in
+ * a read-only dynamic section (the vdso's): the unrelocated ones are
+ * below the load bias. */
+static uintptr_t dyn_ptr(uintptr_t bias, uintptr_t v)
+{
+	return bias && v < bias ? v + bias : v;
+}
+
+struct dyn {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Rela) *rela, *jmprel;
+	size_t relasz, jmprelsz, nsyms;
+	uintptr_t relro_lo, relro_hi;
+};
+
+static bool read_dyn(const struct dl_phdr_info *info, struct dyn *d)
+{
+	agent_memset(d, 0, sizeof *d);
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_GNU_RELRO) {
+			d->relro_lo = info->dlpi_addr + ph->p_vaddr;
+			d->relro_hi = d->relro_lo + ph->p_memsz;
+		}
+	}
+	if (!dyn)
+		return false;
+	uintptr_t b = info->dlpi_addr;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: d->symtab = (const ElfW(Sym) *)dyn_ptr(b, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: d->strtab = (const char *)dyn_ptr(b, dyn->d_un.d_ptr); break;
+		case DT_RELA: d->rela = (const ElfW(Rela) *)dyn_ptr(b, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: d->relasz = dyn->d_un.d_val; break;
+		case DT_JMPREL: d->jmprel = (const ElfW(Rela) *)dyn_ptr(b, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: d->jmprelsz = dyn->d_un.d_val; break;
+		default: break;
+		}
+	}
+	/* GNU ld and lld put .dynstr right after .dynsym */
+	if (d->symtab && d->strtab && (const void *)d->strtab > (const void *)d->symtab)
+		d->nsyms = (size_t)((const char *)d->strtab - (const char *)d->symtab) /
+			   sizeof(ElfW(Sym));
+	return d->symtab && d->strtab;
+}
+
+static int name_index(const char *s)
+{
+	for (size_t i = 0; i < NNAMES; i++)
+		if (agent_streq(s, names[i].name))
+			return (int)i;
+	return -1;
+}
+
+static bool is_self(const struct dl_phdr_info *info)
+{
+	uintptr_t me = (uintptr_t)__ehdr_start;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= a && me < a + ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+/* The loader (its own free is not the program's: heaptrack learnt that
+ * patching it crashes programs) and the vdso. The agent is patched too:
+ * loaded with RTLD_LOCAL, its own calls by name (operator delete calls
+ * free) would bind to libc's, where preloaded they bind to its own. */
+static bool skipped(const struct dl_phdr_info *info)
+{
+	if (info->dlpi_addr && info->dlpi_addr == (uintptr_t)getauxval(AT_BASE))
+		return true;
+	return info->dlpi_name && agent_strstarts(info->dlpi_name, "linux-vdso");
+}
+
+/* The agent's own definitions, from its dynamic symbol table. */
+static int find_mine(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct dyn d;
+	if (!is_self(info) || !read_dyn(info, &d))
+		return 0;
+	for (size_t i = 1; i < d.nsyms; i++) {
+		const ElfW(Sym) *s = &d.symtab[i];
+		if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC)
+			continue;
+		int k = name_index(d.strtab + s->st_name);
+		if (k >= 0)
+			mine[k] = info->dlpi_addr + s->st_value;
+	}
+	*(bool *)arg = true;
+	return 1;
+}
+
+/* The first definition of a function in load order (the global scope's
+ * order for the modules loaded at start), the agent, the loader and the
+ * vdso left out. Not dlsym(RTLD_DEFAULT): in an executable that takes an
+ * allocator's address (a non-PIE python3 does) that answers the
+ * executable's PLT entry, the canonical address, which jumps through the
+ * very slot the attach points at the agent. */
+struct def_arg {
+	const char *name;
+	uintptr_t found;
+};
+
+static int find_def(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct def_arg *a = arg;
+	struct dyn d;
+	if (skipped(info) || is_self(info) || !read_dyn(info, &d))
+		return 0;
+	for (size_t i = 1; i < d.nsyms; i++) {
+		const ElfW(Sym) *s = &d.symtab[i];
+		if (s->st_shndx == SHN_UNDEF || !s->st_value ||
+		    ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
+		    ELF64_ST_BIND(s->st_info) == STB_LOCAL ||
+		    !agent_streq(d.strtab + s->st_name, a->name))
+			continue;
+		a->found = info->dlpi_addr + s->st_value;
+		return 1;
+	}
+	return 0;
+}
+
+void *agent_attach_definition(const char *name)
+{
+	struct def_arg a = { name, 0 };
+	dl_iterate_phdr(find_def, &a);
+	return (void *)a.found;
+}
+
+/* Writes v into a slot, making a RELRO page writable for the moment. */
+static bool slot_write(uintptr_t *at, uintptr_t v, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	uintptr_t a = (uintptr_t)at;
+	bool ro = a >= relro_lo && a < relro_hi;
+	uintptr_t page = a & ~(uintptr_t)4095;
+	if (ro && syscall(SYS_mprotect, page, 4096, PROT_READ | PROT_WRITE))
+		return false;
+	__atomic_store_n(at, v, __ATOMIC_RELEASE);
+	if (ro)
+		syscall(SYS_mprotect, page, 4096, PROT_READ);
+	return true;
+}
+
+struct patch_arg {
+	int fam;
+	bool all;          /* pass over modules patched before too */
+};
+
+static bool mod_known(const struct dl_phdr_info *info)
+{
+	for (size_t i = 0; i < nmods; i++)
+		if (mods[i].addr == info->dlpi_addr && mods[i].phdr == info->dlpi_phdr)
+			return true;
+	return false;
+}
+
+static void patch_rels(const struct dl_phdr_info *info, const struct dyn *d,
+		       const ElfW(Rela) *r, size_t sz, int fam)
+{
+	for (size_t i = 0; r && i < sz / sizeof *r; i++) {
+		unsigned long type = ELF64_R_TYPE(r[i].r_info), sym = ELF64_R_SYM(r[i].r_info);
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sym)
+			continue;
+		if (d->nsyms && sym >= d->nsyms)
+			continue;
+		int k = name_index(d->strtab + d->symtab[sym].st_name);
+		if (k < 0 || names[k].fam != fam || !mine[k] || nslots >= MAX_SLOTS)
+			continue;
+		uintptr_t *at = (uintptr_t *)(info->dlpi_addr + r[i].r_offset);
+		uintptr_t cur = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+		if (cur == mine[k])
+			continue;
+		if (!slot_write(at, mine[k], d->relro_lo, d->relro_hi))
+			continue;
+		slots[nslots++] = (struct slot){ at, cur, info->dlpi_addr, info->dlpi_phdr,
+						 (uint16_t)k };
+		patched_count++;
+	}
+}
+
+static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const struct patch_arg *pa = arg;
+	struct dyn d;
+	if (skipped(info) || (!pa->all && mod_known(info)) || !read_dyn(info, &d))
+		return 0;
+	patch_rels(info, &d, d.jmprel, d.jmprelsz, pa->fam);
+	patch_rels(info, &d, d.rela, d.relasz, pa->fam);
+	return 0;
+}
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (!skipped(info) && !mod_known(info) && nmods < MAX_MODS) {
+		mods[nmods].addr = info->dlpi_addr;
+		mods[nmods].phdr = info->dlpi_phdr;
+		nmods++;
+	}
+	return 0;
+}
+
+/* Patches the modules not patched yet (all of them: every = true). */
+static void patch_new(bool every)
+{
+	lock();
+	struct patch_arg a = { FAM_FREE, every };
+	dl_iterate_phdr(patch_module, &a);
+	a.fam = FAM_ALLOC;
+	dl_iterate_phdr(patch_module, &a);
+	dl_iterate_phdr(note_module, NULL);
+	unlock();
+}
+
+struct restore_arg {
+	int fam;
+};
+
+static int restore_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int fam = ((struct restore_arg *)arg)->fam;
+	struct dyn d;
+	if (skipped(info) || !read_dyn(info, &d))
+		return 0;
+	for (size_t i = 0; i < nslots; i++) {
+		struct slot *s = &slots[i];
+		if (!s->at || s->mod_addr != info->dlpi_addr || s->mod_phdr != info->dlpi_phdr ||
+		    names[s->name].fam != fam)
+			continue;
+		if (__atomic_load_n(s->at, __ATOMIC_ACQUIRE) == mine[s->name])
+			slot_write(s->at, s->orig, d.relro_lo, d.relro_hi);
+		s->at = NULL;
+	}
+	return 0;
+}
+
+/* Puts every slot back that still holds the agent's value, in a module
+ * still loaded: allocations first, then the frees. */
+static void restore_all(void)
+{
+	lock();
+	struct restore_arg a = { FAM_ALLOC };
+	dl_iterate_phdr(restore_module, &a);
+	a.fam = FAM_FREE;
+	dl_iterate_phdr(restore_module, &a);
+	nslots = 0;
+	nmods = 0;
+	unlock();
+}
+
+/* ---------- the rescan thread ---------- */
+
+static void *rescan(void *arg)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	agent_tls.busy = 1;
+	atomic_store(&rescan_tid, (int)syscall(SYS_gettid));
+	while (!atomic_load(&rescan_stop)) {
+		struct timespec t = { 0, 200 * 1000000 };
+		syscall(SYS_futex, &rescan_stop, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
+		if (atomic_load(&rescan_stop))
+			break;
+		patch_new(false);
+	}
+	atomic_store(&rescan_tid, 0);
+	return NULL;
+}
+
+static void rescan_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	atomic_store(&rescan_stop, 0);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 128 * 1024);
+	if (pthread_create(&t, &attr, rescan, NULL) != 0)
+		agent_log("heaptrail: cannot start the module watcher: modules loaded from "
+			  "now on are not tracked", "", "");
+	pthread_attr_destroy(&attr);
+}
+
+static void rescan_stop_wait(void)
+{
+	atomic_store(&rescan_stop, 1);
+	syscall(SYS_futex, &rescan_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	for (int i = 0; i < 2000 && atomic_load(&rescan_tid); i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+}
+
+/* ---------- the record of the attach ---------- */
+
+static void put_time(struct agent_writer *w, const struct timespec *t)
+{
+	char buf[32], *e = agent_put_dec(buf, (uint64_t)t->tv_sec);
+	*e++ = '.';
+	uint64_t ns = (uint64_t)t->tv_nsec;
+	for (int i = 8; i >= 0; i--, ns /= 10)
+		e[i] = (char)('0' + ns % 10);
+	e[9] = 0;
+	agent_put(w, buf);
+}
+
+/* heaptrail.PID.attach in the output directory: when the recording
+ * started (and ended), so readers can say "since attach". */
+static void write_record(bool detached)
+{
+	struct agent_writer w;
+	char name[64], *e = name;
+	agent_memcpy(e, "heaptrail.", 10);
+	e = agent_put_dec(e + 10, (uint64_t)agent_pid);
+	agent_memcpy(e, ".attach", 8);
+	if (agent_writer_open(&w, agent_config.output, name))
+		return;
+	agent_put(&w, "heaptrail attach 1\n");
+	if (agent_config.run_id[0]) {
+		agent_put(&w, "run ");
+		agent_put(&w, agent_config.run_id);
+		agent_put(&w, "\n");
+	}
+	agent_put(&w, "pid ");
+	agent_put_u64(&w, (uint64_t)agent_pid);
+	agent_put(&w, "\nsample ");
+	agent_put_u64(&w, agent_config.sample);
+	agent_put(&w, "\nattached ");
+	put_time(&w, &attached_at);
+	agent_put(&w, "\nslots ");
+	agent_put_u64(&w, patched_count);
+	agent_put(&w, "\n");
+	if (detached) {
+		struct agent_counts c;
+		agent_counters_sum(&c);
+		if (agent_config.sample <= 1) {
+			agent_put(&w, "freed_before_attach ");
+			agent_put_u64(&w, c.untracked_frees - untracked_at_attach);
+			agent_put(&w, "\n");
+		}
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		agent_put(&w, "detached ");
+		put_time(&w, &now);
+		agent_put(&w, "\n");
+	}
+	agent_writer_commit(&w);
+}
+
+/* ---------- entry points called by heaptrail's injected calls ---------- */
+
+/* Starts recording in a process the agent was just loaded into (or
+ * loaded and detached from before). opts: HEAPTRAIL_OPTIONS syntax;
+ * output: the directory for the files. Returns 0, -EALREADY when already
+ * attached, -EPERM when the agent was preloaded, -ENOMEM, -ENOENT when
+ * the agent's own entry points cannot be found. */
+AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
+{
+	if (!agent_attach_loaded_late())
+		return -EPERM;
+	int expect = 0;
+	if (atomic_load(&state) == 1)
+		return -EALREADY;
+	int busy = agent_tls.busy;
+	agent_tls.busy = 1;
+	int ret = 0;
+	if (!slots) {
+		slots = agent_mmap(MAX_SLOTS * sizeof *slots);
+		mods = agent_mmap(MAX_MODS * sizeof *mods);
+		if (!slots || !mods) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		bool found = false;
+		dl_iterate_phdr(find_mine, &found);
+		if (!found || !mine[0]) {
+			ret = -ENOENT;
+			goto out;
+		}
+	}
+	clock_gettime(CLOCK_REALTIME, &attached_at);
+	if (atomic_compare_exchange_strong(&state, &expect, 1)) {
+		/* the first attach: what the constructor does */
+		agent_hooks_resolve_global();
+		agent_config_load_from(opts, output);
+		agent_start_attached();
+	} else {
+		/* attached again after a detach: start afresh */
+		uint64_t old = agent_config.sample;
+		agent_config_load_from(opts, output);
+		uint64_t want = agent_config.sample;
+		agent_config.sample = old;
+		agent_resample(want);  /* a no-op when it is the same */
+		agent_tables_lock_all();
+		agent_live_clear_locked();
+		agent_tables_unlock_all();
+		agent_reset_cumulative();
+		agent_config.leak_kinds = agent_config.sample <= 1;
+		agent_set_recording(agent_config.active);
+		agent_triggers_start();
+		atomic_store(&state, 1);
+	}
+	struct agent_counts c;
+	agent_counters_sum(&c);
+	untracked_at_attach = c.untracked_frees;
+	patch_new(true);
+	rescan_start();
+	write_record(false);
+	if (dir_fd < 0)
+		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
+				      agent_config.output[0] ? agent_config.output : ".",
+				      O_PATH | O_DIRECTORY | O_CLOEXEC);
+out:
+	agent_tls.busy = busy;
+	return ret;
+}
+
+/* Stops recording: puts back the slots, stops the agent's thread and
+ * writes the final dump (kind "final") and the attach record. Returns 0,
+ * or -ENOENT when not attached. */
+AGENT_API int heaptrail_attach_stop(void)
+{
+	if (atomic_load(&state) != 1)
+		return -ENOENT;
+	int busy = agent_tls.busy;
+	agent_tls.busy = 1;
+	rescan_stop_wait();
+	restore_all();
+	agent_triggers_stop();
+	agent_tls.busy = 0;
+	agent_dump(NULL, "final");
+	agent_tls.busy = 1;
+	agent_set_recording(false);
+	atomic_store(&state, 2);
+	write_record(true);
+	if (dir_fd >= 0)
+		syscall(SYS_close, dir_fd);
+	dir_fd = -1;
+	agent_tls.busy = busy;
+	return 0;
+}
