@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "analyze/profile.h"
+#include "analyze/load.h"
 #include "analyze/report.h"
 #include "analyze/suppress.h"
 

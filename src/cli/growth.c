@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyze/growth.h"
+#include "analyze/series.h"
 #include "cli/cli.h"
 
 static const char usage[] =

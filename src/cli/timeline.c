@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "analyze/aggregate.h"
+#include "analyze/series.h"
 #include "analyze/timeline.h"
 #include "cli/cli.h"
 #include "render/render.h"
