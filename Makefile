@@ -115,7 +115,7 @@ FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
 FUZZ_WARN  := $(filter-out -Wno-format-truncation,$(WARN))
 FUZZ_LIB_SRC := src/format/heapdump.c src/format/leakfile.c src/format/names.c src/format/input.c \
-	src/analyze/profile.c src/analyze/load.c src/analyze/aggregate.c \
+	src/analyze/profile.c src/analyze/load.c src/analyze/unbias.c src/analyze/aggregate.c \
 	src/symbolize/symbolize.c src/symbolize/demangle.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/obj/%.o)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))

@@ -11,6 +11,7 @@
 
 #include "analyze/load.h"
 #include "analyze/profile_build.h"
+#include "analyze/unbias.h"
 
 /* ---------- allocator frames ---------- */
 
@@ -313,9 +314,9 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		if (o->progress && !(i & 1023))
 			o->progress(o->progress_ctx, path, i, d.nstacks);
 		int64_t v[PROF_NVALUES];
-		fmt_heap_unsample(d.sample, st->v[0], st->v[1], &v[PROF_INUSE_OBJECTS],
+		prof_unbias_counts(d.sample, st->v[0], st->v[1], &v[PROF_INUSE_OBJECTS],
 				  &v[PROF_INUSE_SPACE]);
-		fmt_heap_unsample(d.sample, st->v[2], st->v[3], &v[PROF_ALLOC_OBJECTS],
+		prof_unbias_counts(d.sample, st->v[2], st->v[3], &v[PROF_ALLOC_OBJECTS],
 				  &v[PROF_ALLOC_SPACE]);
 		for (int k = 0; k < PROF_NVALUES; k++)
 			sum_abs += (double)v[k];

@@ -1,7 +1,6 @@
 /* heapdump.c — the text heap profile reader; the layouts are in heapdump.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -473,24 +472,4 @@ void fmt_heap_release(struct fmt_heap_dump *d)
 	free(d->stacks);
 	free(d->pool);
 	memset(d, 0, sizeof *d);
-}
-
-void fmt_heap_unsample(uint64_t sample, uint64_t count, uint64_t bytes,
-		       int64_t *out_count, int64_t *out_bytes)
-{
-	if (!count || !bytes) {
-		*out_count = *out_bytes = 0;
-		return;
-	}
-	if (sample <= 1) {
-		*out_count = (int64_t)count;
-		*out_bytes = (int64_t)bytes;
-		return;
-	}
-	double avg = (double)bytes / (double)count;
-	double scale = 1.0 / (1.0 - exp(-avg / (double)sample));
-	/* hostile input (a huge count of tiny blocks) must not overflow */
-	double c = (double)count * scale, b = (double)bytes * scale;
-	*out_count = c < 0x1p62 ? (int64_t)c : INT64_C(1) << 62;
-	*out_bytes = b < 0x1p62 ? (int64_t)b : INT64_C(1) << 62;
 }
