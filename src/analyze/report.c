@@ -8,6 +8,7 @@
 
 #include "analyze/report.h"
 #include "analyze/unbias.h"
+#include "format/vocab.h"
 
 const char *prof_alloc_fn_name(int fn)
 {
@@ -195,8 +196,9 @@ static int is_leak_file(const char *name)
 {
 	size_t n = strlen(name);
 	/* the exit reports only: a leak check's file is read by name */
-	return !strncmp(name, "heaptrail.", 10) && n > 16 && !strcmp(name + n - 6, ".leaks") &&
-	       !strstr(name, ".check-");
+	return !strncmp(name, FMT_FILE_PREFIX ".", FMT_LEN(FMT_FILE_PREFIX ".")) && n > 16 &&
+	       !strcmp(name + n - FMT_LEN(FMT_LEAKS_SUFFIX), FMT_LEAKS_SUFFIX) &&
+	       !strstr(name, "." FMT_LEAKS_CHECK);
 }
 
 /* The list of files to read: path itself, or the leak files in it. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/series.h"
+#include "format/vocab.h"
 
 static char errbuf[512];
 
@@ -25,7 +26,7 @@ static const char *base_name(const char *path)
 static long name_seq(const char *path)
 {
 	const char *b = base_name(path);
-	const char *end = strstr(b, ".heap");
+	const char *end = strstr(b, FMT_HEAP_SUFFIX);
 	long seq = -1;
 	for (const char *s = b; s && s < end; s = strchr(s + 1, '.')) {
 		const char *t = *s == '.' ? s + 1 : s;
@@ -95,7 +96,7 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 		struct dirent *e;
 		size_t first = nlist;
 		while ((e = readdir(dir))) {
-			if (!has_suffix(e->d_name, ".heap") || e->d_name[0] == '.')
+			if (!has_suffix(e->d_name, FMT_HEAP_SUFFIX) || e->d_name[0] == '.')
 				continue;
 			if (nlist == cap) {
 				cap = cap ? 2 * cap : 64;

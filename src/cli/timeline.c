@@ -13,6 +13,7 @@
 #include "analyze/series.h"
 #include "analyze/timeline.h"
 #include "cli/cli.h"
+#include "format/vocab.h"
 #include "render/render.h"
 
 static const char timeline_usage[] =
@@ -58,11 +59,12 @@ static long name_pid(const char *name)
 {
 	const char *s = strrchr(name, '/');
 	s = s ? s + 1 : name;
-	if (strncmp(s, "heaptrail.", 10))
+	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
+	if (strncmp(s, FMT_FILE_PREFIX ".", k))
 		return -1;
 	char *end;
-	long pid = strtol(s + 10, &end, 10);
-	return end > s + 10 && !strcmp(end, ".timeline") ? pid : -1;
+	long pid = strtol(s + k, &end, 10);
+	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
 }
 
 /* The process a dump is of: its header says, or its name does
@@ -73,11 +75,12 @@ static long dump_pid(const struct prof_profile *p)
 		return p->pid;
 	const char *s = strrchr(p->path, '/');
 	s = s ? s + 1 : p->path;
-	if (strncmp(s, "heaptrail.", 10))
+	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
+	if (strncmp(s, FMT_FILE_PREFIX ".", k))
 		return -1;
 	char *end;
-	long pid = strtol(s + 10, &end, 10);
-	return end > s + 10 && *end == '.' ? pid : -1;
+	long pid = strtol(s + k, &end, 10);
+	return end > s + k && *end == '.' ? pid : -1;
 }
 
 /* A timeline chosen among a directory's: its path, pid and contents. */
@@ -98,7 +101,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 	memset(c, 0, sizeof *c);
 	c->pid = -1;
 	if (pid > 0) {
-		if (asprintf(&c->path, "%s/heaptrail.%ld.timeline", dir, pid) < 0) {
+		if (asprintf(&c->path, "%s/" FMT_FILE_PREFIX ".%ld" FMT_TIMELINE_SUFFIX, dir, pid) < 0) {
 			c->path = NULL;
 			cli_error("out of memory");
 			return -1;
