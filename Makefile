@@ -81,6 +81,14 @@ $(PROTO_OBJ): $(PROTO_GEN)
 
 $(B)/obj/src/render/pprof.o: $(B)/gen/profile.pb-c.h
 
+# The flame graph's script: a real .js file (node --check parses it in
+# the tests), embedded as bytes (flame_js, flame_js_len).
+$(B)/gen/flame_js.h: src/render/flame.js
+	@mkdir -p $(B)/gen
+	xxd -i -n flame_js $< | sed "s/^unsigned/static const unsigned/" > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/src/render/flame.o: $(B)/gen/flame_js.h
+
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
 	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now \
 		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)

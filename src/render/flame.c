@@ -8,7 +8,7 @@
  * MIN_PX are dropped with everything above them (a zoom cannot bring
  * them back: they are not in the file), which keeps big profiles small.
  *
- * The SVG carries its own script: click to zoom, search by regex, a
+ * The SVG carries its own script (flame.js): click to zoom, search by regex, a
  * details line, all working from the geometry of the rectangles, so
  * the C side and the script share only a handful of constants. Labels
  * are cut to fit by the same rule on both sides, assuming a monospace
@@ -402,115 +402,22 @@ static const char flame_style[] =
 	".htf-btn:hover rect { fill: #d4d4ff; }\n"
 	"]]></style>\n";
 
-/* Our own small script. It reads the frames back from the document
- * (rect geometry, first line of each title = the name) and works on
- * those: nothing in it depends on how big the profile was. */
-static const char flame_script[] =
-	"(function (C) {\n"
-	"'use strict';\n"
-	"function $(id) { return document.getElementById(id); }\n"
-	"var box = $('htf-frames');\n"
-	"if (!box) return;\n"
-	"var details = $('htf-details'), matched = $('htf-matched'), resetB = $('htf-reset'),\n"
-	"    searchB = $('htf-search'), searchL = $('htf-search-label');\n"
-	"var hint = details.textContent, F = [], query = null;\n"
-	"var gs = box.getElementsByTagName('g');\n"
-	"for (var i = 0; i < gs.length; i++) {\n"
-	"  var g = gs[i], r = g.getElementsByTagName('rect')[0];\n"
-	"  var tip = g.getElementsByTagName('title')[0].textContent;\n"
-	"  var row = Math.round((+r.getAttribute('y') - C.y0) / C.fh);\n"
-	"  g.setAttribute('data-i', i);\n"
-	"  F.push({ g: g, r: r, t: g.getElementsByTagName('text')[0], tip: tip,\n"
-	"    name: tip.split('\\n')[0], x: +r.getAttribute('x') - C.pad,\n"
-	"    w: +r.getAttribute('width'), d: C.inv ? row : C.maxd - row,\n"
-	"    fill: r.getAttribute('fill') });\n"
-	"}\n"
-	"function label(name, w) {\n"
-	"  var n = Math.floor((w - 6) / C.cw);\n"
-	"  if (n >= name.length) return name;\n"
-	"  return n < 4 ? '' : name.slice(0, n - 2) + '..';\n"
-	"}\n"
-	"function place(e, x, w, how) {\n"
-	"  e.g.style.display = how === 'hide' ? 'none' : '';\n"
-	"  if (how === 'anc') e.g.classList.add('htf-anc'); else e.g.classList.remove('htf-anc');\n"
-	"  if (how === 'hide') return;\n"
-	"  e.r.setAttribute('x', (C.pad + x).toFixed(3));\n"
-	"  e.r.setAttribute('width', w.toFixed(3));\n"
-	"  e.t.setAttribute('x', (C.pad + x + 3).toFixed(3));\n"
-	"  e.t.textContent = label(e.name, w);\n"
-	"}\n"
-	"function reset() {\n"
-	"  for (var i = 0; i < F.length; i++) place(F[i], F[i].x, F[i].w, '');\n"
-	"  resetB.style.display = 'none';\n"
-	"}\n"
-	"function zoom(z) {\n"
-	"  if (z.d === 0) { reset(); return; }\n"
-	"  var k = C.pw / z.w, eps = 0.002;\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var e = F[i];\n"
-	"    if (e.d >= z.d && e.x >= z.x - eps && e.x + e.w <= z.x + z.w + eps)\n"
-	"      place(e, (e.x - z.x) * k, e.w * k, '');\n"
-	"    else if (e.d < z.d && e.x <= z.x + eps && e.x + e.w >= z.x + z.w - eps)\n"
-	"      place(e, 0, C.pw, 'anc');\n"
-	"    else\n"
-	"      place(e, 0, 0, 'hide');\n"
-	"  }\n"
-	"  resetB.style.display = '';\n"
-	"}\n"
-	"function search(q) {\n"
-	"  var re = null, spans = [];\n"
-	"  if (q) {\n"
-	"    try { re = new RegExp(q); }\n"
-	"    catch (err) { matched.textContent = 'bad regular expression: ' + q; return; }\n"
-	"  }\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var e = F[i], hit = re !== null && re.test(e.name);\n"
-	"    e.r.setAttribute('fill', hit ? C.hit : e.fill);\n"
-	"    if (hit) spans.push([e.x, e.x + e.w]);\n"
-	"  }\n"
-	"  query = re ? q : null;\n"
-	"  searchL.textContent = re ? 'Clear search' : 'Search';\n"
-	"  if (!re) { matched.textContent = ''; return; }\n"
-	"  /* nested matches cover the same memory: count each span once */\n"
-	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-	"  var sum = 0, end = 0;\n"
-	"  for (var j = 0; j < spans.length; j++) {\n"
-	"    var s = Math.max(spans[j][0], end);\n"
-	"    if (spans[j][1] > s) { sum += spans[j][1] - s; end = spans[j][1]; }\n"
-	"  }\n"
-	"  matched.textContent = 'Matched: ' + (100 * sum / C.pw).toFixed(1) + '% (' +\n"
-	"    spans.length + (spans.length === 1 ? ' frame)' : ' frames)');\n"
-	"}\n"
-	"function frameOf(ev) {\n"
-	"  var n = ev.target;\n"
-	"  while (n && n !== box && !(n.getAttribute && n.getAttribute('data-i') !== null))\n"
-	"    n = n.parentNode;\n"
-	"  return n && n !== box ? F[+n.getAttribute('data-i')] : null;\n"
-	"}\n"
-	"function ask() {\n"
-	"  if (query !== null) { search(null); return; }\n"
-	"  var q = window.prompt('Highlight the frames whose name matches (a regular expression):', '');\n"
-	"  if (q) search(q);\n"
-	"}\n"
-	"box.addEventListener('click', function (ev) { var e = frameOf(ev); if (e) zoom(e); });\n"
-	"box.addEventListener('mouseover', function (ev) {\n"
-	"  var e = frameOf(ev);\n"
-	"  if (!e) return;\n"
-	"  var s = e.tip.split('\\n').join('  |  ');\n"
-	"  details.textContent = s.length > C.cols ? s.slice(0, C.cols - 2) + '..' : s;\n"
-	"});\n"
-	"box.addEventListener('mouseout', function () { details.textContent = hint; });\n"
-	"resetB.addEventListener('click', reset);\n"
-	"searchB.addEventListener('click', ask);\n"
-	"document.addEventListener('keydown', function (ev) {\n"
-	"  if (ev.key === 'Escape') { reset(); search(null); }\n"
-	"  else if (ev.key === '/' || ((ev.ctrlKey || ev.metaKey) && ev.key === 'f')) {\n"
-	"    ev.preventDefault(); ask();\n"
-	"  }\n"
-	"});\n"
-	"window.heaptrailFlame = { zoom: function (i) { zoom(F[i]); }, reset: reset, search: search,\n"
-	"  frames: F };\n"
-	"})";
+/* Our own small script, src/render/flame.js, embedded at build time
+ * (xxd -i into build/gen/flame_js.h: flame_js, flame_js_len). It reads
+ * the frames back from the document (rect geometry, first line of each
+ * title = the name) and works on those: nothing in it depends on how big
+ * the profile was. The file is one expression, a function of the
+ * constants object that follows it in the SVG; its last newline is not
+ * written, so the call follows the function on the same line. */
+#include "flame_js.h"
+
+static void put_script(FILE *out)
+{
+	size_t n = flame_js_len;
+	if (n && flame_js[n - 1] == '\n')
+		n--;
+	fwrite(flame_js, 1, n, out);
+}
 
 /* A button wide enough for labels of up to chars characters (the script
  * relabels some), its right or left edge at x. */
@@ -643,7 +550,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	fprintf(out, "<text id=\"htf-matched\" x=\"%u\" y=\"%d\" text-anchor=\"end\" "
 		"fill=\"#333\"></text>\n", width - PAD, height - 10);
 	fputs("</g>\n<script type=\"text/ecmascript\"><![CDATA[\n", out);
-	fputs(flame_script, out);
+	put_script(out);
 	fprintf(out, "({ pad: %d, pw: %.3f, y0: %d, fh: %d, maxd: %d, inv: %s, cw: %.2f, "
 		"cols: %d, hit: 'rgb(224,64,192)' });\n", PAD, pw, TOP, FRAME_H, maxdepth,
 		o->inverted ? "true" : "false", CHAR_W, (int)(pw * 0.8 / CHAR_W));
