@@ -77,4 +77,5 @@ def test_unit_profile(suite):
 
 
 def collect(suite):
-    return [("model:flame-js", lambda: test_flame_js(suite))]
+    return [("model:flame-js", lambda: test_flame_js(suite)),
+            ("model:unit-profile", lambda: test_unit_profile(suite))]
