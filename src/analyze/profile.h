@@ -109,11 +109,32 @@ size_t prof_profile_warnings(const struct prof_profile *p, const char *const **o
 void prof_profile_release(struct prof_profile *p);
 
 /* The name of a frame at the granularity asked: the function, or
- * "function file:line" (lines), written to buf. Returns buf. */
+ * "function file:line" (lines), written to buf. Returns buf. The one key
+ * every view groups frames by (top's rows, the flame graph's tree, the
+ * folded stacks, the call graph's boxes, growth's sites), so they agree
+ * on what one site is. */
 const char *prof_frame_name(const struct prof_frame *f, bool lines, char *buf, size_t cap);
 
 /* Parses "inuse_space", "inuse-space", "alloc_objects", ... Returns -1
  * when unknown. */
 int prof_value_parse(const char *s);
+
+/* The hashes the profile's tables use (FNV-1a of a string; a 64-bit
+ * finalizer). */
+static inline uint64_t prof_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static inline uint64_t prof_hash_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
 
 #endif

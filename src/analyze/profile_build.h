@@ -33,22 +33,4 @@ struct prof_sample *prof_build_sample(struct prof_profile *p);
 /* Adds a symbolization note (copied). 0 or -ENOMEM. */
 int prof_build_warning(struct prof_profile *p, const char *s);
 
-/* The hashes the profile's tables use (FNV-1a of a string; a 64-bit
- * finalizer). */
-static inline uint64_t prof_hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static inline uint64_t prof_hash_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
-}
-
 #endif

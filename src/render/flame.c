@@ -1,8 +1,8 @@
 /* flame.c — a heap profile as an interactive SVG flame graph.
  *
- * The stacks of the profile are merged into a tree, root first (or leaf
- * first with reverse), one node per distinct path of names; a node's
- * value is the sum of the samples through it. Siblings are ordered by
+ * The stacks of the profile are merged into a tree (analyze/tree.h), root
+ * first (or leaf first with reverse), one node per distinct path of
+ * names; a node's value is the sum of the samples through it. Siblings are ordered by
  * name, so two graphs of the same program line up. Each node becomes a
  * rectangle whose width is its share of the root; nodes narrower than
  * MIN_PX are dropped with everything above them (a zoom cannot bring
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/tree.h"
 #include "render/render.h"
 
 #define FRAME_H   16      /* pixels per stack level */
@@ -29,200 +30,27 @@
 #define TOP       54      /* y of the first row of frames */
 #define BOTTOM    30      /* room for the details line */
 #define MIN_PX    0.1
-#define NO_NODE   UINT32_MAX
 
-struct node {
-	uint32_t name, parent;
-	int64_t v, old;                 /* value in the profile, in the base */
-	const struct prof_frame *f;     /* the first frame seen, for file:line */
-	bool mixed;                     /* frames of several lines merged here */
-	bool drawn;
-	int depth;
+/* Where a node of the tree is drawn. */
+struct place {
 	double x;                       /* start, in value units from the left */
+	int depth;
+	bool drawn;
 };
 
 struct flame {
-	struct node *nodes;
-	size_t n, cap;
-	uint32_t *slots;                /* (parent, name) -> node id + 1 */
-	size_t nslots;
-	char **names;
-	size_t nnames, names_cap;
-	uint32_t *name_slots;           /* name -> id + 1 */
-	size_t nname_slots;
+	struct prof_tree t;
+	struct place *pl;               /* one per node */
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t hash_pair(uint32_t parent, uint32_t name)
-{
-	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
-/* ---------- names ---------- */
-
-static int names_grow(struct flame *fl)
-{
-	size_t ns = fl->nname_slots ? 2 * fl->nname_slots : 1024;
-	uint32_t *s = calloc(ns, sizeof *s);
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < fl->nnames; i++) {
-		size_t k = hash_str(fl->names[i]) & (ns - 1);
-		while (s[k])
-			k = (k + 1) & (ns - 1);
-		s[k] = (uint32_t)i + 1;
-	}
-	free(fl->name_slots);
-	fl->name_slots = s;
-	fl->nname_slots = ns;
-	return 0;
-}
-
-/* The id of name, added when new; NO_NODE when out of memory. */
-static uint32_t name_id(struct flame *fl, const char *name)
-{
-	if (2 * (fl->nnames + 1) > fl->nname_slots && names_grow(fl))
-		return NO_NODE;
-	size_t mask = fl->nname_slots - 1, k = hash_str(name) & mask;
-	for (; fl->name_slots[k]; k = (k + 1) & mask)
-		if (!strcmp(fl->names[fl->name_slots[k] - 1], name))
-			return fl->name_slots[k] - 1;
-	if (fl->nnames == fl->names_cap) {
-		size_t nc = fl->names_cap ? 2 * fl->names_cap : 256;
-		char **nn = realloc(fl->names, nc * sizeof *nn);
-		if (!nn)
-			return NO_NODE;
-		fl->names = nn;
-		fl->names_cap = nc;
-	}
-	if (!(fl->names[fl->nnames] = strdup(name)))
-		return NO_NODE;
-	fl->name_slots[k] = (uint32_t)++fl->nnames;
-	return (uint32_t)fl->nnames - 1;
-}
-
-/* ---------- the tree ---------- */
-
-static int nodes_rehash(struct flame *fl)
-{
-	size_t ns = fl->nslots ? 2 * fl->nslots : 4096;
-	uint32_t *s = calloc(ns, sizeof *s);
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 1; i < fl->n; i++) {
-		size_t k = hash_pair(fl->nodes[i].parent, fl->nodes[i].name) & (ns - 1);
-		while (s[k])
-			k = (k + 1) & (ns - 1);
-		s[k] = (uint32_t)i + 1;
-	}
-	free(fl->slots);
-	fl->slots = s;
-	fl->nslots = ns;
-	return 0;
-}
-
-static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t name)
-{
-	if (fl->n == fl->cap) {
-		size_t nc = fl->cap ? 2 * fl->cap : 1024;
-		struct node *nn = realloc(fl->nodes, nc * sizeof *nn);
-		if (!nn)
-			return NO_NODE;
-		fl->nodes = nn;
-		fl->cap = nc;
-	}
-	struct node *nd = &fl->nodes[fl->n];
-	memset(nd, 0, sizeof *nd);
-	nd->name = name;
-	nd->parent = parent;
-	return (uint32_t)fl->n++;
-}
-
-/* The child of parent called name, made when missing; NO_NODE when out
- * of memory. */
-static uint32_t node_child(struct flame *fl, uint32_t parent, uint32_t name)
-{
-	if (2 * (fl->n + 1) > fl->nslots && nodes_rehash(fl))
-		return NO_NODE;
-	size_t mask = fl->nslots - 1, k = hash_pair(parent, name) & mask;
-	for (; fl->slots[k]; k = (k + 1) & mask) {
-		const struct node *c = &fl->nodes[fl->slots[k] - 1];
-		if (c->parent == parent && c->name == name)
-			return fl->slots[k] - 1;
-	}
-	uint32_t id = node_new(fl, parent, name);
-	if (id != NO_NODE)
-		fl->slots[k] = id + 1;
-	return id;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-	return a == b || (a && b && !strcmp(a, b));
-}
-
-static void node_note_frame(struct node *nd, const struct prof_frame *f)
-{
-	if (!nd->f)
-		nd->f = f;
-	else if (nd->f != f && (nd->f->line != f->line || !same_str(nd->f->file, f->file)))
-		nd->mixed = true;
-}
-
-/* Adds every sample of p with a positive value v to the tree: into the
- * nodes' v, or their old when is_base. */
-static int flame_add(struct flame *fl, const struct prof_profile *p, int v, bool is_base,
-		     bool lines, bool reverse)
-{
-	char buf[4096];
-	int rc = 0;
-	uint32_t *name_of = malloc((p->nframes + 1) * sizeof *name_of);
-	if (!name_of)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nframes; i++)
-		if ((name_of[i] = name_id(fl, prof_frame_name(&p->frames[i], lines, buf,
-							       sizeof buf))) == NO_NODE)
-			goto nomem;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct prof_sample *s = &p->samples[i];
-		int64_t x = s->v[v];
-		if (x <= 0)
-			continue;
-		uint32_t cur = 0;
-		for (uint32_t k = 0;; k++) {
-			struct node *nd = &fl->nodes[cur];
-			*(is_base ? &nd->old : &nd->v) += x;
-			if (k == s->nframes)
-				break;
-			uint32_t fid = s->frames[reverse ? k : s->nframes - 1 - k];
-			if ((cur = node_child(fl, cur, name_of[fid])) == NO_NODE)
-				goto nomem;
-			node_note_frame(&fl->nodes[cur], &p->frames[fid]);
-		}
-	}
-	goto out;
-nomem:
-	rc = -ENOMEM;
-out:
-	free(name_of);
-	return rc;
-}
 
 static int cmp_siblings(const void *a, const void *b, void *ctx)
 {
-	const struct flame *fl = ctx;
-	const struct node *x = &fl->nodes[*(const uint32_t *)a], *y = &fl->nodes[*(const uint32_t *)b];
+	const struct prof_tree *t = ctx;
+	const struct prof_tree_node *x = &t->nodes[*(const uint32_t *)a];
+	const struct prof_tree_node *y = &t->nodes[*(const uint32_t *)b];
 	if (x->parent != y->parent)
 		return x->parent < y->parent ? -1 : 1;
-	return strcmp(fl->names[x->name], fl->names[y->name]);
+	return strcmp(t->names[x->name], t->names[y->name]);
 }
 
 /* Orders the nodes parent by parent, siblings by name, and places them:
@@ -230,46 +58,47 @@ static int cmp_siblings(const void *a, const void *b, void *ctx)
  * or NULL when out of memory; *maxdepth is the deepest drawn level. */
 static uint32_t *flame_layout(struct flame *fl, double scale, int *maxdepth)
 {
-	uint32_t *order = malloc(fl->n * sizeof *order);
-	if (!order)
+	const struct prof_tree *t = &fl->t;
+	uint32_t *order = malloc(t->n * sizeof *order);
+	fl->pl = calloc(t->n, sizeof *fl->pl);
+	if (!order || !fl->pl) {
+		free(order);
 		return NULL;
-	for (size_t i = 0; i < fl->n; i++)
+	}
+	for (size_t i = 0; i < t->n; i++)
 		order[i] = (uint32_t)i;
 	/* a parent is made before its children, so sorting by parent id
 	 * places every parent before its children are placed */
-	qsort_r(order + 1, fl->n - 1, sizeof *order, cmp_siblings, fl);
-	struct node *root = &fl->nodes[0];
+	qsort_r(order + 1, t->n - 1, sizeof *order, cmp_siblings, (void *)t);
+	struct place *root = &fl->pl[0];
 	root->x = 0;
 	root->depth = 0;
 	root->drawn = true;
 	*maxdepth = 0;
-	uint32_t parent = NO_NODE;
+	uint32_t parent = PROF_TREE_NONE;
 	double off = 0;
-	for (size_t i = 1; i < fl->n; i++) {
-		struct node *nd = &fl->nodes[order[i]];
-		const struct node *par = &fl->nodes[nd->parent];
+	for (size_t i = 1; i < t->n; i++) {
+		const struct prof_tree_node *nd = &t->nodes[order[i]];
+		struct place *pl = &fl->pl[order[i]];
+		const struct place *par = &fl->pl[nd->parent];
 		if (nd->parent != parent) {
 			parent = nd->parent;
 			off = par->x;
 		}
-		nd->x = off;
+		pl->x = off;
 		off += (double)nd->v;
-		nd->depth = par->depth + 1;
-		nd->drawn = par->drawn && (double)nd->v * scale >= MIN_PX;
-		if (nd->drawn && nd->depth > *maxdepth)
-			*maxdepth = nd->depth;
+		pl->depth = par->depth + 1;
+		pl->drawn = par->drawn && (double)nd->v * scale >= MIN_PX;
+		if (pl->drawn && pl->depth > *maxdepth)
+			*maxdepth = pl->depth;
 	}
 	return order;
 }
 
 static void flame_release(struct flame *fl)
 {
-	for (size_t i = 0; i < fl->nnames; i++)
-		free(fl->names[i]);
-	free(fl->names);
-	free(fl->name_slots);
-	free(fl->slots);
-	free(fl->nodes);
+	prof_tree_release(&fl->t);
+	free(fl->pl);
 }
 
 /* ---------- drawing ---------- */
@@ -322,7 +151,7 @@ static void hsl_rgb(double h, double s, double l, int rgb[3])
  * function keeps its colour across graphs. */
 static void colour_mem(const char *name, int rgb[3])
 {
-	uint64_t h = hash_str(name);
+	uint64_t h = prof_hash_str(name);
 	hsl_rgb(95 + (double)(h % 106), 0.42 + (double)((h >> 12) % 20) / 100,
 		0.60 + (double)((h >> 24) % 12) / 100, rgb);
 }
@@ -342,11 +171,11 @@ static void colour_diff(int64_t delta, int64_t maxabs, int rgb[3])
 
 /* The tooltip: name, value, change (diff), then where the function is,
  * last because it is the longest and the details line cuts the end. */
-static void put_tip(FILE *out, const struct flame *fl, const struct node *nd, int v,
+static void put_tip(FILE *out, const struct prof_tree *t, const struct prof_tree_node *nd, int v,
 		    int64_t total, bool diff)
 {
 	char a[64], b[64];
-	render_xml(out, nd == fl->nodes ? "all" : fl->names[nd->name], 0);
+	render_xml(out, nd == t->nodes ? "all" : t->names[nd->name], 0);
 	fprintf(out, "\n%s %s, %.2f%% of all", fmt_value(a, sizeof a, nd->v, v, false),
 		value_words[v], total ? 100.0 * (double)nd->v / (double)total : 0.0);
 	if (diff) {
@@ -486,13 +315,14 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	int rc = -ENOMEM, v = o->value;
 	unsigned width = o->width ? o->width : 1200;
 	double pw = width - 2 * PAD;
-	if (node_new(&fl, NO_NODE, NO_NODE) == NO_NODE)
+	if (prof_tree_init(&fl.t))
 		goto out;
-	if ((rc = flame_add(&fl, p, v, false, o->lines, o->reverse)))
+	if ((rc = prof_tree_add(&fl.t, p, v, false, o->lines, o->reverse)))
 		goto out;
-	if (base && (rc = flame_add(&fl, base, v, true, o->lines, o->reverse)))
+	if (base && (rc = prof_tree_add(&fl.t, base, v, true, o->lines, o->reverse)))
 		goto out;
-	int64_t total = fl.nodes[0].v;
+	const struct prof_tree *t = &fl.t;
+	int64_t total = t->nodes[0].v;
 	if (total <= 0) {
 		int height = TOP + 80;
 		put_head(out, p, base, o, width, height);
@@ -512,22 +342,23 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	int height = TOP + (maxdepth + 1) * FRAME_H + BOTTOM;
 	put_head(out, p, base, o, width, height);
 	int64_t maxabs = 0;
-	for (size_t i = 0; base && i < fl.n; i++) {
-		int64_t d = fl.nodes[i].v - fl.nodes[i].old;
-		if (fl.nodes[i].drawn && (d < 0 ? -d : d) > maxabs)
+	for (size_t i = 0; base && i < t->n; i++) {
+		int64_t d = t->nodes[i].v - t->nodes[i].old;
+		if (fl.pl[i].drawn && (d < 0 ? -d : d) > maxabs)
 			maxabs = d < 0 ? -d : d;
 	}
 	put_button(out, "htf-reset", "htf-reset-label", PAD, 24, "Reset zoom", 10, false, true);
 	put_button(out, "htf-search", "htf-search-label", width - PAD, 24, "Search", 12, true,
 		   false);
 	fputs("<g id=\"htf-frames\">\n", out);
-	for (size_t i = 0; i < fl.n; i++) {
-		const struct node *nd = &fl.nodes[order[i]];
-		if (!nd->drawn)
+	for (size_t i = 0; i < t->n; i++) {
+		const struct prof_tree_node *nd = &t->nodes[order[i]];
+		const struct place *pl = &fl.pl[order[i]];
+		if (!pl->drawn)
 			continue;
-		const char *name = order[i] ? fl.names[nd->name] : "all";
-		double x = PAD + nd->x * scale, w = (double)nd->v * scale;
-		int y = TOP + (o->inverted ? nd->depth : maxdepth - nd->depth) * FRAME_H;
+		const char *name = order[i] ? t->names[nd->name] : "all";
+		double x = PAD + pl->x * scale, w = (double)nd->v * scale;
+		int y = TOP + (o->inverted ? pl->depth : maxdepth - pl->depth) * FRAME_H;
 		int rgb[3];
 		if (base)
 			colour_diff(nd->v - nd->old, maxabs, rgb);
@@ -536,7 +367,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 		else
 			colour_mem(name, rgb);
 		fputs("<g class=\"htf-f\"><title>", out);
-		put_tip(out, &fl, nd, v, total, base != NULL);
+		put_tip(out, t, nd, v, total, base != NULL);
 		fprintf(out, "</title><rect x=\"%.3f\" y=\"%d\" width=\"%.3f\" height=\"%d\" "
 			"fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.3f\" y=\"%d\">", x, y, w,
 			FRAME_H - 1, rgb[0], rgb[1], rgb[2], x + 3, y + FRAME_H - 4);
