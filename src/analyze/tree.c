@@ -139,14 +139,17 @@ int prof_tree_add(struct prof_tree *fl, const struct prof_profile *p, int v, boo
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
 		int64_t x = s->v[v];
-		if (x <= 0)
+		if (fl->any_sign ? !x : x <= 0)
 			continue;
 		uint32_t cur = 0;
 		for (uint32_t k = 0;; k++) {
 			struct prof_tree_node *nd = &fl->nodes[cur];
 			*(is_base ? &nd->old : &nd->v) += x;
-			if (k == s->nframes)
+			if (k == s->nframes) {
+				*(is_base ? &nd->old_self : &nd->self) += x;
+				nd->ends = true;
 				break;
+			}
 			uint32_t fid = s->frames[reverse ? k : s->nframes - 1 - k];
 			if ((cur = node_child(fl, cur, name_of[fid])) == PROF_TREE_NONE)
 				goto nomem;
@@ -161,9 +164,10 @@ out:
 	return rc;
 }
 
-int prof_tree_init(struct prof_tree *t)
+int prof_tree_init(struct prof_tree *t, bool any_sign)
 {
 	memset(t, 0, sizeof *t);
+	t->any_sign = any_sign;
 	return node_new(t, PROF_TREE_NONE, PROF_TREE_NONE) == PROF_TREE_NONE ? -ENOMEM : 0;
 }
 

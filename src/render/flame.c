@@ -315,7 +315,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	int rc = -ENOMEM, v = o->value;
 	unsigned width = o->width ? o->width : 1200;
 	double pw = width - 2 * PAD;
-	if (prof_tree_init(&fl.t))
+	if (prof_tree_init(&fl.t, false))
 		goto out;
 	if ((rc = prof_tree_add(&fl.t, p, v, false, o->lines, o->reverse)))
 		goto out;
