@@ -1,6 +1,5 @@
 /* profopts.c — options and loading shared by the analyzer's commands. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

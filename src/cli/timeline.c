@@ -3,7 +3,6 @@
  * sites of the dump nearest the peak (the one holding the most). */
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
