@@ -83,6 +83,14 @@ $(PROTO_OBJ): $(PROTO_GEN)
 
 $(B)/obj/src/render/pprof.o: $(B)/gen/profile.pb-c.h
 
+# The flame graph's script: a real .js file (node --check parses it in
+# the tests), embedded as bytes (flame_js, flame_js_len).
+$(B)/gen/flame_js.h: src/render/flame.js
+	@mkdir -p $(B)/gen
+	xxd -i -n flame_js $< | sed "s/^unsigned/static const unsigned/" > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/src/render/flame.o: $(B)/gen/flame_js.h
+
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
 	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now \
 		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
@@ -118,7 +126,7 @@ FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
 FUZZ_WARN  := $(filter-out -Wno-format-truncation,$(WARN))
 FUZZ_LIB_SRC := src/format/heapdump.c src/format/leakfile.c src/format/names.c src/format/input.c \
-	src/analyze/profile.c src/analyze/aggregate.c \
+	src/analyze/profile.c src/analyze/load.c src/analyze/unbias.c src/analyze/aggregate.c \
 	src/symbolize/symbolize.c src/symbolize/demangle.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/obj/%.o)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))

@@ -6,11 +6,6 @@
 
 #include "analyze/aggregate.h"
 
-const char *prof_row_key(const struct prof_frame *f, bool lines, char *buf, size_t cap)
-{
-	return prof_frame_name(f, lines, buf, cap);
-}
-
 static int cmp_key(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -67,7 +62,7 @@ int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool li
 	for (size_t i = 0; i < p->nframes; i++) {
 		char buf[4096];
 		if (lines) {
-			t->names[i] = strdup(prof_row_key(&p->frames[i], true, buf, sizeof buf));
+			t->names[i] = strdup(prof_frame_name(&p->frames[i], true, buf, sizeof buf));
 			if (!t->names[i])
 				goto out;
 			t->nnames = i + 1;

@@ -11,7 +11,7 @@
 #include "analyze/profile.h"
 
 struct prof_row {
-	const char *name;       /* function, or "function file:line"; owned by the table */
+	const char *name;       /* prof_frame_name(); owned by the table */
 	uint32_t frame;         /* a frame id that has this name */
 	uint32_t id;            /* private: its index before sorting */
 	int64_t flat[PROF_NVALUES], cum[PROF_NVALUES];
@@ -34,8 +34,5 @@ enum prof_sort { PROF_SORT_FLAT, PROF_SORT_CUM, PROF_SORT_GROWTH };
 int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool lines,
 		     int v, enum prof_sort sort);
 void prof_table_release(struct prof_table *t);
-
-/* The row key of frame f: the function, or "function file:line". */
-const char *prof_row_key(const struct prof_frame *f, bool lines, char *buf, size_t cap);
 
 #endif

@@ -20,6 +20,9 @@
  * Values are signed: prof_profile_subtract() merges a base profile with
  * negated values, and every consumer handles negative numbers.
  *
+ * load.h fills a profile from a dump, series.h loads a run's dumps;
+ * profile_build.h is how they add to it.
+ *
  * Ownership: a profile owns all of its strings and arrays; they stay
  * valid until prof_profile_release().
  */
@@ -31,7 +34,6 @@
 #include <stdint.h>
 
 #include "format/heapdump.h"
-#include "symbolize/symbolize.h"
 
 enum prof_value {
 	PROF_INUSE_OBJECTS, PROF_INUSE_SPACE, PROF_ALLOC_OBJECTS, PROF_ALLOC_SPACE,
@@ -90,30 +92,6 @@ struct prof_profile {
 	struct prof_profile_priv *priv;
 };
 
-/* Keeps the last symbolizer session, for loading several dumps of one
- * process: a dump whose modules are the same as the previous one's
- * (path, load address, build-id) reuses it and its cache. */
-struct prof_sym_cache;
-struct prof_sym_cache *prof_sym_cache_new(void);
-void prof_sym_cache_free(struct prof_sym_cache *c);
-
-struct prof_load_opts {
-	const char *binary_path;  /* like PPROF_BINARY_PATH: colon-separated dirs */
-	struct prof_sym_cache *sym_cache; /* may be NULL */
-	bool no_symbolize;        /* frames are the bare pcs ("0x...") */
-	bool keep_alloc_frames;   /* do not drop the allocator's frames */
-	/* called now and then while symbolizing: done of total stacks of the
-	 * dump at path (may be NULL) */
-	void (*progress)(void *ctx, const char *path, size_t done, size_t total);
-	void *progress_ctx;
-};
-
-/* Loads and symbolizes one dump. Returns 0, or -errno with *err a message
- * (static, or owned by the profile module until the next call) naming the
- * problem; on failure p holds nothing to release. */
-int prof_profile_load(struct prof_profile *p, const char *path,
-		      const struct prof_load_opts *o, const char **err);
-
 /* Merges base into p with negated values (p - base), matching frames by
  * name; base is left as it was unless it is p itself (allowed: every
  * value then nets to zero). The merged samples have no locations. */
@@ -131,21 +109,32 @@ size_t prof_profile_warnings(const struct prof_profile *p, const char *const **o
 void prof_profile_release(struct prof_profile *p);
 
 /* The name of a frame at the granularity asked: the function, or
- * "function file:line" (lines), written to buf. Returns buf. */
+ * "function file:line" (lines), written to buf. Returns buf. The one key
+ * every view groups frames by (top's rows, the flame graph's tree, the
+ * folded stacks, the call graph's boxes, growth's sites), so they agree
+ * on what one site is. */
 const char *prof_frame_name(const struct prof_frame *f, bool lines, char *buf, size_t cap);
 
 /* Parses "inuse_space", "inuse-space", "alloc_objects", ... Returns -1
  * when unknown. */
 int prof_value_parse(const char *s);
 
-/* ---- the series of dumps of one run ---- */
+/* The hashes the profile's tables use (FNV-1a of a string; a 64-bit
+ * finalizer). */
+static inline uint64_t prof_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
 
-/* Lists the dumps (*.heap files) in dir, or the given paths, sorted by
- * the time they were taken (their ms, else their sequence number in the
- * name). Each is loaded with o. On success *out is an array of *n
- * profiles owned by the caller (release each, then free the array). */
-int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, const char **err,
-		     const char **err_file);
+static inline uint64_t prof_hash_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
 
 #endif

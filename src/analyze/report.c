@@ -1,6 +1,5 @@
 /* report.c — leak files to the symbolized, sorted model in report.h. */
 #include <dirent.h>
-#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,8 @@
 #include <sys/stat.h>
 
 #include "analyze/report.h"
+#include "analyze/unbias.h"
+#include "format/vocab.h"
 
 const char *prof_alloc_fn_name(int fn)
 {
@@ -36,14 +37,11 @@ static int cmp_record(const void *a, const void *b)
 	return 0;
 }
 
-/* Sampled counts to estimates, as jeprof and pprof do for heap_v2/S: a
- * block of average size a was sampled with probability 1 - exp(-a/S). */
 void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks)
 {
 	if (sample <= 1 || !*blocks)
 		return;
-	double avg = (double)*bytes / (double)*blocks;
-	double scale = 1.0 / -expm1(-avg / (double)sample);
+	double scale = prof_unbias_scale(sample, *blocks, *bytes);
 	*bytes = (uint64_t)((double)*bytes * scale + 0.5);
 	*blocks = (uint64_t)((double)*blocks * scale + 0.5);
 }
@@ -198,8 +196,9 @@ static int is_leak_file(const char *name)
 {
 	size_t n = strlen(name);
 	/* the exit reports only: a leak check's file is read by name */
-	return !strncmp(name, "heaptrail.", 10) && n > 16 && !strcmp(name + n - 6, ".leaks") &&
-	       !strstr(name, ".check-");
+	return !strncmp(name, FMT_FILE_PREFIX ".", FMT_LEN(FMT_FILE_PREFIX ".")) && n > 16 &&
+	       !strcmp(name + n - FMT_LEN(FMT_LEAKS_SUFFIX), FMT_LEAKS_SUFFIX) &&
+	       !strstr(name, "." FMT_LEAKS_CHECK);
 }
 
 /* The list of files to read: path itself, or the leak files in it. */

@@ -89,7 +89,8 @@ int prof_kinds_parse(const char *s, unsigned *mask);
 size_t prof_run_errors(const struct prof_run *run, unsigned mask);
 
 /* Turns sampled counts (mean sampling distance S bytes) into unbiased
- * estimates, in place; does nothing for S <= 1. */
+ * estimates (analyze/unbias.h), in place, rounded to the nearest
+ * integer; does nothing for S <= 1. */
 void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks);
 
 /* The name to show for an allocator entry point ("operator new[]"...). */

@@ -7,6 +7,7 @@
 
 #include "analyze/timeline.h"
 #include "format/input.h"
+#include "format/vocab.h"
 
 static char errbuf[128];
 
@@ -41,17 +42,19 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 	for (long lineno = 1; s < end; lineno++) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;
-		if (lineno == 1 && (eol - s < 22 || memcmp(s, "# heaptrail timeline 1", 22))) {
+		if (lineno == 1 && ((size_t)(eol - s) < FMT_LEN(FMT_TIMELINE_HEADER) ||
+				     memcmp(s, FMT_TIMELINE_HEADER, FMT_LEN(FMT_TIMELINE_HEADER)))) {
 			snprintf(errbuf, sizeof errbuf,
 				 "line 1: not a heaptrail timeline (version 1)");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (*s == '#') {
-			const char *q = memmem(s, (size_t)(eol - s), "sample=", 7);
+			const char *q = memmem(s, (size_t)(eol - s), FMT_TIMELINE_SAMPLE,
+					       FMT_LEN(FMT_TIMELINE_SAMPLE));
 			if (q) {
 				int64_t v;
-				q += 7;
+				q += FMT_LEN(FMT_TIMELINE_SAMPLE);
 				if (!take_num(&q, eol, &v))
 					t->sample = (uint64_t)v;
 			}

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "analyze/profile.h"
+#include "analyze/load.h"
 #include "analyze/report.h"
 #include "analyze/suppress.h"
 
@@ -105,8 +105,6 @@ void cli_prof_notes(const struct prof_profile *p);
  * standard output when path is "-". Prints the error and returns -1 on
  * failure. */
 int cli_emit(const char *path, const char *data, size_t len);
-/* "1.5 MiB", "12.0 KiB", "512 B" (signed; bytes = true: exact integer). */
-const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact);
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,13 +1,14 @@
 /* growth.c — `heaptrail growth DUMPS...|DIR`: the sites that keep growing
- * over a run's dumps, steadiest and fastest first. */
-#include <inttypes.h>
-#include <math.h>
+ * over a run's dumps, steadiest and fastest first (the fit is
+ * analyze/growth.c, the table render/tables.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/growth.h"
+#include "analyze/series.h"
 #include "cli/cli.h"
+#include "render/render.h"
 
 static const char usage[] =
 	"usage: heaptrail growth [options] DIR | DUMP DUMP DUMP...\n"
@@ -23,31 +24,6 @@ static const char usage[] =
 	"  --focus RE, --ignore RE  only stacks with / without a function matching RE\n"
 	"  --binary-path DIRS     directories searched first for the dumps' binaries\n"
 	"  --bytes                exact byte counts instead of KiB/MiB\n";
-
-static const char *fmt_v(char *buf, size_t cap, double x, bool space, bool exact, bool sign)
-{
-	char tmp[48];
-	if (space)
-		cli_fmt_bytes(tmp, sizeof tmp, (int64_t)llround(x), exact);
-	else
-		snprintf(tmp, sizeof tmp, "%.0f", x);
-	snprintf(buf, cap, "%s%s", sign && x > 0 ? "+" : "", tmp);
-	return buf;
-}
-
-static void print_site(const struct prof_growth *g, const struct prof_growth_site *s,
-		       const char *rank, bool space, bool exact)
-{
-	char a[48], b[48], c[48], d[64];
-	fmt_v(a, sizeof a, s->slope, space, exact, true);
-	snprintf(d, sizeof d, "%s/%s", a, g->timed ? "s" : "dump");
-	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
-	char late[64];
-	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
-	printf("%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank, prof_trend_names[s->trend],
-	       d, late, s->r2, fmt_v(b, sizeof b, (double)s->first, space, exact, false),
-	       fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
-}
 
 int cmd_growth(int argc, char **argv)
 {
@@ -142,52 +118,13 @@ int cmd_growth(int argc, char **argv)
 		cli_error("out of memory");
 		goto out_series;
 	}
-	bool space = v == PROF_INUSE_SPACE, exact = o.bytes;
-	char a[48], b[48];
-	printf("%zu dumps", n);
-	if (pid >= 0)
-		printf(" of pid %ld", pid);
-	if (g.timed)
-		printf(" over %.1f s", g.x[n - 1]);
 	char since[96];
+	struct render_table_opts ro = {
+		.value = v, .lines = o.lines, .exact = o.bytes, .max = o.nodecount ? o.nodecount : 10,
+	};
 	if (pid >= 0 && !cli_attach_label(ps[0].path, pid, since, sizeof since))
-		printf(" %s", since);  /* heaptrail attach: nothing from before */
-	printf(", %s %s -> %s", space ? "in-use space" : "in-use objects",
-	       fmt_v(a, sizeof a, (double)g.total.first, space, exact, false),
-	       fmt_v(b, sizeof b, (double)g.total.last, space, exact, false));
-	if (ps[0].sample > 1)
-		printf(" (sampled: estimates)");
-	printf("\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend", "slope",
-	       "later half", "r2", "first", "last", o.lines ? "site (file:line)" : "site");
-	long max = o.nodecount ? o.nodecount : 10, shown = 0;
-	for (size_t i = 0; i < g.nsites && g.sites[i].trend == PROF_TREND_GROWING; i++) {
-		if (shown == max)
-			break;
-		char rank[16];
-		snprintf(rank, sizeof rank, "%ld", ++shown);
-		print_site(&g, &g.sites[i], rank, space, exact);
-	}
-	if (!shown)
-		printf("   -  (no site grows steadily)\n");
-	printf("\nnot growing:\n");
-	long others = 0;
-	size_t hidden = 0;
-	for (size_t i = 0; i < g.nsites; i++) {
-		if (g.sites[i].trend == PROF_TREND_GROWING)
-			continue;
-		if (others == max) {
-			hidden++;
-			continue;
-		}
-		others++;
-		print_site(&g, &g.sites[i], "-", space, exact);
-	}
-	if (!others)
-		printf("   -  (none)\n");
-	if (hidden)
-		printf("(%zu more; -n to see them)\n", hidden);
-	printf("\n");
-	print_site(&g, &g.total, "all", space, exact);
+		ro.since = since;  /* heaptrail attach: nothing from before */
+	render_growth(stdout, &g, pid, ps[0].sample > 1, &ro);
 	prof_growth_release(&g);
 	ret = fflush(stdout) ? 1 : 0;
 out_series:

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/options.h"
+#include "format/vocab.h"
 #include "cli/cli.h"
 #include "render/render.h"
 
@@ -133,7 +134,7 @@ static unsigned last_check(const char *dir, long pid)
 {
 	char prefix[64];
 	unsigned best = 0;
-	snprintf(prefix, sizeof prefix, "heaptrail.%ld.check-", pid);
+	snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld." FMT_LEAKS_CHECK, pid);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d)))
@@ -142,7 +143,7 @@ static unsigned last_check(const char *dir, long pid)
 			 * check being written has another name, and is not whole */
 			char *end;
 			unsigned n = (unsigned)strtoul(e->d_name + strlen(prefix), &end, 10);
-			if (strcmp(end, ".leaks"))
+			if (strcmp(end, FMT_LEAKS_SUFFIX))
 				continue;
 			if (n > best)
 				best = n;
@@ -247,7 +248,8 @@ int cmd_leaks(int argc, char **argv)
 	for (;;) {
 		unsigned n = last_check(dir, pid);
 		if (n > before) {
-			snprintf(path, sizeof path, "%s/heaptrail.%ld.check-%u.leaks", dir, pid, n);
+			snprintf(path, sizeof path, "%s/" FMT_FILE_PREFIX ".%ld." FMT_LEAKS_CHECK "%u" FMT_LEAKS_SUFFIX,
+				 dir, pid, n);
 			break;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);

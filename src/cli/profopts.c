@@ -1,6 +1,5 @@
 /* profopts.c — options and loading shared by the analyzer's commands. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,16 +150,6 @@ int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_p
 	}
 	return 0;
 }
-
-const char *cli_fmt_bytes(char *buf, size_t cap, int64_t v, bool exact)
-{
-	if (exact) {
-		snprintf(buf, cap, "%" PRId64, v);
-		return buf;
-	}
-	return render_bytes(buf, cap, v);
-}
-
 
 void cli_prof_notes(const struct prof_profile *p)
 {

@@ -29,6 +29,7 @@
 #include "analyze/report.h"
 #include "cli/cli.h"
 #include "format/options.h"
+#include "format/vocab.h"
 #include "render/render.h"
 
 static const char usage[] =
@@ -329,7 +330,7 @@ int cli_other_run_file(const char *dir, char *name, size_t cap)
 	if (!d)
 		return 0;
 	for (struct dirent *e; !found && (e = readdir(d));)
-		if (!strncmp(e->d_name, "heaptrail.", 10)) {
+		if (!strncmp(e->d_name, FMT_FILE_PREFIX ".", FMT_LEN(FMT_FILE_PREFIX "."))) {
 			snprintf(name, cap, "%s", e->d_name);
 			found = 1;
 		}
@@ -510,7 +511,8 @@ static void suggest_analysis(const char *outdir)
 	for (struct dirent *e; (e = readdir(d));) {
 		size_t len = strlen(e->d_name);
 		const char *dot = strchr(e->d_name, '.');
-		if (len < 6 || strcmp(e->d_name + len - 5, ".heap") || !dot)
+		if (len <= FMT_LEN(FMT_HEAP_SUFFIX) ||
+		    strcmp(e->d_name + len - FMT_LEN(FMT_HEAP_SUFFIX), FMT_HEAP_SUFFIX) || !dot)
 			continue;
 		total++;
 		pid = strtol(dot + 1, NULL, 10);

@@ -3,15 +3,16 @@
  * sites of the dump nearest the peak (the one holding the most). */
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "analyze/aggregate.h"
+#include "analyze/series.h"
 #include "analyze/timeline.h"
 #include "cli/cli.h"
+#include "format/vocab.h"
 #include "render/render.h"
 
 static const char timeline_usage[] =
@@ -57,11 +58,12 @@ static long name_pid(const char *name)
 {
 	const char *s = strrchr(name, '/');
 	s = s ? s + 1 : name;
-	if (strncmp(s, "heaptrail.", 10))
+	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
+	if (strncmp(s, FMT_FILE_PREFIX ".", k))
 		return -1;
 	char *end;
-	long pid = strtol(s + 10, &end, 10);
-	return end > s + 10 && !strcmp(end, ".timeline") ? pid : -1;
+	long pid = strtol(s + k, &end, 10);
+	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
 }
 
 /* The process a dump is of: its header says, or its name does
@@ -72,11 +74,12 @@ static long dump_pid(const struct prof_profile *p)
 		return p->pid;
 	const char *s = strrchr(p->path, '/');
 	s = s ? s + 1 : p->path;
-	if (strncmp(s, "heaptrail.", 10))
+	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
+	if (strncmp(s, FMT_FILE_PREFIX ".", k))
 		return -1;
 	char *end;
-	long pid = strtol(s + 10, &end, 10);
-	return end > s + 10 && *end == '.' ? pid : -1;
+	long pid = strtol(s + k, &end, 10);
+	return end > s + k && *end == '.' ? pid : -1;
 }
 
 /* A timeline chosen among a directory's: its path, pid and contents. */
@@ -97,7 +100,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 	memset(c, 0, sizeof *c);
 	c->pid = -1;
 	if (pid > 0) {
-		if (asprintf(&c->path, "%s/heaptrail.%ld.timeline", dir, pid) < 0) {
+		if (asprintf(&c->path, "%s/" FMT_FILE_PREFIX ".%ld" FMT_TIMELINE_SUFFIX, dir, pid) < 0) {
 			c->path = NULL;
 			cli_error("out of memory");
 			return -1;
@@ -219,51 +222,19 @@ static int peak_dump(const char *dir, long pid, const struct prof_load_opts *lo,
 	return pick != SIZE_MAX;
 }
 
-static const char *fmt_value(char *buf, size_t cap, int64_t x, int v, bool exact)
-{
-	if (v == PROF_INUSE_SPACE || v == PROF_ALLOC_SPACE)
-		return cli_fmt_bytes(buf, cap, x, exact);
-	snprintf(buf, cap, "%" PRId64, x);
-	return buf;
-}
-
 static int print_top(const struct cli_prof_opts *o, const struct prof_profile *p, size_t ndumps)
 {
-	static const char *const words[PROF_NVALUES] = {
-		"objects in use", "in use", "objects allocated", "allocated",
-	};
 	struct prof_table t;
-	char a[48], b[48];
 	int v = o->value >= 0 ? o->value : PROF_INUSE_SPACE;
 	if (prof_table_build(&t, p, o->lines, v, PROF_SORT_FLAT)) {
 		cli_error("out of memory");
 		return -1;
 	}
-	int64_t total = p->total[v];
-	const char *name = strrchr(p->path, '/');
-	printf("\ntop allocation sites at the peak: %s", name ? name + 1 : p->path);
-	if (p->ms >= 0)
-		printf(", taken at %.3f s", (double)p->ms / 1000);
-	printf(", %s %s (the most of %zu dump%s)\n", fmt_value(a, sizeof a, total, v, o->bytes),
-	       words[v], ndumps, ndumps == 1 ? "" : "s");
-	if (o->focus || o->ignore)
-		printf("(stacks%s%s%s%s)\n", o->focus ? " matching " : "", o->focus ? o->focus : "",
-		       o->ignore ? " without " : "", o->ignore ? o->ignore : "");
-	printf("%12s %6s %12s %6s  %s\n", "flat", "flat%", "cum", "cum%",
-	       o->lines ? "function file:line" : "function");
-	long max = o->nodecount ? o->nodecount : 10, shown = 0;
-	for (size_t i = 0; i < t.nrows && shown < max; i++) {
-		const struct prof_row *r = &t.rows[i];
-		if (!r->flat[v])
-			continue;  /* callers only: not an allocation site */
-		printf("%12s %5.1f%% %12s %5.1f%%  %s\n", fmt_value(a, sizeof a, r->flat[v], v, o->bytes),
-		       total ? 100.0 * (double)r->flat[v] / (double)total : 0.0,
-		       fmt_value(b, sizeof b, r->cum[v], v, o->bytes),
-		       total ? 100.0 * (double)r->cum[v] / (double)total : 0.0, r->name);
-		shown++;
-	}
-	if (!shown)
-		printf("  (none)\n");
+	struct render_table_opts ro = {
+		.value = v, .lines = o->lines, .exact = o->bytes,
+		.max = o->nodecount ? o->nodecount : 10, .focus = o->focus, .ignore = o->ignore,
+	};
+	render_peak_top(stdout, p, &t, ndumps, &ro);
 	prof_table_release(&t);
 	return 0;
 }

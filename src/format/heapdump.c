@@ -1,12 +1,12 @@
 /* heapdump.c — the text heap profile reader; the layouts are in heapdump.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "format/heapdump.h"
+#include "format/vocab.h"
 #include "format/input.h"
 
 #define MAX_LINE (1u << 20)
@@ -232,18 +232,19 @@ static int add_buildid(struct fmt_heap_dump *d, const char *s)
 
 static void parse_comment(struct fmt_heap_dump *d, const char *s)
 {
-	if (!strncmp(s, "# heaptrail-dump", 16)) {
+	if (!strncmp(s, FMT_HEAP_DUMP_LINE, FMT_LEN(FMT_HEAP_DUMP_LINE))) {
 		const char *p;
-		if ((p = strstr(s, " ms=")))
-			d->ms = strtoll(p + 4, NULL, 10);
-		if ((p = strstr(s, " unix_ms=")))
-			d->unix_ms = strtoll(p + 9, NULL, 10);
-		if ((p = strstr(s, " pid=")))
-			d->pid = strtol(p + 5, NULL, 10);
-		if ((p = strstr(s, " run="))) {
-			size_t n = strcspn(p + 5, " \n");
+		if ((p = strstr(s, " " FMT_HEAP_MS)))
+			d->ms = strtoll(p + 1 + FMT_LEN(FMT_HEAP_MS), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_UNIX_MS)))
+			d->unix_ms = strtoll(p + 1 + FMT_LEN(FMT_HEAP_UNIX_MS), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_PID)))
+			d->pid = strtol(p + 1 + FMT_LEN(FMT_HEAP_PID), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_RUN))) {
+			p += 1 + FMT_LEN(FMT_HEAP_RUN);
+			size_t n = strcspn(p, " \n");
 			if (n < sizeof d->run) {
-				memcpy(d->run, p + 5, n);
+				memcpy(d->run, p, n);
 				d->run[n] = 0;
 			}
 		}
@@ -264,11 +265,11 @@ static int parse_sampler(struct fmt_heap_dump *d, const char *s)
 		if (parse_count(&r, &rate))
 			return -1;
 	}
-	if (n == 7 && !strncmp(s, "heap_v2", 7))
+	if (n == FMT_LEN(FMT_HEAP_V2) && !strncmp(s, FMT_HEAP_V2, n))
 		d->sample = rate ? rate : 1;
 	else if (n == 8 && !strncmp(s, "heapz_v2", 8))
 		d->sample = rate ? rate : 1;
-	else if (n == 11 && !strncmp(s, "heapprofile", 11))
+	else if (n == FMT_LEN(FMT_HEAP_PROFILE) && !strncmp(s, FMT_HEAP_PROFILE, n))
 		d->sample = 1;
 	else if (n == 4 && !strncmp(s, "heap", 4))
 		d->sample = rate / 2 ? rate / 2 : 1; /* the old sampler's S is twice the mean */
@@ -309,8 +310,8 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		}
 		const char *s = line;
 		if (st == MAPS) {
-			if (!strncmp(s, "# build-id ", 11))
-				rc = add_buildid(d, s + 11);
+			if (!strncmp(s, FMT_HEAP_BUILD_ID " ", FMT_LEN(FMT_HEAP_BUILD_ID " ")))
+				rc = add_buildid(d, s + FMT_LEN(FMT_HEAP_BUILD_ID " "));
 			else if (*s != '#')
 				rc = add_map(d, s);
 			if (rc)
@@ -324,7 +325,8 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		}
 		if (*s == '\n' || *s == '\r' || !*s)
 			continue;
-		if (!strncmp(s, "MAPPED_LIBRARIES:", 17) || !strncmp(s, "--- Memory map:", 15)) {
+		if (!strncmp(s, FMT_HEAP_MAPS, FMT_LEN(FMT_HEAP_MAPS)) ||
+		    !strncmp(s, FMT_HEAP_MAPS_OLD, FMT_LEN(FMT_HEAP_MAPS_OLD))) {
 			if (st == HEADER)
 				break; /* reported below as a missing header */
 			if (je_pending) {
@@ -336,8 +338,8 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			continue;
 		}
 		if (st == HEADER) {
-			if (!strncmp(s, "heap profile:", 13)) {
-				s += 13;
+			if (!strncmp(s, FMT_HEAP_HEADER, FMT_LEN(FMT_HEAP_HEADER))) {
+				s += FMT_LEN(FMT_HEAP_HEADER);
 				if (parse_counts(&s, d->total) || parse_sampler(d, s)) {
 					*err = line_error(lineno, "malformed 'heap profile:' header");
 					rc = -EINVAL;
@@ -345,8 +347,8 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 				}
 				d->layout = FMT_HEAP_GPERFTOOLS;
 				st = SAMPLES;
-			} else if (!strncmp(s, "heap_v2/", 8)) {
-				s += 8;
+			} else if (!strncmp(s, FMT_HEAP_V2 "/", FMT_LEN(FMT_HEAP_V2 "/"))) {
+				s += FMT_LEN(FMT_HEAP_V2 "/");
 				if (parse_count(&s, &d->sample) || !d->sample) {
 					*err = line_error(lineno, "malformed 'heap_v2/' header");
 					rc = -EINVAL;
@@ -473,24 +475,4 @@ void fmt_heap_release(struct fmt_heap_dump *d)
 	free(d->stacks);
 	free(d->pool);
 	memset(d, 0, sizeof *d);
-}
-
-void fmt_heap_unsample(uint64_t sample, uint64_t count, uint64_t bytes,
-		       int64_t *out_count, int64_t *out_bytes)
-{
-	if (!count || !bytes) {
-		*out_count = *out_bytes = 0;
-		return;
-	}
-	if (sample <= 1) {
-		*out_count = (int64_t)count;
-		*out_bytes = (int64_t)bytes;
-		return;
-	}
-	double avg = (double)bytes / (double)count;
-	double scale = 1.0 / (1.0 - exp(-avg / (double)sample));
-	/* hostile input (a huge count of tiny blocks) must not overflow */
-	double c = (double)count * scale, b = (double)bytes * scale;
-	*out_count = c < 0x1p62 ? (int64_t)c : INT64_C(1) << 62;
-	*out_bytes = b < 0x1p62 ? (int64_t)b : INT64_C(1) << 62;
 }

@@ -20,7 +20,7 @@
  * (when the dump was taken, and by which run), and "# build-id HEX PATH" per module at the end.
  *
  * Counts are returned as read (raw samples); unbiasing is the caller's
- * business (fmt_heap_unsample does it as pprof does). Stacks are return
+ * business (analyze/unbias.h does it as pprof does). Stacks are return
  * addresses, innermost first, exactly as in the file.
  *
  * The reader takes a FILE stream and keeps nothing but the parsed result,
@@ -98,11 +98,5 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err);
 int fmt_heap_read_path(struct fmt_heap_dump *d, const char *path, const char **err);
 
 void fmt_heap_release(struct fmt_heap_dump *d);
-
-/* Unbiased estimates of a stack's count and bytes, as pprof computes them
- * (each product truncated to an integer): with mean block size
- * a = bytes/count, a block was sampled with probability 1 - exp(-a/S). */
-void fmt_heap_unsample(uint64_t sample, uint64_t count, uint64_t bytes,
-		       int64_t *out_count, int64_t *out_bytes);
 
 #endif

@@ -254,32 +254,32 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			continue;
 		}
 		uint64_t a, b, c, d, e;
-		if (!strcmp(k, "pid") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
+		if (!strcmp(k, FMT_LEAKS_PID) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
 			l.pid = (long)a;
-		} else if (!strcmp(k, "ppid") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
+		} else if (!strcmp(k, FMT_LEAKS_PPID) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
 			l.ppid = (long)a;
-		} else if (!strcmp(k, "run") && ln.ntok == 2 && strlen(ln.tok[1]) < sizeof l.run) {
+		} else if (!strcmp(k, FMT_LEAKS_RUN) && ln.ntok == 2 && strlen(ln.tok[1]) < sizeof l.run) {
 			strcpy(l.run, ln.tok[1]);
-		} else if (!strcmp(k, "exe") && ln.ntok == 2) {
+		} else if (!strcmp(k, FMT_LEAKS_EXE) && ln.ntok == 2) {
 			free(l.exe);
 			if (!(l.exe = dup_unescaped(ln.tok[1])))
 				goto oom;
-		} else if (!strcmp(k, "arg") && ln.ntok == 2) {
+		} else if (!strcmp(k, FMT_LEAKS_ARG) && ln.ntok == 2) {
 			if (grow((void **)&l.argv, &argcap, l.argc + 1, sizeof *l.argv) ||
 			    !(l.argv[l.argc] = dup_unescaped(ln.tok[1])))
 				goto oom;
 			l.argv[++l.argc] = NULL;
-		} else if (!strcmp(k, "exit") && ln.ntok >= 2) {
-			if (!strcmp(ln.tok[1], "status") && ln.ntok == 3 && !parse_u64(ln.tok[2], 10, &a) && a < 256) {
+		} else if (!strcmp(k, FMT_LEAKS_EXIT) && ln.ntok >= 2) {
+			if (!strcmp(ln.tok[1], FMT_LEAKS_STATUS) && ln.ntok == 3 && !parse_u64(ln.tok[2], 10, &a) && a < 256) {
 				l.exit_how = FMT_EXIT_STATUS;
 				l.exit_code = (int)a;
-			} else if (!strcmp(ln.tok[1], "signal") && ln.ntok == 3 && !parse_u64(ln.tok[2], 10, &a) && a < 128) {
+			} else if (!strcmp(ln.tok[1], FMT_LEAKS_SIGNAL) && ln.ntok == 3 && !parse_u64(ln.tok[2], 10, &a) && a < 128) {
 				l.exit_how = FMT_EXIT_SIGNAL;
 				l.exit_code = (int)a;
 			} else {
 				l.exit_how = FMT_EXIT_UNKNOWN;
 			}
-		} else if (!strcmp(k, "totals")) {
+		} else if (!strcmp(k, FMT_LEAKS_TOTALS)) {
 			if (ln.ntok != 6 || parse_u64(ln.tok[1], 10, &a) || parse_u64(ln.tok[2], 10, &b) ||
 			    parse_u64(ln.tok[3], 10, &c) || parse_u64(ln.tok[4], 10, &d) ||
 			    parse_u64(ln.tok[5], 10, &e))
@@ -287,15 +287,15 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			l.allocs = a, l.frees = b, l.bytes_allocated = c;
 			l.in_use_bytes = d, l.in_use_blocks = e;
 			saw_totals = true;
-		} else if (!strcmp(k, "dropped") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
+		} else if (!strcmp(k, FMT_LEAKS_DROPPED) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.dropped = a;
-		} else if (!strcmp(k, "check") && ln.ntok == 3 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
+		} else if (!strcmp(k, FMT_LEAKS_CHECK_LINE) && ln.ntok == 3 && !parse_u64(ln.tok[1], 10, &a) && a < (1u << 31)) {
 			l.check = (unsigned)a;
-			l.check_increased = !strcmp(ln.tok[2], "increased");
-		} else if (!strcmp(k, "unstopped_threads") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) &&
+			l.check_increased = !strcmp(ln.tok[2], FMT_LEAKS_INCREASED);
+		} else if (!strcmp(k, FMT_LEAKS_UNSTOPPED) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a) &&
 			   a < (1u << 31)) {
 			l.unstopped_threads = (unsigned)a;
-		} else if (!strcmp(k, "summary") && ln.ntok == 4 && !parse_u64(ln.tok[2], 10, &a) &&
+		} else if (!strcmp(k, FMT_LEAKS_SUMMARY) && ln.ntok == 4 && !parse_u64(ln.tok[2], 10, &a) &&
 			   !parse_u64(ln.tok[3], 10, &b)) {
 			for (int i = 0; i < FMT_KIND_COUNT; i++)
 				if (!strcmp(ln.tok[1], fmt_kind_names[i])) {
@@ -303,19 +303,19 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 					l.kind_blocks[i] = b;
 					l.has_summary = true;
 				}
-		} else if (!strcmp(k, "sample") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
+		} else if (!strcmp(k, FMT_LEAKS_SAMPLE) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.sample = a;
-		} else if (!strcmp(k, "scan_us") && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
+		} else if (!strcmp(k, FMT_LEAKS_SCAN_US) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.scan_us = a;
-		} else if (!strcmp(k, "classified") && ln.ntok == 2) {
-			l.classified = !strcmp(ln.tok[1], "yes");
-		} else if (!strcmp(k, "allocator_bypassed") && ln.ntok == 2) {
+		} else if (!strcmp(k, FMT_LEAKS_CLASSIFIED) && ln.ntok == 2) {
+			l.classified = !strcmp(ln.tok[1], FMT_YES);
+		} else if (!strcmp(k, FMT_LEAKS_BYPASSED) && ln.ntok == 2) {
 			free(l.allocator_bypassed);
 			if (!(l.allocator_bypassed = dup_unescaped(ln.tok[1])))
 				goto oom;
-		} else if (!strcmp(k, "freeres") && ln.ntok == 2) {
-			l.freeres = !strcmp(ln.tok[1], "yes");
-		} else if (!strcmp(k, "module")) {
+		} else if (!strcmp(k, FMT_LEAKS_FREERES) && ln.ntok == 2) {
+			l.freeres = !strcmp(ln.tok[1], FMT_YES);
+		} else if (!strcmp(k, FMT_LEAKS_MODULE)) {
 			if (ln.ntok != 7 || parse_addr(ln.tok[1], &a) || parse_addr(ln.tok[2], &b) ||
 			    parse_addr(ln.tok[3], &c) || b > c)
 				goto bad_line;
@@ -324,16 +324,16 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			struct fmt_module *m = &l.modules[l.nmodules];
 			memset(m, 0, sizeof *m);
 			m->base = a, m->lo = b, m->hi = c;
-			m->unloaded = !strcmp(ln.tok[5], "unloaded");
+			m->unloaded = !strcmp(ln.tok[5], FMT_LEAKS_UNLOADED);
 			m->path = dup_unescaped(ln.tok[6]);
 			m->build_id = strcmp(ln.tok[4], "-") ? strdup(ln.tok[4]) : NULL;
 			l.nmodules++;
 			if (!m->path || (strcmp(ln.tok[4], "-") && !m->build_id))
 				goto oom;
-		} else if (!strcmp(k, "stack")) {
+		} else if (!strcmp(k, FMT_LEAKS_STACK)) {
 			if (parse_stack(&l, &ln, &stackcap))
 				goto bad_line;
-		} else if (!strcmp(k, "record")) {
+		} else if (!strcmp(k, FMT_LEAKS_RECORD)) {
 			int kind = -1;
 			long si;
 			if ((ln.ntok != 5 && ln.ntok != 7) || parse_u64(ln.tok[2], 10, &a) ||
@@ -349,7 +349,7 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 				goto oom;
 			l.records[l.nrecords++] = (struct fmt_record){ kind, a, b, (size_t)si, ln.ntok == 7,
 								       ln.ntok == 7 ? d : 0, ln.ntok == 7 ? e : 0 };
-		} else if (!strcmp(k, "end") && ln.ntok == 1) {
+		} else if (!strcmp(k, FMT_LEAKS_END) && ln.ntok == 1) {
 			saw_end = true;
 		}
 		/* anything else: a newer writer's line; skipped */

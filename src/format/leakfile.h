@@ -49,8 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FMT_LEAKS_MAGIC "heaptrail-leaks"
-#define FMT_LEAKS_VERSION 1
+#include "format/vocab.h"   /* FMT_LEAKS_MAGIC, FMT_LEAKS_VERSION, keywords */
 
 /* Allocator entry points, as recorded per stack (tokens without spaces:
  * "new" is operator new). Kept in this order: the

@@ -1,14 +1,14 @@
 /* flame.c — a heap profile as an interactive SVG flame graph.
  *
- * The stacks of the profile are merged into a tree, root first (or leaf
- * first with reverse), one node per distinct path of names; a node's
- * value is the sum of the samples through it. Siblings are ordered by
+ * The stacks of the profile are merged into a tree (analyze/tree.h), root
+ * first (or leaf first with reverse), one node per distinct path of
+ * names; a node's value is the sum of the samples through it. Siblings are ordered by
  * name, so two graphs of the same program line up. Each node becomes a
  * rectangle whose width is its share of the root; nodes narrower than
  * MIN_PX are dropped with everything above them (a zoom cannot bring
  * them back: they are not in the file), which keeps big profiles small.
  *
- * The SVG carries its own script: click to zoom, search by regex, a
+ * The SVG carries its own script (flame.js): click to zoom, search by regex, a
  * details line, all working from the geometry of the rectangles, so
  * the C side and the script share only a handful of constants. Labels
  * are cut to fit by the same rule on both sides, assuming a monospace
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/tree.h"
 #include "render/render.h"
 
 #define FRAME_H   16      /* pixels per stack level */
@@ -29,200 +30,27 @@
 #define TOP       54      /* y of the first row of frames */
 #define BOTTOM    30      /* room for the details line */
 #define MIN_PX    0.1
-#define NO_NODE   UINT32_MAX
 
-struct node {
-	uint32_t name, parent;
-	int64_t v, old;                 /* value in the profile, in the base */
-	const struct prof_frame *f;     /* the first frame seen, for file:line */
-	bool mixed;                     /* frames of several lines merged here */
-	bool drawn;
-	int depth;
+/* Where a node of the tree is drawn. */
+struct place {
 	double x;                       /* start, in value units from the left */
+	int depth;
+	bool drawn;
 };
 
 struct flame {
-	struct node *nodes;
-	size_t n, cap;
-	uint32_t *slots;                /* (parent, name) -> node id + 1 */
-	size_t nslots;
-	char **names;
-	size_t nnames, names_cap;
-	uint32_t *name_slots;           /* name -> id + 1 */
-	size_t nname_slots;
+	struct prof_tree t;
+	struct place *pl;               /* one per node */
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t hash_pair(uint32_t parent, uint32_t name)
-{
-	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
-/* ---------- names ---------- */
-
-static int names_grow(struct flame *fl)
-{
-	size_t ns = fl->nname_slots ? 2 * fl->nname_slots : 1024;
-	uint32_t *s = calloc(ns, sizeof *s);
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < fl->nnames; i++) {
-		size_t k = hash_str(fl->names[i]) & (ns - 1);
-		while (s[k])
-			k = (k + 1) & (ns - 1);
-		s[k] = (uint32_t)i + 1;
-	}
-	free(fl->name_slots);
-	fl->name_slots = s;
-	fl->nname_slots = ns;
-	return 0;
-}
-
-/* The id of name, added when new; NO_NODE when out of memory. */
-static uint32_t name_id(struct flame *fl, const char *name)
-{
-	if (2 * (fl->nnames + 1) > fl->nname_slots && names_grow(fl))
-		return NO_NODE;
-	size_t mask = fl->nname_slots - 1, k = hash_str(name) & mask;
-	for (; fl->name_slots[k]; k = (k + 1) & mask)
-		if (!strcmp(fl->names[fl->name_slots[k] - 1], name))
-			return fl->name_slots[k] - 1;
-	if (fl->nnames == fl->names_cap) {
-		size_t nc = fl->names_cap ? 2 * fl->names_cap : 256;
-		char **nn = realloc(fl->names, nc * sizeof *nn);
-		if (!nn)
-			return NO_NODE;
-		fl->names = nn;
-		fl->names_cap = nc;
-	}
-	if (!(fl->names[fl->nnames] = strdup(name)))
-		return NO_NODE;
-	fl->name_slots[k] = (uint32_t)++fl->nnames;
-	return (uint32_t)fl->nnames - 1;
-}
-
-/* ---------- the tree ---------- */
-
-static int nodes_rehash(struct flame *fl)
-{
-	size_t ns = fl->nslots ? 2 * fl->nslots : 4096;
-	uint32_t *s = calloc(ns, sizeof *s);
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 1; i < fl->n; i++) {
-		size_t k = hash_pair(fl->nodes[i].parent, fl->nodes[i].name) & (ns - 1);
-		while (s[k])
-			k = (k + 1) & (ns - 1);
-		s[k] = (uint32_t)i + 1;
-	}
-	free(fl->slots);
-	fl->slots = s;
-	fl->nslots = ns;
-	return 0;
-}
-
-static uint32_t node_new(struct flame *fl, uint32_t parent, uint32_t name)
-{
-	if (fl->n == fl->cap) {
-		size_t nc = fl->cap ? 2 * fl->cap : 1024;
-		struct node *nn = realloc(fl->nodes, nc * sizeof *nn);
-		if (!nn)
-			return NO_NODE;
-		fl->nodes = nn;
-		fl->cap = nc;
-	}
-	struct node *nd = &fl->nodes[fl->n];
-	memset(nd, 0, sizeof *nd);
-	nd->name = name;
-	nd->parent = parent;
-	return (uint32_t)fl->n++;
-}
-
-/* The child of parent called name, made when missing; NO_NODE when out
- * of memory. */
-static uint32_t node_child(struct flame *fl, uint32_t parent, uint32_t name)
-{
-	if (2 * (fl->n + 1) > fl->nslots && nodes_rehash(fl))
-		return NO_NODE;
-	size_t mask = fl->nslots - 1, k = hash_pair(parent, name) & mask;
-	for (; fl->slots[k]; k = (k + 1) & mask) {
-		const struct node *c = &fl->nodes[fl->slots[k] - 1];
-		if (c->parent == parent && c->name == name)
-			return fl->slots[k] - 1;
-	}
-	uint32_t id = node_new(fl, parent, name);
-	if (id != NO_NODE)
-		fl->slots[k] = id + 1;
-	return id;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-	return a == b || (a && b && !strcmp(a, b));
-}
-
-static void node_note_frame(struct node *nd, const struct prof_frame *f)
-{
-	if (!nd->f)
-		nd->f = f;
-	else if (nd->f != f && (nd->f->line != f->line || !same_str(nd->f->file, f->file)))
-		nd->mixed = true;
-}
-
-/* Adds every sample of p with a positive value v to the tree: into the
- * nodes' v, or their old when is_base. */
-static int flame_add(struct flame *fl, const struct prof_profile *p, int v, bool is_base,
-		     bool lines, bool reverse)
-{
-	char buf[4096];
-	int rc = 0;
-	uint32_t *name_of = malloc((p->nframes + 1) * sizeof *name_of);
-	if (!name_of)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nframes; i++)
-		if ((name_of[i] = name_id(fl, prof_frame_name(&p->frames[i], lines, buf,
-							       sizeof buf))) == NO_NODE)
-			goto nomem;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct prof_sample *s = &p->samples[i];
-		int64_t x = s->v[v];
-		if (x <= 0)
-			continue;
-		uint32_t cur = 0;
-		for (uint32_t k = 0;; k++) {
-			struct node *nd = &fl->nodes[cur];
-			*(is_base ? &nd->old : &nd->v) += x;
-			if (k == s->nframes)
-				break;
-			uint32_t fid = s->frames[reverse ? k : s->nframes - 1 - k];
-			if ((cur = node_child(fl, cur, name_of[fid])) == NO_NODE)
-				goto nomem;
-			node_note_frame(&fl->nodes[cur], &p->frames[fid]);
-		}
-	}
-	goto out;
-nomem:
-	rc = -ENOMEM;
-out:
-	free(name_of);
-	return rc;
-}
 
 static int cmp_siblings(const void *a, const void *b, void *ctx)
 {
-	const struct flame *fl = ctx;
-	const struct node *x = &fl->nodes[*(const uint32_t *)a], *y = &fl->nodes[*(const uint32_t *)b];
+	const struct prof_tree *t = ctx;
+	const struct prof_tree_node *x = &t->nodes[*(const uint32_t *)a];
+	const struct prof_tree_node *y = &t->nodes[*(const uint32_t *)b];
 	if (x->parent != y->parent)
 		return x->parent < y->parent ? -1 : 1;
-	return strcmp(fl->names[x->name], fl->names[y->name]);
+	return strcmp(t->names[x->name], t->names[y->name]);
 }
 
 /* Orders the nodes parent by parent, siblings by name, and places them:
@@ -230,46 +58,47 @@ static int cmp_siblings(const void *a, const void *b, void *ctx)
  * or NULL when out of memory; *maxdepth is the deepest drawn level. */
 static uint32_t *flame_layout(struct flame *fl, double scale, int *maxdepth)
 {
-	uint32_t *order = malloc(fl->n * sizeof *order);
-	if (!order)
+	const struct prof_tree *t = &fl->t;
+	uint32_t *order = malloc(t->n * sizeof *order);
+	fl->pl = calloc(t->n, sizeof *fl->pl);
+	if (!order || !fl->pl) {
+		free(order);
 		return NULL;
-	for (size_t i = 0; i < fl->n; i++)
+	}
+	for (size_t i = 0; i < t->n; i++)
 		order[i] = (uint32_t)i;
 	/* a parent is made before its children, so sorting by parent id
 	 * places every parent before its children are placed */
-	qsort_r(order + 1, fl->n - 1, sizeof *order, cmp_siblings, fl);
-	struct node *root = &fl->nodes[0];
+	qsort_r(order + 1, t->n - 1, sizeof *order, cmp_siblings, (void *)t);
+	struct place *root = &fl->pl[0];
 	root->x = 0;
 	root->depth = 0;
 	root->drawn = true;
 	*maxdepth = 0;
-	uint32_t parent = NO_NODE;
+	uint32_t parent = PROF_TREE_NONE;
 	double off = 0;
-	for (size_t i = 1; i < fl->n; i++) {
-		struct node *nd = &fl->nodes[order[i]];
-		const struct node *par = &fl->nodes[nd->parent];
+	for (size_t i = 1; i < t->n; i++) {
+		const struct prof_tree_node *nd = &t->nodes[order[i]];
+		struct place *pl = &fl->pl[order[i]];
+		const struct place *par = &fl->pl[nd->parent];
 		if (nd->parent != parent) {
 			parent = nd->parent;
 			off = par->x;
 		}
-		nd->x = off;
+		pl->x = off;
 		off += (double)nd->v;
-		nd->depth = par->depth + 1;
-		nd->drawn = par->drawn && (double)nd->v * scale >= MIN_PX;
-		if (nd->drawn && nd->depth > *maxdepth)
-			*maxdepth = nd->depth;
+		pl->depth = par->depth + 1;
+		pl->drawn = par->drawn && (double)nd->v * scale >= MIN_PX;
+		if (pl->drawn && pl->depth > *maxdepth)
+			*maxdepth = pl->depth;
 	}
 	return order;
 }
 
 static void flame_release(struct flame *fl)
 {
-	for (size_t i = 0; i < fl->nnames; i++)
-		free(fl->names[i]);
-	free(fl->names);
-	free(fl->name_slots);
-	free(fl->slots);
-	free(fl->nodes);
+	prof_tree_release(&fl->t);
+	free(fl->pl);
 }
 
 /* ---------- drawing ---------- */
@@ -322,7 +151,7 @@ static void hsl_rgb(double h, double s, double l, int rgb[3])
  * function keeps its colour across graphs. */
 static void colour_mem(const char *name, int rgb[3])
 {
-	uint64_t h = hash_str(name);
+	uint64_t h = prof_hash_str(name);
 	hsl_rgb(95 + (double)(h % 106), 0.42 + (double)((h >> 12) % 20) / 100,
 		0.60 + (double)((h >> 24) % 12) / 100, rgb);
 }
@@ -342,11 +171,11 @@ static void colour_diff(int64_t delta, int64_t maxabs, int rgb[3])
 
 /* The tooltip: name, value, change (diff), then where the function is,
  * last because it is the longest and the details line cuts the end. */
-static void put_tip(FILE *out, const struct flame *fl, const struct node *nd, int v,
+static void put_tip(FILE *out, const struct prof_tree *t, const struct prof_tree_node *nd, int v,
 		    int64_t total, bool diff)
 {
 	char a[64], b[64];
-	render_xml(out, nd == fl->nodes ? "all" : fl->names[nd->name], 0);
+	render_xml(out, nd == t->nodes ? "all" : t->names[nd->name], 0);
 	fprintf(out, "\n%s %s, %.2f%% of all", fmt_value(a, sizeof a, nd->v, v, false),
 		value_words[v], total ? 100.0 * (double)nd->v / (double)total : 0.0);
 	if (diff) {
@@ -402,115 +231,22 @@ static const char flame_style[] =
 	".htf-btn:hover rect { fill: #d4d4ff; }\n"
 	"]]></style>\n";
 
-/* Our own small script. It reads the frames back from the document
- * (rect geometry, first line of each title = the name) and works on
- * those: nothing in it depends on how big the profile was. */
-static const char flame_script[] =
-	"(function (C) {\n"
-	"'use strict';\n"
-	"function $(id) { return document.getElementById(id); }\n"
-	"var box = $('htf-frames');\n"
-	"if (!box) return;\n"
-	"var details = $('htf-details'), matched = $('htf-matched'), resetB = $('htf-reset'),\n"
-	"    searchB = $('htf-search'), searchL = $('htf-search-label');\n"
-	"var hint = details.textContent, F = [], query = null;\n"
-	"var gs = box.getElementsByTagName('g');\n"
-	"for (var i = 0; i < gs.length; i++) {\n"
-	"  var g = gs[i], r = g.getElementsByTagName('rect')[0];\n"
-	"  var tip = g.getElementsByTagName('title')[0].textContent;\n"
-	"  var row = Math.round((+r.getAttribute('y') - C.y0) / C.fh);\n"
-	"  g.setAttribute('data-i', i);\n"
-	"  F.push({ g: g, r: r, t: g.getElementsByTagName('text')[0], tip: tip,\n"
-	"    name: tip.split('\\n')[0], x: +r.getAttribute('x') - C.pad,\n"
-	"    w: +r.getAttribute('width'), d: C.inv ? row : C.maxd - row,\n"
-	"    fill: r.getAttribute('fill') });\n"
-	"}\n"
-	"function label(name, w) {\n"
-	"  var n = Math.floor((w - 6) / C.cw);\n"
-	"  if (n >= name.length) return name;\n"
-	"  return n < 4 ? '' : name.slice(0, n - 2) + '..';\n"
-	"}\n"
-	"function place(e, x, w, how) {\n"
-	"  e.g.style.display = how === 'hide' ? 'none' : '';\n"
-	"  if (how === 'anc') e.g.classList.add('htf-anc'); else e.g.classList.remove('htf-anc');\n"
-	"  if (how === 'hide') return;\n"
-	"  e.r.setAttribute('x', (C.pad + x).toFixed(3));\n"
-	"  e.r.setAttribute('width', w.toFixed(3));\n"
-	"  e.t.setAttribute('x', (C.pad + x + 3).toFixed(3));\n"
-	"  e.t.textContent = label(e.name, w);\n"
-	"}\n"
-	"function reset() {\n"
-	"  for (var i = 0; i < F.length; i++) place(F[i], F[i].x, F[i].w, '');\n"
-	"  resetB.style.display = 'none';\n"
-	"}\n"
-	"function zoom(z) {\n"
-	"  if (z.d === 0) { reset(); return; }\n"
-	"  var k = C.pw / z.w, eps = 0.002;\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var e = F[i];\n"
-	"    if (e.d >= z.d && e.x >= z.x - eps && e.x + e.w <= z.x + z.w + eps)\n"
-	"      place(e, (e.x - z.x) * k, e.w * k, '');\n"
-	"    else if (e.d < z.d && e.x <= z.x + eps && e.x + e.w >= z.x + z.w - eps)\n"
-	"      place(e, 0, C.pw, 'anc');\n"
-	"    else\n"
-	"      place(e, 0, 0, 'hide');\n"
-	"  }\n"
-	"  resetB.style.display = '';\n"
-	"}\n"
-	"function search(q) {\n"
-	"  var re = null, spans = [];\n"
-	"  if (q) {\n"
-	"    try { re = new RegExp(q); }\n"
-	"    catch (err) { matched.textContent = 'bad regular expression: ' + q; return; }\n"
-	"  }\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var e = F[i], hit = re !== null && re.test(e.name);\n"
-	"    e.r.setAttribute('fill', hit ? C.hit : e.fill);\n"
-	"    if (hit) spans.push([e.x, e.x + e.w]);\n"
-	"  }\n"
-	"  query = re ? q : null;\n"
-	"  searchL.textContent = re ? 'Clear search' : 'Search';\n"
-	"  if (!re) { matched.textContent = ''; return; }\n"
-	"  /* nested matches cover the same memory: count each span once */\n"
-	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-	"  var sum = 0, end = 0;\n"
-	"  for (var j = 0; j < spans.length; j++) {\n"
-	"    var s = Math.max(spans[j][0], end);\n"
-	"    if (spans[j][1] > s) { sum += spans[j][1] - s; end = spans[j][1]; }\n"
-	"  }\n"
-	"  matched.textContent = 'Matched: ' + (100 * sum / C.pw).toFixed(1) + '% (' +\n"
-	"    spans.length + (spans.length === 1 ? ' frame)' : ' frames)');\n"
-	"}\n"
-	"function frameOf(ev) {\n"
-	"  var n = ev.target;\n"
-	"  while (n && n !== box && !(n.getAttribute && n.getAttribute('data-i') !== null))\n"
-	"    n = n.parentNode;\n"
-	"  return n && n !== box ? F[+n.getAttribute('data-i')] : null;\n"
-	"}\n"
-	"function ask() {\n"
-	"  if (query !== null) { search(null); return; }\n"
-	"  var q = window.prompt('Highlight the frames whose name matches (a regular expression):', '');\n"
-	"  if (q) search(q);\n"
-	"}\n"
-	"box.addEventListener('click', function (ev) { var e = frameOf(ev); if (e) zoom(e); });\n"
-	"box.addEventListener('mouseover', function (ev) {\n"
-	"  var e = frameOf(ev);\n"
-	"  if (!e) return;\n"
-	"  var s = e.tip.split('\\n').join('  |  ');\n"
-	"  details.textContent = s.length > C.cols ? s.slice(0, C.cols - 2) + '..' : s;\n"
-	"});\n"
-	"box.addEventListener('mouseout', function () { details.textContent = hint; });\n"
-	"resetB.addEventListener('click', reset);\n"
-	"searchB.addEventListener('click', ask);\n"
-	"document.addEventListener('keydown', function (ev) {\n"
-	"  if (ev.key === 'Escape') { reset(); search(null); }\n"
-	"  else if (ev.key === '/' || ((ev.ctrlKey || ev.metaKey) && ev.key === 'f')) {\n"
-	"    ev.preventDefault(); ask();\n"
-	"  }\n"
-	"});\n"
-	"window.heaptrailFlame = { zoom: function (i) { zoom(F[i]); }, reset: reset, search: search,\n"
-	"  frames: F };\n"
-	"})";
+/* Our own small script, src/render/flame.js, embedded at build time
+ * (xxd -i into build/gen/flame_js.h: flame_js, flame_js_len). It reads
+ * the frames back from the document (rect geometry, first line of each
+ * title = the name) and works on those: nothing in it depends on how big
+ * the profile was. The file is one expression, a function of the
+ * constants object that follows it in the SVG; its last newline is not
+ * written, so the call follows the function on the same line. */
+#include "flame_js.h"
+
+static void put_script(FILE *out)
+{
+	size_t n = flame_js_len;
+	if (n && flame_js[n - 1] == '\n')
+		n--;
+	fwrite(flame_js, 1, n, out);
+}
 
 /* A button wide enough for labels of up to chars characters (the script
  * relabels some), its right or left edge at x. */
@@ -579,13 +315,14 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	int rc = -ENOMEM, v = o->value;
 	unsigned width = o->width ? o->width : 1200;
 	double pw = width - 2 * PAD;
-	if (node_new(&fl, NO_NODE, NO_NODE) == NO_NODE)
+	if (prof_tree_init(&fl.t, false))
 		goto out;
-	if ((rc = flame_add(&fl, p, v, false, o->lines, o->reverse)))
+	if ((rc = prof_tree_add(&fl.t, p, v, false, o->lines, o->reverse)))
 		goto out;
-	if (base && (rc = flame_add(&fl, base, v, true, o->lines, o->reverse)))
+	if (base && (rc = prof_tree_add(&fl.t, base, v, true, o->lines, o->reverse)))
 		goto out;
-	int64_t total = fl.nodes[0].v;
+	const struct prof_tree *t = &fl.t;
+	int64_t total = t->nodes[0].v;
 	if (total <= 0) {
 		int height = TOP + 80;
 		put_head(out, p, base, o, width, height);
@@ -605,22 +342,23 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	int height = TOP + (maxdepth + 1) * FRAME_H + BOTTOM;
 	put_head(out, p, base, o, width, height);
 	int64_t maxabs = 0;
-	for (size_t i = 0; base && i < fl.n; i++) {
-		int64_t d = fl.nodes[i].v - fl.nodes[i].old;
-		if (fl.nodes[i].drawn && (d < 0 ? -d : d) > maxabs)
+	for (size_t i = 0; base && i < t->n; i++) {
+		int64_t d = t->nodes[i].v - t->nodes[i].old;
+		if (fl.pl[i].drawn && (d < 0 ? -d : d) > maxabs)
 			maxabs = d < 0 ? -d : d;
 	}
 	put_button(out, "htf-reset", "htf-reset-label", PAD, 24, "Reset zoom", 10, false, true);
 	put_button(out, "htf-search", "htf-search-label", width - PAD, 24, "Search", 12, true,
 		   false);
 	fputs("<g id=\"htf-frames\">\n", out);
-	for (size_t i = 0; i < fl.n; i++) {
-		const struct node *nd = &fl.nodes[order[i]];
-		if (!nd->drawn)
+	for (size_t i = 0; i < t->n; i++) {
+		const struct prof_tree_node *nd = &t->nodes[order[i]];
+		const struct place *pl = &fl.pl[order[i]];
+		if (!pl->drawn)
 			continue;
-		const char *name = order[i] ? fl.names[nd->name] : "all";
-		double x = PAD + nd->x * scale, w = (double)nd->v * scale;
-		int y = TOP + (o->inverted ? nd->depth : maxdepth - nd->depth) * FRAME_H;
+		const char *name = order[i] ? t->names[nd->name] : "all";
+		double x = PAD + pl->x * scale, w = (double)nd->v * scale;
+		int y = TOP + (o->inverted ? pl->depth : maxdepth - pl->depth) * FRAME_H;
 		int rgb[3];
 		if (base)
 			colour_diff(nd->v - nd->old, maxabs, rgb);
@@ -629,7 +367,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 		else
 			colour_mem(name, rgb);
 		fputs("<g class=\"htf-f\"><title>", out);
-		put_tip(out, &fl, nd, v, total, base != NULL);
+		put_tip(out, t, nd, v, total, base != NULL);
 		fprintf(out, "</title><rect x=\"%.3f\" y=\"%d\" width=\"%.3f\" height=\"%d\" "
 			"fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.3f\" y=\"%d\">", x, y, w,
 			FRAME_H - 1, rgb[0], rgb[1], rgb[2], x + 3, y + FRAME_H - 4);
@@ -643,7 +381,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 	fprintf(out, "<text id=\"htf-matched\" x=\"%u\" y=\"%d\" text-anchor=\"end\" "
 		"fill=\"#333\"></text>\n", width - PAD, height - 10);
 	fputs("</g>\n<script type=\"text/ecmascript\"><![CDATA[\n", out);
-	fputs(flame_script, out);
+	put_script(out);
 	fprintf(out, "({ pad: %d, pw: %.3f, y0: %d, fh: %d, maxd: %d, inv: %s, cw: %.2f, "
 		"cols: %d, hit: 'rgb(224,64,192)' });\n", PAD, pw, TOP, FRAME_H, maxdepth,
 		o->inverted ? "true" : "false", CHAR_W, (int)(pw * 0.8 / CHAR_W));

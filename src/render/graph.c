@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/aggregate.h"
+#include "analyze/tree.h"
 #include "render/graph.h"
 #include "render/render.h"
 
@@ -21,15 +22,24 @@ static int cmp_folded(const void *a, const void *b)
 	return strcmp(((const struct folded *)a)->stack, ((const struct folded *)b)->stack);
 }
 
-static char *fold(const struct prof_profile *p, const struct prof_sample *s, bool lines)
+/* The folded stack of node id: the names from the root down, ';'
+ * between them; in a name ';' and newlines become ':' and trailing
+ * spaces go. NULL when out of memory. */
+static char *fold(const struct prof_tree *t, uint32_t id)
 {
-	size_t cap = 256, len = 0;
+	size_t depth = 0, cap = 256, len = 0;
+	for (uint32_t k = id; k; k = t->nodes[k].parent)
+		depth++;
+	uint32_t *chain = malloc((depth + 1) * sizeof *chain);
 	char *out = malloc(cap), name[4096];
-	if (!out)
-		return NULL;
+	if (!chain || !out)
+		goto nomem;
+	size_t d = depth;
+	for (uint32_t k = id; k; k = t->nodes[k].parent)
+		chain[--d] = k;
 	out[0] = 0;
-	for (uint32_t k = s->nframes; k-- > 0;) {
-		prof_frame_name(&p->frames[s->frames[k]], lines, name, sizeof name);
+	for (d = 0; d < depth; d++) {
+		snprintf(name, sizeof name, "%s", t->names[t->nodes[chain[d]].name]);
 		for (char *c = name; *c; c++)
 			if (*c == ';' || *c == '\n')
 				*c = ':';
@@ -40,10 +50,8 @@ static char *fold(const struct prof_profile *p, const struct prof_sample *s, boo
 			while (len + n + 2 > cap)
 				cap *= 2;
 			char *no = realloc(out, cap);
-			if (!no) {
-				free(out);
-				return NULL;
-			}
+			if (!no)
+				goto nomem;
 			out = no;
 		}
 		if (len)
@@ -51,45 +59,43 @@ static char *fold(const struct prof_profile *p, const struct prof_sample *s, boo
 		memcpy(out + len, name, n + 1);
 		len += n;
 	}
+	free(chain);
 	if (!len) {
 		free(out);
 		return strdup("(no stack)");
 	}
 	return out;
-}
-
-static int add_folded(struct folded **fs, size_t *n, size_t *cap, const struct prof_profile *p,
-		      int which, int v, bool lines)
-{
-	for (size_t i = 0; i < p->nsamples; i++) {
-		if (!p->samples[i].v[v])
-			continue;
-		if (*n == *cap) {
-			*cap = *cap ? 2 * *cap : 1024;
-			struct folded *nf = realloc(*fs, *cap * sizeof *nf);
-			if (!nf)
-				return -ENOMEM;
-			*fs = nf;
-		}
-		char *st = fold(p, &p->samples[i], lines);
-		if (!st)
-			return -ENOMEM;
-		(*fs)[*n] = (struct folded){ st, { 0, 0 } };
-		(*fs)[(*n)++].v[which] = p->samples[i].v[v];
-	}
-	return 0;
+nomem:
+	free(chain);
+	free(out);
+	return NULL;
 }
 
 int render_collapsed(FILE *out, const struct prof_profile *p, const struct prof_profile *base,
 		     int v, bool lines)
 {
+	struct prof_tree t;
 	struct folded *fs = NULL;
-	size_t n = 0, cap = 0;
-	int rc = add_folded(&fs, &n, &cap, p, 1, v, lines);
-	if (!rc && base)
-		rc = add_folded(&fs, &n, &cap, base, 0, v, lines);
+	size_t n = 0;
+	int rc = prof_tree_init(&t, true);
 	if (rc)
+		return rc;
+	if ((rc = prof_tree_add(&t, p, v, false, lines, false)) ||
+	    (base && (rc = prof_tree_add(&t, base, v, true, lines, false))))
 		goto out;
+	rc = -ENOMEM;
+	if (!(fs = calloc(t.n, sizeof *fs)))
+		goto out;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct prof_tree_node *nd = &t.nodes[i];
+		if (!nd->ends)
+			continue;
+		if (!(fs[n].stack = fold(&t, (uint32_t)i)))
+			goto out;
+		fs[n].v[0] = nd->old_self;
+		fs[n++].v[1] = nd->self;
+	}
+	/* names that differ only in what fold() replaces fold alike: merged */
 	qsort(fs, n, sizeof *fs, cmp_folded);
 	for (size_t i = 0; i < n;) {
 		int64_t sum[2] = { 0, 0 };
@@ -104,10 +110,12 @@ int render_collapsed(FILE *out, const struct prof_profile *p, const struct prof_
 			fprintf(out, "%s %" PRId64 "\n", fs[i].stack, sum[1]);
 		i = j;
 	}
+	rc = 0;
 out:
 	for (size_t i = 0; i < n; i++)
 		free(fs[i].stack);
 	free(fs);
+	prof_tree_release(&t);
 	return rc;
 }
 

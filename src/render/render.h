@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 
+#include "analyze/aggregate.h"
+#include "analyze/growth.h"
 #include "analyze/profile.h"
 #include "analyze/report.h"
 #include "analyze/timeline.h"
@@ -40,6 +42,47 @@ void render_json(FILE *out, const struct prof_run *run);
  * Returns 0, -ENOMEM, or -EINVAL when default_value is out of range or p
  * has a base profile merged in (its samples have no locations). */
 int render_pprof(const struct prof_profile *p, int default_value, char **out, size_t *len);
+
+/* ---- the analyzer's text tables (tables.c) ---- */
+
+struct render_table_opts {
+	int value;              /* enum prof_value shown */
+	bool lines;             /* rows are source lines (the heading says so) */
+	bool exact;             /* byte counts as integers, not KiB/MiB */
+	long max;               /* rows shown (of each part, for diff and growth) */
+	const char *name;       /* the dump's name (top's heading) */
+	const char *base;       /* top: the base subtracted, or NULL */
+	const char *focus, *ignore; /* the filters applied, for the heading */
+	const char *since;      /* growth: "since attach at ..." for the heading, or NULL */
+};
+
+/* `heaptrail top`: p's total, then t's rows (prof_table_build on
+ * o->value), flat and cum with their shares and the running sum. */
+void render_top(FILE *out, const struct prof_profile *p, const struct prof_table *t,
+		const struct render_table_opts *o);
+
+/* The top of `heaptrail timeline`: the allocation sites of p, the dump
+ * at the peak (one of ndumps). */
+void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_table *t,
+		     size_t ndumps, const struct render_table_opts *o);
+
+/* `heaptrail diff`: two dumps, their difference (new minus old) and the
+ * three tables, the delta's sorted by growth (PROF_SORT_GROWTH). */
+struct render_diff {
+	const char *old_name, *new_name;
+	const struct prof_profile *old, *new, *delta;
+	const struct prof_table *old_rows, *new_rows, *delta_rows;
+};
+void render_diff(FILE *out, const struct render_diff *d, const struct render_table_opts *o);
+
+/* `heaptrail growth`: the fit g of one process's dumps (pid, or -1),
+ * growing sites first, then the rest, then the whole heap. sampled: the
+ * dumps were sampled (values are estimates). */
+void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+		   const struct render_table_opts *o);
+
+/* v bytes as an integer (exact) or as render_bytes() writes it. */
+const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *render_thousands(char *buf, uint64_t v);

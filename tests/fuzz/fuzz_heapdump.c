@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analyze/unbias.h"
 #include "format/heapdump.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,10 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					__builtin_trap();
 			if (st->depth > FMT_HEAP_MAX_DEPTH || (st->depth && !st->pcs))
 				__builtin_trap();
-			fmt_heap_unsample(d.sample, st->v[0], st->v[1], &c, &b);
-			fmt_heap_unsample(d.sample, st->v[2], st->v[3], &c, &b);
+			prof_unbias_counts(d.sample, st->v[0], st->v[1], &c, &b);
+			prof_unbias_counts(d.sample, st->v[2], st->v[3], &c, &b);
 			for (size_t k = 0; k < sizeof rates / sizeof rates[0]; k++)
-				fmt_heap_unsample(rates[k], st->v[0], st->v[1], &c, &b);
+				prof_unbias_counts(rates[k], st->v[0], st->v[1], &c, &b);
 			volatile uint64_t sink = 0;
 			for (uint32_t k = 0; k < st->depth; k++)
 				sink += st->pcs[k]; /* every pc is inside the pool */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "analyze/aggregate.h"
-#include "analyze/profile.h"
+#include "analyze/load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

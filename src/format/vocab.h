@@ -1,0 +1,97 @@
+/*
+ * vocab — the words of heaptrail's files, one place for each: the names
+ * of the files the agent writes, and per format its magic, version and
+ * keywords. The agent's writers and the CLI's readers both spell a word
+ * through these names, so the two cannot drift apart.
+ *
+ * Plain #defines of string literals (and numbers): no declarations, no
+ * includes, nothing to link, so agent code may include it (no libc
+ * allocation, usable in a malloc hook and a signal handler). A literal
+ * pastes into another ("pid" " ") and FMT_LEN() is its length without
+ * the NUL, for strncmp() and prefix tests.
+ *
+ * The formats themselves (line by line) are described in heapdump.h,
+ * leakfile.h and analyze/timeline.h.
+ */
+#ifndef HEAPTRAIL_FORMAT_VOCAB_H
+#define HEAPTRAIL_FORMAT_VOCAB_H
+
+#define FMT_LEN(lit) (sizeof(lit) - 1)
+#define FMT_STR_(x) #x
+#define FMT_STR(x) FMT_STR_(x)  /* a number macro as a literal: "1" */
+
+/* ---- file names ----
+ *   PREFIX.PID.SEQ.KIND.heap    a heap dump (SEQ: 4 digits; KIND: the
+ *                               trigger: interval, every, signal, api,
+ *                               final ...)
+ *   PREFIX.PID.peak.heap        the dump of the peak (rewritten in place)
+ *   heaptrail.PID.leaks         the leak file written at exit
+ *   heaptrail.PID.check-N.leaks the leak file of the Nth leak check
+ *   heaptrail.PID.timeline      the timeline
+ * Files being written have a temporary name starting with
+ * FMT_TMP_PREFIX and are renamed when whole. */
+#define FMT_FILE_PREFIX      "heaptrail"   /* PREFIX unless given; every name starts with it */
+#define FMT_TMP_PREFIX       ".heaptrail-tmp-"
+#define FMT_HEAP_SUFFIX      ".heap"
+#define FMT_HEAP_PEAK        "peak"
+#define FMT_LEAKS_SUFFIX     ".leaks"
+#define FMT_LEAKS_CHECK      "check-"
+#define FMT_TIMELINE_SUFFIX  ".timeline"
+
+/* ---- heap dump (gperftools' and jemalloc's text layouts) ---- */
+#define FMT_HEAP_HEADER      "heap profile:"     /* gperftools' first line */
+#define FMT_HEAP_V2          "heap_v2"           /* "@ heap_v2/S"; jemalloc's "heap_v2/S" line */
+#define FMT_HEAP_PROFILE     "heapprofile"       /* gperftools' HEAPPROFILE: every allocation */
+#define FMT_HEAP_MAPS        "MAPPED_LIBRARIES:" /* the maps section follows */
+#define FMT_HEAP_MAPS_OLD    "--- Memory map:"   /* old gperftools' spelling */
+/* heaptrail's comment lines (jeprof and pprof skip them) */
+#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P [run=ID] */
+#define FMT_HEAP_MS          "ms="
+#define FMT_HEAP_UNIX_MS     "unix_ms="
+#define FMT_HEAP_PID         "pid="
+#define FMT_HEAP_RUN         "run="
+#define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
+
+/* ---- leak file (leakfile.h) ---- */
+#define FMT_LEAKS_MAGIC      "heaptrail-leaks"
+#define FMT_LEAKS_VERSION    1
+#define FMT_LEAKS_PID        "pid"
+#define FMT_LEAKS_PPID       "ppid"
+#define FMT_LEAKS_RUN        "run"
+#define FMT_LEAKS_EXE        "exe"
+#define FMT_LEAKS_ARG        "arg"
+#define FMT_LEAKS_EXIT       "exit"              /* status N | signal N | unknown */
+#define FMT_LEAKS_STATUS     "status"
+#define FMT_LEAKS_SIGNAL     "signal"
+#define FMT_LEAKS_UNKNOWN    "unknown"
+#define FMT_LEAKS_TOTALS     "totals"
+#define FMT_LEAKS_DROPPED    "dropped"
+#define FMT_LEAKS_FREERES    "freeres"
+#define FMT_LEAKS_BYPASSED   "allocator_bypassed"
+#define FMT_LEAKS_SAMPLE     "sample"
+#define FMT_LEAKS_MODULE     "module"
+#define FMT_LEAKS_LOADED     "loaded"
+#define FMT_LEAKS_UNLOADED   "unloaded"
+#define FMT_LEAKS_CLASSIFIED "classified"
+#define FMT_LEAKS_SUMMARY    "summary"
+#define FMT_LEAKS_SCAN_US    "scan_us"
+#define FMT_LEAKS_CHECK_LINE "check"             /* N all|increased */
+#define FMT_LEAKS_ALL        "all"
+#define FMT_LEAKS_INCREASED  "increased"
+#define FMT_LEAKS_UNSTOPPED  "unstopped_threads"
+#define FMT_LEAKS_STACK      "stack"
+#define FMT_LEAKS_RECORD     "record"
+#define FMT_LEAKS_END        "end"
+#define FMT_YES              "yes"
+#define FMT_NO               "no"
+
+/* ---- timeline ---- */
+#define FMT_TIMELINE_MAGIC   "# heaptrail timeline"
+#define FMT_TIMELINE_VERSION 1
+/* the first line: magic, version, the columns, then "; sample=S [run=ID]" */
+#define FMT_TIMELINE_HEADER  FMT_TIMELINE_MAGIC " " FMT_STR(FMT_TIMELINE_VERSION)
+#define FMT_TIMELINE_COLUMNS "ms live_bytes live_blocks allocated_bytes rss_bytes"
+#define FMT_TIMELINE_SAMPLE  "sample="
+#define FMT_TIMELINE_RUN     "run="
+
+#endif

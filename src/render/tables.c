@@ -1,0 +1,261 @@
+/* tables.c — the text tables of `heaptrail top`, `diff`, `growth` and the
+ * top of `timeline` (the sites at the peak), from the models the CLI
+ * built (aggregate.h's tables, growth.h's fit). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "render/render.h"
+
+static const char *const value_titles[PROF_NVALUES] = {
+	"in-use objects", "in-use space", "allocated objects", "allocated space",
+};
+
+static bool is_space(int v)
+{
+	return v == PROF_INUSE_SPACE || v == PROF_ALLOC_SPACE;
+}
+
+const char *render_amount(char *buf, size_t cap, int64_t v, bool exact)
+{
+	if (exact) {
+		snprintf(buf, cap, "%" PRId64, v);
+		return buf;
+	}
+	return render_bytes(buf, cap, v);
+}
+
+/* x of value v: bytes (exact or KiB/MiB) or a count, "+" before a
+ * positive change when sign. */
+static const char *fmt_value(char *buf, size_t cap, int64_t x, int v, bool exact, bool sign)
+{
+	char tmp[48];
+	if (is_space(v))
+		render_amount(tmp, sizeof tmp, x, exact);
+	else
+		snprintf(tmp, sizeof tmp, "%" PRId64, x);
+	snprintf(buf, cap, "%s%s", sign && x > 0 ? "+" : "", tmp);
+	return buf;
+}
+
+static double pct(int64_t x, int64_t total)
+{
+	return total ? 100.0 * (double)x / (double)total : 0.0;
+}
+
+static void put_filter(FILE *out, const struct render_table_opts *o)
+{
+	if (o->focus || o->ignore)
+		fprintf(out, "(stacks%s%s%s%s)\n", o->focus ? " matching " : "",
+			o->focus ? o->focus : "", o->ignore ? " without " : "",
+			o->ignore ? o->ignore : "");
+}
+
+/* ---------- top ---------- */
+
+void render_top(FILE *out, const struct prof_profile *p, const struct prof_table *t,
+		const struct render_table_opts *o)
+{
+	char a[48], b[48];
+	int v = o->value;
+	int64_t total = p->total[v];
+	fprintf(out, "%s: %s%s %s", o->name, o->base ? "change in " : "", value_titles[v],
+		fmt_value(a, sizeof a, total, v, o->exact, o->base != NULL));
+	if (p->sample > 1)
+		fprintf(out, " (sampled every %" PRIu64 " bytes on average: estimates)", p->sample);
+	fprintf(out, "\n");
+	if (o->base)
+		fprintf(out, "(minus %s)\n", o->base);
+	put_filter(out, o);
+	fprintf(out, "%12s %6s %6s %12s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%",
+		o->lines ? "function file:line" : "function");
+	int64_t sum = 0;
+	long shown = 0;
+	for (size_t i = 0; i < t->nrows && shown < o->max; i++) {
+		const struct prof_row *r = &t->rows[i];
+		if (!r->flat[v] && !r->cum[v])
+			continue;
+		sum += r->flat[v];
+		fprintf(out, "%12s %5.1f%% %5.1f%% %12s %5.1f%%  %s\n",
+			fmt_value(a, sizeof a, r->flat[v], v, o->exact, false), pct(r->flat[v], total),
+			pct(sum, total), fmt_value(b, sizeof b, r->cum[v], v, o->exact, false),
+			pct(r->cum[v], total), r->name);
+		shown++;
+	}
+	size_t rest = 0;
+	for (size_t i = 0; i < t->nrows; i++)
+		if (t->rows[i].flat[v] || t->rows[i].cum[v])
+			rest++;
+	if (rest > (size_t)shown)
+		fprintf(out, "(%zu more; -n to see them)\n", rest - (size_t)shown);
+}
+
+void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_table *t,
+		     size_t ndumps, const struct render_table_opts *o)
+{
+	static const char *const words[PROF_NVALUES] = {
+		"objects in use", "in use", "objects allocated", "allocated",
+	};
+	char a[48], b[48];
+	int v = o->value;
+	int64_t total = p->total[v];
+	const char *name = strrchr(p->path, '/');
+	fprintf(out, "\ntop allocation sites at the peak: %s", name ? name + 1 : p->path);
+	if (p->ms >= 0)
+		fprintf(out, ", taken at %.3f s", (double)p->ms / 1000);
+	fprintf(out, ", %s %s (the most of %zu dump%s)\n",
+		fmt_value(a, sizeof a, total, v, o->exact, false), words[v], ndumps,
+		ndumps == 1 ? "" : "s");
+	put_filter(out, o);
+	fprintf(out, "%12s %6s %12s %6s  %s\n", "flat", "flat%", "cum", "cum%",
+		o->lines ? "function file:line" : "function");
+	long shown = 0;
+	for (size_t i = 0; i < t->nrows && shown < o->max; i++) {
+		const struct prof_row *r = &t->rows[i];
+		if (!r->flat[v])
+			continue;  /* callers only: not an allocation site */
+		fprintf(out, "%12s %5.1f%% %12s %5.1f%%  %s\n",
+			fmt_value(a, sizeof a, r->flat[v], v, o->exact, false), pct(r->flat[v], total),
+			fmt_value(b, sizeof b, r->cum[v], v, o->exact, false), pct(r->cum[v], total),
+			r->name);
+		shown++;
+	}
+	if (!shown)
+		fprintf(out, "  (none)\n");
+}
+
+/* ---------- diff ---------- */
+
+/* The flat value of the row named name in t, or 0. */
+static int64_t flat_of(const struct prof_table *t, const char *name, int v)
+{
+	for (size_t i = 0; i < t->nrows; i++)
+		if (!strcmp(t->rows[i].name, name))
+			return t->rows[i].flat[v];
+	return 0;
+}
+
+static void put_diff_rows(FILE *out, const struct render_diff *d,
+			  const struct render_table_opts *o, int sign)
+{
+	char a[48], b[48], c[48];
+	int v = o->value;
+	long shown = 0;
+	size_t more = 0;
+	const struct prof_table *delta = d->delta_rows;
+	for (size_t k = 0; k < delta->nrows; k++) {
+		size_t i = sign > 0 ? k : delta->nrows - 1 - k;
+		const struct prof_row *r = &delta->rows[i];
+		if (sign > 0 ? r->flat[v] <= 0 : r->flat[v] >= 0)
+			continue;
+		if (shown >= o->max) {
+			more++;
+			continue;
+		}
+		fprintf(out, "  %12s %12s %12s  %s\n",
+			fmt_value(a, sizeof a, r->flat[v], v, o->exact, true),
+			fmt_value(b, sizeof b, flat_of(d->old_rows, r->name, v), v, o->exact, false),
+			fmt_value(c, sizeof c, flat_of(d->new_rows, r->name, v), v, o->exact, false),
+			r->name);
+		shown++;
+	}
+	if (!shown)
+		fprintf(out, "  (none)\n");
+	if (more)
+		fprintf(out, "  (%zu more; -n to see them)\n", more);
+}
+
+void render_diff(FILE *out, const struct render_diff *d, const struct render_table_opts *o)
+{
+	char a[48], b[48], c[48];
+	int v = o->value;
+	fprintf(out, "%s -> %s: %s %s (%s -> %s)\n", d->old_name, d->new_name, value_titles[v],
+		fmt_value(a, sizeof a, d->delta->total[v], v, o->exact, true),
+		fmt_value(b, sizeof b, d->old->total[v], v, o->exact, false),
+		fmt_value(c, sizeof c, d->new->total[v], v, o->exact, false));
+	fprintf(out, "grew:\n  %12s %12s %12s  %s\n", "change", "old", "new",
+		o->lines ? "function file:line" : "function");
+	put_diff_rows(out, d, o, 1);
+	fprintf(out, "shrank:\n");
+	put_diff_rows(out, d, o, -1);
+}
+
+/* ---------- growth ---------- */
+
+static const char *fmt_v(char *buf, size_t cap, double x, bool space, bool exact, bool sign)
+{
+	char tmp[48];
+	if (space)
+		render_amount(tmp, sizeof tmp, (int64_t)llround(x), exact);
+	else
+		snprintf(tmp, sizeof tmp, "%.0f", x);
+	snprintf(buf, cap, "%s%s", sign && x > 0 ? "+" : "", tmp);
+	return buf;
+}
+
+static void put_site(FILE *out, const struct prof_growth *g, const struct prof_growth_site *s,
+		     const char *rank, bool space, bool exact)
+{
+	char a[48], b[48], c[48], d[64];
+	fmt_v(a, sizeof a, s->slope, space, exact, true);
+	snprintf(d, sizeof d, "%s/%s", a, g->timed ? "s" : "dump");
+	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
+	char late[64];
+	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
+	fprintf(out, "%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank,
+		prof_trend_names[s->trend], d, late, s->r2,
+		fmt_v(b, sizeof b, (double)s->first, space, exact, false),
+		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+}
+
+void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+		   const struct render_table_opts *o)
+{
+	bool space = o->value == PROF_INUSE_SPACE, exact = o->exact;
+	size_t n = g->ndumps;
+	char a[48], b[48];
+	fprintf(out, "%zu dumps", n);
+	if (pid >= 0)
+		fprintf(out, " of pid %ld", pid);
+	if (g->timed)
+		fprintf(out, " over %.1f s", g->x[n - 1]);
+	if (o->since)
+		fprintf(out, " %s", o->since);
+	fprintf(out, ", %s %s -> %s", space ? "in-use space" : "in-use objects",
+		fmt_v(a, sizeof a, (double)g->total.first, space, exact, false),
+		fmt_v(b, sizeof b, (double)g->total.last, space, exact, false));
+	if (sampled)
+		fprintf(out, " (sampled: estimates)");
+	fprintf(out, "\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend", "slope",
+		"later half", "r2", "first", "last", o->lines ? "site (file:line)" : "site");
+	long shown = 0;
+	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
+		if (shown == o->max)
+			break;
+		char rank[16];
+		snprintf(rank, sizeof rank, "%ld", ++shown);
+		put_site(out, g, &g->sites[i], rank, space, exact);
+	}
+	if (!shown)
+		fprintf(out, "   -  (no site grows steadily)\n");
+	fprintf(out, "\nnot growing:\n");
+	long others = 0;
+	size_t hidden = 0;
+	for (size_t i = 0; i < g->nsites; i++) {
+		if (g->sites[i].trend == PROF_TREND_GROWING)
+			continue;
+		if (others == o->max) {
+			hidden++;
+			continue;
+		}
+		others++;
+		put_site(out, g, &g->sites[i], "-", space, exact);
+	}
+	if (!others)
+		fprintf(out, "   -  (none)\n");
+	if (hidden)
+		fprintf(out, "(%zu more; -n to see them)\n", hidden);
+	fprintf(out, "\n");
+	put_site(out, g, &g->total, "all", space, exact);
+}

@@ -1,0 +1,240 @@
+/*
+ * test_profile — the profile model (analyze/profile.h) loaded from two
+ * small dumps written here, and what is computed from it (aggregate.h's
+ * table, unbias.h's estimates), checked against values worked out by
+ * hand below. No symbolization (no_symbolize): a frame is named
+ * "MODULE+0xOFFSET" from the dump's maps.
+ *
+ * The exact dump (heap_v2/1). Maps: prog at 0x400000 (offset 0) and the
+ * agent, libheaptrail.so, at 0x7f0000. Stacks, leaf first:
+ *   s1  4: 400 [10: 1000]  ht+0x10 prog+0x100 prog+0x200
+ *   s2  1:  64 [ 2:  128]  prog+0x300 prog+0x200
+ *   s3  0:   0 [ 5:   50]  prog+0x100 prog+0x400
+ * s1's leaf is in the agent's module: dropped at load, so s1's leaf is
+ * prog+0x100. Five distinct pcs: five locations and five frames (the
+ * dropped one is interned too). Totals: in-use 5 objects, 464 bytes;
+ * allocated 17 objects, 1178 bytes.
+ * By function, in-use space: prog+0x100 flat 400 cum 400; prog+0x300
+ * flat 64 cum 64; prog+0x200 flat 0 cum 464 (s1 + s2); prog+0x400
+ * flat 0 cum 0; libheaptrail.so+0x10 (interned, then dropped) 0. Allocated space: prog+0x100 flat 1000 + 50 = 1050;
+ * prog+0x300 flat 128; prog+0x200 cum 1128; prog+0x400 cum 50.
+ *
+ * The sampled dump (heap_v2/1024), one stack "2: 64 [4: 4096]":
+ *   in-use: mean block 32 bytes, scale 1 / (1 - e^(-32/1024))
+ *     = 1 / (1 - 0.969233234) = 32.5026; 2 x 32.5026 = 65.005 -> 65
+ *     objects, 64 x 32.5026 = 2080.17 -> 2080 bytes (truncated, as pprof)
+ *   allocated: mean 1024, scale 1 / (1 - e^-1) = 1.581977;
+ *     4 x 1.581977 = 6.33 -> 6 objects, 4096 x 1.581977 = 6479.8 -> 6479
+ *
+ * Prints "ok - ..." / "not ok - ..." per check; exits 1 when one failed.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/aggregate.h"
+#include "analyze/load.h"
+#include "analyze/profile.h"
+#include "analyze/unbias.h"
+
+static int failures;
+
+static void expect_i64(int64_t got, int64_t want, const char *what)
+{
+	printf("%s - %s: %" PRId64 " (expected %" PRId64 ")\n", got == want ? "ok" : "not ok", what,
+	       got, want);
+	if (got != want)
+		failures++;
+}
+
+static void expect_str(const char *got, const char *want, const char *what)
+{
+	bool same = got && !strcmp(got, want);
+	printf("%s - %s: '%s' (expected '%s')\n", same ? "ok" : "not ok", what,
+	       got ? got : "(null)", want);
+	if (!same)
+		failures++;
+}
+
+static const char exact_dump[] =
+	"heap profile: 5: 464 [17: 1178] @ heap_v2/1\n"
+	"4: 400 [10: 1000] @ 0x7f0010 0x400100 0x400200\n"
+	"1: 64 [2: 128] @ 0x400300 0x400200\n"
+	"0: 0 [5: 50] @ 0x400100 0x400400\n"
+	"\n"
+	"MAPPED_LIBRARIES:\n"
+	"00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/test/prog\n"
+	"007f0000-007f1000 r-xp 00000000 00:00 0 /nonexistent/test/libheaptrail.so\n";
+
+static const char sampled_dump[] =
+	"heap profile: 2: 64 [4: 4096] @ heap_v2/1024\n"
+	"2: 64 [4: 4096] @ 0x400100 0x400200\n"
+	"\n"
+	"MAPPED_LIBRARIES:\n"
+	"00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/test/prog\n";
+
+/* Writes text to a fresh file in dir; returns its path (static). */
+static const char *write_dump(const char *dir, const char *name, const char *text)
+{
+	static char path[2][4096];
+	static int k;
+	char *p = path[k++ & 1];
+	snprintf(p, sizeof path[0], "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		perror(p);
+		exit(2);
+	}
+	return p;
+}
+
+static const char *leaf_name(const struct prof_profile *p, size_t i)
+{
+	const struct prof_sample *s = &p->samples[i];
+	return s->nframes ? p->frames[s->frames[0]].function : NULL;
+}
+
+static const struct prof_row *row(const struct prof_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->nrows; i++)
+		if (!strcmp(t->rows[i].name, name))
+			return &t->rows[i];
+	printf("not ok - no row '%s'\n", name);
+	failures++;
+	static const struct prof_row none;
+	return &none;
+}
+
+static void test_exact(const char *path)
+{
+	struct prof_load_opts o = { .no_symbolize = true };
+	struct prof_profile p;
+	const char *err = NULL;
+	if (prof_profile_load(&p, path, &o, &err)) {
+		printf("not ok - load the exact dump: %s\n", err);
+		failures++;
+		return;
+	}
+	expect_i64((int64_t)p.sample, 1, "exact: sample");
+	expect_i64((int64_t)p.nsamples, 3, "exact: samples");
+	expect_i64((int64_t)p.nlocs, 5, "exact: locations (distinct pcs)");
+	expect_i64((int64_t)p.nframes, 5, "exact: frames");
+	expect_i64(p.total[PROF_INUSE_OBJECTS], 5, "exact: in-use objects");
+	expect_i64(p.total[PROF_INUSE_SPACE], 464, "exact: in-use space");
+	expect_i64(p.total[PROF_ALLOC_OBJECTS], 17, "exact: allocated objects");
+	expect_i64(p.total[PROF_ALLOC_SPACE], 1178, "exact: allocated space");
+	expect_i64(p.samples[0].nframes, 2, "exact: s1 without the agent's frame");
+	expect_str(leaf_name(&p, 0), "prog+0x100", "exact: s1's leaf");
+	expect_str(leaf_name(&p, 1), "prog+0x300", "exact: s2's leaf");
+	expect_i64(p.samples[1].v[PROF_ALLOC_SPACE], 128, "exact: s2 allocated space");
+	/* s1 and s2 share the frame of pc 0x400200: one id */
+	expect_i64(p.samples[0].frames[1], p.samples[1].frames[1], "exact: shared frame id");
+
+	struct prof_table t;
+	if (prof_table_build(&t, &p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT)) {
+		printf("not ok - table\n");
+		failures++;
+	} else {
+		/* a row per frame name, the agent's dropped frame too (all zero:
+		 * top does not show it) */
+		expect_i64((int64_t)t.nrows, 5, "table: rows");
+		expect_i64(row(&t, "libheaptrail.so+0x10")->cum[PROF_ALLOC_SPACE], 0,
+			   "table: the dropped frame holds nothing");
+		expect_str(t.rows[0].name, "prog+0x100", "table: first row by flat");
+		expect_i64(row(&t, "prog+0x100")->flat[PROF_INUSE_SPACE], 400, "table: 0x100 flat");
+		expect_i64(row(&t, "prog+0x100")->cum[PROF_INUSE_SPACE], 400, "table: 0x100 cum");
+		expect_i64(row(&t, "prog+0x300")->flat[PROF_INUSE_SPACE], 64, "table: 0x300 flat");
+		expect_i64(row(&t, "prog+0x200")->flat[PROF_INUSE_SPACE], 0, "table: 0x200 flat");
+		expect_i64(row(&t, "prog+0x200")->cum[PROF_INUSE_SPACE], 464, "table: 0x200 cum");
+		expect_i64(row(&t, "prog+0x400")->cum[PROF_INUSE_SPACE], 0, "table: 0x400 cum");
+		expect_i64(row(&t, "prog+0x100")->flat[PROF_ALLOC_SPACE], 1050,
+			   "table: 0x100 allocated flat");
+		expect_i64(row(&t, "prog+0x300")->flat[PROF_ALLOC_SPACE], 128,
+			   "table: 0x300 allocated flat");
+		expect_i64(row(&t, "prog+0x200")->cum[PROF_ALLOC_SPACE], 1128,
+			   "table: 0x200 allocated cum");
+		expect_i64(row(&t, "prog+0x400")->cum[PROF_ALLOC_SPACE], 50,
+			   "table: 0x400 allocated cum");
+		prof_table_release(&t);
+	}
+
+	/* focus on 0x300: s2 alone */
+	if (prof_profile_filter(&p, "0x300", NULL, &err)) {
+		printf("not ok - filter: %s\n", err);
+		failures++;
+	} else {
+		expect_i64((int64_t)p.nsamples, 1, "filter: samples left");
+		expect_i64(p.total[PROF_INUSE_SPACE], 64, "filter: in-use space");
+		expect_i64(p.total[PROF_ALLOC_OBJECTS], 2, "filter: allocated objects");
+	}
+	/* p - p: every value nets to zero, the samples double */
+	if (prof_profile_subtract(&p, &p)) {
+		printf("not ok - subtract\n");
+		failures++;
+	} else {
+		expect_i64((int64_t)p.nsamples, 2, "subtract: samples");
+		expect_i64(p.total[PROF_INUSE_SPACE], 0, "subtract: in-use space");
+		expect_i64(p.samples[1].v[PROF_ALLOC_SPACE], -128, "subtract: negated sample");
+		expect_i64(p.samples[1].frames[0], p.samples[0].frames[0],
+			   "subtract: the base's frames matched by name");
+	}
+	prof_profile_release(&p);
+}
+
+static void test_sampled(const char *path)
+{
+	struct prof_load_opts o = { .no_symbolize = true };
+	struct prof_profile p;
+	const char *err = NULL;
+	if (prof_profile_load(&p, path, &o, &err)) {
+		printf("not ok - load the sampled dump: %s\n", err);
+		failures++;
+		return;
+	}
+	expect_i64((int64_t)p.sample, 1024, "sampled: sample");
+	expect_i64(p.total[PROF_INUSE_OBJECTS], 65, "sampled: in-use objects");
+	expect_i64(p.total[PROF_INUSE_SPACE], 2080, "sampled: in-use space");
+	expect_i64(p.total[PROF_ALLOC_OBJECTS], 6, "sampled: allocated objects");
+	expect_i64(p.total[PROF_ALLOC_SPACE], 6479, "sampled: allocated space");
+	prof_profile_release(&p);
+}
+
+static void test_unbias(void)
+{
+	int64_t c, b;
+	prof_unbias_counts(1, 3, 30, &c, &b);
+	expect_i64(c, 3, "unbias: exact counts unchanged");
+	expect_i64(b, 30, "unbias: exact bytes unchanged");
+	prof_unbias_counts(1024, 0, 64, &c, &b);
+	expect_i64(c + b, 0, "unbias: no blocks, nothing");
+	/* 2^62 blocks of 1 byte at S = 2^20: far beyond 2^62 after scaling */
+	prof_unbias_counts(1u << 20, UINT64_C(1) << 62, UINT64_C(1) << 62, &c, &b);
+	expect_i64(c, INT64_C(1) << 62, "unbias: saturated at 2^62");
+	/* mean block 1024 at S = 1024: 1 / (1 - e^-1) = 1.5819767 */
+	expect_i64((int64_t)(prof_unbias_scale(1024, 4, 4096) * 1e6), 1581976,
+		   "unbias: scale for a mean block of S");
+	expect_i64((int64_t)(prof_unbias_scale(1, 4, 4096) * 1e6), 1000000, "unbias: exact scale 1");
+	expect_i64(prof_value_parse("alloc-space"), PROF_ALLOC_SPACE, "value names: alloc-space");
+	expect_i64(prof_value_parse("inuse_objects"), PROF_INUSE_OBJECTS, "value names: inuse_objects");
+	expect_i64(prof_value_parse("inuse"), -1, "value names: unknown");
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/test_profile.XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	const char *exact = write_dump(dir, "exact.heap", exact_dump);
+	const char *sampled = write_dump(dir, "sampled.heap", sampled_dump);
+	test_exact(exact);
+	test_sampled(sampled);
+	test_unbias();
+	unlink(exact);
+	unlink(sampled);
+	rmdir(dir);
+	return failures ? 1 : 0;
+}
