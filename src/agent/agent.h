@@ -87,7 +87,7 @@ struct agent_counters {
 	struct walk_memos *memo; /* the owner's last walks (unwind_cfi.c); mapped on demand */
 } __attribute__((aligned(64)));
 
-/* ---- per-thread state (hooks.c) ---- */
+/* ---- per-thread state (startup.c) ---- */
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
 	struct agent_counters *ctr;
@@ -104,6 +104,14 @@ struct agent_tls {
 	struct agent_defer *defer;
 };
 extern __thread struct agent_tls agent_tls;
+/* agent_tls.busy values: 1 = the agent's own work, whose nested
+ * allocations are its own; 2 = every lock held (fork): pass through
+ * without touching any table; 3 = an entry point recording a call, maybe
+ * holding a table lock: a nested call comes from a signal handler and
+ * waits (hooks.c, "deferred calls"). */
+#define AGENT_BUSY_AGENT 1
+#define AGENT_BUSY_LOCKED 2
+#define AGENT_BUSY_HOOK 3
 
 /* A slot for the calling thread. Hook-safe (a system call or two, once). */
 struct agent_counters *agent_counters_claim(void);
@@ -179,7 +187,7 @@ static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int
  * scaled by 1024. */
 void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024);
 
-/* ---- real allocator (hooks.c) ---- */
+/* ---- real allocator (startup.c, hooks.c) ---- */
 /* Resolves the real allocator and runs agent_init_early if no allocation
  * has done it yet. */
 void agent_ensure_ready(void);
@@ -323,6 +331,12 @@ size_t agent_strlcpy(char *dst, const char *src, size_t cap);
 /* Writes v in decimal at dst (up to 20 digits) and a NUL; returns the
  * end (the NUL). Hook-safe and signal-safe. */
 char *agent_put_dec(char *dst, uint64_t v);
+/* The same, zero-padded to at least width digits. */
+char *agent_put_dec_width(char *dst, uint64_t v, int width);
+/* Milliseconds since agent_clock_start (monotonic; 0 before it).
+ * Hook-safe and signal-safe. */
+uint64_t agent_ms_since_start(void);
+void agent_clock_start(void);
 void agent_memcpy(void *dst, const void *src, size_t n);
 void agent_memset(void *dst, int c, size_t n);
 
@@ -614,7 +628,7 @@ static inline bool agent_live_may_contain(uintptr_t addr)
 /* Sets up the filter (sampling mode only); from the constructor. */
 void agent_filter_init(void);
 /* Pins the filter's slots for the bootstrap buffer at "maybe", so a free
- * of a bootstrap block always reaches the slow path (hooks.c). */
+ * of a bootstrap block always reaches the slow path (startup.c). */
 void agent_filter_pin_boot(_Atomic uint16_t *filter);
 
 /* Take/release every table lock (fork, leak scan). */
@@ -691,7 +705,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks,
 				   size_t *maplen, struct agent_scan_info *info);
 
-/* ---- heap dumps and triggers (dump.c) ---- */
+/* ---- heap dumps (heapprofile.c) and triggers (triggers.c) ---- */
 /* Writes a heap profile in gperftools' text layout (heap_v2/S header,
  * MAPPED_LIBRARIES) to path, or when path is NULL to an automatic name
  * PREFIX.PID.SEQ.KIND.heap. Returns 0 or -errno. Takes every table lock

@@ -112,3 +112,25 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		}
 	}
 }
+/* jemalloc's prof.reset with a new lg_sample: every sample so far was
+ * drawn at the old rate, so all of them are forgotten, as jemalloc does. */
+void agent_resample(uint64_t sample)
+{
+	if (sample == agent_config.sample)
+		return;
+	agent_tables_lock_all();
+	agent_live_clear_locked();
+	if (agent_filter)  /* saturated slots (the bootstrap buffer's) stay */
+		for (size_t i = 0; i < (1u << 20); i++)
+			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
+				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
+	agent_config.sample = sample;
+	if (sample > 1 && !agent_filter)
+		agent_filter_init();
+	agent_config.leak_kinds = false;  /* the blocks before now are gone */
+	agent_tables_unlock_all();
+	agent_reset_cumulative();
+	agent_tls.sample_left = 0;
+	agent_tls.rng = 0;
+}
+

@@ -615,3 +615,13 @@ void agent_tables_unlock_all(void)
 	if (unlikely(agent_tls.deferred))
 		agent_defer_drain();
 }
+void agent_reset_cumulative(void)
+{
+	uint32_t n = agent_stack_count();
+	for (uint32_t id = 1; id <= n; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		atomic_store(&s->total_bytes, 0);
+		atomic_store(&s->total_blocks, 0);
+	}
+}
+

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* hooks.c's, which this test does not link: no bootstrap buffer here,
+/* startup.c's and hooks.c's, which this test does not link: no bootstrap buffer here,
  * no signal handler whose frees wait for the locks (agent_defer_drain). */
 __thread struct agent_tls agent_tls;
 

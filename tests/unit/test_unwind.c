@@ -45,7 +45,7 @@
 #define HAVE_ZLIB 1
 #endif
 
-/* What the agent's lifecycle.c defines (the test links only the unwinder
+/* What the agent's startup.c defines (the test links only the unwinder
  * and os.c): the agent's own text, which the unwinder skips. */
 uintptr_t agent_self_lo, agent_self_hi;
 
