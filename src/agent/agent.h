@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include "format/leakfile.h"
@@ -305,6 +306,19 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
 void agent_munmap(void *p, size_t len);
+/* A scratch arena: one mapping for the many buffers of one job (the leak
+ * scan), carved in 64-byte-aligned pieces and released at once. Pieces
+ * start zeroed (a fresh mapping). agent_arena_need(n) is what a piece of n
+ * bytes uses, for sizing the arena. Signal-safe; not hook-safe (mmap). */
+struct agent_arena {
+	char *base;
+	size_t len, used;
+};
+size_t agent_arena_need(size_t n);
+bool agent_arena_init(struct agent_arena *a, size_t len);
+/* NULL when the arena has no room left for n bytes. */
+void *agent_arena_take(struct agent_arena *a, size_t n);
+void agent_arena_release(struct agent_arena *a);
 /* Runs fn(arg) on a stack of the agent's own (mapped for the call, with a
  * guard page below it, left out of leak scans) and returns its result, or
  * -ENOMEM, with a message, when no stack could be mapped. For work that
@@ -318,6 +332,14 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
 /* Reads a small file (under /proc) whole into buf, NUL-terminated; returns
  * its length, or -1 when it cannot be read or is empty. Signal-safe. */
 ssize_t agent_read_small(const char *path, char *buf, size_t cap);
+/* The calling thread's id, by a raw system call: no errno, no libc, so
+ * usable anywhere (a hook, a signal handler, the stop-the-world tracer). */
+static inline pid_t agent_gettid(void)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_gettid) : "rcx", "r11", "memory");
+	return (pid_t)ret;
+}
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 /* A short lower-case description of an errno value (e > 0), without

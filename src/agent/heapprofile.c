@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/buildid.h"
+#include "agent/procmaps.h"
 #include "format/options.h"
 #include "agent/banned.h"
 
@@ -77,106 +79,39 @@ static void put_when(struct agent_writer *w)
 	agent_put(w, "\n");
 }
 
-/* The GNU build-id of the ELF image whose first page is mapped at
- * [start, end), read from memory; 0 when there is none within the
- * mapping. hex gets 2 * 20 + 1 bytes at most. */
-static int image_build_id(uintptr_t start, uintptr_t end, char *hex)
-{
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
-	if (end - start < sizeof *eh || eh->e_ident[0] != 0x7f || eh->e_ident[1] != 'E' ||
-	    eh->e_ident[2] != 'L' || eh->e_ident[3] != 'F' || eh->e_ident[4] != ELFCLASS64)
-		return 0;
-	if (eh->e_phoff > end - start ||
-	    (uintptr_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end - start - eh->e_phoff)
-		return 0;
-	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
-	uintptr_t first = UINTPTR_MAX;
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
-			first = ph[i].p_vaddr;
-	if (first == UINTPTR_MAX)
-		return 0;
-	uintptr_t bias = start - (first & ~(uintptr_t)4095);
-	for (int i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_NOTE)
-			continue;
-		uintptr_t p = bias + ph[i].p_vaddr, stop = p + ph[i].p_memsz;
-		if (p < start || stop > end || stop < p)
-			continue;
-		while (p + sizeof(ElfW(Nhdr)) <= stop) {
-			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-			uintptr_t name = p + sizeof *nh;
-			uintptr_t desc = name + ((nh->n_namesz + 3) & ~3u);
-			uintptr_t next = desc + ((nh->n_descsz + 3) & ~3u);
-			if (next > stop || next <= p)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    agent_streq((const char *)name, "GNU") && nh->n_descsz &&
-			    nh->n_descsz <= 20) {
-				const unsigned char *d = (const unsigned char *)desc;
-				for (uint32_t k = 0; k < nh->n_descsz; k++) {
-					hex[2 * k] = "0123456789abcdef"[d[k] >> 4];
-					hex[2 * k + 1] = "0123456789abcdef"[d[k] & 15];
-				}
-				hex[2 * nh->n_descsz] = 0;
-				return 1;
-			}
-			p = next;
-		}
-	}
-	return 0;
-}
-
-static uintptr_t parse_hex(const char **s)
-{
-	uintptr_t v = 0;
-	for (;; ++*s) {
-		char c = **s;
-		if (c >= '0' && c <= '9')
-			v = v << 4 | (uintptr_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v << 4 | (uintptr_t)(c - 'a' + 10);
-		else
-			return v;
-	}
-}
-
-struct maps_line {
-	uintptr_t start, end, offset;
-	char perms[4];
-	const char *path;   /* NULL when the mapping names no file */
-};
-
-static bool parse_maps_line(const char *s, struct maps_line *m)
-{
-	m->start = parse_hex(&s);
-	if (*s++ != '-')
-		return false;
-	m->end = parse_hex(&s);
-	if (*s++ != ' ')
-		return false;
-	for (int i = 0; i < 4; i++)
-		if (!(m->perms[i] = *s++))
-			return false;
-	if (*s++ != ' ')
-		return false;
-	m->offset = parse_hex(&s);
-	while (*s && *s != '/')
-		s++;
-	m->path = *s && !agent_strstarts(s, "/dev/") ? s : NULL;
-	return m->end > m->start;
-}
-
-static void put_build_id(struct agent_writer *w, const struct maps_line *m, const char *path)
+static void put_build_id(struct agent_writer *w, uintptr_t start, uintptr_t end, const char *path)
 {
 	char hex[48];
-	if (!image_build_id(m->start, m->end, hex))
+	if (!agent_build_id_of_image(start, end, hex))
 		return;
 	agent_put(w, "# build-id ");
 	agent_put(w, hex);
 	agent_put(w, " ");
 	agent_put(w, path);
 	agent_put(w, "\n");
+}
+
+/* The last mapping seen that may hold an ELF header, and its file. */
+struct build_ids {
+	struct agent_writer *w;
+	uintptr_t start, end;
+	char path[512];
+};
+
+static void maps_line_build_id(const struct agent_maps_line *m, void *arg)
+{
+	struct build_ids *b = arg;
+	if (m->end <= m->start || m->name[0] != '/' || agent_strstarts(m->name, "/dev/"))
+		return;
+	if (m->perms[0] == 'r' && m->perms[3] == 'p' && m->offset == 0) {
+		b->start = m->start;
+		b->end = m->end;
+		agent_strlcpy(b->path, m->name, sizeof b->path);
+	}
+	if (m->perms[2] == 'x' && b->path[0] && agent_streq(m->name, b->path)) {
+		put_build_id(b->w, b->start, b->end, b->path);
+		b->path[0] = 0;
+	}
 }
 
 /* "# build-id HEX PATH" lines for the ELF images in the process's maps,
@@ -187,40 +122,9 @@ static void put_build_id(struct agent_writer *w, const struct maps_line *m, cons
  * under us (reading it would raise SIGBUS). */
 static void put_build_ids(struct agent_writer *w)
 {
-	char buf[4096], line[512], cand_path[512] = "";
-	struct maps_line cand = { 0 };
-	size_t len = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof buf);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		for (ssize_t i = 0; i < r; i++) {
-			if (buf[i] != '\n') {
-				if (len < sizeof line - 1)
-					line[len++] = buf[i];
-				continue;
-			}
-			line[len] = 0;
-			len = 0;
-			struct maps_line m;
-			if (!parse_maps_line(line, &m) || !m.path)
-				continue;
-			if (m.perms[0] == 'r' && m.perms[3] == 'p' && m.offset == 0) {
-				cand = m;
-				agent_strlcpy(cand_path, m.path, sizeof cand_path);
-			}
-			if (m.perms[2] == 'x' && cand_path[0] && agent_streq(m.path, cand_path)) {
-				put_build_id(w, &cand, cand_path);
-				cand_path[0] = 0;
-			}
-		}
-	}
-	close(fd);
+	char buf[4096];
+	struct build_ids b = { .w = w };
+	agent_maps_read(buf, sizeof buf, maps_line_build_id, &b);
 }
 
 static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d)

@@ -169,17 +169,10 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 static void file_name(char *name, size_t cap, unsigned check)
 {
 	size_t n = agent_strlcpy(name, "heaptrail.", cap);
-	uint64_t v = (uint64_t)getpid(), div = 1;
-	while (v / div >= 10)
-		div *= 10;
-	for (; div; div /= 10)
-		name[n++] = (char)('0' + v / div % 10);
+	n = (size_t)(agent_put_dec(name + n, (uint64_t)getpid()) - name);
 	if (check) {
 		n += agent_strlcpy(name + n, ".check-", cap - n);
-		for (div = 1; check / div >= 10; div *= 10)
-			;
-		for (; div; div /= 10)
-			name[n++] = (char)('0' + check / div % 10);
+		n = (size_t)(agent_put_dec(name + n, check) - name);
 	}
 	agent_strlcpy(name + n, ".leaks", cap - n);
 }

@@ -262,7 +262,7 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 
 void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
 {
-	pid_t none = 0, tid = (pid_t)syscall(SYS_gettid);
+	pid_t none = 0, tid = agent_gettid();
 	if (atomic_load(&exit_ctx.tid) || getpid() != agent_pid)
 		return;
 	exit_ctx.sp = sp;
@@ -273,7 +273,7 @@ void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
 
 static NOINLINE void late_report(int status, void *arg)
 {
-	if (atomic_load(&exit_ctx.tid) == (pid_t)syscall(SYS_gettid)) {
+	if (atomic_load(&exit_ctx.tid) == agent_gettid()) {
 		agent_report_exit(status & 0xff, exit_ctx.sp, exit_ctx.regs, AGENT_CALLER_NREGS);
 		return;
 	}
@@ -288,7 +288,7 @@ void agent_exit_claim(void)
 {
 	if (getpid() != agent_pid)
 		return;  /* a vfork child, or a clone the agent does not know */
-	int me = (int)syscall(SYS_gettid), owner = 0;
+	int me = (int)agent_gettid(), owner = 0;
 	if (atomic_compare_exchange_strong(&exit_owner, &owner, me) || owner == me)
 		return;
 	/* Another thread is ending the process: its exit_group ends this
@@ -498,7 +498,7 @@ static long exit_report(void *arg)
 
 static bool scan_enter(bool wait)
 {
-	pid_t me = (pid_t)syscall(SYS_gettid);
+	pid_t me = agent_gettid();
 	for (int i = 0;; i++) {
 		pid_t none = 0;
 		if (atomic_compare_exchange_strong(&scan_owner, &none, me))
@@ -524,7 +524,7 @@ static int report_exit(int status, int killed_by, uintptr_t stack_from, const ui
 		return 0;
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	atomic_store(&report_tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&report_tid, agent_gettid());
 	struct report_call c = { .status = status, .stack_from = stack_from,
 				 .extra = extra, .nextra = nextra, .killed_by = killed_by };
 	note_altstack(&c);
@@ -657,13 +657,13 @@ static void die_by_default(int sig, const siginfo_t *si)
 	sigaction(sig, &dfl, NULL);
 	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
 	if (!fault)  /* delivered when the handler returns: it is blocked now */
-		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+		syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
 }
 
 void agent_report_fatal(int sig, siginfo_t *si, void *ucv)
 {
 	(void)si;
-	pid_t self = (pid_t)syscall(SYS_gettid);
+	pid_t self = agent_gettid();
 	if (getpid() != agent_pid || !reports_enabled) {
 		/* a child that does not report */
 	} else if (atomic_load(&reported)) {

@@ -299,3 +299,36 @@ NOINLINE void agent_lock_slow(agent_lock_t *l)
 		}
 	}
 }
+
+/* ---------- scratch arenas ---------- */
+
+size_t agent_arena_need(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+bool agent_arena_init(struct agent_arena *a, size_t len)
+{
+	a->len = len;
+	a->used = 0;
+	a->base = agent_mmap(len);
+	return a->base != NULL;
+}
+
+void *agent_arena_take(struct agent_arena *a, size_t n)
+{
+	n = agent_arena_need(n);
+	if (!a->base || n > a->len - a->used)
+		return NULL;
+	void *p = a->base + a->used;
+	a->used += n;
+	return p;
+}
+
+void agent_arena_release(struct agent_arena *a)
+{
+	if (a->base)
+		agent_munmap(a->base, a->len);
+	a->base = NULL;
+	a->len = a->used = 0;
+}

@@ -43,7 +43,7 @@ static void seed(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t s = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^
-		     ((uint64_t)syscall(SYS_gettid) << 32) ^ (uint64_t)(uintptr_t)&agent_tls;
+		     ((uint64_t)agent_gettid() << 32) ^ (uint64_t)(uintptr_t)&agent_tls;
 	agent_tls.rng = s ? s : 1;
 }
 

@@ -211,7 +211,7 @@ static void default_action(int sig, siginfo_t *si, void *uc)
 	agent_memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
 	__sigaction(sig, &dfl, NULL);
-	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+	syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
 	sigset_t only;
 	sigemptyset(&only);
 	sigaddset(&only, sig);

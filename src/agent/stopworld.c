@@ -77,11 +77,6 @@ static long raw6(long nr, long a, long b, long c, long d, long e, long f)
 }
 #define RAW(nr, a, b, c, d) raw6(nr, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
-static pid_t gettid_raw(void)
-{
-	return (pid_t)RAW(SYS_gettid, 0, 0, 0, 0);
-}
-
 static void sleep_us_raw(long us)
 {
 	struct timespec ts = { 0, us * 1000 };
@@ -538,7 +533,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 		errno = saved_errno;  /* a late stop request: nothing to do */
 		return;
 	}
-	struct agent_stopped *slot = slot_of(gettid_raw());
+	struct agent_stopped *slot = slot_of(agent_gettid());
 	if (slot) {
 		ucontext_t *uc = ucv;
 		for (int i = 0; i < NGREG && i < AGENT_STOP_NREGS; i++)
@@ -756,7 +751,7 @@ static void lower_to_red_zone(void)
 int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
 {
 	int saved_errno = errno;
-	pid_t self = gettid_raw();
+	pid_t self = agent_gettid();
 	int missing = -1;
 	stop.nslots = 0;
 	stop.method = AGENT_STOP_NONE;

@@ -223,7 +223,7 @@ static void *ticker(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	agent_tls.busy = 1;  /* whatever this thread allocates is the agent's */
-	atomic_store(&agent_ticker_tid, (int)syscall(SYS_gettid));
+	atomic_store(&agent_ticker_tid, (int)agent_gettid());
 	uint64_t period = (uint64_t)(uintptr_t)arg;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
