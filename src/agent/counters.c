@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/unwind.h"
 #include "agent/banned.h"
 
 #define NSLOTS 1024

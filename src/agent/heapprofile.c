@@ -29,6 +29,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/heapprofile.h"
+#include "agent/table.h"
+#include "agent/writer.h"
 #include "agent/buildid.h"
 #include "agent/procmaps.h"
 #include "format/options.h"

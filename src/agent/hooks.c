@@ -26,6 +26,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/modules.h"
+#include "agent/sample.h"
+#include "agent/table.h"
+#include "agent/unwind.h"
+#include "heaptrail.h"
 #include "agent/startup.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
@@ -177,8 +186,10 @@ static struct agent_defer *defer_begin(uint32_t k, uint32_t *at)
 		return NULL;
 	agent_tls.pushing = true;
 	struct agent_defer *d = agent_tls.defer;
-	if (!d)
+	if (!d) {
+		agent_tables_on_unlock(agent_defer_drain);
 		d = agent_tls.defer = agent_mmap(sizeof *d);
+	}
 	if (d) {
 		*at = atomic_load_explicit(&d->n, memory_order_relaxed);
 		if (*at + k <= DEFER_WORDS)
@@ -341,6 +352,38 @@ static NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 		defer_alloc(q, n, fn);
 	nested_free(p, busy);
 	return q;
+}
+
+/* ---------- work left by signal handlers ---------- */
+
+atomic_int agent_pending;
+
+/* The leak check (lifecycle.c), set by the constructor before the check
+ * signal's handler can ask for one. */
+static agent_leak_check_fn *pending_check;
+
+void agent_pending_on_check(agent_leak_check_fn *fn)
+{
+	pending_check = fn;
+}
+
+NOINLINE void agent_run_pending(void)
+{
+	if (agent_tls.deferred)
+		agent_defer_drain();
+	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
+	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
+		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
+								    : HEAPTRAIL_LEAKS_ALL;
+		__builtin_unwind_init();
+		if (pending_check && pending_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
+			atomic_fetch_or(&agent_pending,  /* later, then */
+					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
+	}
+	if (pending & AGENT_PENDING_DUMP_EVERY)
+		agent_dump(NULL, "every");
+	if (pending & AGENT_PENDING_DUMP_SIGNAL)
+		agent_dump(NULL, "signal");
 }
 
 /* ---------- the entry points ---------- */
@@ -754,44 +797,6 @@ AGENT_API int dlclose(void *h)
 	int r = agent_real.dlclose(h);
 	agent_unwind_cfi_flush();  /* its code may be gone: forget its frames */
 	return r;
-}
-
-/* exit runs the exit handlers, the last of which writes the report (see
- * lifecycle.c); what it needs from here is the caller's registers and
- * where its frames end. */
-AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
-
-__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
-						      uintptr_t sp)
-{
-	agent_exit_claim();
-	agent_exit_entered(regs, sp);
-	/* resolved with the allocator, so an exit() from a signal handler on
-	 * a small stack costs no dlsym here */
-	while (!agent_real.exit && !agent_ready())
-		sched_yield();  /* another thread is resolving: not for long */
-	if (agent_real.exit)
-		agent_real.exit(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-/* _exit and _Exit skip exit handlers and destructors, so the report is
- * written here (a vfork child shares our memory and is not us: skipped). */
-AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
-AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
-
-__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
-						       uintptr_t sp)
-{
-	if (getpid() == agent_pid) {
-		agent_exit_claim();
-		if (agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS) &&
-		    agent_config.error_exitcode)
-			status = agent_config.error_exitcode;
-	}
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
 }
 
 void agent_hooks_fork_prepare(void)

@@ -42,6 +42,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/counters.h"
+#include "agent/leakscan.h"
+#include "agent/leakwriter.h"
+#include "agent/stopworld.h"
+#include "agent/table.h"
+#include "agent/triggers.h"
 #include "agent/procmaps.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"

@@ -9,6 +9,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/modules.h"
+#include "agent/startup.h"
+#include "agent/table.h"
+#include "agent/writer.h"
 #include "agent/leakwriter.h"
 #include "format/leakfile.h"
 #include "heaptrail.h"

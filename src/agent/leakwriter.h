@@ -7,6 +7,18 @@
 #define HEAPTRAIL_AGENT_LEAKWRITER_H
 
 #include "agent/agent.h"
+#include "agent/counters.h"
+#include "agent/table.h"
+
+/* What a scan found (leakscan.c fills it in; the leak file reports it). */
+struct agent_scan_info {
+	int threads_stopped, threads_unstopped;
+	uint64_t root_bytes, blocks_scanned;
+	uint64_t scan_ns;        /* wall time the world was stopped for */
+	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
+};
 
 /* What one leak file says. kinds has nstacks + 1 entries (0 unused), or
  * is NULL when no per-stack totals could be had; prev, of a previous

@@ -55,6 +55,18 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/leakscan.h"
+#include "agent/lifecycle.h"
+#include "agent/modules.h"
+#include "agent/signals.h"
+#include "agent/startup.h"
+#include "agent/table.h"
+#include "agent/triggers.h"
+#include "agent/writer.h"
 #include "agent/leakwriter.h"
 #include "format/leakfile.h"
 #include "format/options.h"
@@ -83,10 +95,6 @@ static struct {
 	uintptr_t sp;
 	uintptr_t regs[AGENT_CALLER_NREGS];
 } exit_ctx;
-
-void agent_modules_lock(void);
-void agent_modules_unlock(void);
-bool agent_modules_wait_unlocked(long ms);
 
 /* ---------- fork ---------- */
 
@@ -201,6 +209,8 @@ __attribute__((constructor)) static void agent_constructor(void)
 	/* libc's exit, not the agent's hook of the same name */
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
+	agent_signals_on_fatal(agent_report_fatal);
+	agent_pending_on_check(agent_leak_check);
 	agent_leakscan_init(agent_config.stop_signal);
 	agent_signals_init();
 	install_check_handler();
@@ -556,7 +566,6 @@ static long check_report(void *arg)
 }
 
 static atomic_int check_running;
-atomic_int agent_pending;
 
 int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
@@ -578,25 +587,6 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	scan_leave();
 	atomic_store(&check_running, 0);
 	return r;
-}
-
-NOINLINE void agent_run_pending(void)
-{
-	if (agent_tls.deferred)
-		agent_defer_drain();
-	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
-	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
-		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
-								    : HEAPTRAIL_LEAKS_ALL;
-		__builtin_unwind_init();
-		if (agent_leak_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
-			atomic_fetch_or(&agent_pending,  /* later, then */
-					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
-	}
-	if (pending & AGENT_PENDING_DUMP_EVERY)
-		agent_dump(NULL, "every");
-	if (pending & AGENT_PENDING_DUMP_SIGNAL)
-		agent_dump(NULL, "signal");
 }
 
 /* ---------- leak checks asked for by signal ---------- */
@@ -716,4 +706,44 @@ static void install_fatal_handlers(void)
 		sigemptyset(&sa.sa_mask);
 		sigaction(sig, &sa, NULL);
 	}
+}
+
+/* ---------- exit, _exit and _Exit ---------- */
+
+/* exit runs the exit handlers, the last of which writes the report (see
+ * lifecycle.c); what it needs from here is the caller's registers and
+ * where its frames end. */
+AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
+						      uintptr_t sp)
+{
+	agent_exit_claim();
+	agent_exit_entered(regs, sp);
+	/* resolved with the allocator, so an exit() from a signal handler on
+	 * a small stack costs no dlsym here */
+	while (!agent_real.exit && !agent_ready())
+		sched_yield();  /* another thread is resolving: not for long */
+	if (agent_real.exit)
+		agent_real.exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* _exit and _Exit skip exit handlers and destructors, so the report is
+ * written here (a vfork child shares our memory and is not us: skipped). */
+AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
+						       uintptr_t sp)
+{
+	if (getpid() == agent_pid) {
+		agent_exit_claim();
+		if (agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS) &&
+		    agent_config.error_exitcode)
+			status = agent_config.error_exitcode;
+	}
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/modules.h"
+#include "agent/writer.h"
 #include "agent/buildid.h"
 #include "agent/banned.h"
 

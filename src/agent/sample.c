@@ -25,6 +25,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/sample.h"
+#include "agent/table.h"
 #include "agent/banned.h"
 
 /* xorshift64*: small, fast, and good enough to draw distances. */
@@ -88,6 +92,14 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
  * and peak triggers: a look sums every thread's counters. */
 #define CHECK_BYTES (1u << 20)
 
+/* The interval and peak triggers (triggers.c), set when they start. */
+static void (*on_check)(void);
+
+void agent_sample_on_check(void (*fn)(void))
+{
+	on_check = fn;
+}
+
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
@@ -108,7 +120,8 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		agent_tls.since_check += bytes;
 		if (agent_tls.since_check >= CHECK_BYTES) {
 			agent_tls.since_check = 0;
-			agent_triggers_check();
+			if (on_check)
+				on_check();
 		}
 	}
 }

@@ -55,13 +55,6 @@ void *agent_boot_alloc(size_t n, size_t align)
 	return (void *)p;
 }
 
-void agent_filter_pin_boot(_Atomic uint16_t *filter)
-{
-	for (uintptr_t a = (uintptr_t)agent_boot_buf & ~(uintptr_t)4095;
-	     a < (uintptr_t)agent_boot_buf + AGENT_BOOT_SIZE; a += 4096)
-		atomic_store(&filter[agent_filter_slot(a)], 0xffff);
-}
-
 /* ---------- resolving the real allocator ---------- */
 
 void agent_resolve_real(void)

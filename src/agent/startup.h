@@ -67,4 +67,13 @@ static inline bool agent_ready(void)
 	return atomic_load(&agent_state) == 2;
 }
 
+/* Resolves the real allocator and runs agent_init_early if no allocation
+ * has done it yet. */
+void agent_ensure_ready(void);
+/* Says on stderr, once, when the program's malloc is not the agent's
+ * (another allocator before it in LD_PRELOAD); from the constructor. */
+void agent_hooks_check_bypass(void);
+/* The path of that allocator's object, or NULL. */
+const char *agent_allocator_bypassed(void);
+
 #endif

@@ -44,6 +44,9 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/signals.h"
+#include "agent/stopworld.h"
 #include "agent/banned.h"
 
 #ifndef PTRACE_EVENT_STOP

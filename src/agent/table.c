@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 
 #include "agent/agent.h"
+#include "agent/startup.h"
+#include "agent/table.h"
 #include "agent/banned.h"
 
 /* ---------- stack table ---------- */
@@ -377,7 +379,12 @@ void agent_filter_init(void)
 	_Atomic uint16_t *f = agent_mmap(sizeof(uint16_t) << 20);
 	if (!f)
 		return;
-	agent_filter_pin_boot(f);  /* before anyone can see the filter */
+	/* Pins the slots of the bootstrap buffer at "maybe", so a free of a
+	 * bootstrap block always reaches the slow path (hooks.c); before
+	 * anyone can see the filter. */
+	for (uintptr_t a = (uintptr_t)agent_boot_buf & ~(uintptr_t)4095;
+	     a < (uintptr_t)agent_boot_buf + AGENT_BOOT_SIZE; a += 4096)
+		atomic_store(&f[agent_filter_slot(a)], 0xffff);
 	agent_filter = f;
 }
 
@@ -606,15 +613,25 @@ bool agent_tables_wait_unlocked(long ms)
 	return true;
 }
 
+/* What the hooks do once a thread holds no table lock (their deferred
+ * calls): set before any thread can have deferred one. */
+static void (*on_unlock)(void);
+
+void agent_tables_on_unlock(void (*fn)(void))
+{
+	on_unlock = fn;
+}
+
 void agent_tables_unlock_all(void)
 {
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_unlock(&shards[i].lock);
 	agent_unlock(&stack_lock);
 	agent_tls.tables_locked = false;
-	if (unlikely(agent_tls.deferred))
-		agent_defer_drain();
+	if (unlikely(agent_tls.deferred) && on_unlock)
+		on_unlock();
 }
+
 void agent_reset_cumulative(void)
 {
 	uint32_t n = agent_stack_count();

@@ -24,6 +24,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/sample.h"
+#include "agent/signals.h"
+#include "agent/triggers.h"
+#include "agent/writer.h"
 #include "format/options.h"
 #include "agent/banned.h"
 
@@ -260,6 +268,7 @@ static void *ticker(void *arg)
 
 void agent_triggers_start(void)
 {
+	agent_sample_on_check(agent_triggers_check);
 	agent_clock_start();
 	last_every_ms = 0;
 	atomic_store(&agent_ticker_tid, 0);

@@ -51,6 +51,7 @@
 #include <stddef.h>
 
 #include "agent/agent.h"
+#include "agent/unwind.h"
 #include "agent/banned.h"
 
 

@@ -26,6 +26,7 @@
 #include <libunwind.h>
 
 #include "agent/agent.h"
+#include "agent/unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
