@@ -53,9 +53,9 @@
 #include <sys/types.h>
 
 #define AGENT_API __attribute__((visibility("default")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define NOINLINE __attribute__((noinline))
+#define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define AGENT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define AGENT_NOINLINE __attribute__((noinline))
 
 #define AGENT_MAX_DEPTH 256
 #define AGENT_DEFAULT_DEPTH 64
@@ -178,11 +178,11 @@ typedef struct { atomic_int v; } agent_lock_t;
 void agent_lock_slow(agent_lock_t *l);
 static inline void agent_lock(agent_lock_t *l)
 {
-	if (likely(__libc_single_threaded)) {
+	if (AGENT_LIKELY(__libc_single_threaded)) {
 		atomic_store_explicit(&l->v, 1, memory_order_relaxed);
 		return;
 	}
-	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
+	if (AGENT_LIKELY(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
 		return;
 	agent_lock_slow(l);
 }
@@ -199,7 +199,7 @@ static inline void agent_unlock(agent_lock_t *l)
  * barrier) only once the process has a second thread (see agent_lock). */
 static inline void agent_add_shared(_Atomic uint64_t *x, uint64_t n)
 {
-	if (likely(__libc_single_threaded))
+	if (AGENT_LIKELY(__libc_single_threaded))
 		atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 	else

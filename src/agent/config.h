@@ -1,6 +1,15 @@
 /*
  * config.h — the options (config.c): read once from HEAPTRAIL_OPTIONS
  * by the constructor. Layer 0.
+ *
+ * Not quite fixed after that: a program's mallctl("prof.reset") with a
+ * new lg_sample changes `sample` and turns `leak_kinds` off
+ * (agent_resample, sample.c: the blocks recorded before are forgotten).
+ * Every other field keeps its value for the life of the process (a forked
+ * child inherits them). Before the constructor the fields hold config.c's
+ * defaults, with `sample` 1: the first allocations, which may come
+ * earlier, are tracked exactly (and forgotten by the constructor when
+ * sampling is asked for).
  */
 #ifndef HEAPTRAIL_AGENT_CONFIG_H
 #define HEAPTRAIL_AGENT_CONFIG_H

@@ -39,7 +39,7 @@ void agent_counters_sum(struct agent_counts *out);
 
 static inline void agent_count(_Atomic uint64_t *field, uint64_t n)
 {
-	if (unlikely(agent_tls.ctr->shared))
+	if (AGENT_UNLIKELY(agent_tls.ctr->shared))
 		atomic_fetch_add_explicit(field, n, memory_order_relaxed);
 	else  /* the only writer: no locked instruction needed */
 		atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + n,
@@ -49,7 +49,7 @@ static inline void agent_count(_Atomic uint64_t *field, uint64_t n)
 /* Two counts at once: one look at whether the slot is shared. */
 static inline void agent_count2(_Atomic uint64_t *a, uint64_t na, _Atomic uint64_t *b, uint64_t nb)
 {
-	if (unlikely(agent_tls.ctr->shared)) {
+	if (AGENT_UNLIKELY(agent_tls.ctr->shared)) {
 		atomic_fetch_add_explicit(a, na, memory_order_relaxed);
 		atomic_fetch_add_explicit(b, nb, memory_order_relaxed);
 	} else {
@@ -62,7 +62,7 @@ static inline void agent_count2(_Atomic uint64_t *a, uint64_t na, _Atomic uint64
 
 static inline struct agent_counts *agent_my_counts(void)
 {
-	if (unlikely(!agent_tls.ctr))
+	if (AGENT_UNLIKELY(!agent_tls.ctr))
 		agent_tls.ctr = agent_counters_claim();
 	return &agent_tls.ctr->c;
 }

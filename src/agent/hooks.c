@@ -71,13 +71,13 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	uintptr_t pc, sp, bp;
 	AGENT_FRAME_REGS(pc, sp, bp);
 	if (slot && !slot->shared) {
-		if (unlikely(!slot->memo))
+		if (AGENT_UNLIKELY(!slot->memo))
 			slot->memo = agent_mmap(sizeof *slot->memo);
 		ms = slot->memo;
 	}
 	/* A walk the thread has made before, found without a call: its
 	 * stack id, or its pcs to intern for this allocator. */
-	if (likely(ms)) {
+	if (AGENT_LIKELY(ms)) {
 		int hit = agent_memo_find(ms, pc, sp, bp, agent_config.depth);
 		if (hit >= 0) {
 			struct walk_memo *m = &ms->e[hit];
@@ -101,7 +101,7 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
 								size_t n, uint32_t id)
 {
-	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
+	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return;
@@ -115,7 +115,7 @@ static inline __attribute__((always_inline)) void note_alloc_id(struct agent_cou
 
 /* Records a sampled (in exact mode: every) block: its stack, its entry in
  * the live table, and what it adds to the estimates. */
-static NOINLINE void note_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
 	struct agent_counts *c = agent_my_counts();
 	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
@@ -127,7 +127,7 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
  * stack so realloc can put it back when the real realloc fails. */
-static NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
+static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack))
 		return false;
@@ -225,7 +225,7 @@ static bool defer_free(void *p)
 }
 
 /* A handler's new block p, to be recorded later with the stack of now. */
-static NOINLINE void defer_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void defer_alloc(void *p, size_t n, int fn)
 {
 	uint32_t at;
 	int depth = agent_config.depth;
@@ -278,7 +278,7 @@ static size_t record_words(const uintptr_t *w)
 	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 16);
 }
 
-NOINLINE void agent_defer_drain(void)
+AGENT_NOINLINE void agent_defer_drain(void)
 {
 	struct agent_defer *d = agent_tls.defer;
 	int saved = agent_tls.busy;
@@ -309,7 +309,7 @@ NOINLINE void agent_defer_drain(void)
 
 /* A nested allocation p: a signal handler's when an entry point was
  * interrupted, to be recorded; else the agent's own. */
-static NOINLINE void *nested_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 {
 	if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 		defer_alloc(p, n, fn);
@@ -318,7 +318,7 @@ static NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 
 /* A handler's free while the thread is inside the agent (busy is AGENT_BUSY_HOOK
  * or AGENT_BUSY_AGENT). */
-static NOINLINE void nested_free(void *p, int busy)
+static AGENT_NOINLINE void nested_free(void *p, int busy)
 {
 	if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked) {
 		if (!defer_free(p))
@@ -337,7 +337,7 @@ static NOINLINE void nested_free(void *p, int busy)
 
 /* A handler's realloc while the thread is inside the agent: what realloc
  * does, from parts that need no table (the old block's free waits). */
-static NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
+static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 {
 	if (!n) {  /* glibc frees the block and returns NULL */
 		nested_free(p, busy);
@@ -367,7 +367,7 @@ void agent_pending_on_check(agent_leak_check_fn *fn)
 	pending_check = fn;
 }
 
-NOINLINE void agent_run_pending(void)
+AGENT_NOINLINE void agent_run_pending(void)
 {
 	if (agent_tls.deferred)
 		agent_defer_drain();
@@ -390,7 +390,7 @@ NOINLINE void agent_run_pending(void)
 
 static inline void check_pending(void)
 {
-	if (unlikely(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
+	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
 		agent_run_pending();
 }
 
@@ -410,7 +410,7 @@ static inline void leave(void)
  * agent_real.* is known. */
 #define FAST_PATH(size, call)                                              \
 	do {                                                               \
-		if (likely((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
+		if (AGENT_LIKELY((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
 			agent_tls.sample_left -= (int64_t)(size);          \
 			return (call);                                     \
 		}                                                          \
@@ -421,16 +421,16 @@ static inline void leave(void)
 #define TRACKED_SLOW(fn_id, size, call, fallback)                          \
 	do {                                                               \
 		void *p_;                                                  \
-		if (unlikely(agent_tls.busy) || unlikely(!agent_ready())) {      \
+		if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {      \
 			if (!agent_real.malloc)                                  \
 				return (fallback);                         \
 			return nested_alloc((call), (size), (fn_id));      \
 		}                                                          \
-		if (likely(!agent_sample_due(size)))                       \
+		if (AGENT_LIKELY(!agent_sample_due(size)))                       \
 			return (call);                                     \
 		agent_tls.busy = AGENT_BUSY_HOOK;                                \
 		p_ = (call);                                               \
-		if (likely(p_ != NULL))                                    \
+		if (AGENT_LIKELY(p_ != NULL))                                    \
 			note_alloc(p_, (size), (fn_id));                   \
 		leave();                                                   \
 		return p_;                                                 \
@@ -443,7 +443,7 @@ static inline void leave(void)
 	} while (0)
 
 /* malloc's slow part out of line, so its fast path needs no frame. */
-static NOINLINE void *malloc_slow(size_t n)
+static AGENT_NOINLINE void *malloc_slow(size_t n)
 {
 	TRACKED_SLOW(FMT_FN_MALLOC, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
 }
@@ -488,7 +488,7 @@ AGENT_API void *pvalloc(size_t n)
 
 AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 {
-	if (unlikely(agent_tls.busy) || unlikely(!agent_ready())) {
+	if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {
 		if (agent_real.posix_memalign) {
 			int r = agent_real.posix_memalign(out, align, n);
 			if (r == 0 && agent_tls.busy == AGENT_BUSY_HOOK && *out)
@@ -498,7 +498,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 		*out = agent_boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
-	if (likely(!agent_sampled(n)))
+	if (AGENT_LIKELY(!agent_sampled(n)))
 		return agent_real.posix_memalign(out, align, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	int r = agent_real.posix_memalign(out, align, n);
@@ -509,14 +509,14 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 }
 
 /* free's slow part out of line, so its fast path needs no frame. */
-static NOINLINE void free_slow(void *p)
+static AGENT_NOINLINE void free_slow(void *p)
 {
-	if (unlikely(!p) || unlikely(agent_is_boot(p)))
+	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
-	if (unlikely(busy)) {
+	if (AGENT_UNLIKELY(busy)) {
 		/* Only a fork in progress forbids touching the tables for
 		 * good; see nested_free for the rest. */
 		if (busy == AGENT_BUSY_LOCKED)
@@ -536,7 +536,7 @@ AGENT_API void free(void *p)
 	/* Sampling: most blocks were never tracked, and the filter says so
 	 * without a lock. It has no filter in exact mode, and its slots for
 	 * the bootstrap buffer's pages are pinned at "maybe". */
-	if (likely(agent_filter != NULL) && likely(!agent_live_may_contain((uintptr_t)p))) {
+	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
 		agent_real.free(p);
 		return;
 	}
@@ -547,7 +547,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 {
 	if (!p)
 		TRACKED(fn, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
-	if (unlikely(agent_is_boot(p))) {
+	if (AGENT_UNLIKELY(agent_is_boot(p))) {
 		void *q = malloc(n);
 		if (q) {
 			size_t old = agent_boot_size(p);
@@ -558,7 +558,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 	size_t osize = 0;
 	uint32_t oid = 0;
 	int busy = agent_tls.busy;
-	if (unlikely(busy)) {
+	if (AGENT_UNLIKELY(busy)) {
 		if (busy == AGENT_BUSY_LOCKED)
 			return agent_real.realloc(p, n);
 		if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked)
@@ -593,8 +593,8 @@ AGENT_API void *realloc(void *p, size_t n)
 {
 	/* Sampling: an untracked block, and a new size the sampler passes
 	 * over, is a plain realloc (NULL's filter slot is always zero). */
-	if (likely(agent_filter != NULL) && likely((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
-	    likely(!agent_live_may_contain((uintptr_t)p))) {
+	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
+	    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
 		agent_tls.sample_left -= (int64_t)n;
 		return agent_real.realloc(p, n);
 	}
@@ -630,7 +630,7 @@ AGENT_API size_t malloc_usable_size(void *p)
 static void *new_tracked(size_t n, size_t align, int fn)
 {
 	void *p = NULL;
-	if (unlikely(agent_tls.busy) || unlikely(!agent_ready())) {
+	if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {
 		if (!agent_real.malloc)
 			return agent_boot_alloc(n, align);
 		if (align <= 16)
@@ -649,7 +649,7 @@ static void *new_tracked(size_t n, size_t align, int fn)
 	else if (agent_real.posix_memalign(&p, align, n) != 0)
 		p = NULL;
 	if (sampled) {
-		if (likely(p != NULL))
+		if (AGENT_LIKELY(p != NULL))
 			note_alloc(p, n, fn);
 		leave();
 	}
@@ -677,7 +677,7 @@ static void *cxx_symbol(void *_Atomic *slot, const char *name, void *handle)
 		cxx_symbol(&slot_, (name), (handle));              \
 	})
 
-static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
+static AGENT_NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
 {
 	void (*thrower)(void) = CXX_SYMBOL("_ZSt17__throw_bad_allocv", RTLD_DEFAULT);
 	if (thrower)
@@ -689,7 +689,7 @@ static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
  * calls the installed new_handler and tries again, and throws
  * std::bad_alloc when there is none. The handler may throw, or free
  * memory, or install another handler. */
-static NOINLINE void *new_retry(size_t n, size_t align, int fn)
+static AGENT_NOINLINE void *new_retry(size_t n, size_t align, int fn)
 {
 	for (;;) {
 		void (*(*get)(void))(void) = CXX_SYMBOL("_ZSt15get_new_handlerv", RTLD_DEFAULT);
@@ -728,30 +728,30 @@ static inline bool bad_alignment(size_t al)
 	AGENT_API void *name(size_t n)                           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return likely(p != NULL) ? p : new_retry(n, (align), (fn)); \
+		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, (align), (fn)); \
 	}
 #define NEW_NOTHROW(name, fn, align)                             \
 	AGENT_API void *name(size_t n, const void *nt);          \
 	AGENT_API void *name(size_t n, const void *nt)           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return likely(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
+		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
 	}
 #define NEW_ALIGNED(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al);               \
 	AGENT_API void *name(size_t n, size_t al)                \
 	{                                                        \
-		if (unlikely(bad_alignment(al)))                 \
+		if (AGENT_UNLIKELY(bad_alignment(al)))                 \
 			throw_bad_alloc();                       \
 		void *p = new_tracked(n, al, (fn));              \
-		return likely(p != NULL) ? p : new_retry(n, al, (fn)); \
+		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, al, (fn)); \
 	}
 #define NEW_ALIGNED_NOTHROW(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al, const void *nt);      \
 	AGENT_API void *name(size_t n, size_t al, const void *nt)       \
 	{                                                                \
 		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, (fn)); \
-		return likely(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
+		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
 	}
 
 NEW_THROWING(_Znwm, FMT_FN_NEW, 0)

@@ -487,7 +487,7 @@ static void drain(struct scan *s)
 {
 	while (s->top) {
 		size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
-		if (likely(s->direct[j])) {
+		if (AGENT_LIKELY(s->direct[j])) {
 			scan_words(s, (const uintptr_t *)s->b[j].addr, total,
 				   s->state[j] == ST_REACHABLE);
 			continue;
@@ -625,9 +625,9 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		}
 		if (last)
 			break;
-		if (unlikely(s->b[i].addr < g->start + 8)) {
+		if (AGENT_UNLIKELY(s->b[i].addr < g->start + 8)) {
 			arena = true;  /* its header is not in this region */
-		} else if (likely(s->direct[i])) {
+		} else if (AGENT_LIKELY(s->direct[i])) {
 			arena |= !own_mapping(s, i, ((const uintptr_t *)s->b[i].addr)[-1], x);
 		} else {
 			addrs[n] = s->b[i].addr - 8;

@@ -281,7 +281,7 @@ void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
 	atomic_compare_exchange_strong(&exit_ctx.tid, &none, tid);
 }
 
-static NOINLINE void late_report(int status, void *arg)
+static AGENT_NOINLINE void late_report(int status, void *arg)
 {
 	if (atomic_load(&exit_ctx.tid) == agent_gettid()) {
 		agent_report_exit(status & 0xff, exit_ctx.sp, exit_ctx.regs, AGENT_CALLER_NREGS);

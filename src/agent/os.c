@@ -286,7 +286,7 @@ bool agent_lock_seen_free(agent_lock_t *l, long ms)
 	return true;
 }
 
-NOINLINE void agent_lock_slow(agent_lock_t *l)
+AGENT_NOINLINE void agent_lock_slow(agent_lock_t *l)
 {
 	for (int spins = 0;; spins++) {
 		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))

@@ -61,7 +61,7 @@ static int64_t draw(void)
 
 bool agent_sample_slow(size_t n)
 {
-	if (unlikely(!agent_tls.rng)) {
+	if (AGENT_UNLIKELY(!agent_tls.rng)) {
 		/* a thread's first allocation: place its first point */
 		seed();
 		agent_tls.sample_left = draw();
@@ -118,10 +118,9 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;
-		if (agent_tls.since_check >= CHECK_BYTES) {
+		if (agent_tls.since_check >= CHECK_BYTES && on_check) {
 			agent_tls.since_check = 0;
-			if (on_check)
-				on_check();
+			on_check();
 		}
 	}
 }

@@ -25,7 +25,7 @@ static inline bool agent_sample_due(size_t n)
  * and the few that are not tracked are counted apart. Hook-safe. */
 static inline bool agent_sampled(size_t n)
 {
-	if (likely((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
+	if (AGENT_LIKELY((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
 		agent_tls.sample_left -= (int64_t)n;
 		return false;
 	}

@@ -55,7 +55,7 @@ void agent_resolve_real(void);
  * still resolving it (the caller then uses the bootstrap buffer). */
 static inline bool agent_ready(void)
 {
-	if (likely(atomic_load_explicit(&agent_state, memory_order_acquire) == 2))
+	if (AGENT_LIKELY(atomic_load_explicit(&agent_state, memory_order_acquire) == 2))
 		return true;
 	int expect = 0;
 	if (atomic_compare_exchange_strong(&agent_state, &expect, 1)) {

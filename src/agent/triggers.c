@@ -72,7 +72,7 @@ void agent_triggers_check(void)
 	atomic_store(&checking, 0);
 }
 
-/* ---------- the timer: timeline and `every` ---------- */
+/* ---------- the ticker thread: timeline and `every` ---------- */
 
 /* The timeline is appended to by path, one open, check, write and close
  * per row: the agent holds no descriptor the program could see, close

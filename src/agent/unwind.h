@@ -112,7 +112,7 @@ static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uin
 	for (int k = 0; k < m->nframes; k++)
 		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
 			return false;
-	if (unlikely(m->any_bp))
+	if (AGENT_UNLIKELY(m->any_bp))
 		for (int k = 0; k < m->nframes; k++)
 			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
 				return false;
