@@ -44,6 +44,7 @@
 #include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <stdlib.h>
@@ -710,9 +711,9 @@ static void install_fatal_handlers(void)
 
 /* ---------- exit, _exit and _Exit ---------- */
 
-/* exit runs the exit handlers, the last of which writes the report (see
- * lifecycle.c); what it needs from here is the caller's registers and
- * where its frames end. */
+/* exit runs the exit handlers, the last of which writes the report
+ * (late_report above); what it needs from here is the caller's registers
+ * and where its frames end. */
 AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
 
 __attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
