@@ -61,7 +61,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 
 EXAMPLES := $(B)/examples/leaky
 
-.PHONY: all clean test install demo unit fuzz
+.PHONY: all clean test install demo unit fuzz check-layers
 all: $(B)/heaptrail $(B)/libheaptrail.so $(EXAMPLES)
 
 $(B)/agent-obj/%.o: %.c
@@ -147,7 +147,12 @@ demo: all
 	rm -rf $(B)/demo
 	$(B)/heaptrail run -o $(B)/demo -- $(B)/examples/leaky
 
-test: all $(UNIT_BIN)
+# The agent's include graph follows its layers (the table in
+# src/agent/agent.h): no file includes a header above its own layer.
+check-layers:
+	python3 scripts/check-layers src
+
+test: all $(UNIT_BIN) check-layers
 	python3 tests/run_tests.py --build $(B)
 
 install: all

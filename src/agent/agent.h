@@ -12,85 +12,56 @@
  *    so a child never inherits one held.
  * "Hook-safe" below means callable from inside a malloc hook; "signal-safe"
  * means callable from a signal handler.
+ *
+ * The agent in layers. A file includes headers of its own layer and of
+ * the layers below, never above; no two files include each other's
+ * header. scripts/check-layers reads the table below (keep its shape:
+ * "layer N NAME: files") and the #include lines, and `make check-layers`
+ * (run by `make test`) fails on a violation, or when the agent includes
+ * anything of the CLI's (analyze/, render/, symbolize/, cli/). Where a
+ * lower layer must call up (the sampler asks the triggers for a check,
+ * the tables drain the hooks' deferred calls, a fatal signal asks for the
+ * exit report, pending work runs a leak check), the upper file registers
+ * a function at start-up: agent_sample_on_check, agent_tables_on_unlock,
+ * agent_signals_on_fatal, agent_pending_on_check.
+ *
+ *   layer 3 process: lifecycle leakscan api attach
+ *        (the constructor, fork, exit and its report, leak checks, the API,
+ *        the agent loaded into a running process)
+ *   layer 2 record:  hooks heapprofile triggers leakwriter
+ *        (the allocator entry points, and the files written while the
+ *        program runs and at its end)
+ *   layer 1 state:   counters table sample unwind unwind_cfi modules stopworld
+ *        (what is recorded, and how: counters, stacks and live blocks,
+ *        the sampler, the unwinder, the module list, stopping threads)
+ *   layer 0 base:    agent os config writer procmaps buildid signals startup banned
+ *        (this header and os.c: memory, strings, locks, the clock; the
+ *        options; the file writer; /proc/self/maps; build-ids; the
+ *        signals the agent owns; the real allocator and bootstrap buffer)
+ *
+ * Each header says what its module is; this one keeps only what every
+ * file needs: the per-thread state, the process facts, the OS helpers.
  */
 #ifndef HEAPTRAIL_AGENT_H
 #define HEAPTRAIL_AGENT_H
 
-#include <emmintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
-#include "format/leakfile.h"
-
 #define AGENT_API __attribute__((visibility("default")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define NOINLINE __attribute__((noinline))
+#define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define AGENT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define AGENT_NOINLINE __attribute__((noinline))
 
 #define AGENT_MAX_DEPTH 256
 #define AGENT_DEFAULT_DEPTH 64
 
-/* ---- configuration (config.c), fixed after the constructor ---- */
-struct agent_config {
-	int depth;               /* frames kept per stack */
-	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
-	bool freeres;            /* release libc/libstdc++ caches before the report */
-	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
-	bool active;             /* record new allocations from the start */
-	bool peak;               /* keep a dump of the peak */
-	bool final;              /* dump at exit */
-	int stop_signal;         /* signal that stops threads for the scan */
-	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
-	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
-	int dump_signal;         /* dump on this signal; 0 = none */
-	int peak_step;           /* percent the peak must grow by to be dumped again */
-	uint64_t sample;         /* mean bytes between samples; 1 = exact */
-	uint64_t interval;       /* dump every this many bytes allocated; 0 = off */
-	uint64_t every_ms;       /* dump every this many ms; 0 = off */
-	uint64_t timeline_ms;    /* timeline period; 0 = off */
-	int error_exitcode;      /* exit status when the exit report cannot be
-				  * written; 0 = keep the program's */
-	char run_id[64];         /* the run these files belong to ("" = none) */
-	char output[4096];       /* directory for files; "" = current directory */
-	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
-};
-extern struct agent_config agent_config;
-
-/* Reads HEAPTRAIL_OPTIONS from the environment. Called once, from the
- * constructor (the only place the agent calls getenv). Unknown options are
- * reported once on stderr and ignored. */
-void agent_config_load(void);
-
-/* ---- per-thread counters (counters.c) ---- */
-struct agent_counts {
-	/* every allocation seen; in exact mode only those not tracked, the
-	 * tracked ones are added when the counters are summed */
-	_Atomic uint64_t allocs, bytes_allocated;
-	_Atomic uint64_t frees;                    /* filled in by agent_counters_sum */
-	_Atomic uint64_t tracked, tracked_bytes;   /* entered in the live table */
-	_Atomic uint64_t tracked_frees, freed_bytes; /* tracked blocks released */
-	_Atomic uint64_t dropped;                  /* could not be tracked */
-	/* exact mode: frees of blocks the agent never saw (attached: blocks
-	 * allocated before the attach) */
-	_Atomic uint64_t untracked_frees;
-	/* What the tracked blocks stand for (each sampled block weighted as
-	 * in sample.c; in exact mode, the blocks themselves): signed sums. */
-	_Atomic uint64_t est_bytes, est_blocks_x1024;
-	/* Sampling mode: what the samples stand for, ever allocated. */
-	_Atomic uint64_t est_allocated, est_allocs_x1024;
-};
-struct agent_counters {
-	struct agent_counts c;
-	_Atomic pid_t owner;     /* thread writing it; 0 = free */
-	bool shared;             /* the overflow slot: atomic adds */
-	struct walk_memos *memo; /* the owner's last walks (unwind_cfi.c); mapped on demand */
-} __attribute__((aligned(64)));
-
-/* ---- per-thread state (hooks.c) ---- */
+/* ---- per-thread state (startup.c) ---- */
 struct agent_tls {
 	int busy;                /* inside the agent: nested calls pass through */
 	struct agent_counters *ctr;
@@ -109,222 +80,22 @@ struct agent_tls {
 	struct agent_defer *defer;
 };
 extern __thread struct agent_tls agent_tls;
+/* agent_tls.busy values: 1 = the agent's own work, whose nested
+ * allocations are its own; 2 = every lock held (fork): pass through
+ * without touching any table; 3 = an entry point recording a call, maybe
+ * holding a table lock: a nested call comes from a signal handler and
+ * waits (hooks.c, "deferred calls"). */
+#define AGENT_BUSY_AGENT 1
+#define AGENT_BUSY_LOCKED 2
+#define AGENT_BUSY_HOOK 3
 
-/* A slot for the calling thread. Hook-safe (a system call or two, once). */
-struct agent_counters *agent_counters_claim(void);
-/* In a forked child: the surviving thread keeps its slot under its new id. */
-void agent_counters_forked(void);
-/* Sums every thread's counters. Signal-safe. */
-void agent_counters_sum(struct agent_counts *out);
-
-static inline void agent_count(_Atomic uint64_t *field, uint64_t n)
-{
-	if (unlikely(agent_tls.ctr->shared))
-		atomic_fetch_add_explicit(field, n, memory_order_relaxed);
-	else  /* the only writer: no locked instruction needed */
-		atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + n,
-				      memory_order_relaxed);
-}
-
-/* Two counts at once: one look at whether the slot is shared. */
-static inline void agent_count2(_Atomic uint64_t *a, uint64_t na, _Atomic uint64_t *b, uint64_t nb)
-{
-	if (unlikely(agent_tls.ctr->shared)) {
-		atomic_fetch_add_explicit(a, na, memory_order_relaxed);
-		atomic_fetch_add_explicit(b, nb, memory_order_relaxed);
-	} else {
-		atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + na,
-				      memory_order_relaxed);
-		atomic_store_explicit(b, atomic_load_explicit(b, memory_order_relaxed) + nb,
-				      memory_order_relaxed);
-	}
-}
-
-static inline struct agent_counts *agent_my_counts(void)
-{
-	if (unlikely(!agent_tls.ctr))
-		agent_tls.ctr = agent_counters_claim();
-	return &agent_tls.ctr->c;
-}
-
-/* ---- sampling (sample.c) ---- */
-/* Sampling mode only: the countdown has run out (or was never set). */
-bool agent_sample_slow(size_t n);
-/* What agent_sampled does once the countdown has run out: always true in
- * exact mode (where the countdown stays at zero), without a call. */
-static inline bool agent_sample_due(size_t n)
-{
-	return agent_config.sample <= 1 || agent_sample_slow(n);
-}
-/* Says whether to record an allocation of n bytes: always in exact mode;
- * else when it crosses the thread's byte countdown. In sampling mode an
- * allocation passed over costs one subtraction and one compare, and is
- * not counted one by one: the totals are estimated from the samples. In
- * exact mode every allocation is counted as it is tracked (note_alloc),
- * and the few that are not tracked are counted apart. Hook-safe. */
-static inline bool agent_sampled(size_t n)
-{
-	if (likely((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
-		agent_tls.sample_left -= (int64_t)n;
-		return false;
-	}
-	return agent_sample_due(n);
-}
-/* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
- * estimates, and now and then checks the triggers. Hook-safe. */
-void agent_sample_note(struct agent_counts *c, size_t n, int sign);
-/* A time trigger (timeline, `every`) is on: the recorded events look at
- * the clock (dump.c), each thread when agent_time_tsc_gate TSC ticks have
- * passed since its last look (about a millisecond: the first event after
- * an idle stretch always looks, so a dump due while the program slept is
- * taken before that event changes the heap), or, where the TSC is not
- * usable, at every agent_time_gate-th event of the thread. */
-extern atomic_bool agent_time_on;
-extern int agent_time_gate;
-extern uint64_t agent_time_tsc_gate;   /* 0: count events instead */
-/* ... and at every block of 64 KiB or more, whose allocation costs far
- * more than a clock read */
-#define AGENT_TIME_BIG (64u << 10)
-static inline uint64_t agent_rdtsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
-}
-/* Whether this event is the thread's turn to look at the clock. A TSC
- * that differs between CPUs only makes a thread that moved look early
- * (the difference is unsigned). */
-static inline bool agent_time_turn(size_t n)
-{
-	if (n >= AGENT_TIME_BIG)
-		return true;
-	if (likely(agent_time_tsc_gate))
-		return agent_rdtsc() - agent_tls.time_tsc >= agent_time_tsc_gate;
-	return --agent_tls.time_left <= 0;
-}
-/* The thread's turn to look at the clock: agent_time_check (sample.c). */
-void agent_time_due(size_t n, int sign);
-/* The same, without a call in exact mode with no byte-driven trigger:
- * then there is nothing to note (the estimates are the tracked counts). */
-static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
-{
-	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
-		agent_sample_note(c, n, sign);
-	else if (unlikely(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
-		 unlikely(agent_time_turn(n)))
-		agent_time_due(n, sign);
-}
-/* What a sampled block of n bytes stands for, in bytes and in blocks
- * scaled by 1024. */
-void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024);
-
-/* ---- real allocator (hooks.c) ---- */
-/* Resolves the real allocator and runs agent_init_early if no allocation
- * has done it yet. */
-void agent_ensure_ready(void);
-/* Stops or restarts recording new blocks (frees are always seen);
- * returns the previous state. */
-int agent_set_recording(bool on);
-bool agent_recording(void);
-/* Around fork: every nested call passes through while the tables are
- * locked. */
-void agent_hooks_fork_prepare(void);
-void agent_hooks_fork_done(void);
-/* Says on stderr, once, when the program's malloc is not the agent's
- * (another allocator before it in LD_PRELOAD); from the constructor. */
-void agent_hooks_check_bypass(void);
-/* The path of that allocator's object, or NULL. */
-const char *agent_allocator_bypassed(void);
-/* Carries out the frees (and records the allocations) that signal
- * handlers made while this thread was inside the agent; call once the
- * thread holds no table lock. Hook-safe. */
-void agent_defer_drain(void);
-
-/* ---- process state (lifecycle.c) ---- */
+/* ---- process state (startup.c) ---- */
 extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
 extern pid_t agent_pid;          /* updated in a forked child */
 extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stacks */
 /* Runs the part of initialisation that must precede the first tracked
  * allocation (tables, own address range). Hook-safe, idempotent. */
 void agent_init_early(void);
-/* Writes the at-exit report once; status < 0 when unknown; stack_from as
- * for agent_leakscan; extra: the exit caller's callee-saved registers
- * (roots), or NULL. Returns 0, or -errno when the report could not be
- * written (it says so on stderr); 0 too when it was written before or is
- * not wanted. Not hook-safe (it takes every table lock); called from exit
- * paths, after agent_exit_claim. */
-int agent_report_exit(int status, uintptr_t stack_from, const uintptr_t *extra, int nextra);
-/* Makes the calling thread the one that ends the process; in any other
- * thread that calls it later, waits for ever (the first one's exit ends
- * the process). Returns at once in a process that is not agent_pid (a
- * vfork child). */
-void agent_exit_claim(void);
-/* exit() was entered by this thread: the caller's callee-saved registers
- * (AGENT_CALLER_NREGS of them) and its stack pointer, roots for the
- * report that its exit handlers write later. Hook-safe. */
-void agent_exit_entered(const uintptr_t *regs, uintptr_t sp);
-
-/* Entry points that end in a leak scan (exit, _Exit, _exit,
- * heaptrail_leak_check) start with AGENT_CALLER_ENTRY: it pushes the
- * caller's callee-saved registers (rbx, rbp, r12-r15) and calls
- * TARGET(arg0, regs, sp), with sp the stack pointer at the entry (the
- * slot of the return address: every program frame is above it). C code
- * cannot do this: by its first line the compiler may have moved those
- * registers already, and whatever libc's exit machinery later spills
- * them to is below the caller's frames, where the scan does not look.
- * With RET, TARGET's return value is returned; else TARGET must not
- * return. x86-64 only. */
-#define AGENT_CALLER_NREGS 6
-#define AGENT_CALLER_ENTRY(name, target, ret)                              \
-	__asm__(".text\n"                                                   \
-		".globl " #name "\n"                                          \
-		".type " #name ", @function\n"                                \
-		".p2align 4\n" #name ":\n"                                    \
-		"	.cfi_startproc\n"                                     \
-		"	endbr64\n"                                            \
-		"	push %r15\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	push %r14\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	push %r13\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	push %r12\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	push %rbp\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	push %rbx\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	mov %rsp, %rsi\n"                                     \
-		"	lea 48(%rsp), %rdx\n"                                 \
-		"	sub $8, %rsp\n	.cfi_adjust_cfa_offset 8\n"           \
-		"	call " #target "\n"                                   \
-		ret                                                         \
-		"	.cfi_endproc\n"                                       \
-		".size " #name ", .-" #name "\n")
-#define AGENT_CALLER_RETURNS                                               \
-	"	add $8, %rsp\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %rbx\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %rbp\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %r12\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %r13\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %r14\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	pop %r15\n	.cfi_adjust_cfa_offset -8\n"                  \
-	"	ret\n"
-#define AGENT_CALLER_NORETURN "	ud2\n"
-/* A leak check now: classifies and writes heaptrail.PID.check-N.leaks.
- * flags: HEAPTRAIL_LEAKS_*; extra roots (an interrupted context's
- * registers) may be NULL. Returns 0 or -errno (-EBUSY when another check
- * is running). Not hook-safe. */
-int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra);
-
-/* Work asked for by a signal while the thread was inside the agent runs
- * when it leaves: hooks call agent_run_pending when agent_pending is set. */
-#define AGENT_PENDING_CHECK 1            /* a leak check, "all" */
-#define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
-#define AGENT_PENDING_DUMP_EVERY 4
-#define AGENT_PENDING_DUMP_SIGNAL 8
-#define AGENT_PENDING_WORK 0xff          /* the bits above */
-/* Above them, how many threads hold signal handlers' deferred calls
- * (hooks.c): those threads drain theirs when they run the pending work;
- * the others find nothing to do, for the few instructions it lasts. */
-#define AGENT_PENDING_DEFERRED 0x100
-extern atomic_int agent_pending;
-void agent_run_pending(void);
-
 static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 {
 	uintptr_t sp;
@@ -336,6 +107,19 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
 void agent_munmap(void *p, size_t len);
+/* A scratch arena: one mapping for the many buffers of one job (the leak
+ * scan), carved in 64-byte-aligned pieces and released at once. Pieces
+ * start zeroed (a fresh mapping). agent_arena_need(n) is what a piece of n
+ * bytes uses, for sizing the arena. Signal-safe; not hook-safe (mmap). */
+struct agent_arena {
+	char *base;
+	size_t len, used;
+};
+size_t agent_arena_need(size_t n);
+bool agent_arena_init(struct agent_arena *a, size_t len);
+/* NULL when the arena has no room left for n bytes. */
+void *agent_arena_take(struct agent_arena *a, size_t n);
+void agent_arena_release(struct agent_arena *a);
 /* Runs fn(arg) on a stack of the agent's own (mapped for the call, with a
  * guard page below it, left out of leak scans) and returns its result, or
  * -ENOMEM, with a message, when no stack could be mapped. For work that
@@ -349,6 +133,14 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
 /* Reads a small file (under /proc) whole into buf, NUL-terminated; returns
  * its length, or -1 when it cannot be read or is empty. Signal-safe. */
 ssize_t agent_read_small(const char *path, char *buf, size_t cap);
+/* The calling thread's id, by a raw system call: no errno, no libc, so
+ * usable anywhere (a hook, a signal handler, the stop-the-world tracer). */
+static inline pid_t agent_gettid(void)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_gettid) : "rcx", "r11", "memory");
+	return (pid_t)ret;
+}
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 /* A short lower-case description of an errno value (e > 0), without
@@ -362,6 +154,12 @@ size_t agent_strlcpy(char *dst, const char *src, size_t cap);
 /* Writes v in decimal at dst (up to 20 digits) and a NUL; returns the
  * end (the NUL). Hook-safe and signal-safe. */
 char *agent_put_dec(char *dst, uint64_t v);
+/* The same, zero-padded to at least width digits. */
+char *agent_put_dec_width(char *dst, uint64_t v, int width);
+/* Milliseconds since agent_clock_start (monotonic; 0 before it).
+ * Hook-safe and signal-safe. */
+uint64_t agent_ms_since_start(void);
+void agent_clock_start(void);
 void agent_memcpy(void *dst, const void *src, size_t n);
 void agent_memset(void *dst, int c, size_t n);
 
@@ -383,11 +181,11 @@ typedef struct { atomic_int v; } agent_lock_t;
 void agent_lock_slow(agent_lock_t *l);
 static inline void agent_lock(agent_lock_t *l)
 {
-	if (likely(__libc_single_threaded)) {
+	if (AGENT_LIKELY(__libc_single_threaded)) {
 		atomic_store_explicit(&l->v, 1, memory_order_relaxed);
 		return;
 	}
-	if (likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
+	if (AGENT_LIKELY(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)))
 		return;
 	agent_lock_slow(l);
 }
@@ -404,434 +202,11 @@ static inline void agent_unlock(agent_lock_t *l)
  * barrier) only once the process has a second thread (see agent_lock). */
 static inline void agent_add_shared(_Atomic uint64_t *x, uint64_t n)
 {
-	if (likely(__libc_single_threaded))
+	if (AGENT_LIKELY(__libc_single_threaded))
 		atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 	else
 		atomic_fetch_add_explicit(x, n, memory_order_relaxed);
 }
-
-/* ---- stack capture (unwind_cfi.c; hooks.c interns) ---- */
-/* The DWARF unwinder behind agent_unwind (unwind_cfi.c): lock-free, with a
- * per-pc rule cache. agent_unwind_cfi_flush forgets every cached rule; the
- * dlclose hook calls it once a library is gone. */
-int agent_unwind_cfi(uintptr_t *pcs, int max);
-void agent_unwind_cfi_flush(void);
-
-/* A thread's last walks, so the next one from the same place can be
- * checked instead of redone (unwind_cfi.c, replay). Owned by one thread. */
-#define MEMO_FRAMES 72
-#define MEMO_WAYS 32
-struct walk_memo {
-	uintptr_t pc0, sp0, bp0;       /* the starting registers */
-	uint32_t gen;                  /* the rule cache's generation */
-	int max, nframes, npcs;
-	bool valid;
-	uint32_t stack_id;             /* what hooks.c interned these pcs as */
-	int fn;
-	bool any_bp;                   /* some bp_need is set */
-	bool need_bp0;                 /* tail_bp[0], here on the header's line */
-	uint8_t succ;                  /* the entry found right after this one,
-					* last time (a guess for the next walk) */
-	struct {
-		uintptr_t at, ra;      /* where a return address was read, and it */
-	} fr[MEMO_FRAMES];
-	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
-	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
-	int8_t rbp_src[MEMO_FRAMES];   /* a CFA from rbp: the record whose read gave
-					* rbp (-1: bp0); -2: CFA from rsp */
-	bool tail_bp[MEMO_FRAMES + 1]; /* the records from here on need the rbp
-					* they start with */
-	uint8_t n_after[MEMO_FRAMES];  /* pcs found after this record's step */
-	bool ended;                    /* the walk reached the outermost frame */
-	uintptr_t pcs[MEMO_FRAMES];
-} __attribute__((aligned(64)));  /* the header, then the words to check, from a line's start */
-/* Frames of the recorded walks by their stack pointer, so a new walk that
- * reaches a frame a recorded one went through (same sp, same pc, the rest
- * of the stack unchanged) can copy the rest instead of walking it: the
- * outer part of a thread's stack (main, an event loop, an interpreter)
- * is shared by most of its allocations. */
-#define MEMO_JOIN_SLOTS 256
-struct walk_join {
-	uintptr_t sp;
-	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
-};
-struct walk_memos {
-	struct walk_memo e[MEMO_WAYS];
-	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
-					* only where the starting sp matches */
-	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
-				       /* their low halves, compared four at a time */
-	unsigned next;                 /* the entry the next new walk replaces */
-	unsigned last;                 /* the entry last replayed or recorded */
-	unsigned pred;                 /* e[last].succ: the entry tried first */
-	struct walk_join join[MEMO_JOIN_SLOTS];
-	unsigned long joins;           /* walks finished by a join (for tests) */
-};
-/* agent_unwind_cfi with memos (ms may be NULL). *replayed is the index of
- * the entry whose walk this was, or -1-i when the walk was new and
- * recorded into entry i (valid if it could be recorded). Untouched when
- * ms is NULL. On a replay pcs is left alone: the count returned is of
- * ms->e[*replayed].pcs. */
-int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed);
-
-/* The registers of the frame this is written in: pc an address inside it
- * (its CFI row is looked up as is, not as a return address), sp and bp
- * their values there. For agent_unwind_cfi_at, from the same frame. */
-#define AGENT_FRAME_REGS(pc, sp, bp)                                              \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"     \
-			 : "=r"(pc), "=r"(sp), "=r"(bp))
-/* A new walk from a frame the caller names (AGENT_FRAME_REGS in a frame
- * that is still live), recorded into ms (may be NULL) as
- * agent_unwind_cfi_memo does; no replay: the caller has looked for one
- * with agent_memo_find. Hook-safe. */
-int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
-			struct walk_memos *ms, int *replayed);
-
-/* Bumped whenever cached rules are forgotten: a memo of an older
- * generation is never replayed. */
-extern _Atomic uint32_t agent_unwind_gen;
-
-/* Whether a new walk from (pc, sp, bp) would be m's: same starting
- * registers (rbp only when the walk used it: code without frame pointers
- * keeps anything in rbp, the allocation's size say, which must not defeat
- * the memo), same rules (no flush since), and every stack word the
- * recorded walk read still holds the value it read. A walk is a function
- * of exactly those. The words read are all above sp, on the stack the
- * walk was recorded on, and are read innermost first, stopping at the
- * first that differs, so each read is the next frame's, above a frame
- * that held: on another stack mapped at the same sp (a fiber library)
- * the check stops where the two call chains part, not past the frames
- * the current stack really has. Hook-safe; m belongs to the calling
- * thread. */
-static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
-				    uintptr_t bp, int max, uint32_t gen)
-{
-	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
-	    (m->need_bp0 && m->bp0 != bp))
-		return false;
-	/* innermost first, and no further than the first word that differs:
-	 * each word read is then next to one that held, on this thread's
-	 * stack as it was when the walk was recorded */
-	for (int k = 0; k < m->nframes; k++)
-		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
-			return false;
-	if (unlikely(m->any_bp))
-		for (int k = 0; k < m->nframes; k++)
-			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
-				return false;
-	return true;
-}
-
-/* The entries whose starting sp may be sp, as a bit mask: SSE2, which
- * every x86-64 has, compares four low halves at once. */
-_Static_assert(MEMO_WAYS == 32, "agent_memo_candidates makes a 32-bit mask");
-static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintptr_t sp)
-{
-	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
-	uint32_t mask = 0;
-	for (int i = 0; i < MEMO_WAYS; i += 4) {
-		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
-		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
-	}
-	return mask;
-}
-
-/* The entry of ms a walk from (pc, sp, bp) would repeat
- * (agent_memo_holds), or -1. Tried first: the entry that followed the
- * last one replayed or recorded last time (itself, for a loop allocating
- * from one place); then the others with the same starting sp. Inline, so an allocation that repeats a walk costs no
- * call. Hook-safe; ms belongs to the calling thread. */
-static inline int agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
-				  int max)
-{
-	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
-	int hit;
-	/* a program that takes turns between a few places: what came after
-	 * the last walk last time */
-	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
-		hit = (int)next;
-		goto found;
-	}
-	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
-	while (cand) {
-		hit = __builtin_ctz(cand);
-		cand &= cand - 1;
-		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
-			goto learned;
-	}
-	return -1;
-learned:
-	ms->e[last].succ = (uint8_t)hit;
-found:
-	ms->last = (unsigned)hit;
-	ms->pred = ms->e[hit].succ;
-	return hit;
-}
-
-/* ---- tables (table.c) ---- */
-/* What is live per stack is not counted here: it is summed from the live
- * table when a report needs it, so a free never touches its stack. */
-struct agent_stack {
-	uint64_t hash;
-	uint32_t pc_chunk, pc_off;      /* where its pcs live */
-	uint16_t depth;
-	uint8_t fn;                     /* enum fmt_alloc_fn */
-	_Atomic uint64_t total_bytes, total_blocks;  /* ever allocated */
-};
-
-/* Interns a stack; returns its id (>= 1), or 0 when the table is full.
- * Hook-safe. */
-uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
-/* Number of stacks interned so far; ids are 1..count. */
-uint32_t agent_stack_count(void);
-/* The record of stack id (1..count). Records never move. Hook-safe. */
-#define AGENT_STACKS_PER_CHUNK (1u << 16)
-extern struct agent_stack *agent_stack_chunks[];
-static inline struct agent_stack *agent_stack_get(uint32_t id)
-{
-	id--;
-	return &agent_stack_chunks[id / AGENT_STACKS_PER_CHUNK][id % AGENT_STACKS_PER_CHUNK];
-}
-const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
-
-/* Records a new live block. Returns false (and counts it as dropped) when
- * there is no room. Hook-safe. */
-bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
-/* Removes a block; returns true and fills size/stack when it was tracked.
- * A block the agent never saw is not an error. Hook-safe. */
-bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
-
-struct agent_kinds {
-	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
-	struct agent_counts totals; /* the counters summed while the world was
-				       stopped: the same moment as the kinds */
-};
-
-/* A live block as the leak scan sees it. */
-struct agent_block {
-	uintptr_t addr;
-	uint64_t size : 40;
-	uint64_t stack : 24;
-};
-/* With every table lock held: adds each live block's size and count to
- * out[stack].bytes/blocks[FMT_KIND_IN_USE] (out has nstacks + 1 entries). */
-void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
-/* With every table lock held: the number of live blocks, and a copy of up
- * to cap of them (unordered). */
-size_t agent_live_count_locked(void);
-size_t agent_live_copy_locked(struct agent_block *out, size_t cap);
-
-/* With every table lock held: how full the live table is and how far its
- * entries sit from their home slots (a lookup's probe count is 1 + the
- * displacement); for tests and benchmarks. */
-struct agent_live_stats {
-	uint64_t entries, slots, displacement_sum, displacement_max;
-};
-void agent_live_stats_locked(struct agent_live_stats *st);
-
-/* With every table lock held: forgets every live block. */
-void agent_live_clear_locked(void);
-
-/* In sampling mode, whether addr may be a tracked block: false is sure and
- * costs one load, without a lock. Always true in exact mode. Hook-safe. */
-extern _Atomic uint16_t *agent_filter;
-static inline size_t agent_filter_slot(uintptr_t a)
-{
-	/* A slot per 4 KiB page, not hashed, wrapping every 4 GiB: a heap of
-	 * a few MiB needs a few KiB of filter, which stays in L1 however the
-	 * program frees. A page holding a sampled block sends its other frees
-	 * down the slow path, and sampling keeps such pages rare. */
-	return (size_t)((a >> 12) & ((1u << 20) - 1));
-}
-static inline bool agent_live_may_contain(uintptr_t addr)
-{
-	return !agent_filter ||
-	       atomic_load_explicit(&agent_filter[agent_filter_slot(addr)], memory_order_relaxed);
-}
-/* Sets up the filter (sampling mode only); from the constructor. */
-void agent_filter_init(void);
-/* Pins the filter's slots for the bootstrap buffer at "maybe", so a free
- * of a bootstrap block always reaches the slow path (hooks.c). */
-void agent_filter_pin_boot(_Atomic uint16_t *filter);
-
-/* Take/release every table lock (fork, leak scan). */
-void agent_tables_lock_all(void);
-/* agent_lock_seen_free for every table lock. Signal-safe. */
-bool agent_tables_wait_unlocked(long ms);
-void agent_tables_unlock_all(void);
-
-/* ---- modules (modules.c) ---- */
-/* Remembers every module currently loaded, so one that is dlclose'd later
- * still symbolizes. Call before dlclose. Not hook-safe (dl_iterate_phdr). */
-void agent_modules_snapshot(void);
-/* Fork: the parent's prepare handler snapshots the list (marking what is
- * loaded); the child is told whether other threads existed at the fork,
- * in which case it never calls dl_iterate_phdr again (its lock may have
- * been held) and writes the snapshot. agent_modules_frozen says so, for
- * other users of the loader's lock (libunwind). */
-void agent_modules_fork_prepare(void);
-void agent_modules_fork_child(bool threaded);
-bool agent_modules_frozen(void);
-
-/* ---- stopping the other threads (stopworld.c) ---- */
-/* The registers of one stopped thread: the words of x86-64's
- * user_regs_struct (ptrace) or of its ucontext gregs (signal). */
-#define AGENT_STOP_NREGS 32
-enum { AGENT_STOP_WAITING, AGENT_STOP_STOPPED, AGENT_STOP_RELEASED, AGENT_STOP_GONE,
-       AGENT_STOP_IN_SYSCALL, /* left in a call a stop would disturb (sp known) */
-       AGENT_STOP_TRAPPED /* stopped, registers not read yet (internal) */ };
-enum { AGENT_STOP_NONE, AGENT_STOP_PTRACE, AGENT_STOP_SIGNAL };
-struct agent_stopped {
-	pid_t tid;
-	atomic_int state;        /* AGENT_STOP_*; WAITING after the stop = not stopped */
-	int nregs;               /* words of regs filled in (0: unknown) */
-	uintptr_t sp;            /* lowest live stack address (its stack pointer
-				    less the red zone); for a thread not stopped,
-				    from the system call it blocks in, or 0 */
-	uintptr_t regs[AGENT_STOP_NREGS];
-};
-/* Once, from the constructor: sig is the fallback's stop signal. */
-void agent_stopworld_init(int sig);
-/* Stops every thread of the process but the caller and skip (ptrace from
- * a tracer task; a signal when ptrace is not permitted), and points
- * *threads at their registers (valid until the resume). Returns how many
- * threads could not be stopped, -1 when nothing could be done. Not
- * hook-safe; the caller must not hold a lock the stop takes (none: it
- * makes only system calls). Saves errno. */
-int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads);
-/* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
-int agent_stopworld_method(void);
-/* Lets every stopped thread go on; returns when the tracer has gone. */
-void agent_stopworld_resume(void);
-
-/* ---- leak scan (leakscan.c) ---- */
-struct agent_scan_info {
-	int threads_stopped, threads_unstopped;
-	uint64_t root_bytes, blocks_scanned;
-	uint64_t scan_ns;        /* wall time the world was stopped for */
-	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
-	struct agent_counts totals; /* the counters summed while the world was
-				       stopped: the same moment as the kinds */
-};
-/* Once, from the constructor: sig is the signal used to stop threads. */
-void agent_leakscan_init(int sig);
-/* Classifies every live block as valgrind memcheck would. stack_from is
- * the lowest address of the calling thread's stack that belongs to the
- * program; everything below it is the agent's own and not a root. extra
- * are more roots (the caller's registers). [alt_lo, alt_hi) is the
- * sigaltstack the request came on (else 0, 0), left out when stack_from is
- * not on it: then it holds only handler frames. Returns per-stack totals indexed by stack id (0 unused),
- * *nstacks ids, mapped with agent_mmap (*maplen bytes: release with
- * agent_munmap), or NULL when the scan could not run. Not hook-safe: takes
- * every table lock and stops every other thread for the duration. */
-struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
-				   uintptr_t alt_lo, uintptr_t alt_hi, uint32_t *nstacks,
-				   size_t *maplen, struct agent_scan_info *info);
-
-/* ---- heap dumps and triggers (dump.c) ---- */
-/* Writes a heap profile in gperftools' text layout (heap_v2/S header,
- * MAPPED_LIBRARIES) to path, or when path is NULL to an automatic name
- * PREFIX.PID.SEQ.KIND.heap. Returns 0 or -errno. Takes every table lock
- * briefly; safe from a signal handler when the thread is not inside the
- * agent. */
-int agent_dump(const char *path, const char *kind);
-/* Checks the interval and peak triggers against the current totals.
- * Called now and then by agent_sample_note. */
-void agent_triggers_check(void);
-/* Sets up the time triggers (no thread: see agent_time_check), opens
- * the timeline and installs the dump signal (constructor; again in a
- * forked child). */
-void agent_triggers_start(void);
-/* A recorded event (n bytes, sign +1 or -1) on this thread: writes the
- * timeline row and the `every` dump when their time has come. counted:
- * the event is already in the totals (exact mode). Hook-safe. */
-void agent_time_check(size_t n, int sign, bool counted);
-/* Writes the timeline's last row (exit report). */
-void agent_time_final(void);
-/* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
-void agent_reset_cumulative(void);
-/* Switches to sampling every `sample` bytes, forgetting every block
- * recorded so far (jemalloc's prof.reset with lg_sample). */
-void agent_resample(uint64_t sample);
-
-/* ---- writer (writer.c) ---- */
-/* A soft RLIMIT_NOFILE raised to the hard one while a file is open. */
-struct agent_rlimit_raise {
-	bool raised;
-	uint64_t old;
-};
-struct agent_writer {
-	int fd;
-	char *buf;
-	size_t len, cap;
-	bool failed;
-	int err;                 /* errno of the first failed write */
-	uint64_t dev, ino;       /* of the file written */
-	struct agent_rlimit_raise lim;
-	char tmp[4352], path[4352];
-};
-/* Creates a new file in dir ("" = the current directory) at an
- * unpredictable temporary name (written into tmp), O_EXCL|O_NOFOLLOW,
- * mode 0600; raises the soft RLIMIT_NOFILE when no descriptor is left
- * (undo with agent_rlimit_restore once the file is closed). Returns the
- * descriptor or -errno. Signal-safe. */
-int agent_open_exclusive(const char *dir, char *tmp, size_t cap, struct agent_rlimit_raise *lim);
-/* Raises the soft RLIMIT_NOFILE to the hard one (false when it cannot);
- * agent_rlimit_restore puts it back. Signal-safe. */
-bool agent_rlimit_raise(struct agent_rlimit_raise *lim);
-void agent_rlimit_restore(struct agent_rlimit_raise *lim);
-/* Opens dir/name via a temporary name (agent_open_exclusive). Returns 0
- * or -errno. */
-int agent_writer_open(struct agent_writer *w, const char *dir, const char *name);
-/* The same for a whole path. */
-int agent_writer_open_path(struct agent_writer *w, const char *path);
-/* Copies the file at path (e.g. /proc/self/maps) into the output. */
-void agent_put_file(struct agent_writer *w, const char *path);
-void agent_put(struct agent_writer *w, const char *s);
-void agent_put_u64(struct agent_writer *w, uint64_t v);
-void agent_put_hex(struct agent_writer *w, uint64_t v);
-void agent_put_escaped(struct agent_writer *w, const char *s);
-/* Flushes, fsyncs nothing, closes and renames into place. Returns 0 or
- * -errno; on failure the temporary file is removed. */
-int agent_writer_commit(struct agent_writer *w);
-
-/* Writes the module list as "module" lines. */
-void agent_modules_write(struct agent_writer *w);
-
-/* signals.c: signals the agent owns keep the agent's handler in the
- * kernel; the program's sigaction/signal calls on them are recorded and
- * answered as the kernel would. Signal-safe. */
-bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask);
-/* Hands a signal that is not heaptrail's to the program's disposition. */
-void agent_sig_program(int sig, siginfo_t *si, void *uc);
-bool agent_sig_program_has_handler(int sig);
-void agent_signals_init(void);
-/* In a fork child: a thread of the parent that held the table lock is gone. */
-void agent_signals_forked(void);
-/* lifecycle.c: the exit report of a process a signal is about to kill
- * ("exit signal N"), from that signal's handler. */
-void agent_report_fatal(int sig, siginfo_t *si, void *uc);
-
-/* ---- attach (attach.c; small hooks in lifecycle, config, dump, hooks) ---- */
-/* The agent was loaded by dlopen into a running process (heaptrail
- * attach), not preloaded: from the constructor. */
-bool agent_attach_loaded_late(void);
-/* Attached now (the heap holds blocks the agent never saw). */
-bool agent_attach_active(void);
-/* false once an attached agent was detached: no exit report then. */
-bool agent_attach_reports(void);
-/* The first definition of a function among the loaded modules (not the
- * agent's, not a PLT entry), or NULL. Not hook-safe. */
-void *agent_attach_definition(const char *name);
-/* The constructor's work after the options are read (lifecycle.c). */
-void agent_start_attached(void);
-/* Options from a string instead of the environment (config.c). */
-void agent_config_load_from(const char *opts, const char *output);
-/* The real allocator from the global scope (hooks.c). */
-void agent_hooks_resolve_global(void);
-/* Stops the time triggers (dump.c); agent_triggers_start starts them again. */
-void agent_triggers_stop(void);
 
 #endif

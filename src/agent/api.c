@@ -6,6 +6,12 @@
 
 #include "heaptrail.h"
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/lifecycle.h"
+#include "agent/sample.h"
+#include "agent/table.h"
 #include "agent/banned.h"
 
 AGENT_API int heaptrail_set_active(int on)

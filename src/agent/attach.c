@@ -42,6 +42,17 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/attach.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/lifecycle.h"
+#include "agent/sample.h"
+#include "agent/startup.h"
+#include "agent/table.h"
+#include "agent/triggers.h"
+#include "agent/writer.h"
 #include "heaptrail.h"
 #include "agent/banned.h"
 
@@ -92,9 +103,6 @@ static struct { uintptr_t addr; const void *phdr; } *mods;  /* modules patched *
 static size_t nmods;
 static int patch_lock;               /* the start, the rescan thread, the stop */
 
-/* 0 never attached, 1 attached, 2 detached */
-static atomic_int state;
-static bool late_checked, late;
 static atomic_int rescan_stop, rescan_tid;
 static struct timespec attached_at;
 static uint64_t patched_count;
@@ -113,34 +121,6 @@ static void lock(void)
 static void unlock(void)
 {
 	__atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
-}
-
-bool agent_attach_loaded_late(void)
-{
-	if (late_checked)
-		return late;
-	late_checked = true;
-	/* Preloaded (the usual case): decided without a lookup. */
-	const char *pre = getenv("LD_PRELOAD");
-	for (const char *p = pre; p && *p; p++)
-		if (agent_strstarts(p, "libheaptrail"))
-			return late = false;
-	/* Preloaded or linked, the agent is in the global scope; loaded by
-	 * the attach's dlopen (RTLD_LOCAL), it is not. (RTLD_DEFAULT would
-	 * search the caller's local scope too: the agent itself.) */
-	void *global = dlopen(NULL, RTLD_LAZY);
-	late = !global || dlsym(global, "heaptrail_attach_start") == NULL;
-	return late;
-}
-
-bool agent_attach_active(void)
-{
-	return atomic_load(&state) == 1;
-}
-
-bool agent_attach_reports(void)
-{
-	return atomic_load(&state) != 2;
 }
 
 /* A d_ptr of a dynamic entry: glibc relocates most in place, but not in
@@ -511,7 +491,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 	if (!agent_attach_loaded_late())
 		return -EPERM;
 	int expect = 0;
-	if (atomic_load(&state) == 1)
+	if (atomic_load(&agent_attach_state) == 1)
 		return -EALREADY;
 	int busy = agent_tls.busy;
 	agent_tls.busy = 1;
@@ -531,9 +511,9 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		}
 	}
 	clock_gettime(CLOCK_REALTIME, &attached_at);
-	if (atomic_compare_exchange_strong(&state, &expect, 1)) {
+	if (atomic_compare_exchange_strong(&agent_attach_state, &expect, 1)) {
 		/* the first attach: what the constructor does */
-		agent_hooks_resolve_global();
+		agent_resolve_global(agent_attach_definition);
 		agent_config_load_from(opts, output);
 		agent_start_attached();
 	} else {
@@ -550,7 +530,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_config.leak_kinds = agent_config.sample <= 1;
 		agent_set_recording(agent_config.active);
 		agent_triggers_start();
-		atomic_store(&state, 1);
+		atomic_store(&agent_attach_state, 1);
 	}
 	struct agent_counts c;
 	agent_counters_sum(&c);
@@ -572,7 +552,7 @@ out:
  * or -ENOENT when not attached. */
 AGENT_API int heaptrail_attach_stop(void)
 {
-	if (atomic_load(&state) != 1)
+	if (atomic_load(&agent_attach_state) != 1)
 		return -ENOENT;
 	int busy = agent_tls.busy;
 	agent_tls.busy = 1;
@@ -583,7 +563,7 @@ AGENT_API int heaptrail_attach_stop(void)
 	agent_dump(NULL, "final");
 	agent_tls.busy = 1;
 	agent_set_recording(false);
-	atomic_store(&state, 2);
+	atomic_store(&agent_attach_state, 2);
 	write_record(true);
 	if (dir_fd >= 0)
 		syscall(SYS_close, dir_fd);

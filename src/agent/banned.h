@@ -7,27 +7,27 @@
 #ifndef HEAPTRAIL_AGENT_BANNED_H
 #define HEAPTRAIL_AGENT_BANNED_H
 
-#define BANNED(f) sorry_##f##_is_banned_in_the_agent
+#define AGENT_BANNED(f) sorry_##f##_is_banned_in_the_agent
 
 #undef strdup
-#define strdup(x) BANNED(strdup)
+#define strdup(x) AGENT_BANNED(strdup)
 #undef strndup
-#define strndup(x, n) BANNED(strndup)
+#define strndup(x, n) AGENT_BANNED(strndup)
 #undef printf
-#define printf(...) BANNED(printf)
+#define printf(...) AGENT_BANNED(printf)
 #undef fprintf
-#define fprintf(...) BANNED(fprintf)
+#define fprintf(...) AGENT_BANNED(fprintf)
 #undef snprintf
-#define snprintf(...) BANNED(snprintf)
+#define snprintf(...) AGENT_BANNED(snprintf)
 #undef sprintf
-#define sprintf(...) BANNED(sprintf)
+#define sprintf(...) AGENT_BANNED(sprintf)
 #undef fopen
-#define fopen(...) BANNED(fopen)
+#define fopen(...) AGENT_BANNED(fopen)
 #undef opendir
-#define opendir(...) BANNED(opendir)
+#define opendir(...) AGENT_BANNED(opendir)
 #undef setlocale
-#define setlocale(...) BANNED(setlocale)
+#define setlocale(...) AGENT_BANNED(setlocale)
 #undef qsort
-#define qsort(...) BANNED(qsort)
+#define qsort(...) AGENT_BANNED(qsort)
 
 #endif

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "format/options.h"
 #include "agent/banned.h"
 

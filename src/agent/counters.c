@@ -13,16 +13,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/unwind.h"
 #include "agent/banned.h"
 
 #define NSLOTS 1024
 
 static struct agent_counters slots[NSLOTS];
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
 
 static bool alive(pid_t tid)
 {
@@ -31,7 +29,7 @@ static bool alive(pid_t tid)
 
 struct agent_counters *agent_counters_claim(void)
 {
-	pid_t tid = my_tid();
+	pid_t tid = agent_gettid();
 	int saved = errno;
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < NSLOTS - 1; i++) {
@@ -54,7 +52,7 @@ struct agent_counters *agent_counters_claim(void)
 void agent_counters_forked(void)
 {
 	if (agent_tls.ctr && !agent_tls.ctr->shared)
-		atomic_store(&agent_tls.ctr->owner, my_tid());
+		atomic_store(&agent_tls.ctr->owner, agent_gettid());
 }
 
 /* Frees are the frees of tracked blocks (valgrind, too, counts the frees

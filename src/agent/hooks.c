@@ -9,15 +9,14 @@
  * same address while it is still in the table.
  *
  * Re-entrancy: agent_tls.busy is set while the agent works. Inside the
- * agent's own work (dumps, reports: BUSY_AGENT) an allocation made while
+ * agent's own work (dumps, reports: AGENT_BUSY_AGENT) an allocation made while
  * it is set (by dlsym or libc inside our own calls) goes straight to the
- * real allocator untracked. Inside an entry point (BUSY_HOOK) the agent
+ * real allocator untracked. Inside an entry point (AGENT_BUSY_HOOK) the agent
  * calls nothing that allocates, so a nested call there is a signal
  * handler's: it is written down and carried out when the entry point
  * leaves (see "deferred calls"). Before the real
  * allocator is known (dlsym's own calloc, the first allocations of the
- * process), blocks come from a static bootstrap buffer that is never
- * given back.
+ * process), blocks come from the bootstrap buffer (startup.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,153 +26,18 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/modules.h"
+#include "agent/sample.h"
+#include "agent/table.h"
+#include "agent/unwind.h"
+#include "heaptrail.h"
+#include "agent/startup.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
-
-__thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
-
-/* busy values: 1 = the agent's own work, whose nested allocations are
- * its own; 2 = every lock held (fork): pass through without touching any
- * table; 3 = an entry point recording a call, maybe holding a table lock:
- * a nested call comes from a signal handler and waits. */
-#define BUSY_AGENT 1
-#define BUSY_LOCKED 2
-#define BUSY_HOOK 3
-
-static struct {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	size_t (*malloc_usable_size)(void *);
-	int (*dlclose)(void *);
-	void (*exit)(int);
-} real;
-
-/* ---------- bootstrap buffer ---------- */
-
-#define BOOT_SIZE (256 * 1024)
-static char boot_buf[BOOT_SIZE] __attribute__((aligned(64)));
-static atomic_size_t boot_used;
-
-static inline bool is_boot(const void *p)
-{
-	return (const char *)p >= boot_buf && (const char *)p < boot_buf + BOOT_SIZE;
-}
-
-/* 16 bytes before each bootstrap block hold its size. */
-static void *boot_alloc(size_t n, size_t align)
-{
-	if (align < 16)
-		align = 16;
-	size_t need = n + align + 16;
-	size_t off = atomic_fetch_add(&boot_used, need);
-	if (off + need > BOOT_SIZE || n > BOOT_SIZE) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	uintptr_t p = (uintptr_t)boot_buf + off + 16;
-	p = (p + align - 1) & ~(uintptr_t)(align - 1);
-	((size_t *)p)[-1] = n;
-	return (void *)p;
-}
-
-static size_t boot_size(const void *p)
-{
-	return ((const size_t *)p)[-1];
-}
-
-/* ---------- resolving the real allocator ---------- */
-
-static void resolve_real(void)
-{
-	agent_tls.busy = BUSY_AGENT;
-	/* Each lookup may itself call calloc/malloc/free: those see busy and
-	 * NULL real pointers, and use the bootstrap buffer. */
-	real.free = dlsym(RTLD_NEXT, "free");
-	real.calloc = dlsym(RTLD_NEXT, "calloc");
-	real.realloc = dlsym(RTLD_NEXT, "realloc");
-	real.posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-	real.aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-	real.memalign = dlsym(RTLD_NEXT, "memalign");
-	real.valloc = dlsym(RTLD_NEXT, "valloc");
-	real.pvalloc = dlsym(RTLD_NEXT, "pvalloc");
-	real.malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
-	real.dlclose = dlsym(RTLD_NEXT, "dlclose");
-	real.exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
-	void *m = dlsym(RTLD_NEXT, "malloc");
-	atomic_thread_fence(memory_order_release);
-	real.malloc = m;      /* published last: it means "resolved" */
-	agent_tls.busy = 0;
-}
-
-/* An agent loaded by dlopen (attach) wraps whatever allocator the program
- * uses: the global scope's, not the next one after the agent in its own
- * local scope (libc's, even when the program preloads another). Called
- * before any slot points at the agent, so no hook runs before. */
-static void *global_definition(const char *name)
-{
-	void *f = agent_attach_definition(name);
-	return f ? f : dlsym(RTLD_DEFAULT, name);
-}
-
-void agent_hooks_resolve_global(void)
-{
-	agent_tls.busy = BUSY_AGENT;
-#define GLOBAL(f) ((__typeof__(real.f))global_definition(#f))
-	real.free = GLOBAL(free);
-	real.calloc = GLOBAL(calloc);
-	real.realloc = GLOBAL(realloc);
-	real.posix_memalign = GLOBAL(posix_memalign);
-	real.aligned_alloc = GLOBAL(aligned_alloc);
-	real.memalign = GLOBAL(memalign);
-	real.valloc = GLOBAL(valloc);
-	real.pvalloc = GLOBAL(pvalloc);
-	real.malloc_usable_size = GLOBAL(malloc_usable_size);
-	real.dlclose = GLOBAL(dlclose);
-	real.exit = GLOBAL(exit);
-	void *m = GLOBAL(malloc);
-#undef GLOBAL
-	atomic_thread_fence(memory_order_release);
-	real.malloc = m;
-	agent_init_early();
-	atomic_store_explicit(&agent_state, 2, memory_order_release);
-	agent_tls.busy = 0;
-}
-
-/* Makes sure the real allocator is known; false while another thread is
- * still resolving it (the caller then uses the bootstrap buffer). */
-static inline bool ready(void)
-{
-	if (likely(atomic_load_explicit(&agent_state, memory_order_acquire) == 2))
-		return true;
-	int expect = 0;
-	if (atomic_compare_exchange_strong(&agent_state, &expect, 1)) {
-		resolve_real();
-		agent_init_early();
-		atomic_store_explicit(&agent_state, 2, memory_order_release);
-		return true;
-	}
-	return atomic_load(&agent_state) == 2;
-}
-
-void agent_filter_pin_boot(_Atomic uint16_t *filter)
-{
-	for (uintptr_t a = (uintptr_t)boot_buf & ~(uintptr_t)4095; a < (uintptr_t)boot_buf + BOOT_SIZE;
-	     a += 4096)
-		atomic_store(&filter[agent_filter_slot(a)], 0xffff);
-}
-
-void agent_ensure_ready(void)
-{
-	if (!agent_tls.busy)
-		ready();
-}
 
 /* ---------- recording ---------- */
 
@@ -207,13 +71,13 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	uintptr_t pc, sp, bp;
 	AGENT_FRAME_REGS(pc, sp, bp);
 	if (slot && !slot->shared) {
-		if (unlikely(!slot->memo))
+		if (AGENT_UNLIKELY(!slot->memo))
 			slot->memo = agent_mmap(sizeof *slot->memo);
 		ms = slot->memo;
 	}
 	/* A walk the thread has made before, found without a call: its
 	 * stack id, or its pcs to intern for this allocator. */
-	if (likely(ms)) {
+	if (AGENT_LIKELY(ms)) {
 		int hit = agent_memo_find(ms, pc, sp, bp, agent_config.depth);
 		if (hit >= 0) {
 			struct walk_memo *m = &ms->e[hit];
@@ -237,7 +101,7 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
 								size_t n, uint32_t id)
 {
-	if (unlikely(!id) || unlikely(!agent_live_insert((uintptr_t)p, n, id))) {
+	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return;
@@ -251,7 +115,7 @@ static inline __attribute__((always_inline)) void note_alloc_id(struct agent_cou
 
 /* Records a sampled (in exact mode: every) block: its stack, its entry in
  * the live table, and what it adds to the estimates. */
-static NOINLINE void note_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
 	struct agent_counts *c = agent_my_counts();
 	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
@@ -263,7 +127,7 @@ static NOINLINE void note_alloc(void *p, size_t n, int fn)
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
  * stack so realloc can put it back when the real realloc fails. */
-static NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
+static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
 		if (agent_config.sample <= 1)  /* sampling: the usual case, not counted */
@@ -325,8 +189,10 @@ static struct agent_defer *defer_begin(uint32_t k, uint32_t *at)
 		return NULL;
 	agent_tls.pushing = true;
 	struct agent_defer *d = agent_tls.defer;
-	if (!d)
+	if (!d) {
+		agent_tables_on_unlock(agent_defer_drain);
 		d = agent_tls.defer = agent_mmap(sizeof *d);
+	}
 	if (d) {
 		*at = atomic_load_explicit(&d->n, memory_order_relaxed);
 		if (*at + k <= DEFER_WORDS)
@@ -362,7 +228,7 @@ static bool defer_free(void *p)
 }
 
 /* A handler's new block p, to be recorded later with the stack of now. */
-static NOINLINE void defer_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void defer_alloc(void *p, size_t n, int fn)
 {
 	uint32_t at;
 	int depth = agent_config.depth;
@@ -393,7 +259,7 @@ static void drain_record(const uintptr_t *w)
 		size_t size;
 		uint32_t id;
 		note_free(p, &size, &id);
-		real.free(p);
+		agent_real.free(p);
 		return;
 	}
 	size_t n = w[2];
@@ -415,15 +281,15 @@ static size_t record_words(const uintptr_t *w)
 	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 16);
 }
 
-NOINLINE void agent_defer_drain(void)
+AGENT_NOINLINE void agent_defer_drain(void)
 {
 	struct agent_defer *d = agent_tls.defer;
 	int saved = agent_tls.busy;
-	if (saved == BUSY_LOCKED || agent_tls.tables_locked)
+	if (saved == AGENT_BUSY_LOCKED || agent_tls.tables_locked)
 		return;
 	if (!d)
 		return;  /* nothing was ever deferred */
-	agent_tls.busy = BUSY_HOOK;  /* handlers running now append */
+	agent_tls.busy = AGENT_BUSY_HOOK;  /* handlers running now append */
 	do {
 		uint32_t i = 0;
 		for (;;) {
@@ -446,56 +312,88 @@ NOINLINE void agent_defer_drain(void)
 
 /* A nested allocation p: a signal handler's when an entry point was
  * interrupted, to be recorded; else the agent's own. */
-static NOINLINE void *nested_alloc(void *p, size_t n, int fn)
+static AGENT_NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 {
-	if (p && agent_tls.busy == BUSY_HOOK)
+	if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 		defer_alloc(p, n, fn);
 	return p;
 }
 
-/* A handler's free while the thread is inside the agent (busy is BUSY_HOOK
- * or BUSY_AGENT). */
-static NOINLINE void nested_free(void *p, int busy)
+/* A handler's free while the thread is inside the agent (busy is AGENT_BUSY_HOOK
+ * or AGENT_BUSY_AGENT). */
+static AGENT_NOINLINE void nested_free(void *p, int busy)
 {
-	if (busy == BUSY_HOOK || agent_tls.tables_locked) {
+	if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked) {
 		if (!defer_free(p))
-			real.free(p);
+			agent_real.free(p);
 		return;
 	}
 	/* the agent's own work, no table lock held: libc freeing something
 	 * inside our call, or a handler; either may release a tracked block */
 	size_t size;
 	uint32_t id;
-	agent_tls.busy = BUSY_HOOK;
+	agent_tls.busy = AGENT_BUSY_HOOK;
 	note_free(p, &size, &id);
-	real.free(p);
+	agent_real.free(p);
 	agent_tls.busy = busy;
 }
 
 /* A handler's realloc while the thread is inside the agent: what realloc
  * does, from parts that need no table (the old block's free waits). */
-static NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
+static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 {
 	if (!n) {  /* glibc frees the block and returns NULL */
 		nested_free(p, busy);
 		return NULL;
 	}
-	void *q = real.malloc(n);
+	void *q = agent_real.malloc(n);
 	if (!q)
 		return NULL;
-	size_t old = real.malloc_usable_size ? real.malloc_usable_size(p) : 0;
+	size_t old = agent_real.malloc_usable_size ? agent_real.malloc_usable_size(p) : 0;
 	agent_memcpy(q, p, old < n ? old : n);
-	if (busy == BUSY_HOOK)
+	if (busy == AGENT_BUSY_HOOK)
 		defer_alloc(q, n, fn);
 	nested_free(p, busy);
 	return q;
+}
+
+/* ---------- work left by signal handlers ---------- */
+
+atomic_int agent_pending;
+
+/* The leak check (lifecycle.c), set by the constructor before the check
+ * signal's handler can ask for one. */
+static agent_leak_check_fn *pending_check;
+
+void agent_pending_on_check(agent_leak_check_fn *fn)
+{
+	pending_check = fn;
+}
+
+AGENT_NOINLINE void agent_run_pending(void)
+{
+	if (agent_tls.deferred)
+		agent_defer_drain();
+	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
+	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
+		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
+								    : HEAPTRAIL_LEAKS_ALL;
+		__builtin_unwind_init();
+		if (pending_check && pending_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
+			atomic_fetch_or(&agent_pending,  /* later, then */
+					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
+	}
+	if (pending & AGENT_PENDING_DUMP_EVERY)
+		agent_dump(NULL, "every");
+	if (pending & AGENT_PENDING_DUMP_SIGNAL)
+		agent_dump(NULL, "signal");
 }
 
 /* ---------- the entry points ---------- */
 
 static inline void check_pending(void)
 {
-	if (unlikely(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
+	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
 		agent_run_pending();
 }
 
@@ -512,10 +410,10 @@ static inline void leave(void)
  * with busy set. */
 /* Sampling: most allocations only count down. The countdown is zero
  * until the agent is ready and in exact mode, so this never passes before
- * real.* is known. */
+ * agent_real.* is known. */
 #define FAST_PATH(size, call)                                              \
 	do {                                                               \
-		if (likely((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
+		if (AGENT_LIKELY((uint64_t)(size) < (uint64_t)agent_tls.sample_left)) { \
 			agent_tls.sample_left -= (int64_t)(size);          \
 			return (call);                                     \
 		}                                                          \
@@ -526,16 +424,16 @@ static inline void leave(void)
 #define TRACKED_SLOW(fn_id, size, call, fallback)                          \
 	do {                                                               \
 		void *p_;                                                  \
-		if (unlikely(agent_tls.busy) || unlikely(!ready())) {      \
-			if (!real.malloc)                                  \
+		if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {      \
+			if (!agent_real.malloc)                                  \
 				return (fallback);                         \
 			return nested_alloc((call), (size), (fn_id));      \
 		}                                                          \
-		if (likely(!agent_sample_due(size)))                       \
+		if (AGENT_LIKELY(!agent_sample_due(size)))                       \
 			return (call);                                     \
-		agent_tls.busy = BUSY_HOOK;                                \
+		agent_tls.busy = AGENT_BUSY_HOOK;                                \
 		p_ = (call);                                               \
-		if (likely(p_ != NULL))                                    \
+		if (AGENT_LIKELY(p_ != NULL))                                    \
 			note_alloc(p_, (size), (fn_id));                   \
 		leave();                                                   \
 		return p_;                                                 \
@@ -548,14 +446,14 @@ static inline void leave(void)
 	} while (0)
 
 /* malloc's slow part out of line, so its fast path needs no frame. */
-static NOINLINE void *malloc_slow(size_t n)
+static AGENT_NOINLINE void *malloc_slow(size_t n)
 {
-	TRACKED_SLOW(FMT_FN_MALLOC, n, real.malloc(n), boot_alloc(n, 16));
+	TRACKED_SLOW(FMT_FN_MALLOC, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
 }
 
 AGENT_API void *malloc(size_t n)
 {
-	FAST_PATH(n, real.malloc(n));
+	FAST_PATH(n, agent_real.malloc(n));
 	return malloc_slow(n);
 }
 
@@ -566,47 +464,47 @@ AGENT_API void *calloc(size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	TRACKED(FMT_FN_CALLOC, total, real.calloc(k, n), boot_alloc(total, 16));
+	TRACKED(FMT_FN_CALLOC, total, agent_real.calloc(k, n), agent_boot_alloc(total, 16));
 }
 
 AGENT_API void *memalign(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_MEMALIGN, n, real.memalign(align, n), boot_alloc(n, align));
+	TRACKED(FMT_FN_MEMALIGN, n, agent_real.memalign(align, n), agent_boot_alloc(n, align));
 }
 
 AGENT_API void *aligned_alloc(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_ALIGNED_ALLOC, n, real.aligned_alloc(align, n), boot_alloc(n, align));
+	TRACKED(FMT_FN_ALIGNED_ALLOC, n, agent_real.aligned_alloc(align, n), agent_boot_alloc(n, align));
 }
 
 AGENT_API void *valloc(size_t n)
 {
-	TRACKED(FMT_FN_VALLOC, n, real.valloc(n), boot_alloc(n, 4096));
+	TRACKED(FMT_FN_VALLOC, n, agent_real.valloc(n), agent_boot_alloc(n, 4096));
 }
 
 AGENT_API void *pvalloc(size_t n)
 {
 	/* pvalloc hands out whole pages, and that is what it counts as. */
 	size_t page = 4096, rounded = n ? (n + page - 1) & ~(page - 1) : page;
-	TRACKED(FMT_FN_PVALLOC, rounded, real.pvalloc(n), boot_alloc(rounded, page));
+	TRACKED(FMT_FN_PVALLOC, rounded, agent_real.pvalloc(n), agent_boot_alloc(rounded, page));
 }
 
 AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 {
-	if (unlikely(agent_tls.busy) || unlikely(!ready())) {
-		if (real.posix_memalign) {
-			int r = real.posix_memalign(out, align, n);
-			if (r == 0 && agent_tls.busy == BUSY_HOOK && *out)
+	if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {
+		if (agent_real.posix_memalign) {
+			int r = agent_real.posix_memalign(out, align, n);
+			if (r == 0 && agent_tls.busy == AGENT_BUSY_HOOK && *out)
 				defer_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
 			return r;
 		}
-		*out = boot_alloc(n, align);
+		*out = agent_boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
-	if (likely(!agent_sampled(n)))
-		return real.posix_memalign(out, align, n);
-	agent_tls.busy = BUSY_HOOK;
-	int r = real.posix_memalign(out, align, n);
+	if (AGENT_LIKELY(!agent_sampled(n)))
+		return agent_real.posix_memalign(out, align, n);
+	agent_tls.busy = AGENT_BUSY_HOOK;
+	int r = agent_real.posix_memalign(out, align, n);
 	if (r == 0 && *out)
 		note_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
 	leave();
@@ -614,25 +512,25 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 }
 
 /* free's slow part out of line, so its fast path needs no frame. */
-static NOINLINE void free_slow(void *p)
+static AGENT_NOINLINE void free_slow(void *p)
 {
-	if (unlikely(!p) || unlikely(is_boot(p)))
+	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;
-	if (unlikely(busy)) {
+	if (AGENT_UNLIKELY(busy)) {
 		/* Only a fork in progress forbids touching the tables for
 		 * good; see nested_free for the rest. */
-		if (busy == BUSY_LOCKED)
-			real.free(p);
+		if (busy == AGENT_BUSY_LOCKED)
+			agent_real.free(p);
 		else
 			nested_free(p, busy);
 		return;
 	}
-	agent_tls.busy = BUSY_HOOK;
+	agent_tls.busy = AGENT_BUSY_HOOK;
 	note_free(p, &size, &id);
-	real.free(p);
+	agent_real.free(p);
 	leave();
 }
 
@@ -641,8 +539,8 @@ AGENT_API void free(void *p)
 	/* Sampling: most blocks were never tracked, and the filter says so
 	 * without a lock. It has no filter in exact mode, and its slots for
 	 * the bootstrap buffer's pages are pinned at "maybe". */
-	if (likely(agent_filter != NULL) && likely(!agent_live_may_contain((uintptr_t)p))) {
-		real.free(p);
+	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
+		agent_real.free(p);
 		return;
 	}
 	free_slow(p);
@@ -651,11 +549,11 @@ AGENT_API void free(void *p)
 static void *realloc_as(void *p, size_t n, int fn)
 {
 	if (!p)
-		TRACKED(fn, n, real.malloc(n), boot_alloc(n, 16));
-	if (unlikely(is_boot(p))) {
+		TRACKED(fn, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
+	if (AGENT_UNLIKELY(agent_is_boot(p))) {
 		void *q = malloc(n);
 		if (q) {
-			size_t old = boot_size(p);
+			size_t old = agent_boot_size(p);
 			agent_memcpy(q, p, old < n ? old : n);
 		}
 		return q;
@@ -663,29 +561,29 @@ static void *realloc_as(void *p, size_t n, int fn)
 	size_t osize = 0;
 	uint32_t oid = 0;
 	int busy = agent_tls.busy;
-	if (unlikely(busy)) {
-		if (busy == BUSY_LOCKED)
-			return real.realloc(p, n);
-		if (busy == BUSY_HOOK || agent_tls.tables_locked)
+	if (AGENT_UNLIKELY(busy)) {
+		if (busy == AGENT_BUSY_LOCKED)
+			return agent_real.realloc(p, n);
+		if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked)
 			return nested_realloc(p, n, fn, busy);
-		agent_tls.busy = BUSY_HOOK;
+		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
 		if (note_free(p, &osize, &oid)) {
-			q = real.realloc(p, n);
+			q = agent_real.realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
 		} else {
-			q = real.realloc(p, n);
+			q = agent_real.realloc(p, n);
 		}
 		agent_tls.busy = busy;
 		return q;
 	}
 	bool sampled = agent_sampled(n);
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
-		return real.realloc(p, n);
-	agent_tls.busy = BUSY_HOOK;
+		return agent_real.realloc(p, n);
+	agent_tls.busy = AGENT_BUSY_HOOK;
 	bool had = note_free(p, &osize, &oid);
-	void *q = real.realloc(p, n);
+	void *q = agent_real.realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);
 	else if (!q && n && had)
@@ -698,10 +596,10 @@ AGENT_API void *realloc(void *p, size_t n)
 {
 	/* Sampling: an untracked block, and a new size the sampler passes
 	 * over, is a plain realloc (NULL's filter slot is always zero). */
-	if (likely(agent_filter != NULL) && likely((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
-	    likely(!agent_live_may_contain((uintptr_t)p))) {
+	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
+	    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
 		agent_tls.sample_left -= (int64_t)n;
-		return real.realloc(p, n);
+		return agent_real.realloc(p, n);
 	}
 	return realloc_as(p, n, FMT_FN_REALLOC);
 }
@@ -720,11 +618,11 @@ AGENT_API size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (is_boot(p))
-		return boot_size(p);
-	if (!real.malloc_usable_size)
-		ready();
-	return real.malloc_usable_size ? real.malloc_usable_size(p) : 0;
+	if (agent_is_boot(p))
+		return agent_boot_size(p);
+	if (!agent_real.malloc_usable_size)
+		agent_ready();
+	return agent_real.malloc_usable_size ? agent_real.malloc_usable_size(p) : 0;
 }
 
 /* ---------- C++ operators ----------
@@ -735,26 +633,26 @@ AGENT_API size_t malloc_usable_size(void *p)
 static void *new_tracked(size_t n, size_t align, int fn)
 {
 	void *p = NULL;
-	if (unlikely(agent_tls.busy) || unlikely(!ready())) {
-		if (!real.malloc)
-			return boot_alloc(n, align);
+	if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {
+		if (!agent_real.malloc)
+			return agent_boot_alloc(n, align);
 		if (align <= 16)
-			p = real.malloc(n);
-		else if (real.posix_memalign(&p, align, n) != 0)
+			p = agent_real.malloc(n);
+		else if (agent_real.posix_memalign(&p, align, n) != 0)
 			p = NULL;
-		if (p && agent_tls.busy == BUSY_HOOK)
+		if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 			defer_alloc(p, n, fn);
 		return p;
 	}
 	bool sampled = agent_sampled(n);
 	if (sampled)
-		agent_tls.busy = BUSY_HOOK;
+		agent_tls.busy = AGENT_BUSY_HOOK;
 	if (align <= 16)
-		p = real.malloc(n);
-	else if (real.posix_memalign(&p, align, n) != 0)
+		p = agent_real.malloc(n);
+	else if (agent_real.posix_memalign(&p, align, n) != 0)
 		p = NULL;
 	if (sampled) {
-		if (likely(p != NULL))
+		if (AGENT_LIKELY(p != NULL))
 			note_alloc(p, n, fn);
 		leave();
 	}
@@ -769,7 +667,7 @@ static void *cxx_symbol(void *_Atomic *slot, const char *name, void *handle)
 	if (f)
 		return f == (void *)slot ? NULL : f;
 	int busy = agent_tls.busy;
-	agent_tls.busy = BUSY_AGENT;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	f = dlsym(handle, name);
 	agent_tls.busy = busy;
 	atomic_store_explicit(slot, f ? f : (void *)slot, memory_order_release);
@@ -782,7 +680,7 @@ static void *cxx_symbol(void *_Atomic *slot, const char *name, void *handle)
 		cxx_symbol(&slot_, (name), (handle));              \
 	})
 
-static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
+static AGENT_NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
 {
 	void (*thrower)(void) = CXX_SYMBOL("_ZSt17__throw_bad_allocv", RTLD_DEFAULT);
 	if (thrower)
@@ -794,7 +692,7 @@ static NOINLINE __attribute__((noreturn)) void throw_bad_alloc(void)
  * calls the installed new_handler and tries again, and throws
  * std::bad_alloc when there is none. The handler may throw, or free
  * memory, or install another handler. */
-static NOINLINE void *new_retry(size_t n, size_t align, int fn)
+static AGENT_NOINLINE void *new_retry(size_t n, size_t align, int fn)
 {
 	for (;;) {
 		void (*(*get)(void))(void) = CXX_SYMBOL("_ZSt15get_new_handlerv", RTLD_DEFAULT);
@@ -833,30 +731,30 @@ static inline bool bad_alignment(size_t al)
 	AGENT_API void *name(size_t n)                           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return likely(p != NULL) ? p : new_retry(n, (align), (fn)); \
+		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, (align), (fn)); \
 	}
 #define NEW_NOTHROW(name, fn, align)                             \
 	AGENT_API void *name(size_t n, const void *nt);          \
 	AGENT_API void *name(size_t n, const void *nt)           \
 	{                                                        \
 		void *p = new_tracked(n, (align), (fn));         \
-		return likely(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
+		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
 	}
 #define NEW_ALIGNED(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al);               \
 	AGENT_API void *name(size_t n, size_t al)                \
 	{                                                        \
-		if (unlikely(bad_alignment(al)))                 \
+		if (AGENT_UNLIKELY(bad_alignment(al)))                 \
 			throw_bad_alloc();                       \
 		void *p = new_tracked(n, al, (fn));              \
-		return likely(p != NULL) ? p : new_retry(n, al, (fn)); \
+		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, al, (fn)); \
 	}
 #define NEW_ALIGNED_NOTHROW(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al, const void *nt);      \
 	AGENT_API void *name(size_t n, size_t al, const void *nt)       \
 	{                                                                \
 		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, (fn)); \
-		return likely(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
+		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
 	}
 
 NEW_THROWING(_Znwm, FMT_FN_NEW, 0)
@@ -892,86 +790,21 @@ DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
 
 AGENT_API int dlclose(void *h)
 {
-	if (!real.dlclose)
-		ready();
+	if (!agent_real.dlclose)
+		agent_ready();
 	if (!agent_tls.busy) {
-		agent_tls.busy = BUSY_AGENT;
+		agent_tls.busy = AGENT_BUSY_AGENT;
 		agent_modules_snapshot();
 		agent_tls.busy = 0;
 	}
-	int r = real.dlclose(h);
+	int r = agent_real.dlclose(h);
 	agent_unwind_cfi_flush();  /* its code may be gone: forget its frames */
 	return r;
 }
 
-/* exit runs the exit handlers, the last of which writes the report (see
- * lifecycle.c); what it needs from here is the caller's registers and
- * where its frames end. */
-AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
-
-__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
-						      uintptr_t sp)
-{
-	agent_exit_claim();
-	agent_exit_entered(regs, sp);
-	/* resolved with the allocator, so an exit() from a signal handler on
-	 * a small stack costs no dlsym here */
-	while (!real.exit && !ready())
-		sched_yield();  /* another thread is resolving: not for long */
-	if (real.exit)
-		real.exit(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-/* _exit and _Exit skip exit handlers and destructors, so the report is
- * written here (a vfork child shares our memory and is not us: skipped). */
-AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
-AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
-
-__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
-						       uintptr_t sp)
-{
-	if (getpid() == agent_pid) {
-		agent_exit_claim();
-		if (agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS) &&
-		    agent_config.error_exitcode)
-			status = agent_config.error_exitcode;
-	}
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-/* ---------- another allocator before us ---------- */
-
-static char bypass_path[512];
-
-/* The program calls the first malloc in the global scope: when that is
- * not ours (another allocator preloaded before the agent, or one linked
- * into the program), the agent sees almost nothing. */
-void agent_hooks_check_bypass(void)
-{
-	/* (&malloc here would be the GOT's answer, the same first malloc) */
-	uintptr_t first = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
-	if (!first || first - agent_self_lo < agent_self_hi - agent_self_lo)
-		return;
-	Dl_info info;
-	const char *path = dladdr((void *)first, &info) && info.dli_fname && info.dli_fname[0]
-				   ? info.dli_fname : "another object";
-	agent_strlcpy(bypass_path, path, sizeof bypass_path);
-	agent_log("malloc here is not heaptrail's but that of ", bypass_path,
-		  ", loaded before libheaptrail.so: allocations are not tracked"
-		  " (put libheaptrail.so first in LD_PRELOAD; heaptrail run does)");
-}
-
-const char *agent_allocator_bypassed(void)
-{
-	return bypass_path[0] ? bypass_path : NULL;
-}
-
 void agent_hooks_fork_prepare(void)
 {
-	agent_tls.busy = BUSY_LOCKED;
+	agent_tls.busy = AGENT_BUSY_LOCKED;
 }
 
 void agent_hooks_fork_done(void)

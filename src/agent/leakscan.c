@@ -42,6 +42,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/counters.h"
+#include "agent/leakscan.h"
+#include "agent/leakwriter.h"
+#include "agent/stopworld.h"
+#include "agent/table.h"
+#include "agent/triggers.h"
+#include "agent/procmaps.h"
+#include "agent/startup.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
 
@@ -84,38 +92,15 @@ struct region {
 static struct region *regions;
 static size_t nregions;
 
-static uintptr_t parse_hex(const char **p)
+static void add_region(const struct agent_maps_line *m, void *arg)
 {
-	uintptr_t v = 0;
-	for (;; (*p)++) {
-		char c = **p;
-		if (c >= '0' && c <= '9')
-			v = v * 16 + (uintptr_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v * 16 + (uintptr_t)(c - 'a' + 10);
-		else
-			return v;
-	}
-}
-
-static void parse_maps_line(const char *l)
-{
+	const char *l = m->name;
 	struct region g = { 0 };
-	g.start = parse_hex(&l);
-	if (*l++ != '-')
-		return;
-	g.end = parse_hex(&l);
-	l++;
-	g.r = l[0] == 'r';
-	g.w = l[1] == 'w';
-	g.x = l[2] == 'x';
-	/* skip perms, offset, dev, inode; the rest is the path */
-	for (int field = 0; field < 4 && *l; field++) {
-		while (*l && *l != ' ')
-			l++;
-		while (*l == ' ')
-			l++;
-	}
+	g.start = m->start;
+	g.end = m->end;
+	g.r = m->perms[0] == 'r';
+	g.w = m->perms[1] == 'w';
+	g.x = m->perms[2] == 'x';
 	g.file = *l == '/';
 	g.heap = agent_strstarts(l, "[heap]");
 	g.dev = agent_strstarts(l, "/dev/") && !agent_strstarts(l, "/dev/zero") &&
@@ -129,28 +114,7 @@ static void parse_maps_line(const char *l)
 static bool read_maps(char *buf, size_t cap)
 {
 	nregions = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	size_t have = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + have, cap - 1 - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		have += (size_t)r;
-		buf[have] = 0;
-		char *line = buf, *nl;
-		while ((nl = (char *)__builtin_memchr(line, '\n', have - (size_t)(line - buf)))) {
-			*nl = 0;
-			parse_maps_line(line);
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		agent_memcpy(buf, line, have);
-	}
-	close(fd);
+	agent_maps_read(buf, cap, add_region, NULL);
 	return nregions > 0;
 }
 
@@ -525,7 +489,7 @@ static void drain(struct scan *s)
 {
 	while (s->top) {
 		size_t j = s->stack[--s->top], total = s->b[j].size / 8, n;
-		if (likely(s->direct[j])) {
+		if (AGENT_LIKELY(s->direct[j])) {
 			scan_words(s, (const uintptr_t *)s->b[j].addr, total,
 				   s->state[j] == ST_REACHABLE);
 			continue;
@@ -688,9 +652,9 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		}
 		if (last)
 			break;
-		if (unlikely(s->b[i].addr < g->start + 8)) {
+		if (AGENT_UNLIKELY(s->b[i].addr < g->start + 8)) {
 			arena = true;  /* its header is not in this region */
-		} else if (likely(s->direct[i])) {
+		} else if (AGENT_LIKELY(s->direct[i])) {
 			arena |= !own_mapping(s, i, ((const uintptr_t *)s->b[i].addr)[-1], x);
 		} else {
 			addrs[n] = s->b[i].addr - 8;
@@ -780,21 +744,17 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	struct agent_kinds *kinds = NULL;
 	struct scan s = { 0 };
 	struct excl x = { 0 };
-	size_t blocks_len = 0, state_len = 0, stack_len = 0, excl_len = 0;
+	struct agent_arena ar = { 0 };
 	size_t maps_len = 1 << 20, regions_len = MAX_REGIONS * sizeof(struct region);
 	size_t buf_len = 64 * 1024, agent_cap = 16384;
-	char *mapsbuf = agent_mmap(maps_len);
-	uintptr_t *buf = agent_mmap(buf_len);
-	uintptr_t *astart = agent_mmap(agent_cap * 2 * sizeof(uintptr_t));
-	size_t *alen = (size_t *)(astart + agent_cap);
-	struct agent_block *tmp = NULL, *xtmp = NULL;
+	char *mapsbuf;
+	uintptr_t *buf, *astart;
+	size_t *alen;
+	struct agent_block *tmp, *xtmp;
 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	agent_memset(info, 0, sizeof *info);
-	regions = agent_mmap(regions_len);
-	if (!mapsbuf || !buf || !astart || !regions)
-		goto out;
 
 	agent_tables_lock_all();
 	int missing = stop_world(0);
@@ -802,24 +762,41 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	info->threads_stopped = stop.nslots;
 	info->threads_unstopped = missing > 0 ? missing : 0;
 
+	/* Everything the scan needs, in one mapping of the agent's own (left
+	 * out of the roots like every other), sized now that the number of
+	 * blocks is known. */
 	s.n = agent_live_count_locked();
-	blocks_len = (s.n + 1) * sizeof *s.b;
-	s.b = agent_mmap(blocks_len);
-	tmp = agent_mmap(blocks_len);
-	state_len = s.n + 1;
-	s.state = agent_mmap(state_len);
-	s.direct = agent_mmap(state_len);
+	s.cap = 2 * s.n + 16;
+	x.cap = MAX_EXCL;
+	size_t blocks_len = (s.n + 1) * sizeof *s.b, state_len = s.n + 1;
+	size_t stack_len = s.cap * sizeof *s.stack, excl_len = x.cap * sizeof *x.r;
+	size_t astart_len = agent_cap * 2 * sizeof(uintptr_t);
+	if (!agent_arena_init(&ar, agent_arena_need(maps_len) + agent_arena_need(buf_len) +
+					   agent_arena_need(astart_len) +
+					   agent_arena_need(regions_len) +
+					   2 * agent_arena_need(blocks_len) +
+					   2 * agent_arena_need(state_len) +
+					   agent_arena_need(stack_len) + 2 * agent_arena_need(excl_len))) {
+		resume_world();
+		agent_tables_unlock_all();
+		goto out;
+	}
+	mapsbuf = agent_arena_take(&ar, maps_len);
+	buf = agent_arena_take(&ar, buf_len);
+	astart = agent_arena_take(&ar, astart_len);
+	alen = (size_t *)(astart + agent_cap);
+	regions = agent_arena_take(&ar, regions_len);
+	s.b = agent_arena_take(&ar, blocks_len);
+	tmp = agent_arena_take(&ar, blocks_len);
+	s.state = agent_arena_take(&ar, state_len);
+	s.direct = agent_arena_take(&ar, state_len);
+	s.stack = agent_arena_take(&ar, stack_len);
+	x.r = agent_arena_take(&ar, excl_len);
+	xtmp = agent_arena_take(&ar, excl_len);
 	s.rbuf = buf;
 	s.rbufwords = buf_len / 8;
 	world_unsafe = missing != 0;
-	s.cap = 2 * s.n + 16;
-	stack_len = s.cap * sizeof *s.stack;
-	s.stack = agent_mmap(stack_len);
-	x.cap = MAX_EXCL;
-	excl_len = x.cap * sizeof *x.r;
-	x.r = agent_mmap(excl_len);
-	xtmp = agent_mmap(excl_len);
-	if (!s.b || !tmp || !s.state || !s.direct || !s.stack || !x.r || !xtmp || !read_maps(mapsbuf, maps_len)) {
+	if (!read_maps(mapsbuf, maps_len)) {
 		resume_world();
 		agent_tables_unlock_all();
 		goto out;
@@ -928,17 +905,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	}
 	info->blocks_scanned = s.n;
 out:
-	agent_munmap(s.b, blocks_len);
-	agent_munmap(tmp, blocks_len);
-	agent_munmap(s.state, state_len);
-	agent_munmap(s.direct, state_len);
-	agent_munmap(s.stack, stack_len);
-	agent_munmap(x.r, excl_len);
-	agent_munmap(xtmp, excl_len);
-	agent_munmap(mapsbuf, maps_len);
-	agent_munmap(buf, buf_len);
-	agent_munmap(astart, agent_cap * 2 * sizeof(uintptr_t));
-	agent_munmap(regions, regions_len);
+	agent_arena_release(&ar);
 	regions = NULL;
 	return kinds;
 }

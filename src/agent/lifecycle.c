@@ -1,5 +1,7 @@
 /*
- * lifecycle.c — start-up, fork, and the report at exit.
+ * lifecycle.c — start-up (the constructor), fork, and the report at exit
+ * and the leak checks: when they run and on which stack; the leak file
+ * itself is written by leakwriter.c.
  *
  * Start-up happens in two steps. The first allocation of the process
  * (which can come before any constructor) resolves the real allocator and
@@ -42,6 +44,7 @@
 #include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <stdlib.h>
@@ -53,17 +56,23 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heapprofile.h"
+#include "agent/hooks.h"
+#include "agent/leakscan.h"
+#include "agent/lifecycle.h"
+#include "agent/modules.h"
+#include "agent/signals.h"
+#include "agent/startup.h"
+#include "agent/table.h"
+#include "agent/triggers.h"
+#include "agent/writer.h"
+#include "agent/leakwriter.h"
 #include "format/leakfile.h"
 #include "format/options.h"
 #include "heaptrail.h"
 #include "agent/banned.h"
-
-atomic_int agent_state;
-pid_t agent_pid;
-uintptr_t agent_self_lo, agent_self_hi;
-
-extern char __ehdr_start[] __attribute__((visibility("hidden")));
-extern char _etext[] __attribute__((visibility("hidden")));
 
 static void (*libc_freeres)(void);
 static void install_check_handler(void);
@@ -87,17 +96,6 @@ static struct {
 	uintptr_t sp;
 	uintptr_t regs[AGENT_CALLER_NREGS];
 } exit_ctx;
-
-void agent_modules_lock(void);
-void agent_modules_unlock(void);
-bool agent_modules_wait_unlocked(long ms);
-
-void agent_init_early(void)
-{
-	agent_self_lo = (uintptr_t)__ehdr_start;
-	agent_self_hi = (uintptr_t)_etext;
-	agent_pid = getpid();
-}
 
 /* ---------- fork ---------- */
 
@@ -233,6 +231,8 @@ static void start(bool preloaded)
 	/* libc's exit, not the agent's hook of the same name */
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
+	agent_signals_on_fatal(agent_report_fatal);
+	agent_pending_on_check(agent_leak_check);
 	agent_leakscan_init(agent_config.stop_signal);
 	agent_signals_init();
 	install_check_handler();
@@ -294,7 +294,7 @@ static uintptr_t program_stack_start(uintptr_t fallback)
 
 void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
 {
-	pid_t none = 0, tid = (pid_t)syscall(SYS_gettid);
+	pid_t none = 0, tid = agent_gettid();
 	if (atomic_load(&exit_ctx.tid) || getpid() != agent_pid)
 		return;
 	exit_ctx.sp = sp;
@@ -303,9 +303,9 @@ void agent_exit_entered(const uintptr_t *regs, uintptr_t sp)
 	atomic_compare_exchange_strong(&exit_ctx.tid, &none, tid);
 }
 
-static NOINLINE void late_report(int status, void *arg)
+static AGENT_NOINLINE void late_report(int status, void *arg)
 {
-	if (atomic_load(&exit_ctx.tid) == (pid_t)syscall(SYS_gettid)) {
+	if (atomic_load(&exit_ctx.tid) == agent_gettid()) {
 		agent_report_exit(status & 0xff, exit_ctx.sp, exit_ctx.regs, AGENT_CALLER_NREGS);
 		return;
 	}
@@ -320,7 +320,7 @@ void agent_exit_claim(void)
 {
 	if (getpid() != agent_pid)
 		return;  /* a vfork child, or a clone the agent does not know */
-	int me = (int)syscall(SYS_gettid), owner = 0;
+	int me = (int)agent_gettid(), owner = 0;
 	if (atomic_compare_exchange_strong(&exit_owner, &owner, me) || owner == me)
 		return;
 	/* Another thread is ending the process: its exit_group ends this
@@ -402,173 +402,11 @@ static bool release_caches(void)
 	return true;
 }
 
-/* Writes /proc/self/cmdline as "arg" lines. */
-static void write_args(struct agent_writer *w)
-{
-	char buf[8192];
-	ssize_t n = agent_read_small("/proc/self/cmdline", buf, sizeof buf);
-	for (ssize_t i = 0; i < n;) {
-		agent_put(w, "arg ");
-		agent_put_escaped(w, buf + i);
-		agent_put(w, "\n");
-		i += (ssize_t)agent_strlen(buf + i) + 1;
-	}
-}
-
-static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
-{
-	agent_put(w, key);
-	agent_put(w, " ");
-	agent_put_u64(w, v);
-	agent_put(w, "\n");
-}
-
-/* t: the counters; live_*: what the records add up to, from the same
- * snapshot of the live table, so "in use at exit" and the summary agree
- * even while other threads allocate. */
-static void write_header(struct agent_writer *w, int status, int killed_by, bool freeres,
-			 const struct agent_counts *t, uint64_t live_bytes, uint64_t live_blocks)
-{
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = 0;
-
-	agent_put(w, FMT_LEAKS_MAGIC " 1\n");
-	write_line_u64(w, "pid", (uint64_t)getpid());
-	write_line_u64(w, "ppid", (uint64_t)getppid());
-	if (agent_config.run_id[0]) {
-		agent_put(w, "run ");
-		agent_put(w, agent_config.run_id);
-		agent_put(w, "\n");
-	}
-	agent_put(w, "exe ");
-	agent_put_escaped(w, exe[0] ? exe : "?");
-	agent_put(w, "\n");
-	write_args(w);
-	if (killed_by)
-		write_line_u64(w, "exit signal", (uint64_t)killed_by);
-	else if (status >= 0)
-		write_line_u64(w, "exit status", (uint64_t)status);
-	else
-		agent_put(w, "exit unknown\n");
-	agent_put(w, "totals ");
-	agent_put_u64(w, t->allocs);
-	agent_put(w, " ");
-	agent_put_u64(w, t->frees);
-	agent_put(w, " ");
-	agent_put_u64(w, t->bytes_allocated);
-	agent_put(w, " ");
-	agent_put_u64(w, live_bytes);
-	agent_put(w, " ");
-	agent_put_u64(w, live_blocks);
-	agent_put(w, "\n");
-	write_line_u64(w, "dropped", t->dropped);
-	if (agent_config.sample > 1)
-		write_line_u64(w, "sample", agent_config.sample);
-	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
-	if (agent_allocator_bypassed()) {
-		agent_put(w, "allocator_bypassed ");
-		agent_put_escaped(w, agent_allocator_bypassed());
-		agent_put(w, "\n");
-	}
-	agent_modules_write(w);
-}
-
-static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_stack *s)
-{
-	agent_put(w, "stack ");
-	agent_put_u64(w, id);
-	agent_put(w, " ");
-	agent_put(w, fmt_alloc_fn_names[s->fn]);
-	const uintptr_t *pcs = agent_stack_pcs(s);
-	for (int i = 0; i < s->depth; i++) {
-		agent_put(w, " ");
-		agent_put_hex(w, pcs[i]);
-	}
-	agent_put(w, "\n");
-}
-
-static void write_record(struct agent_writer *w, int kind, uint64_t bytes, uint64_t blocks,
-			 uint32_t id)
-{
-	agent_put(w, "record ");
-	agent_put(w, fmt_kind_names[kind]);
-	agent_put(w, " ");
-	agent_put_u64(w, bytes);
-	agent_put(w, " ");
-	agent_put_u64(w, blocks);
-	agent_put(w, " ");
-	agent_put_u64(w, id);
-}
-
 /* The previous leak check's totals, for "what increased" checks. */
 static struct agent_kinds *prev_kinds;
 static uint32_t prev_nstacks;
 static size_t prev_len;
 static unsigned check_count;
-
-static bool increased(const struct agent_kinds *k, uint32_t id, int kind, uint64_t *db, uint64_t *dn)
-{
-	uint64_t pb = 0, pn = 0;
-	if (prev_kinds && id <= prev_nstacks) {
-		pb = prev_kinds[id].bytes[kind];
-		pn = prev_kinds[id].blocks[kind];
-	}
-	*db = k[id].bytes[kind] > pb ? k[id].bytes[kind] - pb : 0;
-	*dn = k[id].blocks[kind] > pn ? k[id].blocks[kind] - pn : 0;
-	return *db || *dn;
-}
-
-/* Stacks and records: by kind when kinds is not NULL, else "in_use".
- * With only_increased, a (stack, kind) appears only when it grew since
- * the previous check, and its line carries the increase. */
-static void write_records(struct agent_writer *w, const struct agent_kinds *kinds,
-			  uint32_t nstacks, bool only_increased)
-{
-	uint32_t count = agent_stack_count();
-	if (!kinds)
-		return;
-	for (uint32_t id = 1; id <= count; id++) {
-		struct agent_stack *s = agent_stack_get(id);
-		if (id > nstacks)
-			break;
-		bool stack_written = false;
-		for (int k = 0; k < FMT_KIND_COUNT; k++) {
-			uint64_t db = 0, dn = 0;
-			if (!kinds[id].blocks[k] || (only_increased && !increased(kinds, id, k, &db, &dn)))
-				continue;
-			if (!stack_written)
-				write_stack(w, id, s);
-			stack_written = true;
-			write_record(w, k, kinds[id].bytes[k], kinds[id].blocks[k], id);
-			if (only_increased) {
-				agent_put(w, " ");
-				agent_put_u64(w, db);
-				agent_put(w, " ");
-				agent_put_u64(w, dn);
-			}
-			agent_put(w, "\n");
-		}
-	}
-}
-
-static void file_name(char *name, size_t cap, unsigned check)
-{
-	size_t n = agent_strlcpy(name, "heaptrail.", cap);
-	uint64_t v = (uint64_t)getpid(), div = 1;
-	while (v / div >= 10)
-		div *= 10;
-	for (; div; div /= 10)
-		name[n++] = (char)('0' + v / div % 10);
-	if (check) {
-		n += agent_strlcpy(name + n, ".check-", cap - n);
-		for (div = 1; check / div >= 10; div *= 10)
-			;
-		for (; div; div /= 10)
-			name[n++] = (char)('0' + check / div % 10);
-	}
-	agent_strlcpy(name + n, ".leaks", cap - n);
-}
 
 /* What a report needs from where it was asked for: it is written on the
  * agent's own stack (agent_call_on_own_stack), so everything about the
@@ -648,46 +486,15 @@ static int write_report(const struct report_call *c)
 		live_blocks = totals.tracked - totals.tracked_frees;
 	}
 
-	char name[64];
-	file_name(name, sizeof name, check);
-	struct agent_writer w;
-	int err = agent_writer_open(&w, agent_config.output, name);
-	if (err == 0) {
-		write_header(&w, status, c->killed_by, freeres, &totals, live_bytes, live_blocks);
-		if (check) {
-			agent_put(&w, "check ");
-			agent_put_u64(&w, check);
-			agent_put(&w, flags & HEAPTRAIL_LEAKS_INCREASED ? " increased\n" : " all\n");
-		}
-		if (classified) {
-			agent_put(&w, "classified yes\n");
-			write_line_u64(&w, "scan_us", info.scan_ns / 1000);
-			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
-				agent_put(&w, "summary ");
-				agent_put(&w, fmt_kind_names[k]);
-				agent_put(&w, " ");
-				agent_put_u64(&w, info.bytes[k]);
-				agent_put(&w, " ");
-				agent_put_u64(&w, info.blocks[k]);
-				agent_put(&w, "\n");
-			}
-		}
-		if (classified && info.threads_unstopped)
-			write_line_u64(&w, "unstopped_threads", (uint64_t)info.threads_unstopped);
-		write_records(&w, kinds, nstacks, check && (flags & HEAPTRAIL_LEAKS_INCREASED));
-		agent_put(&w, "end\n");
-		err = agent_writer_commit(&w);
-	}
-	if (err) {
-		char what[4400];
-		size_t n = agent_strlcpy(what, agent_config.output, sizeof what - 80);
-		if (n && what[n - 1] != '/')
-			what[n++] = '/';
-		n += agent_strlcpy(what + n, name, sizeof what - n);
-		agent_strlcpy(what + n, "': ", sizeof what - n);
-		agent_log(check ? "cannot write the leak check '" : "cannot write the leak report '",
-			  what, agent_strerror(-err));
-	}
+	struct agent_leak_report r = {
+		.status = status, .killed_by = c->killed_by, .freeres = freeres,
+		.check = check, .flags = flags, .totals = &totals,
+		.live_bytes = live_bytes, .live_blocks = live_blocks,
+		.kinds = kinds, .nstacks = nstacks,
+		.prev = prev_kinds, .prev_nstacks = prev_nstacks,
+		.info = classified ? &info : NULL,
+	};
+	int err = agent_leakfile_write(&r);
 	if (check && classified) {
 		agent_munmap(prev_kinds, prev_len);
 		prev_kinds = kinds;
@@ -724,7 +531,7 @@ static long exit_report(void *arg)
 
 static bool scan_enter(bool wait)
 {
-	pid_t me = (pid_t)syscall(SYS_gettid);
+	pid_t me = agent_gettid();
 	for (int i = 0;; i++) {
 		pid_t none = 0;
 		if (atomic_compare_exchange_strong(&scan_owner, &none, me))
@@ -750,7 +557,7 @@ static int report_exit(int status, int killed_by, uintptr_t stack_from, const ui
 		return 0;
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	atomic_store(&report_tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&report_tid, agent_gettid());
 	struct report_call c = { .status = status, .stack_from = stack_from,
 				 .extra = extra, .nextra = nextra, .killed_by = killed_by };
 	note_altstack(&c);
@@ -782,7 +589,6 @@ static long check_report(void *arg)
 }
 
 static atomic_int check_running;
-atomic_int agent_pending;
 
 int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
@@ -804,25 +610,6 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	scan_leave();
 	atomic_store(&check_running, 0);
 	return r;
-}
-
-NOINLINE void agent_run_pending(void)
-{
-	if (agent_tls.deferred)
-		agent_defer_drain();
-	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
-	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
-		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
-								    : HEAPTRAIL_LEAKS_ALL;
-		__builtin_unwind_init();
-		if (agent_leak_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
-			atomic_fetch_or(&agent_pending,  /* later, then */
-					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
-	}
-	if (pending & AGENT_PENDING_DUMP_EVERY)
-		agent_dump(NULL, "every");
-	if (pending & AGENT_PENDING_DUMP_SIGNAL)
-		agent_dump(NULL, "signal");
 }
 
 /* ---------- leak checks asked for by signal ---------- */
@@ -883,13 +670,13 @@ static void die_by_default(int sig, const siginfo_t *si)
 	sigaction(sig, &dfl, NULL);
 	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
 	if (!fault)  /* delivered when the handler returns: it is blocked now */
-		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+		syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
 }
 
 void agent_report_fatal(int sig, siginfo_t *si, void *ucv)
 {
 	(void)si;
-	pid_t self = (pid_t)syscall(SYS_gettid);
+	pid_t self = agent_gettid();
 	if (getpid() != agent_pid || !reports_enabled) {
 		/* a child that does not report */
 	} else if (atomic_load(&reported)) {
@@ -942,4 +729,44 @@ static void install_fatal_handlers(void)
 		sigemptyset(&sa.sa_mask);
 		sigaction(sig, &sa, NULL);
 	}
+}
+
+/* ---------- exit, _exit and _Exit ---------- */
+
+/* exit runs the exit handlers, the last of which writes the report
+ * (late_report above); what it needs from here is the caller's registers
+ * and where its frames end. */
+AGENT_CALLER_ENTRY(exit, agent_exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent_exit_hook(int status, const uintptr_t *regs,
+						      uintptr_t sp)
+{
+	agent_exit_claim();
+	agent_exit_entered(regs, sp);
+	/* resolved with the allocator, so an exit() from a signal handler on
+	 * a small stack costs no dlsym here */
+	while (!agent_real.exit && !agent_ready())
+		sched_yield();  /* another thread is resolving: not for long */
+	if (agent_real.exit)
+		agent_real.exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* _exit and _Exit skip exit handlers and destructors, so the report is
+ * written here (a vfork child shares our memory and is not us: skipped). */
+AGENT_CALLER_ENTRY(_exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+AGENT_CALLER_ENTRY(_Exit, agent__exit_hook, AGENT_CALLER_NORETURN);
+
+__attribute__((used, noreturn)) void agent__exit_hook(int status, const uintptr_t *regs,
+						       uintptr_t sp)
+{
+	if (getpid() == agent_pid) {
+		agent_exit_claim();
+		if (agent_report_exit(status & 0xff, sp, regs, AGENT_CALLER_NREGS) &&
+		    agent_config.error_exitcode)
+			status = agent_config.error_exitcode;
+	}
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }

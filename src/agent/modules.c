@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/modules.h"
+#include "agent/writer.h"
+#include "agent/buildid.h"
 #include "agent/banned.h"
 
 #define MAX_MODULES 4096
@@ -48,24 +51,8 @@ static void describe(struct dl_phdr_info *info, struct module *m)
 			if (a + ph->p_memsz > m->hi)
 				m->hi = a + ph->p_memsz;
 		} else if (ph->p_type == PT_NOTE && !m->build_id[0]) {
-			const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
-			const char *end = p + ph->p_memsz;
-			while (p + sizeof(ElfW(Nhdr)) <= end) {
-				const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-				const char *desc = p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
-				if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-				    agent_streq(p + sizeof *nh, "GNU") && desc + nh->n_descsz <= end) {
-					unsigned k = nh->n_descsz < 20 ? nh->n_descsz : 20;
-					for (unsigned j = 0; j < k; j++) {
-						unsigned char c = (unsigned char)desc[j];
-						m->build_id[2 * j] = "0123456789abcdef"[c >> 4];
-						m->build_id[2 * j + 1] = "0123456789abcdef"[c & 15];
-					}
-					m->build_id[2 * k] = 0;
-					break;
-				}
-				p = desc + ((nh->n_descsz + 3) & ~3u);
-			}
+			uintptr_t p = info->dlpi_addr + ph->p_vaddr;
+			agent_build_id_in_notes(p, p + ph->p_memsz, m->build_id);
 		}
 	}
 	if (m->lo == UINTPTR_MAX)

@@ -148,17 +148,44 @@ bool agent_strstarts(const char *s, const char *prefix)
 	return true;
 }
 
-char *agent_put_dec(char *dst, uint64_t v)
+char *agent_put_dec_width(char *dst, uint64_t v, int width)
 {
 	char digits[24];
 	int k = 0;
 	do
 		digits[k++] = (char)('0' + v % 10);
 	while ((v /= 10));
+	while (k < width && k < (int)sizeof digits)
+		digits[k++] = '0';
 	while (k)
 		*dst++ = digits[--k];
 	*dst = 0;
 	return dst;
+}
+
+char *agent_put_dec(char *dst, uint64_t v)
+{
+	return agent_put_dec_width(dst, v, 1);
+}
+
+/* The clock the dumps and the timeline count from: set at start-up and
+ * again in a forked child (agent_triggers_start). */
+static struct timespec started;
+
+void agent_clock_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &started);
+}
+
+uint64_t agent_ms_since_start(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* in ns first: a negative nanosecond difference must not round
+	 * towards zero (two readings 1 ms apart would get the same ms) */
+	int64_t ns = (int64_t)(now.tv_sec - started.tv_sec) * 1000000000 +
+		     (int64_t)(now.tv_nsec - started.tv_nsec);
+	return ns > 0 ? (uint64_t)ns / 1000000 : 0;
 }
 
 size_t agent_strlcpy(char *dst, const char *src, size_t cap)
@@ -261,7 +288,7 @@ bool agent_lock_seen_free(agent_lock_t *l, long ms)
 	return true;
 }
 
-NOINLINE void agent_lock_slow(agent_lock_t *l)
+AGENT_NOINLINE void agent_lock_slow(agent_lock_t *l)
 {
 	for (int spins = 0;; spins++) {
 		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
@@ -273,4 +300,37 @@ NOINLINE void agent_lock_slow(agent_lock_t *l)
 				cpu_relax();
 		}
 	}
+}
+
+/* ---------- scratch arenas ---------- */
+
+size_t agent_arena_need(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+bool agent_arena_init(struct agent_arena *a, size_t len)
+{
+	a->len = len;
+	a->used = 0;
+	a->base = agent_mmap(len);
+	return a->base != NULL;
+}
+
+void *agent_arena_take(struct agent_arena *a, size_t n)
+{
+	n = agent_arena_need(n);
+	if (!a->base || n > a->len - a->used)
+		return NULL;
+	void *p = a->base + a->used;
+	a->used += n;
+	return p;
+}
+
+void agent_arena_release(struct agent_arena *a)
+{
+	if (a->base)
+		agent_munmap(a->base, a->len);
+	a->base = NULL;
+	a->len = a->used = 0;
 }

@@ -25,6 +25,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/sample.h"
+#include "agent/table.h"
 #include "agent/banned.h"
 
 /* xorshift64*: small, fast, and good enough to draw distances. */
@@ -43,7 +47,7 @@ static void seed(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t s = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^
-		     ((uint64_t)syscall(SYS_gettid) << 32) ^ (uint64_t)(uintptr_t)&agent_tls;
+		     ((uint64_t)agent_gettid() << 32) ^ (uint64_t)(uintptr_t)&agent_tls;
 	agent_tls.rng = s ? s : 1;
 }
 
@@ -57,7 +61,7 @@ static int64_t draw(void)
 
 bool agent_sample_slow(size_t n)
 {
-	if (unlikely(!agent_tls.rng)) {
+	if (AGENT_UNLIKELY(!agent_tls.rng)) {
 		/* a thread's first allocation: place its first point */
 		seed();
 		agent_tls.sample_left = draw();
@@ -88,12 +92,33 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
  * and peak triggers: a look sums every thread's counters. */
 #define CHECK_BYTES (1u << 20)
 
+/* The time triggers (triggers.c sets them when they start): on, and how
+ * often a thread looks (see sample.h). */
+atomic_bool agent_time_on;
+int agent_time_gate = 1;
+uint64_t agent_time_tsc_gate;
+static void (*on_time)(size_t n, int sign, bool counted);
+
+void agent_sample_on_time(void (*fn)(size_t n, int sign, bool counted))
+{
+	on_time = fn;
+}
+
 void agent_time_due(size_t n, int sign)
 {
 	agent_tls.time_left = agent_time_gate;
 	if (agent_time_tsc_gate)
 		agent_tls.time_tsc = agent_rdtsc();
-	agent_time_check(n, sign, agent_config.sample <= 1);
+	if (on_time)
+		on_time(n, sign, agent_config.sample <= 1);
+}
+
+/* The interval and peak triggers (triggers.c), set when they start. */
+static void (*on_check)(void);
+
+void agent_sample_on_check(void (*fn)(void))
+{
+	on_check = fn;
 }
 
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
@@ -119,9 +144,31 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;
-		if (agent_tls.since_check >= CHECK_BYTES) {
+		if (agent_tls.since_check >= CHECK_BYTES && on_check) {
 			agent_tls.since_check = 0;
-			agent_triggers_check();
+			on_check();
 		}
 	}
 }
+/* jemalloc's prof.reset with a new lg_sample: every sample so far was
+ * drawn at the old rate, so all of them are forgotten, as jemalloc does. */
+void agent_resample(uint64_t sample)
+{
+	if (sample == agent_config.sample)
+		return;
+	agent_tables_lock_all();
+	agent_live_clear_locked();
+	if (agent_filter)  /* saturated slots (the bootstrap buffer's) stay */
+		for (size_t i = 0; i < (1u << 20); i++)
+			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
+				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
+	agent_config.sample = sample;
+	if (sample > 1 && !agent_filter)
+		agent_filter_init();
+	agent_config.leak_kinds = false;  /* the blocks before now are gone */
+	agent_tables_unlock_all();
+	agent_reset_cumulative();
+	agent_tls.sample_left = 0;
+	agent_tls.rng = 0;
+}
+

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/signals.h"
 #include "agent/banned.h"
 
 #ifndef SA_RESTORER
@@ -199,19 +200,26 @@ static bool ignored_by_default(int sig)
  * in this handler (the kernel did it); it goes back to SIG_DFL, is sent
  * again to this thread and unblocked, so it takes its action now (dies,
  * or stops until continued). Then our handler returns. */
+static agent_sig_fn on_fatal;
+
+void agent_signals_on_fatal(agent_sig_fn fn)
+{
+	on_fatal = fn;
+}
+
 static void default_action(int sig, siginfo_t *si, void *uc)
 {
 	if (ignored_by_default(sig))
 		return;
-	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
-		agent_report_fatal(sig, si, uc);  /* it terminates the process */
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU && on_fatal)
+		on_fatal(sig, si, uc);  /* it terminates the process */
 	sigset_t saved;
 	lock(&saved);
 	struct sigaction dfl;
 	agent_memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
 	__sigaction(sig, &dfl, NULL);
-	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+	syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
 	sigset_t only;
 	sigemptyset(&only);
 	sigaddset(&only, sig);

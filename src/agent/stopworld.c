@@ -44,6 +44,9 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/signals.h"
+#include "agent/stopworld.h"
 #include "agent/banned.h"
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -79,11 +82,6 @@ static long raw6(long nr, long a, long b, long c, long d, long e, long f)
 	return ret;
 }
 #define RAW(nr, a, b, c, d) raw6(nr, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-
-static pid_t gettid_raw(void)
-{
-	return (pid_t)RAW(SYS_gettid, 0, 0, 0, 0);
-}
 
 static void sleep_us_raw(long us)
 {
@@ -541,7 +539,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 		errno = saved_errno;  /* a late stop request: nothing to do */
 		return;
 	}
-	struct agent_stopped *slot = slot_of(gettid_raw());
+	struct agent_stopped *slot = slot_of(agent_gettid());
 	if (slot) {
 		ucontext_t *uc = ucv;
 		for (int i = 0; i < NGREG && i < AGENT_STOP_NREGS; i++)
@@ -771,7 +769,7 @@ static bool under_valgrind(void)
 int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
 {
 	int saved_errno = errno;
-	pid_t self = gettid_raw();
+	pid_t self = agent_gettid();
 	int missing = -1;
 	stop.nslots = 0;
 	stop.method = AGENT_STOP_NONE;

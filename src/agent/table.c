@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 
 #include "agent/agent.h"
+#include "agent/startup.h"
+#include "agent/table.h"
 #include "agent/banned.h"
 
 /* ---------- stack table ---------- */
@@ -177,9 +179,9 @@ uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth)
 {
 	uint64_t h = stack_hash(fn, pcs, depth);
 	struct stack_index *ix = atomic_load_explicit(&stack_index, memory_order_acquire);
-	if (likely(ix)) {
+	if (AGENT_LIKELY(ix)) {
 		uint32_t id = index_find(ix, h, fn, pcs, depth, NULL);
-		if (likely(id))
+		if (AGENT_LIKELY(id))
 			return id;
 	}
 	agent_lock(&stack_lock);
@@ -259,7 +261,7 @@ static inline uint32_t next_slot(uint32_t i, uint32_t cap)
 	return ++i == cap ? 0 : i;
 }
 
-static NOINLINE uint32_t disp_exact(const struct live_entry *e, uint32_t i, uint32_t cap)
+static AGENT_NOINLINE uint32_t disp_exact(const struct live_entry *e, uint32_t i, uint32_t cap)
 {
 	uintptr_t a = (uintptr_t)(e[i].key & ADDR_MASK);
 	uint32_t home = live_home(addr_hash(a), cap);
@@ -270,7 +272,7 @@ static NOINLINE uint32_t disp_exact(const struct live_entry *e, uint32_t i, uint
 static inline uint32_t displacement(const struct live_entry *e, uint32_t i, uint32_t cap)
 {
 	uint32_t d = (uint32_t)(e[i].key >> DISP_SHIFT);
-	return likely(d < DISP_SAT) ? d : disp_exact(e, i, cap);
+	return AGENT_LIKELY(d < DISP_SAT) ? d : disp_exact(e, i, cap);
 }
 
 static inline uint64_t make_key(uintptr_t a, uint32_t d)
@@ -344,7 +346,7 @@ static void *table_map(size_t len)
  * probe and the memory per block (16 bytes per slot: 23-24 bytes per
  * block, bench/metadata), instead of all of them swinging together with the
  * number of live blocks, as doubling every shard at once made them. */
-static NOINLINE bool shard_grow(struct live_shard *sh)
+static AGENT_NOINLINE bool shard_grow(struct live_shard *sh)
 {
 	uint32_t ncap = sh->cap ? sh->cap + sh->cap / 2
 				: FIRST_CAP + (uint32_t)(sh - shards) * (FIRST_CAP / 2 / NSHARDS);
@@ -377,15 +379,20 @@ void agent_filter_init(void)
 	_Atomic uint16_t *f = agent_mmap(sizeof(uint16_t) << 20);
 	if (!f)
 		return;
-	agent_filter_pin_boot(f);  /* before anyone can see the filter */
+	/* Pins the slots of the bootstrap buffer at "maybe", so a free of a
+	 * bootstrap block always reaches the slow path (hooks.c); before
+	 * anyone can see the filter. */
+	for (uintptr_t a = (uintptr_t)agent_boot_buf & ~(uintptr_t)4095;
+	     a < (uintptr_t)agent_boot_buf + AGENT_BOOT_SIZE; a += 4096)
+		atomic_store(&f[agent_filter_slot(a)], 0xffff);
 	agent_filter = f;
 }
 
-static NOINLINE void filter_add_slow(uintptr_t addr, int d)
+static AGENT_NOINLINE void filter_add_slow(uintptr_t addr, int d)
 {
 	_Atomic uint16_t *slot = &agent_filter[agent_filter_slot(addr)];
 	uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
-	if (likely(__libc_single_threaded)) { /* no one else reads it (see agent_lock) */
+	if (AGENT_LIKELY(__libc_single_threaded)) { /* no one else reads it (see agent_lock) */
 		if (v != 0xffff)
 			atomic_store_explicit(slot, (uint16_t)(v + d), memory_order_relaxed);
 		return;
@@ -419,7 +426,7 @@ static inline bool place(struct live_shard *sh, uint64_t h, uintptr_t addr, uint
 
 /* An insert whose home slot is taken: out of line, so that the common
  * case saves no registers. */
-static NOINLINE void place_collided(struct live_shard *sh, uint64_t h, uintptr_t addr,
+static AGENT_NOINLINE void place_collided(struct live_shard *sh, uint64_t h, uintptr_t addr,
 				    uint64_t meta)
 {
 	place(sh, h, addr, meta);
@@ -427,7 +434,7 @@ static NOINLINE void place_collided(struct live_shard *sh, uint64_t h, uintptr_t
 
 /* An insert's rare cases, out of line so the common one needs no saved
  * registers: a shard to grow, a filter to count in. Unlocks. */
-static NOINLINE bool insert_slow(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
+static AGENT_NOINLINE bool insert_slow(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t meta)
 {
 	bool ok = sh->count < sh->limit || shard_grow(sh);
 	if (ok && place(sh, h, addr, meta))
@@ -443,11 +450,11 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 	uint64_t meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
 			((uint64_t)stack << SIZE_BITS);
 	agent_lock(&sh->lock);
-	if (unlikely(sh->count >= sh->limit) || unlikely(agent_filter != NULL))
+	if (AGENT_UNLIKELY(sh->count >= sh->limit) || AGENT_UNLIKELY(agent_filter != NULL))
 		return insert_slow(sh, h, addr, meta);
 	/* An empty home slot: no run starts there, so addr is nowhere else. */
 	struct live_entry *e = &sh->e[live_home(h, sh->cap)];
-	if (likely(!e->key)) {
+	if (AGENT_LIKELY(!e->key)) {
 		e->key = addr;
 		e->meta = meta;
 		sh->count++;
@@ -458,7 +465,7 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
 	return true;
 }
 
-static NOINLINE void remove_finish_slow(struct live_shard *sh, uintptr_t addr)
+static AGENT_NOINLINE void remove_finish_slow(struct live_shard *sh, uintptr_t addr)
 {
 	filter_add(addr, -1);
 	agent_unlock(&sh->lock);
@@ -475,7 +482,7 @@ static void live_erase(struct live_shard *sh, uint32_t i)
 		uint64_t k = e[j].key;
 		if (!(k >> DISP_SHIFT))    /* empty, or at home */
 			break;
-		e[i].key = likely((k >> DISP_SHIFT) < DISP_SAT)
+		e[i].key = AGENT_LIKELY((k >> DISP_SHIFT) < DISP_SAT)
 				   ? k - DISP_ONE
 				   : make_key((uintptr_t)(k & ADDR_MASK), disp_exact(e, j, cap) - 1);
 		e[i].meta = e[j].meta;
@@ -487,7 +494,7 @@ static void live_erase(struct live_shard *sh, uint32_t i)
 /* A removal that is not the common case (the block at home, the next
  * slot starting a run of its own or empty): finds addr, and if it is
  * there fills *meta and erases it. Locked. */
-static NOINLINE bool remove_slow(struct live_shard *sh, uint64_t h, uintptr_t addr,
+static AGENT_NOINLINE bool remove_slow(struct live_shard *sh, uint64_t h, uintptr_t addr,
 				 uint64_t *meta)
 {
 	uint32_t at, d, i;
@@ -500,7 +507,7 @@ static NOINLINE bool remove_slow(struct live_shard *sh, uint64_t h, uintptr_t ad
 
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 {
-	if (unlikely(addr - 1 >= ADDR_MASK))
+	if (AGENT_UNLIKELY(addr - 1 >= ADDR_MASK))
 		return false;  /* 0 or not a user-space address: never inserted */
 	uint64_t h = addr_hash(addr);
 	struct live_shard *sh = shard_of(h);
@@ -508,8 +515,8 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	uint64_t meta;
 	uint32_t cap = sh->cap, i;
 	struct live_entry *e;
-	if (likely(cap) && (e = sh->e, e[i = live_home(h, cap)].key == addr) &&
-	    likely(!(e[next_slot(i, cap)].key >> DISP_SHIFT))) {
+	if (AGENT_LIKELY(cap) && (e = sh->e, e[i = live_home(h, cap)].key == addr) &&
+	    AGENT_LIKELY(!(e[next_slot(i, cap)].key >> DISP_SHIFT))) {
 		/* at home, and nothing after it to shift back */
 		meta = e[i].meta;
 		e[i].key = 0;
@@ -520,7 +527,7 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	}
 	*size = (size_t)(meta & SIZE_MAX_TRACKED);
 	*stack = (uint32_t)(meta >> SIZE_BITS);
-	if (unlikely(agent_filter != NULL))
+	if (AGENT_UNLIKELY(agent_filter != NULL))
 		remove_finish_slow(sh, addr);
 	else
 		agent_unlock(&sh->lock);
@@ -606,12 +613,32 @@ bool agent_tables_wait_unlocked(long ms)
 	return true;
 }
 
+/* What the hooks do once a thread holds no table lock (their deferred
+ * calls): set before any thread can have deferred one. */
+static void (*on_unlock)(void);
+
+void agent_tables_on_unlock(void (*fn)(void))
+{
+	on_unlock = fn;
+}
+
 void agent_tables_unlock_all(void)
 {
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_unlock(&shards[i].lock);
 	agent_unlock(&stack_lock);
 	agent_tls.tables_locked = false;
-	if (unlikely(agent_tls.deferred))
-		agent_defer_drain();
+	if (AGENT_UNLIKELY(agent_tls.deferred) && on_unlock)
+		on_unlock();
 }
+
+void agent_reset_cumulative(void)
+{
+	uint32_t n = agent_stack_count();
+	for (uint32_t id = 1; id <= n; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		atomic_store(&s->total_bytes, 0);
+		atomic_store(&s->total_blocks, 0);
+	}
+}
+

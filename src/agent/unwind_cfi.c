@@ -51,6 +51,7 @@
 #include <stddef.h>
 
 #include "agent/agent.h"
+#include "agent/unwind.h"
 #include "agent/banned.h"
 
 
@@ -160,7 +161,7 @@ static inline struct packed cache_get(struct slot *c, uint64_t key, uint32_t gen
 		struct packed r = { atomic_load_explicit(&s->w0, RELAXED),
 				    atomic_load_explicit(&s->w1, RELAXED) };
 		atomic_thread_fence(memory_order_acquire);
-		if (likely(atomic_load_explicit(&s->tag, RELAXED) == t))
+		if (AGENT_LIKELY(atomic_load_explicit(&s->tag, RELAXED) == t))
 			return r;
 	}
 	return (struct packed){ K_NONE, 0 };
@@ -986,7 +987,7 @@ static bool is_sigreturn(const struct mod *m, uintptr_t pc)
 
 /* The slow path: module, FDE, CFA program for w->pc; caches what it
  * finds. */
-static NOINLINE struct packed rule_slow(struct walk *w)
+static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
 {
 	uintptr_t a = w->pc - !w->exact;   /* the call, for a return address */
 	struct mod m;
@@ -1022,7 +1023,7 @@ static NOINLINE struct packed rule_slow(struct walk *w)
 
 /* Moves w to the caller's frame by any rule. Returns false at the end of
  * the stack or when the frame cannot be trusted. */
-static NOINLINE bool step_slow(struct walk *w, struct packed r)
+static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
 {
 	uintptr_t cfa, ra, bp = w->bp;
 	uint64_t w0 = r.w0, w1 = r.w1;
@@ -1198,7 +1199,7 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 /* The registers come as arguments, read by the caller in the frame the
  * walk starts from (AGENT_FRAME_REGS): pc there is not a return address,
  * so its rule is looked up as is. */
-static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+static AGENT_NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
 			 struct walk_memos *ms, int *replayed)
 {
 	struct walk w_, *w = &w_;
@@ -1230,9 +1231,9 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pc
 	struct slot *c = w->cache;
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
 		struct packed r = { K_NONE, 0 };
-		if (likely(c))
+		if (AGENT_LIKELY(c))
 			r = cache_get(c, cache_key(pc, exact), gen);
-		if (unlikely(kind_of(r.w0) == K_NONE)) {
+		if (AGENT_UNLIKELY(kind_of(r.w0) == K_NONE)) {
 			w->pc = pc, w->exact = exact;
 			r = rule_slow(w);
 			c = w->cache;
@@ -1244,7 +1245,7 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pc
 		/* Signed: user addresses are below 2^63, and neither may wrap. */
 		intptr_t room = (intptr_t)(cfa - sp) - 8;       /* frame less the RA */
 		intptr_t limit = (intptr_t)(hi - sp) - 8;
-		if (likely((kind == K_CFA_RSP || kind == K_CFA_RBP) && how <= B_OFFSET &&
+		if (AGENT_LIKELY((kind == K_CFA_RSP || kind == K_CFA_RBP) && how <= B_OFFSET &&
 			   room >= 0 && room <= limit &&
 			   (how == B_SAME || at - sp <= (uintptr_t)room))) {
 			pc = *(const uintptr_t *)(cfa - 8);
@@ -1329,12 +1330,12 @@ static NOINLINE int walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pc
 	return n;
 }
 
-NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
+AGENT_NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
 {
 	return agent_unwind_cfi_memo(pcs, max, NULL, NULL);
 }
 
-NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed)
+AGENT_NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms, int *replayed)
 {
 	uintptr_t pc, sp, bp;
 	if (max <= 0)
@@ -1352,7 +1353,7 @@ NOINLINE int agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *m
 	return n;
 }
 
-NOINLINE int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+AGENT_NOINLINE int agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
 				 struct walk_memos *ms, int *replayed)
 {
 	if (max <= 0)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/writer.h"
 #include "agent/banned.h"
 
 #define WBUF (64 * 1024)

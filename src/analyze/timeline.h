@@ -1,6 +1,6 @@
 /*
  * timeline — a run's heaptrail.PID.timeline read back: one tick per line
- * the agent's timer thread wrote (src/agent/dump.c, timeline_record):
+ * the agent's timer thread wrote (src/agent/triggers.c, timeline_record):
  *
  *   # heaptrail timeline 1: ms live_bytes live_blocks allocated_bytes rss_bytes; sample=S
  *   102 106120428 137 147048918 3383296

@@ -15,6 +15,7 @@
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
  */
 #include "agent/agent.h"
+#include "agent/config.h"
 
 #include <signal.h>
 #include <stdarg.h>

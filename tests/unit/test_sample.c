@@ -26,6 +26,8 @@
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
  */
 #include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/sample.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -22,6 +22,8 @@
  * "not ok - ..." per check and exits 1 when one failed.
  */
 #include "agent/agent.h"
+#include "agent/startup.h"
+#include "agent/table.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -31,18 +33,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* hooks.c's, which this test does not link: no bootstrap buffer here,
- * no signal handler whose frees wait for the locks (agent_defer_drain). */
+/* startup.c's, which this test does not link: the bootstrap buffer is
+ * never used here, and no signal handler's frees wait for the locks. */
 __thread struct agent_tls agent_tls;
-
-void agent_filter_pin_boot(_Atomic uint16_t *filter)
-{
-	(void)filter;
-}
-
-void agent_defer_drain(void)
-{
-}
+char agent_boot_buf[AGENT_BOOT_SIZE];
 
 static int failures;
 

@@ -26,6 +26,7 @@
 #include <libunwind.h>
 
 #include "agent/agent.h"
+#include "agent/unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -45,7 +46,7 @@
 #define HAVE_ZLIB 1
 #endif
 
-/* What the agent's lifecycle.c defines (the test links only the unwinder
+/* What the agent's startup.c defines (the test links only the unwinder
  * and os.c): the agent's own text, which the unwinder skips. */
 uintptr_t agent_self_lo, agent_self_hi;
 
@@ -89,14 +90,14 @@ static unwind_fn fns[2] = { agent_unwind_cfi, (unwind_fn)(void (*)(void))unw_bac
 static volatile int nfns = 2;
 static volatile unsigned sink;
 
-static NOINLINE int capture(unwind_fn fn, uintptr_t *buf, int max)
+static AGENT_NOINLINE int capture(unwind_fn fn, uintptr_t *buf, int max)
 {
 	int n = fn(buf, max);
 	__asm__ volatile("" ::: "memory");
 	return n;
 }
 
-static NOINLINE void capture_both(struct pair *p, int max)
+static AGENT_NOINLINE void capture_both(struct pair *p, int max)
 {
 	/* One call site for both: i is hidden from the optimiser so that it
 	 * cannot peel the loop into two calls. */
@@ -136,22 +137,22 @@ static bool compare(const struct pair *p, int min_frames, const char *what)
 
 /* ---- a call chain 5 deep ------------------------------------------------ */
 
-static NOINLINE int chain5(struct pair *p, int max);
-static NOINLINE int chain4(struct pair *p, int max);
-static NOINLINE int chain3(struct pair *p, int max);
-static NOINLINE int chain2(struct pair *p, int max);
+static AGENT_NOINLINE int chain5(struct pair *p, int max);
+static AGENT_NOINLINE int chain4(struct pair *p, int max);
+static AGENT_NOINLINE int chain3(struct pair *p, int max);
+static AGENT_NOINLINE int chain2(struct pair *p, int max);
 
-static NOINLINE int chain1(struct pair *p, int max)
+static AGENT_NOINLINE int chain1(struct pair *p, int max)
 {
 	capture_both(p, max);
 	sink++;
 	return 1;
 }
 
-static NOINLINE int chain2(struct pair *p, int max) { int r = chain1(p, max); sink += r; return r + 1; }
-static NOINLINE int chain3(struct pair *p, int max) { int r = chain2(p, max); sink += r; return r + 1; }
-static NOINLINE int chain4(struct pair *p, int max) { int r = chain3(p, max); sink += r; return r + 1; }
-static NOINLINE int chain5(struct pair *p, int max) { int r = chain4(p, max); sink += r; return r + 1; }
+static AGENT_NOINLINE int chain2(struct pair *p, int max) { int r = chain1(p, max); sink += r; return r + 1; }
+static AGENT_NOINLINE int chain3(struct pair *p, int max) { int r = chain2(p, max); sink += r; return r + 1; }
+static AGENT_NOINLINE int chain4(struct pair *p, int max) { int r = chain3(p, max); sink += r; return r + 1; }
+static AGENT_NOINLINE int chain5(struct pair *p, int max) { int r = chain4(p, max); sink += r; return r + 1; }
 
 static struct pair pairs[4];
 
@@ -187,7 +188,7 @@ static void test_alignment(void)
 
 /* ---- a 60-deep recursion, and truncation -------------------------------- */
 
-static NOINLINE int recurse(int depth, struct pair *p, int max)
+static AGENT_NOINLINE int recurse(int depth, struct pair *p, int max)
 {
 	if (depth == 0) {
 		capture_both(p, max);
@@ -215,7 +216,7 @@ static void test_recursion(void)
 
 /* ---- frames whose CFA is rbp (a VLA) ------------------------------------ */
 
-static NOINLINE int vla_frame(int n, struct pair *p, int max)
+static AGENT_NOINLINE int vla_frame(int n, struct pair *p, int max)
 {
 	volatile char buf[n];
 	buf[0] = (char)n;
@@ -264,7 +265,7 @@ __asm__(".pushsection .text\n"
 	".size expr_frame, .-expr_frame\n"
 	".popsection\n");
 
-static NOINLINE int via_expr(struct pair *p, int max)
+static AGENT_NOINLINE int via_expr(struct pair *p, int max)
 {
 	int r = expr_frame(chain2, p, max);
 	sink += (unsigned)r;
@@ -307,7 +308,7 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static NOINLINE void sort_some(struct pair *p)
+static AGENT_NOINLINE void sort_some(struct pair *p)
 {
 	int v[64];
 	for (int i = 0; i < 64; i++)
@@ -338,7 +339,7 @@ static void on_signal(int sig)
 	capture_both(signal_pair, MAXF);
 }
 
-static NOINLINE void raise_here(struct pair *p, int sig)
+static AGENT_NOINLINE void raise_here(struct pair *p, int sig)
 {
 	signal_pair = p;
 	raise(sig);
@@ -385,7 +386,7 @@ static void test_signal(void)
 
 static struct pair *jit_pair;
 
-static NOINLINE void jit_callee(void)
+static AGENT_NOINLINE void jit_callee(void)
 {
 	capture_both(jit_pair, MAXF);
 	sink++;
@@ -404,7 +405,7 @@ static stub_fn make_stub(const unsigned char *code, size_t len)
 	return (stub_fn)p;
 }
 
-static NOINLINE void call_stub(stub_fn stub, void *arg)
+static AGENT_NOINLINE void call_stub(stub_fn stub, void *arg)
 {
 	stub(jit_callee, arg);
 	sink++;
@@ -541,7 +542,7 @@ static void z_free(voidpf opaque, voidpf p)
 }
 
 /* Runs zlib's deflateInit_ from lib, unwinding from its first allocation. */
-static NOINLINE bool deflate_in(void *lib, struct pair *p)
+static AGENT_NOINLINE bool deflate_in(void *lib, struct pair *p)
 {
 	int (*init)(z_streamp, int, const char *, int) =
 		(int (*)(z_streamp, int, const char *, int))dlsym(lib, "deflateInit_");
@@ -601,7 +602,7 @@ static void test_dlopen(void)
 
 static atomic_int spin_stop;
 
-static NOINLINE int spin_down(int depth, uintptr_t *pcs)
+static AGENT_NOINLINE int spin_down(int depth, uintptr_t *pcs)
 {
 	if (depth == 0)
 		return agent_unwind_cfi(pcs, MAXF);
@@ -652,7 +653,7 @@ static void test_fork(void)
  * stack is really the same. */
 static struct walk_memos memos;
 
-static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
+static AGENT_NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
 {
 	int n = agent_unwind_cfi_memo(a, 64, &memos, way);
 	int m = agent_unwind_cfi(b, 64);
@@ -661,13 +662,13 @@ static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
 	return n == m ? n : -1;
 }
 
-static NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, int *way, volatile int depth)
+static AGENT_NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, int *way, volatile int depth)
 {
 	int r = depth ? memo_via_x(a, b, way, depth - 1) : memo_leaf(a, b, way);
 	return r + 0 * depth;
 }
 
-static NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, int *way)
+static AGENT_NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, int *way)
 {
 	int r = memo_leaf(a, b, way);
 	return r + 0;

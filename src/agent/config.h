@@ -1,0 +1,51 @@
+/*
+ * config.h — the options (config.c): read once from HEAPTRAIL_OPTIONS
+ * by the constructor. Layer 0.
+ *
+ * Not quite fixed after that: a program's mallctl("prof.reset") with a
+ * new lg_sample changes `sample` and turns `leak_kinds` off
+ * (agent_resample, sample.c: the blocks recorded before are forgotten).
+ * Every other field keeps its value for the life of the process (a forked
+ * child inherits them). Before the constructor the fields hold config.c's
+ * defaults, with `sample` 1: the first allocations, which may come
+ * earlier, are tracked exactly (and forgotten by the constructor when
+ * sampling is asked for).
+ */
+#ifndef HEAPTRAIL_AGENT_CONFIG_H
+#define HEAPTRAIL_AGENT_CONFIG_H
+
+#include "agent/agent.h"
+
+struct agent_config {
+	int depth;               /* frames kept per stack */
+	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
+	bool freeres;            /* release libc/libstdc++ caches before the report */
+	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
+	bool active;             /* record new allocations from the start */
+	bool peak;               /* keep a dump of the peak */
+	bool final;              /* dump at exit */
+	int stop_signal;         /* signal that stops threads for the scan */
+	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
+	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
+	int dump_signal;         /* dump on this signal; 0 = none */
+	int peak_step;           /* percent the peak must grow by to be dumped again */
+	uint64_t sample;         /* mean bytes between samples; 1 = exact */
+	uint64_t interval;       /* dump every this many bytes allocated; 0 = off */
+	uint64_t every_ms;       /* dump every this many ms; 0 = off */
+	uint64_t timeline_ms;    /* timeline period; 0 = off */
+	int error_exitcode;      /* exit status when the exit report cannot be
+				  * written; 0 = keep the program's */
+	char run_id[64];         /* the run these files belong to ("" = none) */
+	char output[4096];       /* directory for files; "" = current directory */
+	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
+};
+extern struct agent_config agent_config;
+
+/* Reads HEAPTRAIL_OPTIONS from the environment. Called once, from the
+ * constructor (the only place the agent calls getenv). Unknown options are
+ * reported once on stderr and ignored. */
+void agent_config_load(void);
+/* Options from a string instead of the environment (attach). */
+void agent_config_load_from(const char *opts, const char *output);
+
+#endif

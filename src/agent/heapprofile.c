@@ -1,0 +1,244 @@
+/*
+ * heapprofile.c — writes a heap profile (a "dump") of what is live and
+ * what was allocated so far, by stack. What asks for one is elsewhere
+ * (triggers.c, the API, the exit report).
+ *
+ * A dump is gperftools' heap profile text, with the sampled header that
+ * both jeprof and Google's pprof read unchanged:
+ *
+ *   heap profile: 12: 3400 [ 95: 41000] @ heap_v2/524288
+ *        3:     1200 [    10:     4000] @ 0x4005d1 0x4007a2 0x7f1c02a0
+ *   ...
+ *
+ *   MAPPED_LIBRARIES:
+ *   (the process's /proc/self/maps)
+ *
+ * Each stack line: objects and bytes in use, then allocated so far, as
+ * raw sampled counts (readers unbias them with S, see sample.c), then the
+ * return addresses, innermost first. One dump at a time (-EBUSY).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/heapprofile.h"
+#include "agent/table.h"
+#include "agent/writer.h"
+#include "agent/buildid.h"
+#include "agent/procmaps.h"
+#include "format/options.h"
+#include "agent/banned.h"
+
+static atomic_uint dump_seq;
+static atomic_int dumping;      /* one dump at a time */
+
+/* PREFIX.PID.SEQ.KIND.heap, or PREFIX.PID.peak.heap */
+static void auto_name(char *out, size_t cap, const char *kind)
+{
+	size_t n;
+	if (agent_config.prefix[0])
+		n = agent_strlcpy(out, agent_config.prefix, cap - 64);
+	else if (agent_config.output[0]) {
+		n = agent_strlcpy(out, agent_config.output, cap - 80);
+		n += agent_strlcpy(out + n, "/heaptrail", cap - n);
+	} else
+		n = agent_strlcpy(out, "heaptrail", cap);
+	out[n++] = '.';
+	n = (size_t)(agent_put_dec(out + n, (uint64_t)getpid()) - out);
+	out[n++] = '.';
+	if (!agent_streq(kind, "peak")) {
+		n = (size_t)(agent_put_dec_width(out + n, atomic_fetch_add(&dump_seq, 1), 4) - out);
+		out[n++] = '.';
+	}
+	n += agent_strlcpy(out + n, kind, cap - n);
+	agent_strlcpy(out + n, ".heap", cap - n);
+}
+
+/* "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]": when the dump was
+ * taken, for `heaptrail growth`, and by which run (the `run` option).
+ * jeprof and pprof skip '#' lines. */
+static void put_when(struct agent_writer *w)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	agent_put(w, "# heaptrail-dump ms=");
+	agent_put_u64(w, agent_ms_since_start());
+	agent_put(w, " unix_ms=");
+	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
+	agent_put(w, " pid=");
+	agent_put_u64(w, (uint64_t)getpid());
+	if (agent_config.run_id[0]) {
+		agent_put(w, " run=");
+		agent_put(w, agent_config.run_id);
+	}
+	agent_put(w, "\n");
+}
+
+static void put_build_id(struct agent_writer *w, uintptr_t start, uintptr_t end, const char *path)
+{
+	char hex[48];
+	if (!agent_build_id_of_image(start, end, hex))
+		return;
+	agent_put(w, "# build-id ");
+	agent_put(w, hex);
+	agent_put(w, " ");
+	agent_put(w, path);
+	agent_put(w, "\n");
+}
+
+/* The last mapping seen that may hold an ELF header, and its file. */
+struct build_ids {
+	struct agent_writer *w;
+	uintptr_t start, end;
+	char path[512];
+};
+
+static void maps_line_build_id(const struct agent_maps_line *m, void *arg)
+{
+	struct build_ids *b = arg;
+	if (m->end <= m->start || m->name[0] != '/' || agent_strstarts(m->name, "/dev/"))
+		return;
+	if (m->perms[0] == 'r' && m->perms[3] == 'p' && m->offset == 0) {
+		b->start = m->start;
+		b->end = m->end;
+		agent_strlcpy(b->path, m->name, sizeof b->path);
+	}
+	if (m->perms[2] == 'x' && b->path[0] && agent_streq(m->name, b->path)) {
+		put_build_id(b->w, b->start, b->end, b->path);
+		b->path[0] = 0;
+	}
+}
+
+/* "# build-id HEX PATH" lines for the ELF images in the process's maps,
+ * after the maps (jeprof and pprof skip '#' lines there). The id is read
+ * from memory, so no lock is taken; and only from a private, readable
+ * mapping at file offset 0 of a file that also has an executable mapping:
+ * a loaded image, never a data file that another process may truncate
+ * under us (reading it would raise SIGBUS). */
+static void put_build_ids(struct agent_writer *w)
+{
+	char buf[4096];
+	struct build_ids b = { .w = w };
+	agent_maps_read(buf, sizeof buf, maps_line_build_id, &b);
+}
+
+static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	agent_put_u64(w, a);
+	agent_put(w, ": ");
+	agent_put_u64(w, b);
+	agent_put(w, " [");
+	agent_put_u64(w, c);
+	agent_put(w, ": ");
+	agent_put_u64(w, d);
+	agent_put(w, "] @");
+}
+
+static int dump_now(const char *path, const char *kind)
+{
+	char name[4352];
+	int err = 0;
+	if (atomic_exchange(&dumping, 1))
+		return -EBUSY;
+	int saved_busy = agent_tls.busy;
+	agent_tls.busy = 1;
+
+	uint32_t nstacks = agent_stack_count();
+	size_t maplen = ((size_t)nstacks + 1) * sizeof(struct agent_kinds);
+	struct agent_kinds *live = agent_mmap(maplen);
+	if (!live) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* One snapshot, taken under the locks, for both the header and the
+	 * lines: in use (IN_USE) and allocated so far (ALL), so the header is
+	 * exactly the sum of the lines, as readers check. */
+#define ALL FMT_KIND_REACHABLE
+	agent_tables_lock_all();
+	agent_live_per_stack_locked(live, nstacks);
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		live[id].blocks[ALL] = s->total_blocks;
+		live[id].bytes[ALL] = s->total_bytes;
+	}
+	agent_tables_unlock_all();
+
+	uint64_t in_n = 0, in_b = 0, all_n = 0, all_b = 0;
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		in_n += live[id].blocks[FMT_KIND_IN_USE];
+		in_b += live[id].bytes[FMT_KIND_IN_USE];
+		all_n += live[id].blocks[ALL];
+		all_b += live[id].bytes[ALL];
+	}
+
+	if (!path) {
+		auto_name(name, sizeof name, kind);
+		path = name;
+	}
+	struct agent_writer w;
+	err = agent_writer_open_path(&w, path);
+	if (err)
+		goto out;
+	agent_put(&w, "heap profile: ");
+	put_counts(&w, in_n, in_b, all_n, all_b);
+	agent_put(&w, " heap_v2/");
+	agent_put_u64(&w, agent_config.sample);
+	agent_put(&w, "\n");
+	put_when(&w);
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])
+			continue;
+		put_counts(&w, live[id].blocks[FMT_KIND_IN_USE], live[id].bytes[FMT_KIND_IN_USE],
+			   live[id].blocks[ALL], live[id].bytes[ALL]);
+		const uintptr_t *pcs = agent_stack_pcs(s);
+		for (int i = 0; i < s->depth; i++) {
+			agent_put(&w, " ");
+			agent_put_hex(&w, pcs[i]);
+		}
+		agent_put(&w, "\n");
+	}
+	agent_put(&w, "\nMAPPED_LIBRARIES:\n");
+	agent_put_file(&w, "/proc/self/maps");
+	put_build_ids(&w);
+	err = agent_writer_commit(&w);
+out:
+	if (err && err != -EBUSY) {
+		/* said once per cause: a full disk must not turn every peak or
+		 * interval check into a line on the program's stderr */
+		static int last_err;
+		if (err != last_err) {
+			char what[4400];
+			size_t n = agent_strlcpy(what, path ? path : kind, sizeof what - 8);
+			agent_strlcpy(what + n, "': ", sizeof what - n);
+			agent_log("cannot write heap dump '", what, agent_strerror(-err));
+		}
+		last_err = err;
+	}
+	agent_munmap(live, maplen);
+	agent_tls.busy = saved_busy;
+	atomic_store(&dumping, 0);
+	return err;
+}
+
+/* A program thread may write the dump (a signal handler, pending work):
+ * its open/write/close must not be where a pthread_cancel acts, or the
+ * thread would vanish with the dump half done and `dumping` set. */
+int agent_dump(const char *path, const char *kind)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int err = dump_now(path, kind);
+	pthread_setcancelstate(cancel, NULL);
+	return err;
+}
+

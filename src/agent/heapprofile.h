@@ -1,0 +1,17 @@
+/*
+ * heapprofile.h — heap profiles written on demand (heapprofile.c).
+ * Layer 2.
+ */
+#ifndef HEAPTRAIL_AGENT_HEAPPROFILE_H
+#define HEAPTRAIL_AGENT_HEAPPROFILE_H
+
+#include "agent/agent.h"
+
+/* Writes a heap profile in gperftools' text layout (heap_v2/S header,
+ * MAPPED_LIBRARIES) to path, or when path is NULL to an automatic name
+ * PREFIX.PID.SEQ.KIND.heap. Returns 0 or -errno. Takes every table lock
+ * briefly; safe from a signal handler when the thread is not inside the
+ * agent. */
+int agent_dump(const char *path, const char *kind);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * hooks.h — the allocator entry points (hooks.c): whether new blocks are
+ * recorded, fork, and the work signal handlers leave for a thread's way
+ * out of the agent. Layer 2.
+ */
+#ifndef HEAPTRAIL_AGENT_HOOKS_H
+#define HEAPTRAIL_AGENT_HOOKS_H
+
+#include "agent/agent.h"
+
+/* Stops or restarts recording new blocks (frees are always seen);
+ * returns the previous state. */
+int agent_set_recording(bool on);
+bool agent_recording(void);
+/* Around fork: every nested call passes through while the tables are
+ * locked. */
+void agent_hooks_fork_prepare(void);
+void agent_hooks_fork_done(void);
+/* Carries out the frees (and records the allocations) that signal
+ * handlers made while this thread was inside the agent; call once the
+ * thread holds no table lock. Hook-safe. */
+void agent_defer_drain(void);
+
+
+/* Work asked for by a signal while the thread was inside the agent runs
+ * when it leaves: hooks call agent_run_pending when agent_pending is set. */
+#define AGENT_PENDING_CHECK 1            /* a leak check, "all" */
+#define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
+#define AGENT_PENDING_DUMP_EVERY 4
+#define AGENT_PENDING_DUMP_SIGNAL 8
+#define AGENT_PENDING_WORK 0xff          /* the bits above */
+/* Above them, how many threads hold signal handlers' deferred calls
+ * (hooks.c): those threads drain theirs when they run the pending work;
+ * the others find nothing to do, for the few instructions it lasts. */
+#define AGENT_PENDING_DEFERRED 0x100
+extern atomic_int agent_pending;
+void agent_run_pending(void);
+/* The leak check agent_run_pending runs (lifecycle.c's agent_leak_check,
+ * set by the constructor: the hooks sit below it). */
+typedef int agent_leak_check_fn(int flags, uintptr_t stack_from, const uintptr_t *extra,
+				int nextra);
+void agent_pending_on_check(agent_leak_check_fn *fn);
+
+#endif

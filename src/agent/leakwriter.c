@@ -1,0 +1,230 @@
+/*
+ * leakwriter.c — writes one leak file (heaptrail.PID.leaks, or
+ * heaptrail.PID.check-N.leaks for a leak check) from what the report
+ * gathered: the counters, the per-stack totals by kind, the scan's
+ * summary. The format is format/leakfile.h's; the CLI reads it. This
+ * file only formats: classifying, locking and choosing when to write
+ * are the caller's (lifecycle.c).
+ */
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/modules.h"
+#include "agent/startup.h"
+#include "agent/table.h"
+#include "agent/writer.h"
+#include "agent/leakwriter.h"
+#include "format/leakfile.h"
+#include "heaptrail.h"
+#include "agent/banned.h"
+
+/* Writes /proc/self/cmdline as "arg" lines. */
+static void write_args(struct agent_writer *w)
+{
+	char buf[8192];
+	ssize_t n = agent_read_small("/proc/self/cmdline", buf, sizeof buf);
+	for (ssize_t i = 0; i < n;) {
+		agent_put(w, "arg ");
+		agent_put_escaped(w, buf + i);
+		agent_put(w, "\n");
+		i += (ssize_t)agent_strlen(buf + i) + 1;
+	}
+}
+
+static void write_line_u64(struct agent_writer *w, const char *key, uint64_t v)
+{
+	agent_put(w, key);
+	agent_put(w, " ");
+	agent_put_u64(w, v);
+	agent_put(w, "\n");
+}
+
+/* t: the counters; live_*: what the records add up to, from the same
+ * snapshot of the live table, so "in use at exit" and the summary agree
+ * even while other threads allocate. */
+static void write_header(struct agent_writer *w, const struct agent_leak_report *r)
+{
+	int status = r->status, killed_by = r->killed_by;
+	bool freeres = r->freeres;
+	const struct agent_counts *t = r->totals;
+	uint64_t live_bytes = r->live_bytes, live_blocks = r->live_blocks;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+
+	agent_put(w, FMT_LEAKS_MAGIC " 1\n");
+	write_line_u64(w, "pid", (uint64_t)getpid());
+	write_line_u64(w, "ppid", (uint64_t)getppid());
+	if (agent_config.run_id[0]) {
+		agent_put(w, "run ");
+		agent_put(w, agent_config.run_id);
+		agent_put(w, "\n");
+	}
+	agent_put(w, "exe ");
+	agent_put_escaped(w, exe[0] ? exe : "?");
+	agent_put(w, "\n");
+	write_args(w);
+	if (killed_by)
+		write_line_u64(w, "exit signal", (uint64_t)killed_by);
+	else if (status >= 0)
+		write_line_u64(w, "exit status", (uint64_t)status);
+	else
+		agent_put(w, "exit unknown\n");
+	agent_put(w, "totals ");
+	agent_put_u64(w, t->allocs);
+	agent_put(w, " ");
+	agent_put_u64(w, t->frees);
+	agent_put(w, " ");
+	agent_put_u64(w, t->bytes_allocated);
+	agent_put(w, " ");
+	agent_put_u64(w, live_bytes);
+	agent_put(w, " ");
+	agent_put_u64(w, live_blocks);
+	agent_put(w, "\n");
+	write_line_u64(w, "dropped", t->dropped);
+	if (agent_config.sample > 1)
+		write_line_u64(w, "sample", agent_config.sample);
+	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
+	if (agent_allocator_bypassed()) {
+		agent_put(w, "allocator_bypassed ");
+		agent_put_escaped(w, agent_allocator_bypassed());
+		agent_put(w, "\n");
+	}
+	agent_modules_write(w);
+}
+
+static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_stack *s)
+{
+	agent_put(w, "stack ");
+	agent_put_u64(w, id);
+	agent_put(w, " ");
+	agent_put(w, fmt_alloc_fn_names[s->fn]);
+	const uintptr_t *pcs = agent_stack_pcs(s);
+	for (int i = 0; i < s->depth; i++) {
+		agent_put(w, " ");
+		agent_put_hex(w, pcs[i]);
+	}
+	agent_put(w, "\n");
+}
+
+static void write_record(struct agent_writer *w, int kind, uint64_t bytes, uint64_t blocks,
+			 uint32_t id)
+{
+	agent_put(w, "record ");
+	agent_put(w, fmt_kind_names[kind]);
+	agent_put(w, " ");
+	agent_put_u64(w, bytes);
+	agent_put(w, " ");
+	agent_put_u64(w, blocks);
+	agent_put(w, " ");
+	agent_put_u64(w, id);
+}
+
+
+static bool increased(const struct agent_leak_report *r, uint32_t id, int kind, uint64_t *db,
+		      uint64_t *dn)
+{
+	const struct agent_kinds *k = r->kinds;
+	uint64_t pb = 0, pn = 0;
+	if (r->prev && id <= r->prev_nstacks) {
+		pb = r->prev[id].bytes[kind];
+		pn = r->prev[id].blocks[kind];
+	}
+	*db = k[id].bytes[kind] > pb ? k[id].bytes[kind] - pb : 0;
+	*dn = k[id].blocks[kind] > pn ? k[id].blocks[kind] - pn : 0;
+	return *db || *dn;
+}
+
+/* Stacks and records: by kind when kinds is not NULL, else "in_use".
+ * With only_increased, a (stack, kind) appears only when it grew since
+ * the previous check, and its line carries the increase. */
+static void write_records(struct agent_writer *w, const struct agent_leak_report *r)
+{
+	const struct agent_kinds *kinds = r->kinds;
+	uint32_t nstacks = r->nstacks;
+	bool only_increased = r->check && (r->flags & HEAPTRAIL_LEAKS_INCREASED);
+	uint32_t count = agent_stack_count();
+	if (!kinds)
+		return;
+	for (uint32_t id = 1; id <= count; id++) {
+		struct agent_stack *s = agent_stack_get(id);
+		if (id > nstacks)
+			break;
+		bool stack_written = false;
+		for (int k = 0; k < FMT_KIND_COUNT; k++) {
+			uint64_t db = 0, dn = 0;
+			if (!kinds[id].blocks[k] || (only_increased && !increased(r, id, k, &db, &dn)))
+				continue;
+			if (!stack_written)
+				write_stack(w, id, s);
+			stack_written = true;
+			write_record(w, k, kinds[id].bytes[k], kinds[id].blocks[k], id);
+			if (only_increased) {
+				agent_put(w, " ");
+				agent_put_u64(w, db);
+				agent_put(w, " ");
+				agent_put_u64(w, dn);
+			}
+			agent_put(w, "\n");
+		}
+	}
+}
+
+static void file_name(char *name, size_t cap, unsigned check)
+{
+	size_t n = agent_strlcpy(name, "heaptrail.", cap);
+	n = (size_t)(agent_put_dec(name + n, (uint64_t)getpid()) - name);
+	if (check) {
+		n += agent_strlcpy(name + n, ".check-", cap - n);
+		n = (size_t)(agent_put_dec(name + n, check) - name);
+	}
+	agent_strlcpy(name + n, ".leaks", cap - n);
+}
+
+int agent_leakfile_write(const struct agent_leak_report *r)
+{
+	const struct agent_scan_info *info = r->info;
+	char name[64];
+	file_name(name, sizeof name, r->check);
+	struct agent_writer w;
+	int err = agent_writer_open(&w, agent_config.output, name);
+	if (err == 0) {
+		write_header(&w, r);
+		if (r->check) {
+			agent_put(&w, "check ");
+			agent_put_u64(&w, r->check);
+			agent_put(&w, r->flags & HEAPTRAIL_LEAKS_INCREASED ? " increased\n" : " all\n");
+		}
+		if (info) {
+			agent_put(&w, "classified yes\n");
+			write_line_u64(&w, "scan_us", info->scan_ns / 1000);
+			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
+				agent_put(&w, "summary ");
+				agent_put(&w, fmt_kind_names[k]);
+				agent_put(&w, " ");
+				agent_put_u64(&w, info->bytes[k]);
+				agent_put(&w, " ");
+				agent_put_u64(&w, info->blocks[k]);
+				agent_put(&w, "\n");
+			}
+		}
+		if (info && info->threads_unstopped)
+			write_line_u64(&w, "unstopped_threads", (uint64_t)info->threads_unstopped);
+		write_records(&w, r);
+		agent_put(&w, "end\n");
+		err = agent_writer_commit(&w);
+	}
+	if (err) {
+		char what[4400];
+		size_t n = agent_strlcpy(what, agent_config.output, sizeof what - 80);
+		if (n && what[n - 1] != '/')
+			what[n++] = '/';
+		n += agent_strlcpy(what + n, name, sizeof what - n);
+		agent_strlcpy(what + n, "': ", sizeof what - n);
+		agent_log(r->check ? "cannot write the leak check '" : "cannot write the leak report '",
+			  what, agent_strerror(-err));
+	}
+	return err;
+}

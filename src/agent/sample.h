@@ -1,0 +1,93 @@
+/*
+ * sample.h — the sampler (sample.c): which allocations are recorded,
+ * and what a sampled one stands for. Layer 1.
+ */
+#ifndef HEAPTRAIL_AGENT_SAMPLE_H
+#define HEAPTRAIL_AGENT_SAMPLE_H
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+
+/* Sampling mode only: the countdown has run out (or was never set). */
+bool agent_sample_slow(size_t n);
+/* What agent_sampled does once the countdown has run out: always true in
+ * exact mode (where the countdown stays at zero), without a call. */
+static inline bool agent_sample_due(size_t n)
+{
+	return agent_config.sample <= 1 || agent_sample_slow(n);
+}
+/* Says whether to record an allocation of n bytes: always in exact mode;
+ * else when it crosses the thread's byte countdown. In sampling mode an
+ * allocation passed over costs one subtraction and one compare, and is
+ * not counted one by one: the totals are estimated from the samples. In
+ * exact mode every allocation is counted as it is tracked (note_alloc),
+ * and the few that are not tracked are counted apart. Hook-safe. */
+static inline bool agent_sampled(size_t n)
+{
+	if (AGENT_LIKELY((uint64_t)n < (uint64_t)agent_tls.sample_left)) {
+		agent_tls.sample_left -= (int64_t)n;
+		return false;
+	}
+	return agent_sample_due(n);
+}
+/* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
+ * estimates, and now and then checks the triggers. Hook-safe. */
+void agent_sample_note(struct agent_counts *c, size_t n, int sign);
+/* A time trigger (timeline, `every`) is on: the recorded events look at
+ * the clock (triggers.c), each thread when agent_time_tsc_gate TSC ticks
+ * have passed since its last look (about a millisecond: the first event
+ * after an idle stretch always looks, so a dump due while the program
+ * slept is taken before that event changes the heap), or, where the TSC
+ * is not usable, at every agent_time_gate-th event of the thread. */
+extern atomic_bool agent_time_on;
+extern int agent_time_gate;
+extern uint64_t agent_time_tsc_gate;   /* 0: count events instead */
+/* ... and at every block of 64 KiB or more, whose allocation costs far
+ * more than a clock read */
+#define AGENT_TIME_BIG (64u << 10)
+static inline uint64_t agent_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+/* Whether this event is the thread's turn to look at the clock. A TSC
+ * that differs between CPUs only makes a thread that moved look early
+ * (the difference is unsigned). */
+static inline bool agent_time_turn(size_t n)
+{
+	if (n >= AGENT_TIME_BIG)
+		return true;
+	if (AGENT_LIKELY(agent_time_tsc_gate))
+		return agent_rdtsc() - agent_tls.time_tsc >= agent_time_tsc_gate;
+	return --agent_tls.time_left <= 0;
+}
+/* The thread's turn to look at the clock: calls the time triggers'
+ * check (set by agent_sample_on_time). */
+void agent_time_due(size_t n, int sign);
+/* The same, without a call in exact mode with no byte-driven trigger:
+ * then there is nothing to note (the estimates are the tracked counts). */
+static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
+{
+	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
+		agent_sample_note(c, n, sign);
+	else if (AGENT_UNLIKELY(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
+		 AGENT_UNLIKELY(agent_time_turn(n)))
+		agent_time_due(n, sign);
+}
+/* What a sampled block of n bytes stands for, in bytes and in blocks
+ * scaled by 1024. */
+void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024);
+
+/* The interval and peak triggers' check, called now and then by
+ * agent_sample_note (set by triggers.c: the sampler sits below them). */
+void agent_sample_on_check(void (*fn)(void));
+/* The time triggers' check for a recorded event (n bytes, sign +1 or -1;
+ * counted: already in the totals), set by triggers.c. */
+void agent_sample_on_time(void (*fn)(size_t n, int sign, bool counted));
+/* Switches to sampling every `sample` bytes, forgetting every block
+ * recorded so far (jemalloc's prof.reset with lg_sample). */
+void agent_resample(uint64_t sample);
+
+#endif

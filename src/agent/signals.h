@@ -1,0 +1,25 @@
+/*
+ * signals.h — the signals the agent owns (signals.c). Layer 0.
+ */
+#ifndef HEAPTRAIL_AGENT_SIGNALS_H
+#define HEAPTRAIL_AGENT_SIGNALS_H
+
+#include <signal.h>
+#include "agent/agent.h"
+
+/* Signals the agent owns keep the agent's handler in the
+ * kernel; the program's sigaction/signal calls on them are recorded and
+ * answered as the kernel would. Signal-safe. */
+bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask);
+/* Hands a signal that is not heaptrail's to the program's disposition. */
+void agent_sig_program(int sig, siginfo_t *si, void *uc);
+bool agent_sig_program_has_handler(int sig);
+void agent_signals_init(void);
+/* What a signal whose default action ends the process runs first (the
+ * exit report: lifecycle.c's agent_report_fatal, set by the constructor;
+ * signals sit below it). */
+void agent_signals_on_fatal(void (*fn)(int, siginfo_t *, void *));
+/* In a fork child: a thread of the parent that held the table lock is gone. */
+void agent_signals_forked(void);
+
+#endif

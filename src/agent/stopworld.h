@@ -1,0 +1,40 @@
+/*
+ * stopworld.h — stopping every other thread of the process for the leak
+ * scan, and reading their registers (stopworld.c). Layer 1.
+ */
+#ifndef HEAPTRAIL_AGENT_STOPWORLD_H
+#define HEAPTRAIL_AGENT_STOPWORLD_H
+
+#include "agent/agent.h"
+
+/* The registers of one stopped thread: the words of x86-64's
+ * user_regs_struct (ptrace) or of its ucontext gregs (signal). */
+#define AGENT_STOP_NREGS 32
+enum { AGENT_STOP_WAITING, AGENT_STOP_STOPPED, AGENT_STOP_RELEASED, AGENT_STOP_GONE,
+       AGENT_STOP_IN_SYSCALL, /* left in a call a stop would disturb (sp known) */
+       AGENT_STOP_TRAPPED /* stopped, registers not read yet (internal) */ };
+enum { AGENT_STOP_NONE, AGENT_STOP_PTRACE, AGENT_STOP_SIGNAL };
+struct agent_stopped {
+	pid_t tid;
+	atomic_int state;        /* AGENT_STOP_*; WAITING after the stop = not stopped */
+	int nregs;               /* words of regs filled in (0: unknown) */
+	uintptr_t sp;            /* lowest live stack address (its stack pointer
+				    less the red zone); for a thread not stopped,
+				    from the system call it blocks in, or 0 */
+	uintptr_t regs[AGENT_STOP_NREGS];
+};
+/* Once, from the constructor: sig is the fallback's stop signal. */
+void agent_stopworld_init(int sig);
+/* Stops every thread of the process but the caller and skip (ptrace from
+ * a tracer task; a signal when ptrace is not permitted), and points
+ * *threads at their registers (valid until the resume). Returns how many
+ * threads could not be stopped, -1 when nothing could be done. Not
+ * hook-safe; the caller must not hold a lock the stop takes (none: it
+ * makes only system calls). Saves errno. */
+int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads);
+/* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
+int agent_stopworld_method(void);
+/* Lets every stopped thread go on; returns when the tracer has gone. */
+void agent_stopworld_resume(void);
+
+#endif

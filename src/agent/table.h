@@ -1,0 +1,109 @@
+/*
+ * table.h — the stack table (stacks interned once, with what they
+ * allocated) and the live table (address -> size and stack, for every
+ * tracked block), with the sampling filter in front of it (table.c).
+ * Layer 1.
+ */
+#ifndef HEAPTRAIL_AGENT_TABLE_H
+#define HEAPTRAIL_AGENT_TABLE_H
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+#include "format/leakfile.h"
+
+/* What is live per stack is not counted here: it is summed from the live
+ * table when a report needs it, so a free never touches its stack. */
+struct agent_stack {
+	uint64_t hash;
+	uint32_t pc_chunk, pc_off;      /* where its pcs live */
+	uint16_t depth;
+	uint8_t fn;                     /* enum fmt_alloc_fn */
+	_Atomic uint64_t total_bytes, total_blocks;  /* ever allocated */
+};
+
+/* Interns a stack; returns its id (>= 1), or 0 when the table is full.
+ * Hook-safe. */
+uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
+/* Number of stacks interned so far; ids are 1..count. */
+uint32_t agent_stack_count(void);
+/* The record of stack id (1..count). Records never move. Hook-safe. */
+#define AGENT_STACKS_PER_CHUNK (1u << 16)
+extern struct agent_stack *agent_stack_chunks[];
+static inline struct agent_stack *agent_stack_get(uint32_t id)
+{
+	id--;
+	return &agent_stack_chunks[id / AGENT_STACKS_PER_CHUNK][id % AGENT_STACKS_PER_CHUNK];
+}
+const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
+
+/* Records a new live block. Returns false (and counts it as dropped) when
+ * there is no room. Hook-safe. */
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
+/* Removes a block; returns true and fills size/stack when it was tracked.
+ * A block the agent never saw is not an error. Hook-safe. */
+bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
+
+struct agent_kinds {
+	uint64_t bytes[FMT_KIND_COUNT], blocks[FMT_KIND_COUNT];
+	struct agent_counts totals; /* the counters summed while the world was
+				       stopped: the same moment as the kinds */
+};
+
+/* A live block as the leak scan sees it. */
+struct agent_block {
+	uintptr_t addr;
+	uint64_t size : 40;
+	uint64_t stack : 24;
+};
+/* With every table lock held: adds each live block's size and count to
+ * out[stack].bytes/blocks[FMT_KIND_IN_USE] (out has nstacks + 1 entries). */
+void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
+/* With every table lock held: the number of live blocks, and a copy of up
+ * to cap of them (unordered). */
+size_t agent_live_count_locked(void);
+size_t agent_live_copy_locked(struct agent_block *out, size_t cap);
+
+/* With every table lock held: how full the live table is and how far its
+ * entries sit from their home slots (a lookup's probe count is 1 + the
+ * displacement); for tests and benchmarks. */
+struct agent_live_stats {
+	uint64_t entries, slots, displacement_sum, displacement_max;
+};
+void agent_live_stats_locked(struct agent_live_stats *st);
+
+/* With every table lock held: forgets every live block. */
+void agent_live_clear_locked(void);
+
+/* In sampling mode, whether addr may be a tracked block: false is sure and
+ * costs one load, without a lock. Always true in exact mode. Hook-safe. */
+extern _Atomic uint16_t *agent_filter;
+static inline size_t agent_filter_slot(uintptr_t a)
+{
+	/* A slot per 4 KiB page, not hashed, wrapping every 4 GiB: a heap of
+	 * a few MiB needs a few KiB of filter, which stays in L1 however the
+	 * program frees. A page holding a sampled block sends its other frees
+	 * down the slow path, and sampling keeps such pages rare. */
+	return (size_t)((a >> 12) & ((1u << 20) - 1));
+}
+static inline bool agent_live_may_contain(uintptr_t addr)
+{
+	return !agent_filter ||
+	       atomic_load_explicit(&agent_filter[agent_filter_slot(addr)], memory_order_relaxed);
+}
+/* Sets up the filter (sampling mode only); from the constructor. */
+void agent_filter_init(void);
+
+/* Take/release every table lock (fork, leak scan). */
+void agent_tables_lock_all(void);
+/* agent_lock_seen_free for every table lock. Signal-safe. */
+bool agent_tables_wait_unlocked(long ms);
+void agent_tables_unlock_all(void);
+/* What agent_tables_unlock_all then runs for a thread that has deferred
+ * calls (hooks.c's agent_defer_drain, set before the first one: the
+ * tables sit below the hooks). */
+void agent_tables_on_unlock(void (*fn)(void));
+
+/* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
+void agent_reset_cumulative(void);
+
+#endif
