@@ -1,6 +1,6 @@
 // build: agent
 /*
- * test_unwind — the agent's CFI unwinder (src/agent/unwind_cfi.c) against
+ * test_unwind — the agent's CFI unwinder (src/agent/unwind.c) against
  * libunwind's unw_backtrace, the unwinder it replaces, on this very
  * process: plain call chains, a deep recursion, a second thread, a call
  * through libc (a qsort comparator), frames whose CFA is rbp or a DWARF
@@ -18,7 +18,7 @@
  * Built by the Makefile against the agent's objects, or with the unwinder
  * linked in directly:
  *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Iinclude -Isrc \
- *      tests/unit/test_unwind.c src/agent/unwind_cfi.c src/agent/os.c \
+ *      tests/unit/test_unwind.c src/agent/unwind.c src/agent/cfi.c src/agent/os.c \
  *      -lunwind -lpthread -ldl
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
  */
@@ -26,6 +26,7 @@
 #include <libunwind.h>
 
 #include "agent/agent.h"
+#include "agent/unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -48,9 +49,6 @@
 /* What the agent's lifecycle.c defines (the test links only the unwinder
  * and os.c): the agent's own text, which the unwinder skips. */
 uintptr_t agent_self_lo, agent_self_hi;
-
-int agent_unwind_cfi(uintptr_t *pcs, int max);
-void agent_unwind_cfi_flush(void);
 
 #define MAXF 256
 
@@ -652,24 +650,26 @@ static void test_fork(void)
  * stack is really the same. */
 static struct walk_memos memos;
 
-static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
+static NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, bool *replayed)
 {
-	int n = agent_unwind_cfi_memo(a, 64, &memos, way);
+	struct agent_walk w = agent_unwind_cfi_memo(a, 64, &memos);
+	int n = w.npcs;
 	int m = agent_unwind_cfi(b, 64);
-	if (*way >= 0)  /* a replay leaves a alone: the pcs are the entry's */
-		memcpy(a, memos.e[*way].pcs, (size_t)n * sizeof *a);
+	*replayed = w.replayed;
+	if (w.replayed)  /* a replay leaves a alone: the pcs are the entry's */
+		memcpy(a, agent_memo_pcs(w.memo), (size_t)n * sizeof *a);
 	return n == m ? n : -1;
 }
 
-static NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, int *way, volatile int depth)
+static NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, bool *replayed, volatile int depth)
 {
-	int r = depth ? memo_via_x(a, b, way, depth - 1) : memo_leaf(a, b, way);
+	int r = depth ? memo_via_x(a, b, replayed, depth - 1) : memo_leaf(a, b, replayed);
 	return r + 0 * depth;
 }
 
-static NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, int *way)
+static NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, bool *replayed)
 {
-	int r = memo_leaf(a, b, way);
+	int r = memo_leaf(a, b, replayed);
 	return r + 0;
 }
 
@@ -678,16 +678,17 @@ static void test_memo(void)
 	uintptr_t a[64], b[64];
 	int bad = 0, replays = 0;
 	for (int i = 0; i < 3000; i++) {
-		int way = -100, n;
+		bool replayed = false;
+		int n;
 		switch (i % 3) {
-		case 0: n = memo_via_x(a, b, &way, i % 5); break;
-		case 1: n = memo_via_y(a, b, &way); break;
-		default: n = memo_via_x(a, b, &way, 2); break;
+		case 0: n = memo_via_x(a, b, &replayed, i % 5); break;
+		case 1: n = memo_via_y(a, b, &replayed); break;
+		default: n = memo_via_x(a, b, &replayed, 2); break;
 		}
 		/* [0] is where in memo_leaf each walk was taken: differs */
 		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
 			bad++;
-		replays += way >= 0;
+		replays += replayed;
 	}
 	check(bad == 0, "memoised walks equal fresh walks over 3000 mixed calls (%d differ)", bad);
 	check(replays > 2000, "most repeated walks are replays (%d of 3000)", replays);
@@ -695,22 +696,22 @@ static void test_memo(void)
 	 * rarely replayed whole, but each shares its outer frames (this
 	 * function, main, libc's start) with the walks before it */
 	bad = 0;
-	unsigned long joins = memos.joins;
+	unsigned long joins = agent_memo_joins(&memos);
 	for (int i = 0; i < 2400; i++) {
-		int way = -100;
-		int n = memo_via_x(a, b, &way, (i * 7) % 48);
+		bool replayed = false;
+		int n = memo_via_x(a, b, &replayed, (i * 7) % 48);
 		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
 			bad++;
 	}
-	joins = memos.joins - joins;
+	joins = agent_memo_joins(&memos) - joins;
 	check(bad == 0, "walks finished from a recorded walk's outer frames equal fresh walks "
 	      "over 2400 calls at 48 depths (%d differ)", bad);
 	check(joins > 1000, "most of those walks join a recorded one (%lu of 2400)", joins);
 	agent_unwind_cfi_flush();
-	int way = -100;
+	bool replayed = true;
 	uintptr_t c[64];
-	memo_via_y(c, b, &way);
-	check(way < 0, "a flush makes the memo forget (way %d)", way);
+	memo_via_y(c, b, &replayed);
+	check(!replayed, "a flush makes the memo forget");
 }
 
 int main(void)
