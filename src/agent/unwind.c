@@ -411,13 +411,18 @@ static inline size_t join_slot(uintptr_t sp)
  * with the rest, so the whole new walk can be replayed later. */
 static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, uintptr_t pc,
 		uintptr_t sp, uintptr_t bp, uintptr_t hi, uint32_t gen, int max, uintptr_t *pcs,
-		int n)
+		int n, uint8_t *fail_below)
 {
 	const struct walk_join *js = &ms->join[join_slot(sp)];
 	if (js->sp != sp || js->way >= MEMO_WAYS)
 		return -1;
 	const struct walk_memo *e = &ms->e[js->way];
 	int j = js->frame;
+	/* this walk already found a word of e's that differs above frame j:
+	 * e's rest cannot be this stack's (without this, a walk that meets
+	 * e's frames one after another checks e's rest at each: n^2) */
+	if (j < fail_below[js->way])
+		return -1;
 	if (e == m || !e->valid || !e->ended || e->gen != gen || e->max != max ||
 	    j >= e->nframes || e->fr[j].at + 8 != sp || e->fr[j].ra != pc)
 		return -1;
@@ -426,10 +431,11 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 	if (e->nframes > j + 1 && e->fr[e->nframes - 1].at + 8 > hi)
 		return -1;  /* not this stack's words */
 	for (int r = j + 1; r < e->nframes; r++) {
-		if (*(const uintptr_t *)e->fr[r].at != e->fr[r].ra)
+		if (*(const uintptr_t *)e->fr[r].at != e->fr[r].ra ||
+		    (e->bp_need[r] && *(const uintptr_t *)e->bp_at[r] != e->bp[r])) {
+			fail_below[js->way] = (uint8_t)r;
 			return -1;
-		if (e->bp_need[r] && *(const uintptr_t *)e->bp_at[r] != e->bp[r])
-			return -1;
+		}
 	}
 	int from = e->n_after[j], tail = e->npcs - from;
 	if (tail > max - n)
@@ -509,6 +515,7 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
+	uint8_t fail_below[MEMO_WAYS];  /* join: see there */
 
 	/* a new walk, recorded into the next entry (the caller has looked
 	 * for one to replay: agent_memo_find) */
@@ -522,6 +529,7 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		m->valid = false;
 		m->succ = (uint8_t)way;
 		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
+		__builtin_memset(fail_below, 0, sizeof fail_below);
 	}
 	stack_bounds(w, w->f.sp);
 	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
@@ -603,7 +611,7 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			m->n_after[k - 1] = (uint8_t)(n < 255 ? n : 255);
 		if (ms && n > 1) {
 			int got = join(ms, m, record && k <= MEMO_FRAMES ? k : -1, bp_src, pc, sp, bp,
-				       hi, gen, max, pcs, n);
+				       hi, gen, max, pcs, n, fail_below);
 			if (got >= 0) {          /* finished, m not completed */
 				n = got;
 				record = false;

@@ -59,6 +59,7 @@ struct walk_memo {
  * outer part of a thread's stack (main, an event loop, an interpreter)
  * is shared by most of its allocations. */
 #define MEMO_JOIN_SLOTS 256
+#define MEMO_SCAN_MISSES 32
 struct walk_join {
 	uintptr_t sp;
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
@@ -74,6 +75,9 @@ struct walk_memos {
 	unsigned pred;                 /* e[last].succ: the entry tried first */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
+	unsigned scan_misses;          /* scans that found nothing, less 8 per one
+					* that did (agent_memo_find) */
+	unsigned scan_tick;
 };
 
 /* Bumped whenever cached rules are forgotten: a memo of an older
@@ -143,14 +147,26 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 		goto found;
 	}
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
+	if (!cand)
+		return NULL;
+	/* A scan costs a check of every entry from here; it pays when at
+	 * least about one in nine finds a walk to replay. A thread with more
+	 * distinct stacks than entries finds none: it then scans one call in
+	 * 16 only, to notice when its stacks repeat again. Skipping a scan
+	 * only costs a walk, which finds the same stack. */
+	if (unlikely(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
+		return NULL;
 	while (cand) {
 		hit = __builtin_ctz(cand);
 		cand &= cand - 1;
 		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
 			goto learned;
 	}
+	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
+		ms->scan_misses++;
 	return NULL;
 learned:
+	ms->scan_misses = ms->scan_misses > 8 ? ms->scan_misses - 8 : 0;
 	ms->e[last].succ = (uint8_t)hit;
 found:
 	ms->last = (unsigned)hit;
