@@ -414,7 +414,7 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 		int n, uint8_t *fail_below)
 {
 	const struct walk_join *js = &ms->join[join_slot(sp)];
-	if (js->sp != sp || js->way >= MEMO_WAYS)
+	if (js->sp != sp || js->ra != pc || js->way >= MEMO_WAYS)
 		return -1;
 	const struct walk_memo *e = &ms->e[js->way];
 	int j = js->frame;
@@ -482,6 +482,7 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 		m->tail_bp[t] = low < t;
 		struct walk_join *js = &ms->join[join_slot(m->fr[t].at + 8)];
 		js->sp = m->fr[t].at + 8;
+		js->ra = m->fr[t].ra;
 		js->way = way;
 		js->frame = (uint8_t)t;
 	}

@@ -61,7 +61,7 @@ struct walk_memo {
 #define MEMO_JOIN_SLOTS 256
 #define MEMO_SCAN_MISSES 32
 struct walk_join {
-	uintptr_t sp;
+	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
 };
 struct walk_memos {
