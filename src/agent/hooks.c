@@ -159,7 +159,7 @@ bool agent_recording(void)
 /* The current stack interned for allocator fn. Stacks are followed with
  * DWARF call-frame information (.eh_frame), so binaries built without
  * frame pointers — most of Debian — unwind fully. The work is done by
- * unwind_cfi.c, which caches each pc's frame rule in a lock-free table and
+ * unwind.c, which caches each pc's frame rule in a lock-free table and
  * finds objects with glibc's lock-free _dl_find_object (libunwind, which
  * we used first, calls dl_iterate_phdr on a cache miss, whose lock glibc
  * does not reset in a forked child). Inlined into note_alloc: each agent
