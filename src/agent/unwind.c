@@ -490,6 +490,84 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 	m->need_bp0 = m->tail_bp[0];
 }
 
+/* Counts what a recorded walk cost (pcs walked) and what the memo gave it
+ * (pcs joined), and every MEMO_WINDOW walks decides whether the memo pays:
+ * recording and trying joins roughly double the cost of a frame, so it
+ * must give back at least twice the pcs walked (replays count in
+ * agent_memo_find). */
+static void memo_account(struct walk_memos *ms, int walked, int joined)
+{
+	ms->win_walked += (uint64_t)walked;
+	ms->win_saved += (uint64_t)joined;
+	if (++ms->win_n == MEMO_WINDOW) {
+		ms->sparse = ms->win_saved < 2 * ms->win_walked;
+		ms->win_n = 0;
+		ms->win_saved = ms->win_walked = 0;
+	}
+}
+
+/* walk without a memo: the same steps, with nothing recorded and no
+ * joins tried, so that the loop keeps its few registers in registers
+ * (the memo's bookkeeping spills them: about twice the instructions per
+ * frame). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+static NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max)
+{
+	struct walk w_, *w = &w_;
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	w->gen = gen;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	stack_bounds(w, sp);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	uintptr_t hi = w->f.lo + w->f.span + 8;
+	bool exact = true;
+	struct slot *c = w->cache;
+	int n = 0;
+	for (int budget = max + 64; n < max && budget > 0; budget--) {
+		struct packed r = { CFI_K_NONE, 0 };
+		if (likely(c))
+			r = cache_get(c, cache_key(pc, exact), gen);
+		if (unlikely(kind_of(r.w0) == CFI_K_NONE)) {
+			w->f.pc = pc, w->exact = exact;
+			r = rule_slow(w);
+			c = w->cache;
+			gen = w->gen;
+		}
+		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
+		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
+		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		intptr_t room = (intptr_t)(cfa - sp) - 8;
+		intptr_t limit = (intptr_t)(hi - sp) - 8;
+		if (likely((kind == CFI_K_CFA_RSP || kind == CFI_K_CFA_RBP) && how <= CFI_BP_OFFSET &&
+			   room >= 0 && room <= limit &&
+			   (how == CFI_BP_SAME || at - sp <= (uintptr_t)room))) {
+			pc = *(const uintptr_t *)(cfa - 8);
+			if (how == CFI_BP_OFFSET)
+				bp = *(const uintptr_t *)at;
+			sp = cfa;
+			exact = false;
+			if (pc == 0)
+				break;
+		} else {
+			if (kind == CFI_K_END)
+				break;
+			w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = exact;
+			if (!step_slow(w, r))
+				break;
+			pc = w->f.pc, sp = w->f.sp, bp = w->f.bp, exact = w->exact;
+			hi = w->f.lo + w->f.span + 8;
+			c = w->cache;
+			gen = w->gen;
+		}
+		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo)
+			continue;
+		pcs[n++] = pc;
+	}
+	return n;
+}
+
 /* The loop keeps the registers in locals (the compiler cannot prove that
  * stores to pcs leave a struct alone) and handles inline the two shapes
  * nearly every compiled frame has: CFA = rsp or rbp + k, rbp unchanged or
@@ -509,6 +587,9 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
 				       int max, struct walk_memos *ms)
 {
+	/* a memo that does not pay records one walk in 8 (memo_account) */
+	if (!ms || (unlikely(ms->sparse) && (ms->sparse_tick++ & 7)))
+		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max) };
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	w->gen = gen;
@@ -517,6 +598,7 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
 	uint8_t fail_below[MEMO_WAYS];  /* join: see there */
+	int walked = -1;                /* pcs found by walking, when a join found the rest */
 
 	/* a new walk, recorded into the next entry (the caller has looked
 	 * for one to replay: agent_memo_find) */
@@ -613,6 +695,8 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		if (ms && n > 1) {
 			int got = join(ms, m, record && k <= MEMO_FRAMES ? k : -1, bp_src, pc, sp, bp,
 				       hi, gen, max, pcs, n, fail_below);
+			if (got != -1)
+				walked = n;
 			if (got >= 0) {          /* finished, m not completed */
 				n = got;
 				record = false;
@@ -635,6 +719,8 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		m->valid = true;
 		memo_finish(ms, m);
 	}
+	if (ms)
+		memo_account(ms, walked < 0 ? n : walked, walked < 0 ? 0 : n - walked);
 	return (struct agent_walk){ .memo = m && m->valid ? m : NULL, .npcs = n };
 }
 

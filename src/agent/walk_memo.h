@@ -60,6 +60,7 @@ struct walk_memo {
  * is shared by most of its allocations. */
 #define MEMO_JOIN_SLOTS 256
 #define MEMO_SCAN_MISSES 32
+#define MEMO_WINDOW 64
 struct walk_join {
 	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
@@ -78,6 +79,13 @@ struct walk_memos {
 	unsigned scan_misses;          /* scans that found nothing, less 8 per one
 					* that did (agent_memo_find) */
 	unsigned scan_tick;
+	/* Whether the memo pays (unwind.c, memo_account): pcs found by
+	 * replays and joins against pcs walked while recording, over windows
+	 * of MEMO_WINDOW recorded walks. When it does not (sparse), only one
+	 * walk in 8 is recorded, which costs less than it saves. */
+	uint64_t win_saved, win_walked;
+	unsigned win_n, sparse_tick;
+	bool sparse;
 };
 
 /* Bumped whenever cached rules are forgotten: a memo of an older
@@ -169,6 +177,7 @@ learned:
 	ms->scan_misses = ms->scan_misses > 8 ? ms->scan_misses - 8 : 0;
 	ms->e[last].succ = (uint8_t)hit;
 found:
+	ms->win_saved += (uint64_t)ms->e[hit].npcs;
 	ms->last = (unsigned)hit;
 	ms->pred = ms->e[hit].succ;
 	return &ms->e[hit];
