@@ -695,14 +695,14 @@ static NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		if (ms && n > 1) {
 			int got = join(ms, m, record && k <= MEMO_FRAMES ? k : -1, bp_src, pc, sp, bp,
 				       hi, gen, max, pcs, n, fail_below);
-			if (got != -1)
-				walked = n;
 			if (got >= 0) {          /* finished, m not completed */
+				walked = n;
 				n = got;
 				record = false;
 				break;
 			}
 			if (got < -1) {          /* finished, m completed */
+				walked = n;
 				n = -got - 2;
 				joined = true;
 				break;

@@ -59,7 +59,8 @@ struct walk_memo {
  * outer part of a thread's stack (main, an event loop, an interpreter)
  * is shared by most of its allocations. */
 #define MEMO_JOIN_SLOTS 256
-#define MEMO_SCAN_MISSES 32
+#define MEMO_SCAN_MISSES 64
+#define MEMO_SCAN_HIT 32
 #define MEMO_WINDOW 64
 struct walk_join {
 	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
@@ -76,8 +77,8 @@ struct walk_memos {
 	unsigned pred;                 /* e[last].succ: the entry tried first */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
-	unsigned scan_misses;          /* scans that found nothing, less 8 per one
-					* that did (agent_memo_find) */
+	unsigned scan_misses;          /* scans that found nothing, less
+					* MEMO_SCAN_HIT per one that did */
 	unsigned scan_tick;
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
 	 * replays and joins against pcs walked while recording, over windows
@@ -157,8 +158,9 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
 	if (!cand)
 		return NULL;
-	/* A scan costs a check of every entry from here; it pays when at
-	 * least about one in nine finds a walk to replay. A thread with more
+	/* A scan costs a check of every entry from here; a scan that finds a
+	 * walk to replay saves a walk, which costs tens of checks, so scans
+	 * pay unless fewer than about one in 33 find one. A thread with more
 	 * distinct stacks than entries finds none: it then scans one call in
 	 * 16 only, to notice when its stacks repeat again. Skipping a scan
 	 * only costs a walk, which finds the same stack. */
@@ -174,7 +176,7 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 		ms->scan_misses++;
 	return NULL;
 learned:
-	ms->scan_misses = ms->scan_misses > 8 ? ms->scan_misses - 8 : 0;
+	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
 	ms->e[last].succ = (uint8_t)hit;
 found:
 	ms->win_saved += (uint64_t)ms->e[hit].npcs;
