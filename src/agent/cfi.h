@@ -72,7 +72,8 @@ static inline bool cfi_stack_read(const struct cfi_frame *f, uintptr_t addr, uin
 {
 	if (addr - f->lo > f->span)
 		return false;
-	*out = *(const uintptr_t *)addr;
+	/* an expression may compute any address: not always aligned */
+	__builtin_memcpy(out, (const void *)addr, sizeof *out);
 	return true;
 }
 

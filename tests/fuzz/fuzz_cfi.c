@@ -16,6 +16,7 @@
  * inside the segment.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +29,16 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static void fail(const char *what)
+{
+	fprintf(stderr, "fuzz_cfi: %s\n", what);
+	abort();
+}
+
 static void check_expr(const struct cfi_module *m, const uint8_t *e)
 {
 	if (e && ((uintptr_t)e < m->seg_lo || (uintptr_t)e >= m->seg_hi))
-		__builtin_trap();
+		fail("an expression outside the segment");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -66,12 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *fde = cfi_fde_search(&m, a);
 	if (fde) {
 		if ((uintptr_t)fde < m.seg_lo || (uintptr_t)fde >= m.seg_hi)
-			__builtin_trap();
+			fail("an FDE outside the segment");
 		struct cfi_rule r;
 		memset(&r, 0, sizeof r);
 		if (cfi_rule_from_fde(&m, fde, a, &r)) {
 			if (r.kind > CFI_K_SIGNAL || r.bp_how > CFI_BP_EXPR)
-				__builtin_trap();
+				fail("a rule of no known kind");
 			check_expr(&m, r.cfa_expr);
 			check_expr(&m, r.bp_expr);
 			uintptr_t out;
