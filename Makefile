@@ -12,7 +12,7 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # default (only the allocator entry points and the public API are
 # exported), initial-exec TLS so a thread-local access never allocates.
 # Link-time optimisation: an allocation's path crosses hooks.c, table.c
-# and unwind_cfi.c (3% fewer instructions per malloc/free pair on churn);
+# and unwind.c (3% fewer instructions per malloc/free pair on churn);
 # fat objects, because the unit tests link some of them without it.
 # One partition: the agent's entry points written in top-level asm (exit,
 # _exit, the stack switch) must land in the same unit as their callers,
@@ -27,7 +27,7 @@ AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
 	-flto=auto -flto-partition=one -ffat-lto-objects
-AGENT_LIBS := -lunwind -ldl -lpthread -lm
+AGENT_LIBS := -ldl -lpthread -lm
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into
 # build/gen at build time; the generated code is never committed.
@@ -50,11 +50,14 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
 # the agent pieces those tests exercise without the hooks around them
 # (an archive: each test links only the objects it calls into)
-AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind_cfi.o $(B)/agent-obj/src/agent/os.o \
+AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi.o \
+	$(B)/agent-obj/src/agent/os.o \
 	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/config.o \
 	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/format/options.o \
 	$(B)/agent-obj/src/format/names.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
+# libunwind: the reference the unwinder is compared with (not the agent's)
+AGENT_UNIT_LIBS := $(AGENT_LIBS) -lunwind
 UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 	$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -109,7 +112,7 @@ $(AGENT_UNIT_LIB): $(AGENT_UNIT_OBJ) Makefile
 
 $(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_LIB) $(AGENT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_LIB) $(AGENT_UNIT_LIBS)
 
 $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -127,7 +130,7 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
 FUZZ_WARN  := $(filter-out -Wno-format-truncation,$(WARN))
 FUZZ_LIB_SRC := src/format/heapdump.c src/format/leakfile.c src/format/names.c src/format/input.c \
 	src/analyze/profile.c src/analyze/load.c src/analyze/unbias.c src/analyze/aggregate.c \
-	src/symbolize/symbolize.c src/symbolize/demangle.c
+	src/symbolize/symbolize.c src/symbolize/demangle.c src/agent/cfi.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/obj/%.o)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

@@ -16,6 +16,7 @@
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/unwind.h"
+#include "agent/walk_memo.h"
 #include "agent/banned.h"
 
 #define NSLOTS 1024
@@ -37,8 +38,7 @@ struct agent_counters *agent_counters_claim(void)
 			if ((pass == 0 && owner == 0) || (pass == 1 && owner && !alive(owner))) {
 				if (atomic_compare_exchange_strong(&slots[i].owner, &owner, tid)) {
 					if (slots[i].memo)  /* a dead thread's last walks */
-						for (int w = 0; w < MEMO_WAYS; w++)
-							slots[i].memo->e[w].valid = false;
+						agent_memo_forget_all(slots[i].memo);
 					errno = saved;
 					return &slots[i];
 				}

@@ -29,7 +29,7 @@ struct agent_counters {
 	struct agent_counts c;
 	_Atomic pid_t owner;     /* thread writing it; 0 = free */
 	bool shared;             /* the overflow slot: atomic adds */
-	struct walk_memos *memo; /* the owner's last walks (unwind_cfi.c); mapped on demand */
+	struct walk_memos *memo; /* the owner's last walks (walk_memo.h); mapped on demand */
 } __attribute__((aligned(64)));
 
 

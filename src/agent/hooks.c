@@ -56,7 +56,7 @@ bool agent_recording(void)
 /* The current stack interned for allocator fn. Stacks are followed with
  * DWARF call-frame information (.eh_frame), so binaries built without
  * frame pointers — most of Debian — unwind fully. The work is done by
- * unwind_cfi.c, which caches each pc's frame rule in a lock-free table and
+ * unwind.c, which caches each pc's frame rule in a lock-free table and
  * finds objects with glibc's lock-free _dl_find_object (libunwind, which
  * we used first, calls dl_iterate_phdr on a cache miss, whose lock glibc
  * does not reset in a forked child). Inlined into note_alloc: each agent
@@ -67,7 +67,6 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	struct agent_counters *slot = agent_tls.ctr;
 	struct walk_memos *ms = NULL;
-	int way = -1 - MEMO_WAYS;  /* no memo */
 	uintptr_t pc, sp, bp;
 	AGENT_FRAME_REGS(pc, sp, bp);
 	if (slot && !slot->shared) {
@@ -78,22 +77,20 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	/* A walk the thread has made before, found without a call: its
 	 * stack id, or its pcs to intern for this allocator. */
 	if (AGENT_LIKELY(ms)) {
-		int hit = agent_memo_find(ms, pc, sp, bp, agent_config.depth);
-		if (hit >= 0) {
-			struct walk_memo *m = &ms->e[hit];
-			if (m->fn != fn || !m->stack_id) {
-				m->stack_id = agent_stack_intern(fn, m->pcs, m->npcs);
-				m->fn = fn;
+		struct walk_memo *m = agent_memo_find(ms, pc, sp, bp, agent_config.depth);
+		if (m) {
+			uint32_t id = agent_memo_stack_id(m, fn);
+			if (!id) {
+				id = agent_stack_intern(fn, agent_memo_pcs(m), agent_memo_npcs(m));
+				agent_memo_set_stack_id(m, fn, id);
 			}
-			return m->stack_id;
+			return id;
 		}
 	}
-	int depth = agent_unwind_cfi_at(pc, sp, bp, pcs, agent_config.depth, ms, &way);
-	uint32_t id = agent_stack_intern(fn, pcs, depth);
-	if (ms && way > -1 - MEMO_WAYS && ms->e[-1 - way].valid) {  /* recorded */
-		ms->e[-1 - way].fn = fn;
-		ms->e[-1 - way].stack_id = id;
-	}
+	struct agent_walk w = agent_unwind_cfi_at(pc, sp, bp, pcs, agent_config.depth, ms);
+	uint32_t id = agent_stack_intern(fn, pcs, w.npcs);
+	if (w.memo)  /* recorded */
+		agent_memo_set_stack_id(w.memo, fn, id);
 	return id;
 }
 

@@ -40,8 +40,6 @@
 #include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -69,6 +67,7 @@
 #include "agent/triggers.h"
 #include "agent/writer.h"
 #include "agent/leakwriter.h"
+#include "agent/unwind.h"
 #include "format/leakfile.h"
 #include "format/options.h"
 #include "heaptrail.h"
@@ -273,17 +272,14 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
  * called exit(), or _start when main returned. */
 static uintptr_t program_stack_start(uintptr_t fallback)
 {
-	unw_context_t ctx;
-	unw_cursor_t cur;
-	unw_word_t ip, sp;
-	/* libunwind finds unwind tables with dl_iterate_phdr, which may block
-	 * for ever in a child forked from threads (see modules.c) */
-	if (!libc_hi || agent_modules_frozen() || unw_getcontext(&ctx) ||
-	    unw_init_local(&cur, &ctx))
+	uintptr_t pcs[64], sps[64];
+	/* as the walk did when it was libunwind's: no walk in a child forked
+	 * from threads (see modules.c) */
+	if (!libc_hi || agent_modules_frozen())
 		return fallback;
-	for (int depth = 0; depth < 64 && unw_step(&cur) > 0; depth++) {
-		if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
-			break;
+	int n = agent_unwind_frames(pcs, sps, 64);
+	for (int i = 0; i < n; i++) {
+		uintptr_t ip = pcs[i], sp = sps[i];
 		bool ours = ip >= agent_self_lo && ip < agent_self_hi;
 		bool libc = ip >= libc_lo && ip < libc_hi;
 		if (!ours && !libc)

@@ -5,6 +5,7 @@ through tests/fuzz/run, from its seed corpus.
     fuzz:profile    loading a profile, subtracting it from itself,
                     filtering, summing into top's table
     fuzz:leakfile   the leak file reader
+    fuzz:cfi        the agent's DWARF CFI parser (src/agent/cfi.c)
 
 Skipped when clang or its libFuzzer runtime (libclang-rt-14-dev) is
 missing. HEAPTRAIL_FUZZ_SECONDS changes the time per target (default 15).
@@ -17,7 +18,7 @@ import threading
 import run_tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGETS = ("heapdump", "profile", "leakfile")
+TARGETS = ("heapdump", "profile", "leakfile", "cfi")
 _lock = threading.Lock()
 _built = {}
 

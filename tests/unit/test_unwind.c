@@ -1,6 +1,6 @@
 // build: agent
 /*
- * test_unwind — the agent's CFI unwinder (src/agent/unwind_cfi.c) against
+ * test_unwind — the agent's CFI unwinder (src/agent/unwind.c) against
  * libunwind's unw_backtrace, the unwinder it replaces, on this very
  * process: plain call chains, a deep recursion, a second thread, a call
  * through libc (a qsort comparator), frames whose CFA is rbp or a DWARF
@@ -18,7 +18,7 @@
  * Built by the Makefile against the agent's objects, or with the unwinder
  * linked in directly:
  *   cc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -Iinclude -Isrc \
- *      tests/unit/test_unwind.c src/agent/unwind_cfi.c src/agent/os.c \
+ *      tests/unit/test_unwind.c src/agent/unwind.c src/agent/cfi.c src/agent/os.c \
  *      -lunwind -lpthread -ldl
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
  */
@@ -49,9 +49,6 @@
 /* What the agent's startup.c defines (the test links only the unwinder
  * and os.c): the agent's own text, which the unwinder skips. */
 uintptr_t agent_self_lo, agent_self_hi;
-
-int agent_unwind_cfi(uintptr_t *pcs, int max);
-void agent_unwind_cfi_flush(void);
 
 #define MAXF 256
 
@@ -653,24 +650,26 @@ static void test_fork(void)
  * stack is really the same. */
 static struct walk_memos memos;
 
-static AGENT_NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, int *way)
+static AGENT_NOINLINE int memo_leaf(uintptr_t *a, uintptr_t *b, bool *replayed)
 {
-	int n = agent_unwind_cfi_memo(a, 64, &memos, way);
+	struct agent_walk w = agent_unwind_cfi_memo(a, 64, &memos);
+	int n = w.npcs;
 	int m = agent_unwind_cfi(b, 64);
-	if (*way >= 0)  /* a replay leaves a alone: the pcs are the entry's */
-		memcpy(a, memos.e[*way].pcs, (size_t)n * sizeof *a);
+	*replayed = w.replayed;
+	if (w.replayed)  /* a replay leaves a alone: the pcs are the entry's */
+		memcpy(a, agent_memo_pcs(w.memo), (size_t)n * sizeof *a);
 	return n == m ? n : -1;
 }
 
-static AGENT_NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, int *way, volatile int depth)
+static AGENT_NOINLINE int memo_via_x(uintptr_t *a, uintptr_t *b, bool *replayed, volatile int depth)
 {
-	int r = depth ? memo_via_x(a, b, way, depth - 1) : memo_leaf(a, b, way);
+	int r = depth ? memo_via_x(a, b, replayed, depth - 1) : memo_leaf(a, b, replayed);
 	return r + 0 * depth;
 }
 
-static AGENT_NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, int *way)
+static AGENT_NOINLINE int memo_via_y(uintptr_t *a, uintptr_t *b, bool *replayed)
 {
-	int r = memo_leaf(a, b, way);
+	int r = memo_leaf(a, b, replayed);
 	return r + 0;
 }
 
@@ -679,16 +678,17 @@ static void test_memo(void)
 	uintptr_t a[64], b[64];
 	int bad = 0, replays = 0;
 	for (int i = 0; i < 3000; i++) {
-		int way = -100, n;
+		bool replayed = false;
+		int n;
 		switch (i % 3) {
-		case 0: n = memo_via_x(a, b, &way, i % 5); break;
-		case 1: n = memo_via_y(a, b, &way); break;
-		default: n = memo_via_x(a, b, &way, 2); break;
+		case 0: n = memo_via_x(a, b, &replayed, i % 5); break;
+		case 1: n = memo_via_y(a, b, &replayed); break;
+		default: n = memo_via_x(a, b, &replayed, 2); break;
 		}
 		/* [0] is where in memo_leaf each walk was taken: differs */
 		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
 			bad++;
-		replays += way >= 0;
+		replays += replayed;
 	}
 	check(bad == 0, "memoised walks equal fresh walks over 3000 mixed calls (%d differ)", bad);
 	check(replays > 2000, "most repeated walks are replays (%d of 3000)", replays);
@@ -696,27 +696,129 @@ static void test_memo(void)
 	 * rarely replayed whole, but each shares its outer frames (this
 	 * function, main, libc's start) with the walks before it */
 	bad = 0;
-	unsigned long joins = memos.joins;
+	unsigned long joins = agent_memo_joins(&memos);
 	for (int i = 0; i < 2400; i++) {
-		int way = -100;
-		int n = memo_via_x(a, b, &way, (i * 7) % 48);
+		bool replayed = false;
+		int n = memo_via_x(a, b, &replayed, (i * 7) % 48);
 		if (n < 2 || memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a))
 			bad++;
 	}
-	joins = memos.joins - joins;
+	joins = agent_memo_joins(&memos) - joins;
 	check(bad == 0, "walks finished from a recorded walk's outer frames equal fresh walks "
 	      "over 2400 calls at 48 depths (%d differ)", bad);
 	check(joins > 1000, "most of those walks join a recorded one (%lu of 2400)", joins);
 	agent_unwind_cfi_flush();
-	int way = -100;
+	bool replayed = true;
 	uintptr_t c[64];
-	memo_via_y(c, b, &way);
-	check(way < 0, "a flush makes the memo forget (way %d)", way);
+	memo_via_y(c, b, &replayed);
+	check(!replayed, "a flush makes the memo forget");
+}
+
+/* Many distinct deep stacks, as in bench/workloads/paths.c: a tree of
+ * calls 40 levels deep whose function at each of 5 levels is chosen by a
+ * base-4 digit of the path (1024 paths, more than the memo's ways), a
+ * path chosen at random per walk. Every walk through the memo (replayed,
+ * joined or fresh) must equal libunwind's, with and without frame
+ * pointers, and from a signal handler on an alternate stack. */
+#define PATH_LEVELS 40
+#define PATH_DIGITS 5
+#define PATH_BASE 4
+static struct walk_memos path_memos;
+static unsigned char path_choice[PATH_LEVELS];
+static struct {
+	uintptr_t a[MAXF], b[MAXF];
+	int na, nb;
+} pout;
+
+static AGENT_NOINLINE void path_leaf(void)
+{
+	struct agent_walk w = agent_unwind_cfi_memo(pout.a, MAXF, &path_memos);
+	pout.na = w.npcs;
+	if (w.replayed)
+		memcpy(pout.a, agent_memo_pcs(w.memo), (size_t)w.npcs * sizeof *pout.a);
+	pout.nb = unw_backtrace((void **)pout.b, MAXF);
+}
+
+typedef int (*path_fn)(int level, int x);
+static path_fn path_nofp[PATH_BASE], path_fp[PATH_BASE];
+static path_fn *path_fns;
+
+#define PATH_STEP(name, i, attr)                                                 \
+	attr AGENT_NOINLINE static int name(int level, int x)                           \
+	{                                                                         \
+		int r = level == 0 ? (path_leaf(), x)                             \
+				   : path_fns[path_choice[level - 1]](level - 1, x * (3 + i) + 1); \
+		return r + level * (i + 1);                                       \
+	}
+#define FP __attribute__((optimize("no-omit-frame-pointer")))
+PATH_STEP(pn0, 0, ) PATH_STEP(pn1, 1, ) PATH_STEP(pn2, 2, ) PATH_STEP(pn3, 3, )
+PATH_STEP(pf0, 0, FP) PATH_STEP(pf1, 1, FP) PATH_STEP(pf2, 2, FP) PATH_STEP(pf3, 3, FP)
+
+/* Runs n random paths; returns how many walks differed from libunwind's. */
+static int run_paths(int n, uint64_t *seed)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+		unsigned p = (unsigned)(*seed % 1024);
+		memset(path_choice, 0, sizeof path_choice);
+		for (int j = 0; j < PATH_DIGITS; j++, p /= PATH_BASE)
+			path_choice[PATH_LEVELS - 1 - j * PATH_LEVELS / PATH_DIGITS] = (unsigned char)(p % PATH_BASE);
+		path_fns[path_choice[PATH_LEVELS - 1]](PATH_LEVELS - 1, i);
+		/* [0] is where in path_leaf each walk was taken: differs */
+		if (pout.na != pout.nb || pout.na < PATH_LEVELS + 2 ||
+		    memcmp(pout.a + 1, pout.b + 1, (size_t)(pout.na - 1) * sizeof *pout.a))
+			bad++;
+	}
+	return bad;
+}
+
+static volatile int path_bad_in_handler = -1;
+static uint64_t path_seed = 0x9E3779B97F4A7C15ull;
+
+static void on_path_signal(int sig)
+{
+	path_bad_in_handler = run_paths(300, &path_seed);
+}
+
+static void test_paths(void)
+{
+	path_fn nofp[PATH_BASE] = { pn0, pn1, pn2, pn3 }, fp[PATH_BASE] = { pf0, pf1, pf2, pf3 };
+	memcpy(path_nofp, nofp, sizeof nofp);
+	memcpy(path_fp, fp, sizeof fp);
+	unsigned long joins = agent_memo_joins(&path_memos);
+	path_fns = path_nofp;
+	int bad = run_paths(4000, &path_seed);
+	check(bad == 0, "1024 paths of 40 frames, no frame pointers: memo walks equal "
+	      "libunwind's over 4000 walks (%d differ)", bad);
+	path_fns = path_fp;
+	bad = run_paths(4000, &path_seed);
+	check(bad == 0, "1024 paths of 40 frames, frame pointers: memo walks equal "
+	      "libunwind's over 4000 walks (%d differ)", bad);
+	check(agent_memo_joins(&path_memos) > joins, "some of them were joins (%lu)",
+	      agent_memo_joins(&path_memos) - joins);
+
+	size_t alt_size = 256 * 1024;
+	stack_t ss = { .ss_sp = mmap(NULL, alt_size, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+		       .ss_size = alt_size };
+	sigaltstack(&ss, NULL);
+	struct sigaction sa = { .sa_handler = on_path_signal, .sa_flags = SA_ONSTACK };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	path_fns = path_nofp;
+	raise(SIGUSR1);
+	check(path_bad_in_handler == 0, "the same from a signal handler on an alternate stack "
+	      "(%d of 300 differ)", path_bad_in_handler);
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	signal(SIGUSR1, SIG_DFL);
 }
 
 int main(void)
 {
 	test_memo();
+	test_paths();
 	test_chain();
 	test_alignment();
 	test_recursion();

@@ -1,0 +1,791 @@
+/*
+ * unwind.c — a fast x86_64 unwinder driven by .eh_frame call-frame
+ * information, for capturing the stack of every allocation: the walk, the
+ * pc -> rule cache and the walk memo (walk_memo.h). The rules come from
+ * cfi.c, which parses the untrusted bytes.
+ *
+ * agent_unwind_cfi returns the return addresses of the
+ * current thread, the caller of the allocator first (leading frames inside
+ * [agent_self_lo, agent_self_hi) are dropped), at most max of them. It is
+ * hook-safe and async-signal-safe, takes no lock and needs nothing at
+ * fork().
+ *
+ * How it is fast: what a frame needs — where the CFA is (rsp or rbp plus
+ * an offset), where rbp was saved — depends only on the pc, so it is
+ * worked out once per pc and kept in a global, lock-free table (2-way
+ * set-associative, in mmap'd memory; each slot guarded by its own sequence
+ * number, so readers never wait and writers never block: a reader that
+ * races a writer just misses). In the steady state a frame costs one hash
+ * probe and one or two loads from the stack.
+ *
+ * A miss (the first time a pc is seen) asks glibc's _dl_find_object for
+ * the object holding the pc (lock-free; no loader lock, which matters:
+ * glibc does not reset dl_iterate_phdr's lock in a forked child, so a
+ * fork racing a dl_iterate_phdr call hangs the child), binary-searches
+ * its .eh_frame_hdr table for the FDE, and runs the CIE and FDE programs
+ * up to the pc. Every cached rule is dropped at once by bumping a
+ * generation number (agent_unwind_cfi_flush), which the dlclose hook
+ * should call; the cache holds only numbers, never pointers into a
+ * module, so a stale rule can mislead a walk but not make it fault.
+ *
+ * Invariants that keep the host alive:
+ *  - no libc allocation, no stdio; memory comes from agent_mmap;
+ *  - every read of the stack stays inside [lo, hi): lo is the stack pointer
+ *    the walk started from, hi the top of the current thread's stack (the
+ *    thread pointer for a glibc thread, whose descriptor and TLS sit at
+ *    the top of its stack mapping; __libc_stack_end for the main thread;
+ *    otherwise a guess of 1 MiB). The stack pointer must grow at every
+ *    frame and a zero return address ends the walk;
+ *  - reads of .eh_frame stay inside the PT_LOAD segment holding the
+ *    object's .eh_frame_hdr; anything malformed or not understood ends the
+ *    walk instead of guessing.
+ *
+ * What it understands: CFA = rsp/rbp + offset or a DWARF expression (the
+ * PLT's, a realigned frame's *(rbp-8)), rbp saved at CFA+offset, unchanged
+ * or given by an expression, return address at CFA-8 or undefined (the
+ * outermost frame: _start, clone3), the Linux rt_sigreturn trampoline
+ * (recognised by its code, as libunwind does), and rbp chaining for a pc
+ * without an FDE (JIT code) when rbp looks like a frame of this stack.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+
+#include "agent/agent.h"
+#include "agent/cfi.h"
+#include "agent/unwind.h"
+#include "agent/banned.h"
+
+
+/* Top of the main thread's stack, set by the dynamic loader. Weak so that
+ * an odd libc without it only loses the precise bound. */
+extern void *__libc_stack_end __attribute__((weak));
+
+/* ---------- rules, packed for the cache ---------- */
+
+/* Packed as two words for the cache: kind/how in the low byte, offset or
+ * pointer in the other 56 bits (user-space pointers fit). */
+static inline uint64_t pack(uint8_t tag, int64_t off, const uint8_t *p)
+{
+	uint64_t v = p ? (uint64_t)(uintptr_t)p : (uint64_t)off;
+	return (v << 8) | tag;
+}
+
+static inline bool fits56(int64_t v)
+{
+	return v >= -((int64_t)1 << 55) && v < ((int64_t)1 << 55);
+}
+
+static inline uint8_t kind_of(uint64_t w) { return (uint8_t)w; }
+static inline int64_t off_of(uint64_t w) { return (int64_t)w >> 8; }
+static inline const uint8_t *expr_of(uint64_t w) { return (const uint8_t *)(uintptr_t)(w >> 8); }
+
+/* ---------- the pc → rule cache ---------- */
+
+/* tag = generation << 32 | sequence; the sequence is odd while a writer
+ * fills the slot. Slot 0 of a set and slot 1 share a cache line. */
+struct slot {
+	_Atomic uint64_t tag;
+	_Atomic uint64_t key;
+	_Atomic uint64_t w0, w1;
+};
+
+#define CACHE_BITS 15                   /* 32768 slots, 1 MiB reserved */
+#define CACHE_SLOTS (1u << CACHE_BITS)
+
+static struct slot *_Atomic cache;
+/* Starts at 1 so that a zeroed slot never matches. */
+_Atomic uint32_t agent_unwind_gen = 1;
+
+/* Slots are keyed by the frame's pc, with bit 63 set when the pc is not a
+ * return address (after a signal frame: its rule is the one at pc, not at
+ * pc - 1). The set is chosen by the pc alone. */
+static inline uint64_t cache_key(uintptr_t pc, bool exact)
+{
+	return (uint64_t)pc | (uint64_t)exact << 63;
+}
+
+static inline struct slot *cache_set(struct slot *c, uint64_t key)
+{
+	/* Shift and xor rather than a multiply: this sits on the chain of
+	 * dependent loads every frame waits for. Return addresses differ in
+	 * their low bits; the high ones tell objects apart. */
+	uint64_t h = key ^ (key >> CACHE_BITS) ^ (key >> 29);
+	return &c[h & (CACHE_SLOTS - 2)];
+}
+
+#define RELAXED memory_order_relaxed
+
+/* A packed rule: kind (or bp_how) in the low byte of each word. */
+struct packed {
+	uint64_t w0, w1;
+};
+
+/* The packed rule for key, or one of kind CFI_K_NONE when the cache does not
+ * have it for this generation. */
+static inline struct packed cache_get(struct slot *c, uint64_t key, uint32_t gen)
+{
+	struct slot *s = cache_set(c, key);
+	uint64_t want = (uint64_t)gen << 32;
+	for (int i = 0; i < 2; i++, s++) {
+		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
+		if (((t ^ want) & 0xffffffff00000001ull) ||
+		    atomic_load_explicit(&s->key, RELAXED) != key)
+			continue;
+		struct packed r = { atomic_load_explicit(&s->w0, RELAXED),
+				    atomic_load_explicit(&s->w1, RELAXED) };
+		atomic_thread_fence(memory_order_acquire);
+		if (AGENT_LIKELY(atomic_load_explicit(&s->tag, RELAXED) == t))
+			return r;
+	}
+	return (struct packed){ CFI_K_NONE, 0 };
+}
+
+static struct slot *cache_table(void)
+{
+	struct slot *c = atomic_load_explicit(&cache, memory_order_acquire);
+	if (c)
+		return c;
+	struct slot *fresh = agent_mmap(CACHE_SLOTS * sizeof *fresh);
+	if (!fresh)
+		return NULL;
+	if (atomic_compare_exchange_strong(&cache, &c, fresh))
+		return fresh;
+	agent_munmap(fresh, CACHE_SLOTS * sizeof *fresh);
+	return c;
+}
+
+/* Stores a packed rule unless the slot is busy: the cache is only ever an
+ * optimisation. */
+static void cache_put(uint64_t key, uint32_t gen, struct packed r)
+{
+	struct slot *c = cache_table();
+	if (!c)
+		return;
+	struct slot *s = cache_set(c, key);
+	int victim = (key >> 4) & 1;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t = atomic_load_explicit(&s[i].tag, RELAXED);
+		if ((uint32_t)(t >> 32) != gen || atomic_load_explicit(&s[i].key, RELAXED) == key) {
+			victim = i;
+			break;
+		}
+	}
+	s += victim;
+	uint64_t t = atomic_load_explicit(&s->tag, RELAXED);
+	if (t & 1)
+		return;
+	uint32_t seq = (uint32_t)t;
+	uint64_t busy = (uint64_t)gen << 32 | (uint32_t)(seq + 1);
+	if (!atomic_compare_exchange_strong(&s->tag, &t, busy))
+		return;
+	/* Orders the odd tag before the data (a seqlock writer's fence; free
+	 * on x86): a reader that sees new data then sees the tag moved. */
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&s->key, key, RELAXED);
+	atomic_store_explicit(&s->w0, r.w0, RELAXED);
+	atomic_store_explicit(&s->w1, r.w1, RELAXED);
+	atomic_store_explicit(&s->tag, (uint64_t)gen << 32 | (uint32_t)(seq + 2),
+			      memory_order_release);
+}
+
+/* Drops every cached rule: call after a library was unloaded. Hook-safe,
+ * signal-safe. */
+void agent_unwind_cfi_flush(void)
+{
+	atomic_fetch_add(&agent_unwind_gen, 1);
+}
+/* ---------- modules ---------- */
+
+#ifdef DLFO_EH_SEGMENT_TYPE
+/* glibc >= 2.35: _dl_find_object is lock-free and async-signal-safe. It
+ * gives the object's mapping, its PT_GNU_EH_FRAME and its link map; the
+ * program headers come from the ELF header at the start of the mapping,
+ * checked before use (they must lie in its first page, which is mapped).
+ * Without them, the whole mapping bounds the reads of .eh_frame and the
+ * code is not read (no signal-frame check). */
+static bool module_find(uintptr_t a, struct cfi_module *m)
+{
+	struct dl_find_object fo;
+	if (_dl_find_object((void *)a, &fo) != 0 || !fo.dlfo_link_map)
+		return false;
+	uintptr_t start = (uintptr_t)fo.dlfo_map_start & ~(uintptr_t)4095;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	if (eh->e_ident[EI_MAG0] == ELFMAG0 && eh->e_ident[EI_MAG1] == ELFMAG1 &&
+	    eh->e_ident[EI_MAG2] == ELFMAG2 && eh->e_ident[EI_MAG3] == ELFMAG3 &&
+	    eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phoff < 4096 &&
+	    eh->e_phnum <= (4096 - eh->e_phoff) / sizeof(ElfW(Phdr)) &&
+	    cfi_describe(fo.dlfo_link_map->l_addr, (const ElfW(Phdr) *)(start + eh->e_phoff),
+		     eh->e_phnum, m))
+		return true;
+	m->lo = m->seg_lo = (uintptr_t)fo.dlfo_map_start;
+	m->hi = m->seg_hi = (uintptr_t)fo.dlfo_map_end;
+	m->hdr = (uintptr_t)fo.dlfo_eh_frame;
+	m->code_readable = false;
+	return true;
+}
+#else
+/* Older glibc: dl_iterate_phdr, which takes the loader's lock. Note that
+ * glibc does not reset that lock in a forked child: a fork while another
+ * thread is inside dl_iterate_phdr leaves it held for good in the child. */
+struct iter {
+	uintptr_t a;
+	struct cfi_module found;
+	bool have;
+};
+
+static int iter_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct iter *it = arg;
+	struct cfi_module m;
+	if (cfi_describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) &&
+	    it->a >= m.lo && it->a < m.hi) {
+		it->found = m;
+		it->have = true;
+		return 1;
+	}
+	return 0;
+}
+
+static bool module_find(uintptr_t a, struct cfi_module *m)
+{
+	struct iter it = { .a = a };
+	dl_iterate_phdr(iter_cb, &it);
+	*m = it.found;
+	return it.have;
+}
+#endif
+/* ---------- the walk ---------- */
+
+/* A frame's registers, and where its stack may be read. */
+struct walk {
+	struct cfi_frame f;
+	bool exact;             /* pc is not a return address (signal frame) */
+	uint32_t gen;
+	struct slot *cache;
+};
+
+#define STACK_MAX ((uintptr_t)1 << 30)
+#define STACK_GUESS ((uintptr_t)1 << 20)
+
+/* Bounds of the stack holding sp, as lo and span (see the header). */
+static void stack_bounds(struct walk *w, uintptr_t sp)
+{
+	uintptr_t tp, hi;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	uintptr_t end = &__libc_stack_end ? (uintptr_t)__libc_stack_end : 0;
+	if (sp < tp && tp - sp <= STACK_MAX)
+		hi = tp;
+	else if (sp < end && end - sp <= STACK_MAX)
+		hi = end;
+	else
+		hi = sp + STACK_GUESS;
+	w->f.lo = sp;
+	w->f.span = hi - sp >= 8 ? hi - sp - 8 : 0;
+}
+
+/* The slow path: module, FDE, CFA program for w->pc; caches what it
+ * finds. */
+static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
+{
+	uintptr_t a = w->f.pc - !w->exact;   /* the call, for a return address */
+	struct cfi_module m;
+	struct cfi_rule r;
+	agent_memset(&r, 0, sizeof r);
+	uint32_t gen = w->gen;
+	if (!module_find(a, &m)) {
+		r.kind = CFI_K_NOMOD;
+	} else if (!w->exact && cfi_is_sigreturn(&m, a + 1)) {
+		r.kind = CFI_K_SIGNAL;
+	} else {
+		const uint8_t *fde = cfi_fde_search(&m, a);
+		r.kind = CFI_K_FP;
+		if (fde && !cfi_rule_from_fde(&m, fde, a, &r))
+			r.kind = CFI_K_FP;
+	}
+	if (!fits56(r.cfa_off) || !fits56(r.bp_off))
+		r.kind = CFI_K_STOP;
+	struct packed p = { pack(r.kind, r.cfa_off, r.cfa_expr),
+			    pack(r.bp_how, r.bp_off, r.bp_expr) };
+	/* Only plain numbers are cached, never a pointer into a module's
+	 * .eh_frame (an expression), so that a stale entry left by a library
+	 * unloaded behind our back can mislead a walk but never make it read
+	 * unmapped memory; expression frames are rare (PLT entries, reached
+	 * only through a signal frame, and realigned frames). */
+	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	if (gen == w->gen && r.kind != CFI_K_NOMOD && !r.cfa_expr && !r.bp_expr)
+		cache_put(cache_key(w->f.pc, w->exact), gen, p);
+	if (!w->cache)
+		w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	return p;
+}
+
+/* Moves w to the caller's frame by any rule. Returns false at the end of
+ * the stack or when the frame cannot be trusted. */
+static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
+{
+	uintptr_t cfa, ra, bp = w->f.bp;
+	uint64_t w0 = r.w0, w1 = r.w1;
+	switch (kind_of(w0)) {
+	case CFI_K_CFA_RSP:
+		cfa = w->f.sp + (uintptr_t)off_of(w0);
+		break;
+	case CFI_K_CFA_RBP:
+		if (!w->f.bp)
+			return false;
+		cfa = w->f.bp + (uintptr_t)off_of(w0);
+		break;
+	case CFI_K_CFA_EXPR:
+		if (!cfi_eval(&w->f, expr_of(w0), false, 0, &cfa))
+			return false;
+		break;
+	case CFI_K_FP:
+	case CFI_K_NOMOD:
+		/* No FDE: believe rbp only if it points into this stack above
+		 * the stack pointer, as a frame-pointer frame would. */
+		if (!w->f.bp || w->f.bp < w->f.sp)
+			return false;
+		cfa = w->f.bp + 16;
+		if (!cfi_stack_read(&w->f, w->f.bp, &bp))
+			return false;
+		break;
+	case CFI_K_SIGNAL: {
+		/* The handler returned into the trampoline: sp points at the
+		 * ucontext (uc_mcontext.gregs at +40: rbp 10, rsp 15, rip 16). */
+		uintptr_t nsp, nbp, npc;
+		if (!cfi_stack_read(&w->f, w->f.sp + 40 + 10 * 8, &nbp) ||
+		    !cfi_stack_read(&w->f, w->f.sp + 40 + 15 * 8, &nsp) ||
+		    !cfi_stack_read(&w->f, w->f.sp + 40 + 16 * 8, &npc))
+			return false;
+		w->f.pc = npc;
+		w->f.sp = nsp;
+		w->f.bp = nbp;
+		w->exact = true;
+		/* The interrupted code may run on another stack (sigaltstack). */
+		stack_bounds(w, nsp);
+		return npc != 0;
+	}
+	default:
+		return false;
+	}
+	if (cfa <= w->f.sp || !cfi_stack_read(&w->f, cfa - 8, &ra))
+		return false;
+	switch (kind_of(w1)) {
+	case CFI_BP_SAME:
+		break;
+	case CFI_BP_OFFSET:
+		if (!cfi_stack_read(&w->f, cfa + (uintptr_t)off_of(w1), &bp))
+			return false;
+		break;
+	case CFI_BP_EXPR: {
+		uintptr_t at;
+		if (!cfi_eval(&w->f, expr_of(w1), true, cfa, &at) || !cfi_stack_read(&w->f, at, &bp))
+			return false;
+		break;
+	}
+	default:
+		bp = 0;
+		break;
+	}
+	w->f.pc = ra;
+	w->f.sp = cfa;
+	w->f.bp = bp;
+	w->exact = false;
+	return ra != 0;
+}
+
+static inline size_t join_slot(uintptr_t sp)
+{
+	return (size_t)((sp >> 4) * 0x9E3779B97F4A7C15ull >> 56) & (MEMO_JOIN_SLOTS - 1);
+}
+
+/* Finishes a walk that has just reached frame (pc, sp, bp), with n pcs
+ * found so far, from a recorded walk that went through the same frame:
+ * returns the new count of pcs (the recorded rest appended), or -1 when no
+ * recorded walk can vouch for the rest. The rest of a walk is a function
+ * of the frame's registers, the rules (same generation) and the stack
+ * words it read; these are checked, as replay does, and lie between sp
+ * and the stack's top (hi), so reading them is safe. m (the entry being
+ * recorded, k records so far; k < 0 when not recording) is completed
+ * with the rest, so the whole new walk can be replayed later. */
+static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, uintptr_t pc,
+		uintptr_t sp, uintptr_t bp, uintptr_t hi, uint32_t gen, int max, uintptr_t *pcs,
+		int n, uint8_t *fail_below)
+{
+	const struct walk_join *js = &ms->join[join_slot(sp)];
+	if (js->sp != sp || js->ra != pc || js->way >= MEMO_WAYS)
+		return -1;
+	const struct walk_memo *e = &ms->e[js->way];
+	int j = js->frame;
+	/* this walk already found a word of e's that differs above frame j:
+	 * e's rest cannot be this stack's (without this, a walk that meets
+	 * e's frames one after another checks e's rest at each: n^2) */
+	if (j < fail_below[js->way])
+		return -1;
+	if (e == m || !e->valid || !e->ended || e->gen != gen || e->max != max ||
+	    j >= e->nframes || e->fr[j].at + 8 != sp || e->fr[j].ra != pc)
+		return -1;
+	if (e->tail_bp[j + 1] && e->bp[j] != bp)
+		return -1;
+	if (e->nframes > j + 1 && e->fr[e->nframes - 1].at + 8 > hi)
+		return -1;  /* not this stack's words */
+	for (int r = j + 1; r < e->nframes; r++) {
+		if (*(const uintptr_t *)e->fr[r].at != e->fr[r].ra ||
+		    (e->bp_need[r] && *(const uintptr_t *)e->bp_at[r] != e->bp[r])) {
+			fail_below[js->way] = (uint8_t)r;
+			return -1;
+		}
+	}
+	int from = e->n_after[j], tail = e->npcs - from;
+	if (tail > max - n)
+		tail = max - n;
+	for (int i = 0; i < tail; i++)
+		pcs[n + i] = e->pcs[from + i];
+	ms->joins++;
+	int nrec = e->nframes - (j + 1);
+	if (k >= 0 && tail == e->npcs - from && k + nrec <= MEMO_FRAMES &&
+	    n + tail <= MEMO_FRAMES) {
+		for (int r = 0; r < nrec; r++) {
+			int s = j + 1 + r, d = k + r;
+			m->fr[d].at = e->fr[s].at;
+			m->fr[d].ra = e->fr[s].ra;
+			m->bp_at[d] = e->bp_at[s];
+			m->bp[d] = e->bp[s];
+			m->bp_need[d] = e->bp_need[s];
+			int src = e->rbp_src[s];
+			m->rbp_src[d] = (int8_t)(src == -2 ? -2 : src > j ? src - (j + 1) + k : bp_src);
+			m->n_after[d] = (uint8_t)(e->n_after[s] - from + n);
+		}
+		/* the rest used the rbp this walk arrived with: where it came from
+		 * must be checked on a replay of the whole walk */
+		if (e->tail_bp[j + 1] && bp_src >= 0)
+			m->bp_need[bp_src] = true;
+		m->nframes = k + nrec;
+		m->ended = true;
+		return -(n + tail) - 2;  /* recorded whole: see walk */
+	}
+	return n + tail;
+}
+
+/* Records m's frames for later joins, and which records need their rbp. */
+static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
+{
+	int low = INT8_MAX;
+	bool any_bp = false;
+	uint8_t way = (uint8_t)(m - ms->e);
+	m->tail_bp[m->nframes] = false;
+	for (int t = m->nframes - 1; t >= 0; t--) {
+		any_bp |= m->bp_need[t];
+		if (m->rbp_src[t] != -2 && m->rbp_src[t] < low)
+			low = m->rbp_src[t];
+		m->tail_bp[t] = low < t;
+		struct walk_join *js = &ms->join[join_slot(m->fr[t].at + 8)];
+		js->sp = m->fr[t].at + 8;
+		js->ra = m->fr[t].ra;
+		js->way = way;
+		js->frame = (uint8_t)t;
+	}
+	m->any_bp = any_bp;
+	m->need_bp0 = m->tail_bp[0];
+}
+
+/* Counts what a recorded walk cost (pcs walked) and what the memo gave it
+ * (pcs joined), and every MEMO_WINDOW walks decides whether the memo pays:
+ * recording and trying joins roughly double the cost of a frame, so it
+ * must give back at least twice the pcs walked (replays count in
+ * agent_memo_find). */
+static void memo_account(struct walk_memos *ms, int walked, int joined)
+{
+	ms->win_walked += (uint64_t)walked;
+	ms->win_saved += (uint64_t)joined;
+	if (++ms->win_n == MEMO_WINDOW) {
+		ms->sparse = ms->win_saved < 2 * ms->win_walked;
+		ms->win_n = 0;
+		ms->win_saved = ms->win_walked = 0;
+	}
+}
+
+/* walk without a memo: the same steps, with nothing recorded and no
+ * joins tried, so that the loop keeps its few registers in registers
+ * (the memo's bookkeeping spills them: about twice the instructions per
+ * frame). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max)
+{
+	struct walk w_, *w = &w_;
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	w->gen = gen;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	stack_bounds(w, sp);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	uintptr_t hi = w->f.lo + w->f.span + 8;
+	bool exact = true;
+	struct slot *c = w->cache;
+	int n = 0;
+	for (int budget = max + 64; n < max && budget > 0; budget--) {
+		struct packed r = { CFI_K_NONE, 0 };
+		if (AGENT_LIKELY(c))
+			r = cache_get(c, cache_key(pc, exact), gen);
+		if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+			w->f.pc = pc, w->exact = exact;
+			r = rule_slow(w);
+			c = w->cache;
+			gen = w->gen;
+		}
+		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
+		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
+		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		intptr_t room = (intptr_t)(cfa - sp) - 8;
+		intptr_t limit = (intptr_t)(hi - sp) - 8;
+		if (AGENT_LIKELY((kind == CFI_K_CFA_RSP || kind == CFI_K_CFA_RBP) && how <= CFI_BP_OFFSET &&
+			   room >= 0 && room <= limit &&
+			   (how == CFI_BP_SAME || at - sp <= (uintptr_t)room))) {
+			pc = *(const uintptr_t *)(cfa - 8);
+			if (how == CFI_BP_OFFSET)
+				bp = *(const uintptr_t *)at;
+			sp = cfa;
+			exact = false;
+			if (pc == 0)
+				break;
+		} else {
+			if (kind == CFI_K_END)
+				break;
+			w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = exact;
+			if (!step_slow(w, r))
+				break;
+			pc = w->f.pc, sp = w->f.sp, bp = w->f.bp, exact = w->exact;
+			hi = w->f.lo + w->f.span + 8;
+			c = w->cache;
+			gen = w->gen;
+		}
+		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo)
+			continue;
+		pcs[n++] = pc;
+	}
+	return n;
+}
+
+/* The loop keeps the registers in locals (the compiler cannot prove that
+ * stores to pcs leave a struct alone) and handles inline the two shapes
+ * nearly every compiled frame has: CFA = rsp or rbp + k, rbp unchanged or
+ * saved at CFA + k. Its bounds checks need no lower bound: the return
+ * address and the saved rbp must lie in [sp, CFA - 8] (inside the frame),
+ * and the CFA at most at the stack's top. A frame failing them is not
+ * dropped but handed, like every other shape, to step_slow, which checks
+ * reads against the stack's bounds only. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC's SLP vectoriser packs pc/sp into vector registers and spills them:
+ * a 1.3x slower loop. */
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+/* The registers come as arguments, read by the caller in the frame the
+ * walk starts from (AGENT_FRAME_REGS): pc there is not a return address,
+ * so its rule is looked up as is. */
+static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
+				       int max, struct walk_memos *ms)
+{
+	/* a memo that does not pay records one walk in 8 (memo_account) */
+	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & 7)))
+		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max) };
+	struct walk w_, *w = &w_;
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	w->gen = gen;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
+	struct walk_memo *m = NULL;
+	bool record = ms != NULL, ended = false, joined = false;
+	uint8_t fail_below[MEMO_WAYS];  /* join: see there */
+	int walked = -1;                /* pcs found by walking, when a join found the rest */
+
+	/* a new walk, recorded into the next entry (the caller has looked
+	 * for one to replay: agent_memo_find) */
+	if (ms) {
+		int way = (int)(ms->next++ % MEMO_WAYS);
+		ms->e[ms->last % MEMO_WAYS].succ = (uint8_t)way;
+		ms->last = ms->pred = (unsigned)way;
+		m = &ms->e[way];
+		ms->sp0[way] = sp;
+		ms->sp0_lo[way] = (uint32_t)sp;
+		m->valid = false;
+		m->succ = (uint8_t)way;
+		m->pc0 = pc, m->sp0 = sp, m->bp0 = bp, m->max = max, m->gen = gen;
+		__builtin_memset(fail_below, 0, sizeof fail_below);
+	}
+	stack_bounds(w, w->f.sp);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	uintptr_t hi = w->f.lo + w->f.span + 8;
+	bool exact = w->exact;
+	struct slot *c = w->cache;
+	for (int budget = max + 64; n < max && budget > 0; budget--) {
+		struct packed r = { CFI_K_NONE, 0 };
+		if (AGENT_LIKELY(c))
+			r = cache_get(c, cache_key(pc, exact), gen);
+		if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+			w->f.pc = pc, w->exact = exact;
+			r = rule_slow(w);
+			c = w->cache;
+			gen = w->gen;
+		}
+		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
+		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
+		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		/* Signed: user addresses are below 2^63, and neither may wrap. */
+		intptr_t room = (intptr_t)(cfa - sp) - 8;       /* frame less the RA */
+		intptr_t limit = (intptr_t)(hi - sp) - 8;
+		if (AGENT_LIKELY((kind == CFI_K_CFA_RSP || kind == CFI_K_CFA_RBP) && how <= CFI_BP_OFFSET &&
+			   room >= 0 && room <= limit &&
+			   (how == CFI_BP_SAME || at - sp <= (uintptr_t)room))) {
+			pc = *(const uintptr_t *)(cfa - 8);
+			if (how == CFI_BP_OFFSET)
+				bp = *(const uintptr_t *)at;
+			if (record) {
+				/* A restored rbp matters only if a later frame finds
+				 * its CFA from it; code without frame pointers keeps
+				 * anything in rbp, and checking that would fail. */
+				if (kind == CFI_K_CFA_RBP && bp_src >= 0)
+					m->bp_need[bp_src] = true;
+				if (k < MEMO_FRAMES) {
+					m->rbp_src[k] = (int8_t)(kind == CFI_K_CFA_RBP ? bp_src : -2);
+					m->fr[k].at = cfa - 8;
+					m->fr[k].ra = pc;
+					m->bp_at[k] = at;
+					m->bp[k] = bp;
+					m->bp_need[k] = false;
+					if (how == CFI_BP_OFFSET)
+						bp_src = k;
+					k++;
+				} else {
+					record = false;
+				}
+			}
+			sp = cfa;
+			exact = false;
+			if (pc == 0) {
+				ended = true;
+				break;
+			}
+		} else {
+			/* The outermost frame (_start, clone) ends every walk: its
+			 * rule alone decides that, so the record stays good. Any
+			 * other slow step reads more than the record keeps. */
+			if (kind == CFI_K_END) {
+				ended = true;
+				break;
+			}
+			record = false;
+			w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = exact;
+			if (!step_slow(w, r))
+				break;
+			pc = w->f.pc, sp = w->f.sp, bp = w->f.bp, exact = w->exact;
+			hi = w->f.lo + w->f.span + 8;
+			c = w->cache;
+			gen = w->gen;
+		}
+		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo) {
+			if (record && k > 0 && k <= MEMO_FRAMES)
+				m->n_after[k - 1] = 0;
+			continue;
+		}
+		pcs[n++] = pc;
+		if (record && k > 0 && k <= MEMO_FRAMES)
+			m->n_after[k - 1] = (uint8_t)(n < 255 ? n : 255);
+		if (ms && n > 1) {
+			int got = join(ms, m, record && k <= MEMO_FRAMES ? k : -1, bp_src, pc, sp, bp,
+				       hi, gen, max, pcs, n, fail_below);
+			if (got >= 0) {          /* finished, m not completed */
+				walked = n;
+				n = got;
+				record = false;
+				break;
+			}
+			if (got < -1) {          /* finished, m completed */
+				walked = n;
+				n = -got - 2;
+				joined = true;
+				break;
+			}
+		}
+	}
+	if (record && n <= MEMO_FRAMES && gen == m->gen) {
+		if (!joined)
+			m->nframes = k;
+		m->npcs = n;
+		m->ended = joined || ended;
+		for (int i = 0; i < n; i++)
+			m->pcs[i] = pcs[i];
+		m->valid = true;
+		memo_finish(ms, m);
+	}
+	if (ms)
+		memo_account(ms, walked < 0 ? n : walked, walked < 0 ? 0 : n - walked);
+	return (struct agent_walk){ .memo = m && m->valid ? m : NULL, .npcs = n };
+}
+
+/* A walk from the frame this is inlined into (its caller's frame is the
+ * first one reported). */
+static inline __attribute__((always_inline)) struct agent_walk capture(uintptr_t *pcs, int max,
+								    struct walk_memos *ms)
+{
+	uintptr_t pc, sp, bp;
+	if (max <= 0)
+		return (struct agent_walk){ .memo = NULL, .npcs = 0 };
+	AGENT_FRAME_REGS(pc, sp, bp);
+	struct walk_memo *m = ms ? agent_memo_find(ms, pc, sp, bp, max) : NULL;
+	if (m)
+		return (struct agent_walk){ .memo = m, .npcs = agent_memo_npcs(m), .replayed = true };
+	return walk(pc, sp, bp, pcs, max, ms);
+}
+
+AGENT_NOINLINE int agent_unwind_cfi(uintptr_t *pcs, int max)
+{
+	int n = capture(pcs, max, NULL).npcs;
+	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
+	return n;
+}
+
+AGENT_NOINLINE struct agent_walk agent_unwind_cfi_memo(uintptr_t *pcs, int max, struct walk_memos *ms)
+{
+	struct agent_walk r = capture(pcs, max, ms);
+	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
+	return r;
+}
+
+AGENT_NOINLINE struct agent_walk agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp,
+					       uintptr_t *pcs, int max, struct walk_memos *ms)
+{
+	if (max <= 0)
+		return (struct agent_walk){ .memo = NULL, .npcs = 0 };
+	return walk(pc, sp, bp, pcs, max, ms);
+}
+
+/* A plain walk that keeps every frame and its stack pointer: the rule of
+ * each frame from the cache or cfi.c, every step by step_slow (which
+ * knows every rule). */
+AGENT_NOINLINE int agent_unwind_frames(uintptr_t *pcs, uintptr_t *sps, int max)
+{
+	struct walk w_, *w = &w_;
+	uintptr_t pc, sp, bp;
+	AGENT_FRAME_REGS(pc, sp, bp);
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	stack_bounds(w, sp);
+	int n = 0;
+	for (int budget = max + 64; n < max && budget > 0; budget--) {
+		struct packed r = { CFI_K_NONE, 0 };
+		if (w->cache)
+			r = cache_get(w->cache, cache_key(w->f.pc, w->exact), w->gen);
+		if (kind_of(r.w0) == CFI_K_NONE)
+			r = rule_slow(w);
+		if (kind_of(r.w0) == CFI_K_END || !step_slow(w, r))
+			break;
+		pcs[n] = w->f.pc;
+		sps[n] = w->f.sp;
+		n++;
+	}
+	__asm__ volatile("" ::: "memory");      /* keep this frame, no tail call */
+	return n;
+}

@@ -1,0 +1,227 @@
+/*
+ * walk_memo.h — a thread's last stack walks, so that the next walk from
+ * the same place is checked instead of redone (a replay), and a new walk
+ * that reaches a frame a recorded one went through copies the rest (a
+ * join).
+ *
+ * The unwinder (unwind.c) is the only writer of these structures: it
+ * records walks into them and finishes walks from them. Everyone else
+ * (hooks.c, counters.c, the tests) goes through the functions at the end
+ * of this header: agent_memo_find to look for a replay, the accessors to
+ * read an entry's pcs and to attach the stack id the caller interned
+ * them as, agent_memo_forget_all when a thread's memo changes owner.
+ *
+ * A walk_memos belongs to one thread (its counters slot) and is never
+ * touched by another; every function here is hook-safe and signal-safe
+ * for the owning thread.
+ */
+#ifndef HEAPTRAIL_AGENT_WALK_MEMO_H
+#define HEAPTRAIL_AGENT_WALK_MEMO_H
+
+#include <emmintrin.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* A thread's last walks, so the next one from the same place can be
+ * checked instead of redone (unwind.c, replay). Owned by one thread. */
+#define MEMO_FRAMES 72
+#define MEMO_WAYS 32
+struct walk_memo {
+	uintptr_t pc0, sp0, bp0;       /* the starting registers */
+	uint32_t gen;                  /* the rule cache's generation */
+	int max, nframes, npcs;
+	bool valid;
+	uint32_t stack_id;             /* what hooks.c interned these pcs as */
+	int fn;
+	bool any_bp;                   /* some bp_need is set */
+	bool need_bp0;                 /* tail_bp[0], here on the header's line */
+	uint8_t succ;                  /* the entry found right after this one,
+					* last time (a guess for the next walk) */
+	struct {
+		uintptr_t at, ra;      /* where a return address was read, and it */
+	} fr[MEMO_FRAMES];
+	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
+	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
+	int8_t rbp_src[MEMO_FRAMES];   /* a CFA from rbp: the record whose read gave
+					* rbp (-1: bp0); -2: CFA from rsp */
+	bool tail_bp[MEMO_FRAMES + 1]; /* the records from here on need the rbp
+					* they start with */
+	uint8_t n_after[MEMO_FRAMES];  /* pcs found after this record's step */
+	bool ended;                    /* the walk reached the outermost frame */
+	uintptr_t pcs[MEMO_FRAMES];
+} __attribute__((aligned(64)));  /* the header, then the words to check, from a line's start */
+/* Frames of the recorded walks by their stack pointer, so a new walk that
+ * reaches a frame a recorded one went through (same sp, same pc, the rest
+ * of the stack unchanged) can copy the rest instead of walking it: the
+ * outer part of a thread's stack (main, an event loop, an interpreter)
+ * is shared by most of its allocations. */
+#define MEMO_JOIN_SLOTS 256
+#define MEMO_SCAN_MISSES 64
+#define MEMO_SCAN_HIT 32
+#define MEMO_WINDOW 64
+struct walk_join {
+	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
+	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
+};
+struct walk_memos {
+	struct walk_memo e[MEMO_WAYS];
+	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
+					* only where the starting sp matches */
+	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
+				       /* their low halves, compared four at a time */
+	unsigned next;                 /* the entry the next new walk replaces */
+	unsigned last;                 /* the entry last replayed or recorded */
+	unsigned pred;                 /* e[last].succ: the entry tried first */
+	struct walk_join join[MEMO_JOIN_SLOTS];
+	unsigned long joins;           /* walks finished by a join (for tests) */
+	unsigned scan_misses;          /* scans that found nothing, less
+					* MEMO_SCAN_HIT per one that did */
+	unsigned scan_tick;
+	/* Whether the memo pays (unwind.c, memo_account): pcs found by
+	 * replays and joins against pcs walked while recording, over windows
+	 * of MEMO_WINDOW recorded walks. When it does not (sparse), only one
+	 * walk in 8 is recorded, which costs less than it saves. */
+	uint64_t win_saved, win_walked;
+	unsigned win_n, sparse_tick;
+	bool sparse;
+};
+
+/* Bumped whenever cached rules are forgotten: a memo of an older
+ * generation is never replayed. */
+extern _Atomic uint32_t agent_unwind_gen;
+
+/* Whether a new walk from (pc, sp, bp) would be m's: same starting
+ * registers (rbp only when the walk used it: code without frame pointers
+ * keeps anything in rbp, the allocation's size say, which must not defeat
+ * the memo), same rules (no flush since), and every stack word the
+ * recorded walk read still holds the value it read. A walk is a function
+ * of exactly those. The words read are all above sp, on the stack the
+ * walk was recorded on, and are read innermost first, stopping at the
+ * first that differs, so each read is the next frame's, above a frame
+ * that held: on another stack mapped at the same sp (a fiber library)
+ * the check stops where the two call chains part, not past the frames
+ * the current stack really has. Hook-safe; m belongs to the calling
+ * thread. */
+static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+				    uintptr_t bp, int max, uint32_t gen)
+{
+	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
+	    (m->need_bp0 && m->bp0 != bp))
+		return false;
+	/* innermost first, and no further than the first word that differs:
+	 * each word read is then next to one that held, on this thread's
+	 * stack as it was when the walk was recorded */
+	for (int k = 0; k < m->nframes; k++)
+		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
+			return false;
+	if (AGENT_UNLIKELY(m->any_bp))
+		for (int k = 0; k < m->nframes; k++)
+			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
+				return false;
+	return true;
+}
+
+/* The entries whose starting sp may be sp, as a bit mask: SSE2, which
+ * every x86-64 has, compares four low halves at once. */
+_Static_assert(MEMO_WAYS == 32, "agent_memo_candidates makes a 32-bit mask");
+static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintptr_t sp)
+{
+	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
+	uint32_t mask = 0;
+	for (int i = 0; i < MEMO_WAYS; i += 4) {
+		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
+		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
+	}
+	return mask;
+}
+
+/* The entry of ms a walk from (pc, sp, bp) would repeat
+ * (agent_memo_holds), or NULL. Tried first: the entry that followed the
+ * last one replayed or recorded last time (itself, for a loop allocating
+ * from one place); then the others with the same starting sp. Inline, so an allocation that repeats a walk costs no
+ * call. Hook-safe; ms belongs to the calling thread. */
+static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
+				  int max)
+{
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
+	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
+	int hit;
+	/* a program that takes turns between a few places: what came after
+	 * the last walk last time */
+	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
+		hit = (int)next;
+		goto found;
+	}
+	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
+	if (!cand)
+		return NULL;
+	/* A scan costs a check of every entry from here; a scan that finds a
+	 * walk to replay saves a walk, which costs tens of checks, so scans
+	 * pay unless fewer than about one in 33 find one. A thread with more
+	 * distinct stacks than entries finds none: it then scans one call in
+	 * 16 only, to notice when its stacks repeat again. Skipping a scan
+	 * only costs a walk, which finds the same stack. */
+	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
+		return NULL;
+	while (cand) {
+		hit = __builtin_ctz(cand);
+		cand &= cand - 1;
+		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
+			goto learned;
+	}
+	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
+		ms->scan_misses++;
+	return NULL;
+learned:
+	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
+	ms->e[last].succ = (uint8_t)hit;
+found:
+	ms->win_saved += (uint64_t)ms->e[hit].npcs;
+	ms->last = (unsigned)hit;
+	ms->pred = ms->e[hit].succ;
+	return &ms->e[hit];
+}
+
+
+/* The pcs of entry m (a replay leaves the caller's array alone), and how
+ * many there are. Valid until the owning thread's next walk. */
+static inline const uintptr_t *agent_memo_pcs(const struct walk_memo *m)
+{
+	return m->pcs;
+}
+
+static inline int agent_memo_npcs(const struct walk_memo *m)
+{
+	return m->npcs;
+}
+
+/* The stack id the caller interned m's pcs as for allocator fn, or 0 when
+ * it has not (or did for another allocator). */
+static inline uint32_t agent_memo_stack_id(const struct walk_memo *m, int fn)
+{
+	return m->fn == fn ? m->stack_id : 0;
+}
+
+static inline void agent_memo_set_stack_id(struct walk_memo *m, int fn, uint32_t id)
+{
+	m->fn = fn;
+	m->stack_id = id;
+}
+
+/* Forgets every walk of ms (a slot whose thread died, taken by another). */
+static inline void agent_memo_forget_all(struct walk_memos *ms)
+{
+	for (int w = 0; w < MEMO_WAYS; w++)
+		ms->e[w].valid = false;
+}
+
+/* How many walks were finished by a join so far (for tests). */
+static inline unsigned long agent_memo_joins(const struct walk_memos *ms)
+{
+	return ms->joins;
+}
+
+#endif
