@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/heapprofile.h"
 #include "agent/table.h"
@@ -49,9 +50,9 @@ static void auto_name(char *out, size_t cap, const char *kind)
 		n = agent_strlcpy(out, agent_config.prefix, cap - 64);
 	else if (agent_config.output[0]) {
 		n = agent_strlcpy(out, agent_config.output, cap - 80);
-		n += agent_strlcpy(out + n, "/heaptrail", cap - n);
+		n += agent_strlcpy(out + n, "/" FMT_FILE_PREFIX, cap - n);
 	} else
-		n = agent_strlcpy(out, "heaptrail", cap);
+		n = agent_strlcpy(out, FMT_FILE_PREFIX, cap);
 	out[n++] = '.';
 	n = (size_t)(agent_put_dec(out + n, (uint64_t)getpid()) - out);
 	out[n++] = '.';
@@ -60,7 +61,7 @@ static void auto_name(char *out, size_t cap, const char *kind)
 		out[n++] = '.';
 	}
 	n += agent_strlcpy(out + n, kind, cap - n);
-	agent_strlcpy(out + n, ".heap", cap - n);
+	agent_strlcpy(out + n, FMT_HEAP_SUFFIX, cap - n);
 }
 
 /* "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]": when the dump was
@@ -70,14 +71,14 @@ static void put_when(struct agent_writer *w)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	agent_put(w, "# heaptrail-dump ms=");
+	agent_put(w, FMT_HEAP_DUMP_LINE " " FMT_HEAP_MS);
 	agent_put_u64(w, agent_ms_since_start());
-	agent_put(w, " unix_ms=");
+	agent_put(w, " " FMT_HEAP_UNIX_MS);
 	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
-	agent_put(w, " pid=");
+	agent_put(w, " " FMT_HEAP_PID);
 	agent_put_u64(w, (uint64_t)getpid());
 	if (agent_config.run_id[0]) {
-		agent_put(w, " run=");
+		agent_put(w, " " FMT_HEAP_RUN);
 		agent_put(w, agent_config.run_id);
 	}
 	agent_put(w, "\n");
@@ -88,7 +89,7 @@ static void put_build_id(struct agent_writer *w, uintptr_t start, uintptr_t end,
 	char hex[48];
 	if (!agent_build_id_of_image(start, end, hex))
 		return;
-	agent_put(w, "# build-id ");
+	agent_put(w, FMT_HEAP_BUILD_ID " ");
 	agent_put(w, hex);
 	agent_put(w, " ");
 	agent_put(w, path);
@@ -188,9 +189,9 @@ static int dump_now(const char *path, const char *kind)
 	err = agent_writer_open_path(&w, path);
 	if (err)
 		goto out;
-	agent_put(&w, "heap profile: ");
+	agent_put(&w, FMT_HEAP_HEADER " ");
 	put_counts(&w, in_n, in_b, all_n, all_b);
-	agent_put(&w, " heap_v2/");
+	agent_put(&w, " " FMT_HEAP_V2 "/");
 	agent_put_u64(&w, agent_config.sample);
 	agent_put(&w, "\n");
 	put_when(&w);
@@ -207,7 +208,7 @@ static int dump_now(const char *path, const char *kind)
 		}
 		agent_put(&w, "\n");
 	}
-	agent_put(&w, "\nMAPPED_LIBRARIES:\n");
+	agent_put(&w, "\n" FMT_HEAP_MAPS "\n");
 	agent_put_file(&w, "/proc/self/maps");
 	put_build_ids(&w);
 	err = agent_writer_commit(&w);

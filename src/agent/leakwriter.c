@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/modules.h"
@@ -26,7 +27,7 @@ static void write_args(struct agent_writer *w)
 	char buf[8192];
 	ssize_t n = agent_read_small("/proc/self/cmdline", buf, sizeof buf);
 	for (ssize_t i = 0; i < n;) {
-		agent_put(w, "arg ");
+		agent_put(w, FMT_LEAKS_ARG " ");
 		agent_put_escaped(w, buf + i);
 		agent_put(w, "\n");
 		i += (ssize_t)agent_strlen(buf + i) + 1;
@@ -54,25 +55,25 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = 0;
 
-	agent_put(w, FMT_LEAKS_MAGIC " 1\n");
-	write_line_u64(w, "pid", (uint64_t)getpid());
-	write_line_u64(w, "ppid", (uint64_t)getppid());
+	agent_put(w, FMT_LEAKS_MAGIC " " FMT_STR(FMT_LEAKS_VERSION) "\n");
+	write_line_u64(w, FMT_LEAKS_PID, (uint64_t)getpid());
+	write_line_u64(w, FMT_LEAKS_PPID, (uint64_t)getppid());
 	if (agent_config.run_id[0]) {
-		agent_put(w, "run ");
+		agent_put(w, FMT_LEAKS_RUN " ");
 		agent_put(w, agent_config.run_id);
 		agent_put(w, "\n");
 	}
-	agent_put(w, "exe ");
+	agent_put(w, FMT_LEAKS_EXE " ");
 	agent_put_escaped(w, exe[0] ? exe : "?");
 	agent_put(w, "\n");
 	write_args(w);
 	if (killed_by)
-		write_line_u64(w, "exit signal", (uint64_t)killed_by);
+		write_line_u64(w, FMT_LEAKS_EXIT " " FMT_LEAKS_SIGNAL, (uint64_t)killed_by);
 	else if (status >= 0)
-		write_line_u64(w, "exit status", (uint64_t)status);
+		write_line_u64(w, FMT_LEAKS_EXIT " " FMT_LEAKS_STATUS, (uint64_t)status);
 	else
-		agent_put(w, "exit unknown\n");
-	agent_put(w, "totals ");
+		agent_put(w, FMT_LEAKS_EXIT " " FMT_LEAKS_UNKNOWN "\n");
+	agent_put(w, FMT_LEAKS_TOTALS " ");
 	agent_put_u64(w, t->allocs);
 	agent_put(w, " ");
 	agent_put_u64(w, t->frees);
@@ -83,12 +84,12 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 	agent_put(w, " ");
 	agent_put_u64(w, live_blocks);
 	agent_put(w, "\n");
-	write_line_u64(w, "dropped", t->dropped);
+	write_line_u64(w, FMT_LEAKS_DROPPED, t->dropped);
 	if (agent_config.sample > 1)
-		write_line_u64(w, "sample", agent_config.sample);
-	agent_put(w, freeres ? "freeres yes\n" : "freeres no\n");
+		write_line_u64(w, FMT_LEAKS_SAMPLE, agent_config.sample);
+	agent_put(w, freeres ? FMT_LEAKS_FREERES " " FMT_YES "\n" : FMT_LEAKS_FREERES " " FMT_NO "\n");
 	if (agent_allocator_bypassed()) {
-		agent_put(w, "allocator_bypassed ");
+		agent_put(w, FMT_LEAKS_BYPASSED " ");
 		agent_put_escaped(w, agent_allocator_bypassed());
 		agent_put(w, "\n");
 	}
@@ -97,7 +98,7 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 
 static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_stack *s)
 {
-	agent_put(w, "stack ");
+	agent_put(w, FMT_LEAKS_STACK " ");
 	agent_put_u64(w, id);
 	agent_put(w, " ");
 	agent_put(w, fmt_alloc_fn_names[s->fn]);
@@ -112,7 +113,7 @@ static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_
 static void write_record(struct agent_writer *w, int kind, uint64_t bytes, uint64_t blocks,
 			 uint32_t id)
 {
-	agent_put(w, "record ");
+	agent_put(w, FMT_LEAKS_RECORD " ");
 	agent_put(w, fmt_kind_names[kind]);
 	agent_put(w, " ");
 	agent_put_u64(w, bytes);
@@ -174,13 +175,13 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 
 static void file_name(char *name, size_t cap, unsigned check)
 {
-	size_t n = agent_strlcpy(name, "heaptrail.", cap);
+	size_t n = agent_strlcpy(name, FMT_FILE_PREFIX ".", cap);
 	n = (size_t)(agent_put_dec(name + n, (uint64_t)getpid()) - name);
 	if (check) {
-		n += agent_strlcpy(name + n, ".check-", cap - n);
+		n += agent_strlcpy(name + n, "." FMT_LEAKS_CHECK, cap - n);
 		n = (size_t)(agent_put_dec(name + n, check) - name);
 	}
-	agent_strlcpy(name + n, ".leaks", cap - n);
+	agent_strlcpy(name + n, FMT_LEAKS_SUFFIX, cap - n);
 }
 
 int agent_leakfile_write(const struct agent_leak_report *r)
@@ -193,15 +194,15 @@ int agent_leakfile_write(const struct agent_leak_report *r)
 	if (err == 0) {
 		write_header(&w, r);
 		if (r->check) {
-			agent_put(&w, "check ");
+			agent_put(&w, FMT_LEAKS_CHECK_LINE " ");
 			agent_put_u64(&w, r->check);
-			agent_put(&w, r->flags & HEAPTRAIL_LEAKS_INCREASED ? " increased\n" : " all\n");
+			agent_put(&w, r->flags & HEAPTRAIL_LEAKS_INCREASED ? " " FMT_LEAKS_INCREASED "\n" : " " FMT_LEAKS_ALL "\n");
 		}
 		if (info) {
-			agent_put(&w, "classified yes\n");
-			write_line_u64(&w, "scan_us", info->scan_ns / 1000);
+			agent_put(&w, FMT_LEAKS_CLASSIFIED " " FMT_YES "\n");
+			write_line_u64(&w, FMT_LEAKS_SCAN_US, info->scan_ns / 1000);
 			for (int k = FMT_KIND_DEFINITELY; k < FMT_KIND_COUNT; k++) {
-				agent_put(&w, "summary ");
+				agent_put(&w, FMT_LEAKS_SUMMARY " ");
 				agent_put(&w, fmt_kind_names[k]);
 				agent_put(&w, " ");
 				agent_put_u64(&w, info->bytes[k]);
@@ -211,9 +212,9 @@ int agent_leakfile_write(const struct agent_leak_report *r)
 			}
 		}
 		if (info && info->threads_unstopped)
-			write_line_u64(&w, "unstopped_threads", (uint64_t)info->threads_unstopped);
+			write_line_u64(&w, FMT_LEAKS_UNSTOPPED, (uint64_t)info->threads_unstopped);
 		write_records(&w, r);
-		agent_put(&w, "end\n");
+		agent_put(&w, FMT_LEAKS_END "\n");
 		err = agent_writer_commit(&w);
 	}
 	if (err) {

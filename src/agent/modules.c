@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/vocab.h"
 #include "agent/modules.h"
 #include "agent/writer.h"
 #include "agent/buildid.h"
@@ -102,7 +103,7 @@ void agent_modules_snapshot(void)
 static void write_module(struct agent_writer *w, const struct module *m,
 			 const char *name, bool loaded)
 {
-	agent_put(w, "module ");
+	agent_put(w, FMT_LEAKS_MODULE " ");
 	agent_put_hex(w, m->base);
 	agent_put(w, " ");
 	agent_put_hex(w, m->lo);
@@ -110,7 +111,7 @@ static void write_module(struct agent_writer *w, const struct module *m,
 	agent_put_hex(w, m->hi);
 	agent_put(w, " ");
 	agent_put(w, m->build_id[0] ? m->build_id : "-");
-	agent_put(w, loaded ? " loaded " : " unloaded ");
+	agent_put(w, loaded ? " " FMT_LEAKS_LOADED " " : " " FMT_LEAKS_UNLOADED " ");
 	agent_put_escaped(w, name[0] ? name : "?");
 	agent_put(w, "\n");
 }

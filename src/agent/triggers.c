@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
@@ -156,9 +157,9 @@ static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
 static void open_timeline(void)
 {
 	char name[64];
-	size_t n = agent_strlcpy(name, "heaptrail.", sizeof name);
+	size_t n = agent_strlcpy(name, FMT_FILE_PREFIX ".", sizeof name);
 	put_num(name, &n, (uint64_t)getpid());
-	agent_strlcpy(name + n, ".timeline", sizeof name - n);
+	agent_strlcpy(name + n, FMT_TIMELINE_SUFFIX, sizeof name - n);
 	timeline_on = false;
 	timeline_last_ms = UINT64_MAX;
 	struct agent_writer w;
@@ -167,11 +168,10 @@ static void open_timeline(void)
 		agent_strlcpy(timeline_path, w.path, sizeof timeline_path);
 		timeline_dev = w.dev;
 		timeline_ino = w.ino;
-		agent_put(&w, "# heaptrail timeline 1: ms live_bytes live_blocks "
-			  "allocated_bytes rss_bytes; sample=");
+		agent_put(&w, FMT_TIMELINE_HEADER ": " FMT_TIMELINE_COLUMNS "; " FMT_TIMELINE_SAMPLE);
 		agent_put_u64(&w, agent_config.sample);
 		if (agent_config.run_id[0]) {
-			agent_put(&w, " run=");
+			agent_put(&w, " " FMT_TIMELINE_RUN);
 			agent_put(&w, agent_config.run_id);
 		}
 		agent_put(&w, "\n");

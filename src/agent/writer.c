@@ -28,11 +28,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "format/vocab.h"
 #include "agent/writer.h"
 #include "agent/banned.h"
 
 #define WBUF (64 * 1024)
-#define TMP_PREFIX ".heaptrail-tmp-"
+#define TMP_PREFIX FMT_TMP_PREFIX
 
 /* 64 unpredictable bits: getrandom when the kernel has it, else what
  * varies (the cycle counter, the pid, an address), which O_EXCL keeps
