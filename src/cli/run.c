@@ -355,6 +355,10 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 	 * was meant for heaptrail's program. */
 	if (si->si_code == SI_KERNEL)
 		return;
+	/* Sent by PROG itself (kill(0, ...) or kill(getppid(), ...)): what it
+	 * meant for its parent or its group must not come back to it. */
+	if (si->si_code == SI_USER && si->si_pid == (pid_t)forward_to)
+		return;
 	int e = errno;
 	if (forward_to > 0)
 		kill((pid_t)forward_to, sig);

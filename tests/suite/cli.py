@@ -653,6 +653,21 @@ class Cli:
                             "SIGTERM handler)" % p.returncode)
         if o.count(b"got SIGTERM\n") != 1:
             problems.append("stdout %r, expected 'got SIGTERM' once" % o)
+        # a SIGTERM the program sends its own process group reaches it
+        # once, bare and under heaptrail run (which is in the group too);
+        # each in a session of its own, so the group is just these
+        prog = self.build_prog(self.specs["host_signals"], "fp")
+        for label, cmd in (("bare", [prog, "selfterm"]),
+                           ("heaptrail run", [self.heaptrail, "run", "-q", "-o",
+                                              os.path.join(work, "out-selfterm"),
+                                              "--", prog, "selfterm"])):
+            q = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=work, env=RUN_ENV,
+                               timeout=60, start_new_session=True)
+            if q.returncode != 0 or q.stdout != b"terms 1\n":
+                problems.append("%s, SIGTERM to its own group: status %d, "
+                                "stdout %r, expected 'terms 1'" %
+                                (label, q.returncode, q.stdout))
         return problems
 
     def host_run_bad_values(self, work, out, one_line_error):

@@ -19,6 +19,10 @@
  *            "ready", then "hit" from the handler for each signal it
  *            gets, and at EOF on stdin "roundtrip ok 0" (or "bad" and a
  *            bit mask of what differed), "handler ran N", "done"
+ *   selfterm counts SIGTERMs, sends one to its own process group (as a
+ *            program that stops its helpers does), waits half a second
+ *            and prints "terms N": bare and under `heaptrail run` N is
+ *            1 (heaptrail run, in the group too, must not pass it back)
  *   serve    prints "ready" and waits for EOF on stdin, then exits 0
  *   garbage  writes a garbage heaptrail.1.leaks into $HEAPTRAIL_OUTPUT,
  *            leaks one block and exits 0: the run still reports it
@@ -43,7 +47,13 @@ static void on_term(int sig)
 	_exit(3);
 }
 
-static volatile sig_atomic_t hits;
+static volatile sig_atomic_t hits, terms;
+
+static void count_term(int sig)
+{
+	(void)sig;
+	terms++;
+}
 
 static void on_own(int sig, siginfo_t *si, void *uc)
 {
@@ -70,6 +80,14 @@ NOINLINE static void leak_a_block(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "selfterm")) {
+		signal(SIGTERM, count_term);
+		kill(0, SIGTERM);
+		for (int i = 0; i < 50; i++)
+			usleep(10000);
+		printf("terms %d\n", (int)terms);
+		return 0;
+	}
 	if (!strcmp(mode, "term")) {
 		signal(SIGTERM, on_term);
 		printf("ready\n");
