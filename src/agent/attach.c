@@ -81,7 +81,7 @@ static const struct {
 	{ "_ZnamSt11align_val_t", FAM_ALLOC },
 	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", FAM_ALLOC },
 	{ "_ZnamSt11align_val_tRKSt9nothrow_t", FAM_ALLOC },
-	{ "dlclose", FAM_ALLOC },
+	{ "dlclose", FAM_ALLOC }, { "dlsym", FAM_ALLOC },
 };
 #define NNAMES (sizeof names / sizeof names[0])
 static uintptr_t mine[NNAMES];   /* the agent's definition of each */
