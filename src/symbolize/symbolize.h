@@ -2,14 +2,16 @@
  * symbolize — program counters to source frames, for the CLI only.
  *
  * Built on elfutils' libdwfl: each module recorded by the agent (path, load
- * bias, build-id) is reported to one Dwfl session at its recorded address,
- * so a dump taken in another process, or of a library that was dlclose'd
- * before exit, still resolves. Separate debug info is found the standard
+ * bias, build-id) is found by its recorded address range, so a dump taken
+ * in another process, or of a library that was dlclose'd before exit,
+ * still resolves. A module file is opened once per CLI process, whatever
+ * the number of symbolizers (processes of a run) that name it, and each
+ * of its pcs is resolved once. Separate debug info is found the standard
  * way (build-id under /usr/lib/debug/.build-id, .gnu_debuglink), and names
  * are demangled (C++ and Rust, legacy and v0).
  *
- * Invariants: every string handed out is owned by the symbolizer and stays
- * valid until sym_free(); each distinct pc is resolved once (cached).
+ * Invariants: every string and frame handed out stays valid until
+ * sym_free() (strings: until the CLI process ends); not thread-safe.
  * Never prints; problems (a missing file, a build-id that does not match)
  * are remembered per module and can be listed with sym_warnings().
  */
