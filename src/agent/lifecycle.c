@@ -660,10 +660,7 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, S
 
 static void die_by_default(int sig, const siginfo_t *si)
 {
-	struct sigaction dfl;
-	agent_memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	sigaction(sig, &dfl, NULL);
+	agent_sig_kernel_default(sig);
 	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
 	if (!fault)  /* delivered when the handler returns: it is blocked now */
 		syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
@@ -723,7 +720,8 @@ static void install_fatal_handlers(void)
 		sa.sa_sigaction = fatal_handler;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
-		sigaction(sig, &sa, NULL);
+		if (sigaction(sig, &sa, NULL) == 0)
+			agent_sig_hide_default(sig, fatal_handler);
 	}
 }
 

@@ -53,6 +53,14 @@ static struct owned {
 	struct sigaction prog[2];   /* the program's disposition */
 } owned[_NSIG];
 
+/* Signals whose default action the agent replaced by a handler of its
+ * own that reports and then acts as the default would (the fatal
+ * signals): the program reads SIG_DFL there, and setting SIG_DFL keeps
+ * the agent's handler. hidden_view is what the program last set (all
+ * zero: SIG_DFL as the kernel reports a disposition never set). */
+static _Atomic(agent_sig_fn) hidden[_NSIG];
+static struct sigaction hidden_view[_NSIG];
+
 static atomic_int table_lock;
 /* what libc puts in the kernel with every handler (seen on our own) */
 static int restorer_flag;
@@ -92,6 +100,11 @@ static int raw_sigmask(int how, const sigset_t *set, sigset_t *old)
 static bool is_owned(int sig)
 {
 	return sig > 0 && sig < _NSIG && atomic_load(&owned[sig].fn) != NULL;
+}
+
+static agent_sig_fn hidden_fn(int sig)
+{
+	return sig > 0 && sig < _NSIG ? atomic_load(&hidden[sig]) : NULL;
 }
 
 static bool has_handler(const struct sigaction *sa)
@@ -287,10 +300,69 @@ static void as_kernel_returns(struct sigaction *old, const struct sigaction *rec
 	*old = *rec;
 }
 
+/* sigaction on a signal whose default the agent replaced (see hidden). */
+static int hidden_sigaction(int sig, agent_sig_fn fn, const struct sigaction *act,
+			    struct sigaction *oldact)
+{
+	sigset_t saved;
+	lock(&saved);
+	struct sigaction cur;
+	int r = __sigaction(sig, NULL, &cur);
+	bool ours = r == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn;
+	struct sigaction prev = ours ? hidden_view[sig] : cur;
+	if (r == 0 && act) {
+		if (act->sa_handler == SIG_DFL) {
+			/* the agent's handler ends the process as SIG_DFL does */
+			struct sigaction sa;
+			agent_memset(&sa, 0, sizeof sa);
+			sa.sa_sigaction = fn;
+			sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+			sigemptyset(&sa.sa_mask);
+			r = __sigaction(sig, &sa, NULL);
+			if (r == 0) {
+				hidden_view[sig] = *act;
+				sigdelset(&hidden_view[sig].sa_mask, SIGKILL);
+				sigdelset(&hidden_view[sig].sa_mask, SIGSTOP);
+				hidden_view[sig].sa_flags |= restorer_flag;
+				if (restorer_flag)
+					hidden_view[sig].sa_restorer = restorer;
+			}
+		} else {
+			r = __sigaction(sig, act, NULL);
+		}
+	}
+	int e = errno;
+	unlock(&saved);
+	errno = e;
+	if (r == 0 && oldact)
+		*oldact = prev;
+	return r;
+}
+
+void agent_sig_hide_default(int sig, agent_sig_fn fn)
+{
+	if (sig > 0 && sig < _NSIG)
+		atomic_store(&hidden[sig], fn);
+}
+
+int agent_sig_kernel_default(int sig)
+{
+	struct sigaction dfl;
+	agent_memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	if (sig > 0 && sig < _NSIG)
+		atomic_store(&hidden[sig], NULL);
+	return __sigaction(sig, &dfl, NULL);
+}
+
 AGENT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
-	if (!is_owned(sig))
+	if (!is_owned(sig)) {
+		agent_sig_fn fn = hidden_fn(sig);
+		if (AGENT_UNLIKELY(fn != NULL))
+			return hidden_sigaction(sig, fn, act, oldact);
 		return __sigaction(sig, act, oldact);
+	}
 	sigset_t saved;
 	lock(&saved);
 	struct sigaction prev;
@@ -330,7 +402,7 @@ static sighandler_fn owned_signal(int sig, sighandler_fn h, int flags, bool mask
 #define SIGNAL_LIKE(name, field, flags, mask_self)                              \
 	AGENT_API sighandler_fn name(int sig, sighandler_fn h)                          \
 	{                                                                        \
-		if (!is_owned(sig) || h == SIG_ERR) {                            \
+		if ((!is_owned(sig) && !hidden_fn(sig)) || h == SIG_ERR) {       \
 			resolve();                                               \
 			if (real.field)                                          \
 				return real.field(sig, h);                       \
@@ -350,7 +422,7 @@ SIGNAL_LIKE(__sysv_signal, sysv_signal2, SA_RESETHAND | SA_NODEFER, false)
  * and unblocks it; returns SIG_HOLD when it was blocked before. */
 AGENT_API sighandler_fn sigset(int sig, sighandler_fn h)
 {
-	if (!is_owned(sig)) {
+	if (!is_owned(sig) && !hidden_fn(sig)) {
 		resolve();
 		if (real.sigset)
 			return real.sigset(sig, h);

@@ -13,6 +13,14 @@
 bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask);
 /* Hands a signal that is not heaptrail's to the program's disposition. */
 void agent_sig_program(int sig, siginfo_t *si, void *uc);
+/* fn, installed by the agent where the program left sig at SIG_DFL,
+ * reports and then acts as the default action: the program's sigaction,
+ * signal() and sigset() read SIG_DFL (or what it last set) while fn is
+ * in place, and setting SIG_DFL puts fn back instead. */
+void agent_sig_hide_default(int sig, void (*fn)(int, siginfo_t *, void *));
+/* Puts SIG_DFL in the kernel for sig, whatever the agent hid there
+ * (before the agent re-raises a fatal signal). Signal-safe. */
+int agent_sig_kernel_default(int sig);
 bool agent_sig_program_has_handler(int sig);
 void agent_signals_init(void);
 /* What a signal whose default action ends the process runs first (the
