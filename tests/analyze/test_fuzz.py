@@ -8,7 +8,9 @@ through tests/fuzz/run, from its seed corpus.
     fuzz:cfi        the agent's DWARF CFI parser (src/agent/cfi.c)
 
 Skipped when clang or its libFuzzer runtime (libclang-rt-14-dev) is
-missing. HEAPTRAIL_FUZZ_SECONDS changes the time per target (default 15).
+missing. HEAPTRAIL_FUZZ_SECONDS changes the time per target (default 15);
+HEAPTRAIL_FUZZ_SEED the random seed (default 1, so every clone explores
+the same inputs and a CI failure replays here; "random" for a new one).
 """
 import os
 import shutil
@@ -64,8 +66,12 @@ def test_target(suite, target):
     secs = int(os.environ.get("HEAPTRAIL_FUZZ_SECONDS", "15"))
     # -n: built once above; a make per target could relink one target
     # while another test runs it
-    rc, out, err = run_tests.run([os.path.join(ROOT, "tests", "fuzz", "run"), "-n", "-t",
-                                  str(secs), "-b", suite.build, target],
+    seed = os.environ.get("HEAPTRAIL_FUZZ_SEED", "1")
+    args = [os.path.join(ROOT, "tests", "fuzz", "run"), "-n", "-t", str(secs),
+            "-b", suite.build]
+    if seed != "random":
+        args += ["-s", seed]
+    rc, out, err = run_tests.run(args + [target],
                                  cwd=ROOT, timeout=secs + 300, env=os.environ)
     text = out.decode("utf-8", "replace")
     if rc != 0:
