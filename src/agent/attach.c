@@ -36,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -53,6 +54,7 @@
 #include "agent/table.h"
 #include "agent/triggers.h"
 #include "agent/writer.h"
+#include "format/vocab.h"
 #include "heaptrail.h"
 #include "agent/banned.h"
 
@@ -387,6 +389,9 @@ static void *rescan(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	agent_tls.busy = 1;
+	/* named, so that heaptrail never borrows it for a call (a detach run
+	 * on it would wait for itself to end) */
+	prctl(PR_SET_NAME, FMT_AGENT_THREAD, 0, 0, 0);
 	atomic_store(&rescan_tid, (int)syscall(SYS_gettid));
 	while (!atomic_load(&rescan_stop)) {
 		struct timespec t = { 0, 200 * 1000000 };

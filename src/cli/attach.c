@@ -44,6 +44,7 @@
 
 #include "cli/cli.h"
 #include "format/options.h"
+#include "format/vocab.h"
 
 #define RTLD_NOW_VALUE 2  /* dlfcn.h: RTLD_NOW, and the agent stays local */
 
@@ -66,6 +67,11 @@ struct target {
 	int npending;
 	struct timespec stopped_at;
 	double stopped_ms;
+	/* the thread was stopped in the program's own code, not in a system
+	 * call: calls run libc's syscall instruction at sysinsn, and it is
+	 * given back with its registers exactly as they were */
+	bool busy;
+	uint64_t sysinsn;
 };
 
 static double ms_since(const struct timespec *t0)
@@ -261,6 +267,17 @@ static bool futex_may_be_libc_lock(const char *maps, unsigned long addr)
 
 static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex);
 
+/* The agent's own thread (named FMT_AGENT_THREAD): never borrowed. */
+static bool agent_thread(pid_t pid, pid_t tid)
+{
+	char path[96], *comm;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/comm", pid, tid);
+	comm = slurp(path, NULL);
+	bool is = comm && !strncmp(comm, FMT_AGENT_THREAD "\n", FMT_LEN(FMT_AGENT_THREAD) + 1);
+	free(comm);
+	return is;
+}
+
 /* A thread of pid blocked in a waiting system call, or 0. Second
  * choice: one waiting on a futex that is no lock of libc's (see above). */
 static pid_t pick_thread(pid_t pid, pid_t avoid)
@@ -284,7 +301,7 @@ static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
 	}
 	for (struct dirent *e; (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || tid == avoid)
+		if (tid <= 0 || tid == avoid || agent_thread(pid, tid))
 			continue;
 		char sp[160];
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
@@ -356,6 +373,119 @@ static bool futex_ok(struct target *t)
 	return ok;
 }
 
+/* Whether the code at pc is the program's own, where a thread holds no
+ * lock that dlopen or the agent's start-up takes: a file-backed
+ * executable mapping that is not the C or C++ runtime, the loader, an
+ * allocator library, heaptrail's agent, or a module that defines malloc
+ * itself (an allocator linked into the program). The loader's locks are
+ * recursive, so a thread running a constructor inside dlopen may call it
+ * again. */
+static bool own_code(const char *maps, uint64_t pc)
+{
+	static const char *const runtime[] = { "/libc.so", "/ld-linux", "/ld-", "/libstdc++",
+		"/libgcc_s", "/libpthread", "/libheaptrail", "/libjemalloc", "/libtcmalloc",
+		"/libmimalloc", NULL };
+	static char checked[4][PATH_MAX];
+	static bool defines[4];
+	static int nchecked;
+	for (const char *l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long lo, hi;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(l, "%lx-%lx %7s %*s %*s %*s%n", &lo, &hi, perms, &pos) < 3 || !pos ||
+		    pc < lo || pc >= hi)
+			continue;
+		const char *p = l + pos;
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, "\n");
+		char path[PATH_MAX];
+		if (perms[2] != 'x' || *p != '/' || n >= sizeof path)
+			return false;
+		snprintf(path, sizeof path, "%.*s", (int)n, p);
+		for (const char *const *r = runtime; *r; r++)
+			if (strstr(path, *r))
+				return false;
+		for (int i = 0; i < nchecked; i++)
+			if (!strcmp(checked[i], path))
+				return !defines[i];
+		bool d = elf_symbol(path, "malloc") != 0;
+		if (nchecked < 4) {
+			snprintf(checked[nchecked], sizeof checked[0], "%s", path);
+			defines[nchecked++] = d;
+		}
+		return !d;
+	}
+	return false;
+}
+
+/* The address of a syscall instruction in the target's libc (inside its
+ * syscall() function), for a thread that was not stopped in one; 0 when
+ * not found. */
+static uint64_t find_sysinsn(struct target *t, const char *maps)
+{
+	static const char *const libc[] = { "libc.so.6", NULL };
+	char path[PATH_MAX];
+	uint64_t base, fn;
+	if (find_module(maps, libc, &base, path, sizeof path) ||
+	    !(fn = elf_symbol(path, "syscall")))
+		return 0;
+	unsigned char code[64];
+	if (mem_rw(t, base + fn, code, sizeof code, false))
+		return 0;
+	for (size_t i = 0; i + 1 < sizeof code; i++)
+		if (code[i] == 0x0f && code[i + 1] == 0x05)
+			return base + fn + i;
+	return 0;
+}
+
+/* Third choice, for a process whose threads never wait in a system call
+ * (CPU loops, spinning): stops each thread in turn and keeps the first
+ * one found running the program's own code (see own_code). Returns 0
+ * with t->busy set, or -EAGAIN. */
+static int borrow_busy(struct target *t)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
+	char *maps = slurp(path, NULL);
+	uint64_t sysinsn = maps ? find_sysinsn(t, maps) : 0;
+	snprintf(path, sizeof path, "/proc/%d/task", t->pid);
+	DIR *d = sysinsn ? opendir(path) : NULL;
+	int found = -EAGAIN;
+	for (struct dirent *e; d && found && (e = readdir(d));) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0 || agent_thread(t->pid, tid) || ptrace(PTRACE_SEIZE, tid, 0, 0))
+			continue;
+		t->tid = tid;
+		clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
+		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+		int st, sig;
+		while ((sig = wait_stop(t, &st)) > 0)
+			ptrace(PTRACE_CONT, tid, 0, sig);
+		if (sig < 0) {
+			t->tid = 0;
+			continue;
+		}
+		if (!ptrace(PTRACE_GETREGS, tid, 0, &t->saved) &&
+		    (long)t->saved.orig_rax == -1 && own_code(maps, t->saved.rip)) {
+			struct iovec iov = { t->xstate, sizeof t->xstate };
+			if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0)
+				t->xstate_len = iov.iov_len;
+			t->busy = true;
+			t->sysinsn = sysinsn;
+			found = 0;
+			break;
+		}
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		t->tid = 0;
+		t->stopped_ms += ms_since(&t->stopped_at);
+	}
+	if (d)
+		closedir(d);
+	free(maps);
+	return found;
+}
+
 /* Seizes and stops one waiting thread; fills t->saved. Returns 0, or
  * -errno with the reason printed. */
 static int borrow(struct target *t)
@@ -365,6 +495,10 @@ static int borrow(struct target *t)
 	for (int attempt = 0; attempt < 200; attempt++) {
 		pid_t tid = pick_thread(t->pid, 0);
 		if (!tid) {
+			/* no thread waits: after a short while, take one that
+			 * runs the program's own code */
+			if (ms_since(&t0) > 300 && borrow_busy(t) == 0)
+				return 0;
 			if (ms_since(&t0) > 5000)
 				break;
 			usleep(10000);
@@ -411,9 +545,9 @@ static int borrow(struct target *t)
 		t->tid = 0;
 		t->stopped_ms += ms_since(&t->stopped_at);
 	}
-	cli_error("no thread of process %d is waiting in a system call (read, poll, "
-		  "epoll_wait, a sleep, a condition variable...) where it could be borrowed "
-		  "safely", t->pid);
+	cli_error("no thread of process %d could be borrowed safely: none waits in a system "
+		  "call (read, poll, epoll_wait, a sleep, a condition variable...) or runs the "
+		  "program's own code (not libc's, the loader's or an allocator's)", t->pid);
 	return -EAGAIN;
 }
 
@@ -432,7 +566,7 @@ static void keep_signal(struct target *t, int sig)
 static void give_back(struct target *t)
 {
 	struct user_regs_struct r = t->saved;
-	if ((long)r.rax == -EINTR) {
+	if (!t->busy && (long)r.rax == -EINTR) {
 		/* the stop itself made the call fail (epoll_wait does):
 		 * run it again rather than let the program see EINTR */
 		r.rax = r.orig_rax;
@@ -449,6 +583,7 @@ static void give_back(struct target *t)
 		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
+	t->busy = false;
 }
 
 /* Runs the system call nr in the thread (its own syscall instruction).
@@ -456,7 +591,7 @@ static void give_back(struct target *t)
 static long remote_syscall(struct target *t, long nr, const long *a, int *gone)
 {
 	struct user_regs_struct r = t->saved;
-	r.rip = t->saved.rip - 2;
+	r.rip = t->busy ? t->sysinsn : t->saved.rip - 2;
 	r.rax = (unsigned long long)nr;
 	r.orig_rax = (unsigned long long)-1;
 	r.rdi = (unsigned long long)a[0];

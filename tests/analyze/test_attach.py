@@ -22,6 +22,14 @@ commands on stdin).
                     call (two allocate without a pause, main in pthread_join):
                     the attach borrows the joining thread (a futex that is no
                     lock of libc's); dump and detach; output unchanged
+    attach:cpu      a program whose threads never enter the kernel while
+                    they work (tests/analyze/progs/attach_cpu.c: CPU loops
+                    that allocate, the clock read through the vDSO): the
+                    attach borrows a thread stopped in the program's own
+                    code; dump and detach; every round of its checksum
+                    (integer and floating-point state) still agrees, its
+                    output equals the bare run's, and the detach does not
+                    wait on the agent's own thread
     attach:errors   no such pid, a zombie, a static binary, a process of
                     another user, a seccomp filter refusing the injected mmap:
                     one line each, exit 1, target untouched
@@ -403,18 +411,24 @@ def test_preloaded(suite):
     return problems, []
 
 
-def test_busy(suite):
+def build_prog(suite, name):
+    """tests/analyze/progs/NAME.c, built once into the work directory."""
     work, _ = build(suite)
-    src = os.path.join(HERE, "progs", "attach_busy.c")
-    prog = os.path.join(work, "attach_busy")
+    src = os.path.join(HERE, "progs", name + ".c")
+    prog = os.path.join(work, name)
     with _lock:
-        if "busy" not in _built:
+        if name not in _built:
             rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog + ".tmp",
                                         src], env=os.environ)
             if rc:
                 raise run_tests.Failure("build failed: %s" % run_tests.short(err))
             os.rename(prog + ".tmp", prog)
-            _built["busy"] = True
+            _built[name] = True
+    return work, prog
+
+
+def test_busy(suite):
+    work, prog = build_prog(suite, "attach_busy")
     out = os.path.join(work, "busy")
     run_tests.fresh_dir(out)
     os.rmdir(out)
@@ -440,6 +454,52 @@ def test_busy(suite):
         if t.p.returncode != 0 or t.out != ["ready", "done"] or err:
             problems.append("busy program: exit %d, output %s, stderr %r"
                             % (t.p.returncode, t.out, err[:200]))
+    finally:
+        t.kill()
+    return problems, []
+
+
+def test_cpu(suite):
+    work, prog = build_prog(suite, "attach_cpu")
+    rc, bare, err = run_tests.run([prog, "0.2"], timeout=60)
+    want = bare.decode().splitlines()
+    if rc or len(want) != 2 or not want[1].startswith("done "):
+        raise run_tests.Failure("bare run: exit %d, output %r, stderr %r" % (rc, bare, err))
+    out = os.path.join(work, "cpu")
+    run_tests.fresh_dir(out)
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work, argv=[prog, "8"])
+    try:
+        time.sleep(0.3)
+        rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
+        if expect_ok(problems, "attach", rc, err):
+            rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
+            expect_ok(problems, "dump", rc, err)
+            t0 = time.monotonic()
+            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+            took = time.monotonic() - t0
+            expect_ok(problems, "detach", rc, err)
+            # a detach run on the agent's own thread waited ~2.7 s for
+            # that thread to end
+            m = re.search(rb"thread stopped ([0-9.]+) ms", err)
+            if not m or float(m.group(1)) > 1500:
+                problems.append("detach held the thread %s (took %.1f s): %s"
+                                % (m.group(1).decode() + " ms" if m else "?", took,
+                                   run_tests.short(err, 200)))
+            final = sorted(f for f in os.listdir(out) if f.endswith(".final.heap"))
+            if final:
+                rc, top, err = heaptrail(suite, "top", "--alloc-space",
+                                         os.path.join(out, final[0]))
+                if b"cpu_site" not in top:
+                    problems.append("the final dump does not show cpu_site:\n%s" % top.decode())
+            else:
+                problems.append("no final dump: %s" % os.listdir(out))
+        rest, err = t.p.communicate(timeout=30)
+        t.out += rest.decode().splitlines()
+        if t.p.returncode != 0 or t.out != want or err:
+            problems.append("cpu program: exit %d, output %s (bare: %s), stderr %r"
+                            % (t.p.returncode, t.out, want, err[:200]))
     finally:
         t.kill()
     return problems, []
@@ -559,5 +619,6 @@ def collect(suite):
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
             ("attach:busy", lambda: test_busy(suite)),
+            ("attach:cpu", lambda: test_cpu(suite)),
             ("attach:errors", lambda: test_errors(suite)),
             ("attach:namespace", lambda: test_namespace(suite))]
