@@ -296,6 +296,9 @@ int cmd_timeline(int argc, char **argv)
 		goto out;
 	}
 	struct render_timeline_opts ro = { .name = c.path, .dump_ms = have_dump ? dump.ms : -1 };
+	char since[96];
+	if (c.pid > 0 && !cli_attach_label(c.path, c.pid, since, sizeof since))
+		ro.since = since;  /* heaptrail attach: nothing from before */
 	if (a.svg) {
 		size_t n;
 		FILE *f = open_memstream(&svg, &n);

@@ -70,6 +70,9 @@ int cmd_top(int argc, char **argv)
 		.value = v, .lines = o.lines, .exact = o.bytes, .max = o.nodecount ? o.nodecount : 20,
 		.name = o.args[0], .base = o.base, .focus = o.focus, .ignore = o.ignore,
 	};
+	char since[96];
+	if (p.pid > 0 && !cli_attach_label(o.args[0], p.pid, since, sizeof since))
+		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_top(stdout, &p, &t, &ro);
 	cli_prof_notes(&p);
 	ret = fflush(stdout) ? 1 : 0;

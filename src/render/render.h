@@ -53,7 +53,7 @@ struct render_table_opts {
 	const char *name;       /* the dump's name (top's heading) */
 	const char *base;       /* top: the base subtracted, or NULL */
 	const char *focus, *ignore; /* the filters applied, for the heading */
-	const char *since;      /* growth: "since attach at ..." for the heading, or NULL */
+	const char *since;      /* top, growth: "since attach at ..." for the heading, or NULL */
 };
 
 /* `heaptrail top`: p's total, then t's rows (prof_table_build on
@@ -121,6 +121,7 @@ int render_flame_svg(FILE *out, const struct prof_profile *p, const struct prof_
 struct render_timeline_opts {
 	const char *name;       /* the timeline's file, for headings */
 	int64_t dump_ms;        /* when the dump used for the peak was taken; -1: none */
+	const char *since;      /* "since attach at ..." for the heading, or NULL */
 };
 
 /* A massif-style text chart of live bytes over time, the peak marked,

@@ -64,6 +64,8 @@ void render_top(FILE *out, const struct prof_profile *p, const struct prof_table
 		fmt_value(a, sizeof a, total, v, o->exact, o->base != NULL));
 	if (p->sample > 1)
 		fprintf(out, " (sampled every %" PRIu64 " bytes on average: estimates)", p->sample);
+	if (o->since)
+		fprintf(out, " %s", o->since);
 	fprintf(out, "\n");
 	if (o->base)
 		fprintf(out, "(minus %s)\n", o->base);

@@ -57,6 +57,8 @@ void render_timeline_text(FILE *out, const struct prof_timeline *t,
 		t->nticks, t->nticks == 1 ? "" : "s");
 	if (t->sample > 1)
 		fprintf(out, " (sampled every %" PRIu64 " bytes: estimates)", t->sample);
+	if (o->since)
+		fprintf(out, " %s", o->since);
 	fputs("\n\n", out);
 
 	/* each column holds the most live bytes of its ticks; a column
@@ -169,6 +171,11 @@ void render_timeline_svg(FILE *out, const struct prof_timeline *t,
 	fprintf(out, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">"
 		"Live heap over time: ", SW / 2);
 	render_xml(out, o->name, 60);
+	if (o->since) {
+		fputs(" (", out);
+		render_xml(out, o->since, 48);
+		fputs(")", out);
+	}
 	fputs("</text>\n", out);
 	long ip = prof_timeline_peak(t);
 	if (ip < 0) {

@@ -15,7 +15,9 @@ commands on stdin).
                     default 10): no hang, no crash, output unchanged
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
-    attach:for      --for: heaptrail detaches by itself, final dump written
+    attach:for      --for: heaptrail detaches by itself, final dump written;
+                    `top` and `timeline` (text and SVG) say their figures are
+                    "since attach at" the time in the attach record
     attach:preloaded  `heaptrail dump PID` on a process started under
                     `heaptrail run`; `attach` refuses it with one line
     attach:busy     a program whose threads never wait in a plain system
@@ -349,6 +351,29 @@ def test_exit(suite):
     return problems, []
 
 
+def check_since(suite, problems, out, pid):
+    """top's and timeline's headings name the attach time of the record."""
+    with open(os.path.join(out, "heaptrail.%d.attach" % pid)) as f:
+        m = re.search(r"^attached (\d+)", f.read(), re.M)
+    if not m:
+        problems.append("no attach time in the attach record")
+        return
+    want = "since attach at " + time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                               time.gmtime(int(m.group(1))))
+    final = [n for n in os.listdir(out) if n.endswith(".final.heap")]
+    svg = os.path.join(out, "timeline.svg")
+    for what, args in (("top", ["top"] + [os.path.join(out, n) for n in final[:1]]),
+                       ("timeline", ["timeline", out]),
+                       ("timeline --svg", ["timeline", "--svg", svg, out])):
+        rc, text, err = heaptrail(suite, *args)
+        head = text.decode().split("\n")[0]
+        if what.endswith("--svg") and not rc:
+            with open(svg) as f:
+                head = re.search(r"Live heap over time:[^<]*", f.read()).group(0)
+        if rc or want not in head:
+            problems.append("%s: exit %d, heading %r, want %r" % (what, rc, head, want))
+
+
 def test_for(suite):
     work, prog = build(suite)
     out = os.path.join(work, "for")
@@ -372,6 +397,7 @@ def test_for(suite):
             rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
             if rc != 1 or b"not attached" not in err:
                 problems.append("detach after --for: exit %d, %s" % (rc, err[:200]))
+            check_since(suite, problems, out, t.p.pid)
         check_end(t, problems, ["ready", "done held=0 cached=256"])
     finally:
         t.kill()
