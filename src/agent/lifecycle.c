@@ -29,7 +29,9 @@
  * through and makes any later one wait for ever (the first one's exit
  * ends it), as glibc 2.41 does. The report paths claim the exit the same
  * way, so a thread that calls _exit while another writes the report
- * waits too.
+ * waits too. main returning is libc's own call to exit, which is not
+ * hooked: for a main that returns while another thread calls exit(), the
+ * constructor registers two last exit handlers (exit_park).
  *
  * When the exit report cannot be written, the agent says why on stderr
  * and, with the option error_exitcode=N (which `heaptrail run
@@ -197,6 +199,7 @@ static void start_sampling(void)
 /* ---------- constructor / destructor ---------- */
 
 static void start(bool preloaded);
+static void exit_park(int status, void *arg);
 
 __attribute__((constructor)) static void agent_constructor(void)
 {
@@ -210,6 +213,10 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	start(true);
+	/* the ld.so runs this before __libc_start_main registers _dl_fini:
+	 * these two are the last exit handlers of all (see exit_park) */
+	on_exit(exit_park, NULL);
+	on_exit(exit_park, NULL);
 	agent_tls.busy = 0;
 }
 
@@ -347,6 +354,32 @@ static void exit_handler(int status, void *arg)
 	agent_exit_claim();
 	late_report(status, arg);
 	if (report_err && agent_config.error_exitcode && resolve_exit())
+		real_exit(agent_config.error_exitcode);
+}
+
+/* The last two exit handlers (registered by the constructor, below
+ * _dl_fini). glibc before 2.41 lets two threads run the exit handlers at
+ * once (main returning, which is libc's own unhooked call to exit, while
+ * another thread calls exit()), and a thread that finds no handler left
+ * ends the process, even while the other one writes the report. While a
+ * park is left in the list no thread can find it empty: the thread that
+ * pops one and does not own the exit waits for ever (the owner's exit
+ * ends it); the owner makes sure of the report (writes it if no thread
+ * has, or waits for the thread writing it) and goes on. Two, so that one
+ * is still there while the owner runs the other. */
+static void exit_park(int status, void *arg)
+{
+	if (getpid() != agent_pid || !agent_attach_reports())
+		return;
+	agent_exit_claim();
+	late_report(status, arg);  /* nothing when it is written already */
+	for (pid_t t; atomic_load(&reported) && !atomic_load(&report_done) &&
+		      (t = atomic_load(&report_tid)) && syscall(SYS_tgkill, agent_pid, t, 0) == 0;) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	if (report_err && agent_config.error_exitcode && status != agent_config.error_exitcode &&
+	    resolve_exit())
 		real_exit(agent_config.error_exitcode);
 }
 

@@ -77,6 +77,8 @@ and the runner's own cases, on simple_leak.c and the others:
                     none is followed, the victim file is unchanged
   hostile:run:sigkill-dump  SIGKILL in the middle of a large dump: every
                     file named like a dump or report is whole
+  hostile:run:exit-race-loop  exit_main_race 30 times (main returns while
+                    a thread calls exit()): a report every time
   hostile:run:timeout-term  `timeout -s TERM 1 heaptrail run -- PROG`,
                     with --foreground, and kill -TERM of heaptrail run
                     alone: the program dies too, promptly
@@ -1101,6 +1103,29 @@ class Hostile:
                             run_tests.short(out))
         return problems, [run_tests.short(err, 300)]
 
+    def case_exit_race_loop(self):
+        """exit_main_race 30 times in a row under `heaptrail run`: main
+        returns while another thread calls exit(); every run must leave
+        its report (one in three was lost when only the thread that ran
+        the agent's last exit handler knew about the report)."""
+        problems = []
+        prog = self.build_prog(self.progs["exit_main_race"])
+        w = self.work("exit-race-loop")
+        runs = int(os.environ.get("HEAPTRAIL_EXIT_RACE_RUNS", "30"))
+        lost = []
+        for i in range(runs):
+            out = os.path.join(w, "out%d" % i)
+            rc, _, err, _ = run_group([self.heaptrail, "run", "-q", "-o", out, "--",
+                                       prog], w, 20)
+            text = err.decode(errors="replace")
+            if rc != 5 or "definitely lost: 600 bytes in 1 block" not in text:
+                lost.append("run %d: %s, %s" % (i + 1, describe(rc),
+                                                run_tests.short(err, 200)))
+        if lost:
+            problems.append("%d of %d runs without the report: %s"
+                            % (len(lost), runs, "; ".join(lost[:3])))
+        return problems, []
+
     def case_stale_dir(self):
         """An earlier run's report and a garbage .leaks in -o DIR."""
         problems, details = [], []
@@ -1221,6 +1246,7 @@ def collect(suite):
                      ("default-dir", h.case_default_dir),
                      ("signal-11", h.case_signal_11),
                      ("stale-dir", h.case_stale_dir),
+                     ("exit-race-loop", h.case_exit_race_loop),
                      ("leak-check-signal", h.case_leak_check_signal),
                      ("analyzers-devzero", h.case_analyzers)):
         tests.append(("hostile:run:" + name, fn))
