@@ -354,10 +354,59 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
 	char late[64];
 	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
+	if (g->sampled) {
+		char pm[48];
+		render_pm(pm, sizeof pm, s->slope, s->slope - s->slope_pm, s->slope + s->slope_pm,
+			  space, exact);
+		fprintf(out, "%4s  %-16s %16s %10s %16s %5.2f %12s -> %-12s %s\n", rank,
+			prof_trend_names[s->trend], d, pm, late, s->r2,
+			fmt_v(b, sizeof b, (double)s->first, space, exact, false),
+			fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+		return;
+	}
 	fprintf(out, "%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank,
 		prof_trend_names[s->trend], d, late, s->r2,
 		fmt_v(b, sizeof b, (double)s->first, space, exact, false),
 		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+}
+
+/* What would make the "too few samples" sites sure: the slope's sampling
+ * noise shrinks as sqrt(S / T) (analyze/growth.c), so by need F with a
+ * run F^2 times longer, or S divided by F^2. */
+static void put_unsure(FILE *out, const struct prof_growth *g)
+{
+	size_t n = 0;
+	double need = 1;
+	for (size_t i = 0; i < g->nsites; i++)
+		if (g->sites[i].trend == PROF_TREND_UNSURE) {
+			n++;
+			if (g->sites[i].need > need)
+				need = g->sites[i].need;
+		}
+	if (g->sampled && g->ndumps < PROF_GROWTH_MIN_DUMPS)
+		fprintf(out, "\n%zu dumps: a sampled run needs at least %d to call a site growing\n",
+			g->ndumps, PROF_GROWTH_MIN_DUMPS);
+	if (!n)
+		return;
+	double k = ceil(need * need * 1.2);  /* some margin: the slope itself is noisy */
+	if (k > 1e6)
+		k = 1e6;
+	uint64_t s = (uint64_t)((double)g->sample / k);
+	/* a round size: a power of two */
+	uint64_t p2 = 1;
+	while (p2 * 2 <= s)
+		p2 *= 2;
+	char size[32];
+	if (p2 >= 1024 * 1024 && !(p2 % (1024 * 1024)))
+		snprintf(size, sizeof size, "%" PRIu64 "m", p2 >> 20);
+	else if (p2 >= 1024)
+		snprintf(size, sizeof size, "%" PRIu64 "k", p2 >> 10);
+	else
+		snprintf(size, sizeof size, "%" PRIu64, p2);
+	fprintf(out, "\nnot enough samples to tell whether %zu site%s grow%s (\"too few "
+		"samples\": they rise, but sampling alone could make the rise); to be sure, "
+		"a run about %.0f times longer, or --sample %s (now %" PRIu64 ")\n", n,
+		n == 1 ? "" : "s", n == 1 ? "s" : "", k, size, g->sample);
 }
 
 void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
@@ -376,10 +425,20 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	fprintf(out, ", %s %s -> %s", space ? "in-use space" : "in-use objects",
 		fmt_v(a, sizeof a, (double)g->total.first, space, exact, false),
 		fmt_v(b, sizeof b, (double)g->total.last, space, exact, false));
-	if (sampled)
-		fprintf(out, " (sampled: estimates)");
-	fprintf(out, "\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend", "slope",
-		"later half", "r2", "first", "last", o->lines ? "site (file:line)" : "site");
+	if (sampled) {
+		double lo, hi, last = (double)g->total.last;
+		prof_interval90(last, g->total.vars[n - 1], &lo, &hi);
+		fprintf(out, " (sampled: estimates, the last %s at 90 %%; ±90%%: the slope's "
+			"interval)", render_pm(a, sizeof a, last, lo, hi, space, exact));
+	}
+	if (g->sampled)
+		fprintf(out, "\n\n%4s  %-16s %16s %10s %16s %5s %12s    %-12s %s\n", "rank", "trend",
+			"slope", "±90%", "later half", "r2", "first", "last",
+			o->lines ? "site (file:line)" : "site");
+	else
+		fprintf(out, "\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend",
+			"slope", "later half", "r2", "first", "last",
+			o->lines ? "site (file:line)" : "site");
 	long shown = 0;
 	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
 		if (shown == o->max)
@@ -409,4 +468,5 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, "(%zu more; -n to see them)\n", hidden);
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
+	put_unsure(out, g);
 }

@@ -203,8 +203,10 @@ def growth_run(suite, sample, tag=""):
     return out
 
 
+# rank trend slope [±90%, sampled only] later-half r2 first -> last site
 GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
-                        r"shrinking)\s+([+-]?\d+)/s\s+([+-]?\d+)/s\s+([\d.]+)\s+(-?\d+)\s+->"
+                        r"shrinking|too few samples)\s+([+-]?\d+)/s" + PM + r"?\s+([+-]?\d+)/s\s+"
+                        r"([\d.]+)\s+(-?\d+)\s+->"
                         r"\s+(-?\d+)\s+(\S+)\s*$")
 
 
