@@ -45,7 +45,14 @@ struct fit {
  *  - persistent errors (a leak: a block sampled, or missed, stays so in
  *    every later dump, so the errors add up like a random walk): the
  *    blocks new at dump i bring v_i - v_{i-1} of variance to every dump
- *    from i on, so Var b = sum_i (v_i - v_{i-1})^+ C_i^2, C_i = sum_{k>=i} c_k.
+ *    from i on, so Var b = sum_i (v_i - v_{i-1})^+ C_i^2, C_i = sum_{k>=i} c_k;
+ *  - errors that last a while and then change (a cache whose entries
+ *    are replaced: its size stays, its samples are drawn anew as they
+ *    turn over, so its estimate wanders for seconds at a time; neither
+ *    of the above sees that, and a line fitted to a wandering estimate
+ *    of a flat cache slopes). The worst such case is one error before
+ *    some dump m and an independent one from m on:
+ *    Var b = C_m^2 (mean v before m + mean v from m), taken at the worst m.
  * For a leak of r bytes/s sampled every S bytes over T seconds, the
  * second is r S / T in order of magnitude: the noise of a slope shrinks
  * as sqrt(S / T), which is what "need" (classify) turns into advice.
@@ -77,15 +84,26 @@ static void fit(const double *x, const int64_t *y, const double *var, size_t fro
 	}
 	if (!var)
 		return;
-	double indep = 0, persist = 0, tail = 0;
+	double indep = 0, persist = 0, step = 0, tail = 0, vtail = 0, vall = 0;
+	for (size_t i = from; i < n; i++)
+		vall += var[i];
 	for (size_t i = n; i-- > from;) {
 		double c = (x[i] - mx) / sxx;
 		indep += c * c * var[i];
 		tail += c;
+		vtail += var[i];
 		if (i > from && var[i] > var[i - 1])
 			persist += (var[i] - var[i - 1]) * tail * tail;
+		if (i > from) {
+			double before = (vall - vtail) / (double)(i - from);
+			double after = vtail / (double)(n - i);
+			double st = tail * tail * (before + after);
+			step = st > step ? st : step;
+		}
 	}
-	f->pm_sampling = PROF_Z90 * sqrt(indep > persist ? indep : persist);
+	double worst = indep > persist ? indep : persist;
+	worst = step > worst ? step : worst;
+	f->pm_sampling = PROF_Z90 * sqrt(worst);
 }
 
 /* max - min over the later half of the values (the half fit() uses) */
