@@ -144,21 +144,38 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	double change = s->slope * span, late_change = s->late_slope * span / 2;
 	double visible = (double)scale / 100 > 1 ? (double)scale / 100 : 1;
 	bool rises = s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope;
-	/* sampled: both slopes' intervals above zero, over enough dumps */
+	/* Sampled: the whole run's slope interval above zero, over enough
+	 * dumps, with a visible change; the later half still rising and
+	 * not clearly slower than half the whole run's slope, nor clearly
+	 * below the visible change (its interval, on half the points, is
+	 * wide: asking it to exclude zero too would miss small leaks) */
 	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - s->slope_pm > 0 &&
-		    s->late_slope - s->late_pm > 0;
+		    change >= visible && s->late_slope > 0 &&
+		    s->late_slope + s->late_pm >= 0.5 * s->slope &&
+		    (s->late_slope + s->late_pm) * span / 2 >= visible;
+	/* what the sampling alone could make of the rise from the first
+	 * value to the peak (two estimates: their variances add) */
+	double rise_noise = 0;
+	if (sampled) {
+		size_t ip = 0;
+		for (size_t i = 1; i < n; i++)
+			if (s->values[i] > s->values[ip])
+				ip = i;
+		rise_noise = PROF_Z90 * sqrt(s->vars[0] + s->vars[ip]);
+	}
 	if (fabs(change) < visible && fabs(late_change) < visible &&
 	    (double)(s->peak - s->first) < visible)
 		s->trend = PROF_TREND_FLAT;
-	else if (rises && (sampled ? sure : (s->r2 >= 0.6 || late_r2 >= 0.8)))
+	else if (sampled ? sure : rises && (s->r2 >= 0.6 || late_r2 >= 0.8))
 		s->trend = PROF_TREND_GROWING;
 	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
-		 late_range(s->values, n) * 2 < s->peak - s->first)
+		 late_range(s->values, n) * 2 < s->peak - s->first &&
+		 (double)(s->peak - s->first) > rise_noise)
 		/* flat later means the later half stays put, not only that its
 		 * fitted line is level: a site that jumps up and down (churn)
 		 * can fit a level line by chance */
 		s->trend = PROF_TREND_GREW_FLAT;
-	else if (sampled && s->slope > 0 && s->late_slope > 0 &&
+	else if (sampled && s->slope > 0 &&
 		 (s->slope - all.pm_scatter > 0 || n < PROF_GROWTH_MIN_DUMPS) &&
 		 (s->slope + s->slope_pm) * span >= visible) {
 		/* a line the points follow (their scatter does not explain the
@@ -166,8 +183,7 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 		 * no verdict, and by how much the noise must shrink for one
 		 * (the slopes' sampling half-widths over the slopes) */
 		s->trend = PROF_TREND_UNSURE;
-		double a = all.pm_sampling / s->slope, b = late.pm_sampling / s->late_slope;
-		s->need = a > b ? a : b;
+		s->need = all.pm_sampling / s->slope;
 		if (s->need < 1)
 			s->need = 1;  /* too few dumps, or the later half lags */
 	} else if (s->slope < 0 && (sampled ? s->slope + s->slope_pm < 0 : s->r2 >= 0.6))
