@@ -10,8 +10,9 @@ the bytes it holds by its own count.
                       At 16k, `heaptrail growth` must name both leaks
                       growing in at least 19 of the 20 runs and never
                       call the cache, the churn or the bursts growing;
-                      leak_session's slope must be 150 KB/s within 25 %
-                      (median within 10 %). At 512k (the agent's
+                      leak_session's slope must have a median within
+                      10 % of 150 KB/s, and its 90 % interval hold
+                      150 KB/s in at least 15 of 20 runs. At 512k (the agent's
                       default: a 24 KB/s leak brings about 1.4 samples in
                       30 s, so no method can see it), growth must never
                       call the cache or the churn growing, must call
@@ -20,9 +21,9 @@ the bytes it holds by its own count.
                       may also have no sample at all: then it is not
                       listed, rightly). And the
                       90 % interval `heaptrail top` gives for the live
-                      heap must hold the program's own figure in 84 % to
-                      96 % of the 16k dumps looked at (every other one:
-                      300 dumps).
+                      heap must hold the program's own figure in 82 % to
+                      98 % of the 16k dumps looked at (every other one:
+                      300 dumps; they are correlated, hence the band).
 
 Why 16k: growth needs some tens of samples of a leak over the run to
 call it (the slope's noise shrinks as sqrt(S / T), growth.c); 24 KB/s
@@ -44,7 +45,7 @@ RUNS, RUNS_DEFAULT, SECONDS = 20, 5, 30
 LEAKS = ("leak_session", "leak_token")
 NOT_LEAKS = ("cache_put", "handle_request", "burst_buffer")
 GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
-                        r"shrinking|too few samples)\s+([+-]?\d+)/s\s+(?:±\d+|\+\d+/-\d+)\s+"
+                        r"shrinking|too few samples)\s+([+-]?\d+)/s\s+(±\d+|\+\d+/-\d+)\s+"
                         r"([+-]?\d+)/s\s+[\d.]+\s+-?\d+\s+->\s+-?\d+\s+(\S+)\s*$")
 TOP_TOTAL = re.compile(r"in-use space (\d+) \(sampled every (\d+) bytes on average: estimates "
                        r"(?:±(\d+)|\+(\d+)/-(\d+)) at 90 %, from (\d+) samples\)")
@@ -72,7 +73,8 @@ def growth_rows(suite, out):
     for line in text.split("\n"):
         m = GROWTH_ROW.match(line)
         if m:
-            rows[m.group(5)] = (m.group(2), int(m.group(3)))
+            pm = [int(x) for x in re.findall(r"\d+", m.group(4))]
+            rows[m.group(6)] = (m.group(2), int(m.group(3)), pm[0], pm[-1])
     return rows, text
 
 
@@ -126,7 +128,7 @@ def test_server(suite):
             else:
                 details.append("%s: leaks %s\n%s" % (name, [rows.get(l) for l in LEAKS], text))
             if "leak_session" in rows:
-                slopes.append(rows["leak_session"][1])
+                slopes.append(rows["leak_session"][1:])
         else:
             for l in LEAKS:
                 # absent: not one sample in the run, growth cannot know of it
@@ -145,13 +147,18 @@ def test_server(suite):
             named, RUNS, RUNS - 1))
     details.append("both leaks named in %d of %d runs at 16k" % (named, RUNS))
     if slopes:
-        off = [s for s in slopes if not 0.75 * 150000 <= s <= 1.25 * 150000]
-        med = statistics.median(slopes)
-        if off or not 0.9 * 150000 <= med <= 1.1 * 150000:
-            problems.append("leak_session slopes %s B/s (median %d), the program leaks "
-                            "150000 B/s" % (sorted(slopes), med))
-        details.append("leak_session slope: median %d B/s, range %d to %d" % (
-            med, min(slopes), max(slopes)))
+        # each slope's own 90 % interval should hold the true rate about
+        # 9 times in 10 (at least 15 of 20 here), and the median be close
+        held = sum(1 for s, up, down in slopes if s - down <= 150000 <= s + up)
+        med = statistics.median(s for s, _, _ in slopes)
+        if held < RUNS * 3 // 4 or not 0.9 * 150000 <= med <= 1.1 * 150000:
+            problems.append("leak_session slopes %s B/s (median %d): their intervals hold "
+                            "the program's 150000 B/s in %d of %d" % (
+                                sorted(slopes), med, held, len(slopes)))
+        details.append("leak_session slope: median %d B/s, range %d to %d; its 90 %% "
+                       "interval holds 150000 in %d of %d runs" % (
+                           med, min(s for s, _, _ in slopes), max(s for s, _, _ in slopes),
+                           held, len(slopes)))
 
     # the live heap's 90 % intervals against the program's own count
     jobs = []
@@ -204,9 +211,12 @@ def test_server(suite):
                    "dumps (%.1f %%); half-width median %.1f %% of the estimate" % (
                        inside, len(results), 100 * cover,
                        100 * statistics.median(widths) if widths else 0))
-    if not 0.84 <= cover <= 0.96:
+    # the dumps of one run share most of their samples, so the 300 are
+    # worth far fewer independent trials: a wide band, which a 68 % or a
+    # 99 % interval still falls out of
+    if not 0.82 <= cover <= 0.98:
         problems.append("the 90 %% intervals hold the live heap in %.1f %% of %d dumps, "
-                        "want 84 %% to 96 %%" % (100 * cover, len(results)))
+                        "want 82 %% to 98 %%" % (100 * cover, len(results)))
     return problems, details
 
 
