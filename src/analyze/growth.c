@@ -144,12 +144,13 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	double change = s->slope * span, late_change = s->late_slope * span / 2;
 	double visible = (double)scale / 100 > 1 ? (double)scale / 100 : 1;
 	bool rises = s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope;
-	/* Sampled: the whole run's slope interval above zero, over enough
-	 * dumps, with a visible change; the later half still rising and
+	/* Sampled: the whole run's slope 99 % interval above zero (growth.h
+	 * says why 99), over enough dumps, with a visible change; the later half still rising and
 	 * not clearly slower than half the whole run's slope, nor clearly
 	 * below the visible change (its interval, on half the points, is
 	 * wide: asking it to exclude zero too would miss small leaks) */
-	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - s->slope_pm > 0 &&
+	double k99 = PROF_GROWTH_Z / PROF_Z90;  /* 90 % half-widths -> 99 % */
+	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - k99 * s->slope_pm > 0 &&
 		    change >= visible && s->late_slope > 0 &&
 		    s->late_slope + s->late_pm >= 0.5 * s->slope &&
 		    (s->late_slope + s->late_pm) * span / 2 >= visible;
@@ -183,7 +184,7 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 		 * no verdict, and by how much the noise must shrink for one
 		 * (the slopes' sampling half-widths over the slopes) */
 		s->trend = PROF_TREND_UNSURE;
-		s->need = all.pm_sampling / s->slope;
+		s->need = k99 * all.pm_sampling / s->slope;
 		if (s->need < 1)
 			s->need = 1;  /* too few dumps, or the later half lags */
 	} else if (s->slope < 0 && (sampled ? s->slope + s->slope_pm < 0 : s->r2 >= 0.6))
