@@ -90,8 +90,9 @@ const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);
 /* The uncertainty of an estimate est whose 90 % interval is [lo, hi],
  * compactly and in est's own unit, into buf: "±0.30" (beside "1.20 MiB":
  * 0.30 MiB), or "+1.5/-0.70" when the interval is lopsided (few samples),
- * integers when exact (--bytes) or for counts (space false). "±0" when
- * lo == hi. Returns buf. */
+ * with its unit named when bigger than est's ("±1.87 MiB" beside
+ * "313.74 KiB"); integers when exact (--bytes) or for counts (space
+ * false). "±0" when lo == hi. Returns buf. */
 const char *render_pm(char *buf, size_t cap, double est, double lo, double hi, bool space,
 		      bool exact);
 

@@ -50,20 +50,31 @@ const char *render_pm(char *buf, size_t cap, double est, double lo, double hi, b
 		snprintf(buf, cap, "±0");
 		return buf;
 	}
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	const char *suffix = "";
 	if (space && !exact) {
-		/* render_bytes()'s unit for est */
-		double a = fabs(est) > 0 ? fabs(est) : m;
-		for (int u = 0; a >= 1024 && u < 5; u++) {
+		/* render_bytes()'s unit for est; the half-width's own, named,
+		 * when it needs a bigger one ("+12.00 KiB ±1.50 MiB") */
+		double a = fabs(est) > 0 ? fabs(est) : m, am = m;
+		int u = 0, um = 0;
+		for (; a >= 1024 && u < 5; u++)
 			a /= 1024;
-			unit *= 1024;
+		for (; am >= 1024 && um < 5; um++)
+			am /= 1024;
+		if (um > u) {
+			u = um;
+			suffix = units[u];
 		}
+		for (int i = 0; i < u; i++)
+			unit *= 1024;
 		/* two or three significant digits: 0.30, 4.6, 463 */
 		prec = unit == 1 || m / unit >= 100 ? 0 : m / unit >= 10 ? 1 : 2;
 	}
 	if (up - down > 0.25 * m || down - up > 0.25 * m)
-		snprintf(buf, cap, "+%.*f/-%.*f", prec, up / unit, prec, down / unit);
+		snprintf(buf, cap, "+%.*f/-%.*f%s%s", prec, up / unit, prec, down / unit,
+			 *suffix ? " " : "", suffix);
 	else
-		snprintf(buf, cap, "±%.*f", prec, m / unit);
+		snprintf(buf, cap, "±%.*f%s%s", prec, m / unit, *suffix ? " " : "", suffix);
 	return buf;
 }
 
@@ -358,7 +369,7 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 		char pm[48];
 		render_pm(pm, sizeof pm, s->slope, s->slope - s->slope_pm, s->slope + s->slope_pm,
 			  space, exact);
-		fprintf(out, "%4s  %-16s %16s %10s %16s %5.2f %12s -> %-12s %s\n", rank,
+		fprintf(out, "%4s  %-16s %16s %11s %16s %5.2f %12s -> %-12s %s\n", rank,
 			prof_trend_names[s->trend], d, pm, late, s->r2,
 			fmt_v(b, sizeof b, (double)s->first, space, exact, false),
 			fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
@@ -432,7 +443,7 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 			"interval)", render_pm(a, sizeof a, last, lo, hi, space, exact));
 	}
 	if (g->sampled)
-		fprintf(out, "\n\n%4s  %-16s %16s %10s %16s %5s %12s    %-12s %s\n", "rank", "trend",
+		fprintf(out, "\n\n%4s  %-16s %16s %11s %16s %5s %12s    %-12s %s\n", "rank", "trend",
 			"slope", "±90%", "later half", "r2", "first", "last",
 			o->lines ? "site (file:line)" : "site");
 	else
