@@ -145,10 +145,11 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	double visible = (double)scale / 100 > 1 ? (double)scale / 100 : 1;
 	bool rises = s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope;
 	/* Sampled: the whole run's slope 99 % interval above zero (growth.h
-	 * says why 99), over enough dumps, with a visible change; the later half still rising and
-	 * not clearly slower than half the whole run's slope, nor clearly
-	 * below the visible change (its interval, on half the points, is
-	 * wide: asking it to exclude zero too would miss small leaks) */
+	 * says why 99), over enough dumps, with a visible change; the later
+	 * half still rising and not clearly slower than half the whole
+	 * run's slope, nor clearly below the visible change (its interval,
+	 * on half the points, is wide: asking it to exclude zero too would
+	 * miss small leaks) */
 	double k99 = PROF_GROWTH_Z / PROF_Z90;  /* 90 % half-widths -> 99 % */
 	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - k99 * s->slope_pm > 0 &&
 		    change >= visible && s->late_slope > 0 &&
@@ -182,7 +183,7 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 		/* a line the points follow (their scatter does not explain the
 		 * rise away), but which the sampling alone could have drawn:
 		 * no verdict, and by how much the noise must shrink for one
-		 * (the slopes' sampling half-widths over the slopes) */
+		 * (the slope's sampling half-width at 99 % over the slope) */
 		s->trend = PROF_TREND_UNSURE;
 		s->need = k99 * all.pm_sampling / s->slope;
 		if (s->need < 1)
