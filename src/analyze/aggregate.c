@@ -90,15 +90,21 @@ int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool li
 		if (!s->nframes)
 			continue;
 		struct prof_row *leaf = &t->rows[row_of[s->frames[0]]];
-		for (int k = 0; k < PROF_NVALUES; k++)
+		for (int k = 0; k < PROF_NVALUES; k++) {
 			leaf->flat[k] += s->v[k];
+			leaf->flat_var[k] += s->var[k];
+			leaf->flat_n[k] += abs64(s->nsampled[k]);
+		}
 		for (uint32_t f = 0; f < s->nframes; f++) {
 			uint32_t r = row_of[s->frames[f]];
 			if (stamp[r] == i + 1)
 				continue;
 			stamp[r] = i + 1;
-			for (int k = 0; k < PROF_NVALUES; k++)
+			for (int k = 0; k < PROF_NVALUES; k++) {
 				t->rows[r].cum[k] += s->v[k];
+				t->rows[r].cum_var[k] += s->var[k];
+				t->rows[r].cum_n[k] += abs64(s->nsampled[k]);
+			}
 		}
 	}
 	sort_value = v;

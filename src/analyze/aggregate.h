@@ -15,6 +15,10 @@ struct prof_row {
 	uint32_t frame;         /* a frame id that has this name */
 	uint32_t id;            /* private: its index before sorting */
 	int64_t flat[PROF_NVALUES], cum[PROF_NVALUES];
+	/* their variances (unbias.h; 0 when exact) and the sampled blocks
+	 * behind them (each stack's |nsampled| summed) */
+	double flat_var[PROF_NVALUES], cum_var[PROF_NVALUES];
+	int64_t flat_n[PROF_NVALUES], cum_n[PROF_NVALUES];
 };
 
 struct prof_table {

@@ -6,16 +6,62 @@
 
 #include "analyze/aggregate.h"
 #include "analyze/growth.h"
+#include "analyze/unbias.h"
 
 const char *const prof_trend_names[] = {
-	"growing", "grew, then flat", "fluctuating", "flat", "shrinking",
+	"growing", "grew, then flat", "fluctuating", "flat", "shrinking", "too few samples",
 };
 
-/* Least squares over points [from, n): slope and r². */
-static void fit(const double *x, const int64_t *y, size_t from, size_t n, double *slope,
-		double *r2)
+/* Two-sided 90 % quantiles of Student's t, by degrees of freedom (index
+ * 1..30; beyond, the normal's 1.645 is close enough). */
+static double t90(size_t dof)
+{
+	static const double q[] = {
+		0, 6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+		1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+		1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697,
+	};
+	return dof < sizeof q / sizeof q[0] ? q[dof] : PROF_Z90;
+}
+
+struct fit {
+	double slope, r2;
+	double pm_scatter;      /* 90 % half-width from the points' scatter */
+	double pm_sampling;     /* 90 % half-width from the sampling noise */
+};
+
+/*
+ * Least squares over points [from, n): the slope b = sum c_i y_i with
+ * c_i = (x_i - mean x) / Sxx, r², and two 90 % half-widths for b.
+ *
+ * Scatter: the textbook one, t(n-2) * sqrt(RSS / (n-2) / Sxx): what the
+ * points do about the line, whatever makes them (churn, bursts).
+ *
+ * Sampling: each y_i is an estimate of variance v_i (unbias.h). Two
+ * models bound how the errors of the dumps go together, and the larger
+ * counts:
+ *  - independent errors (a site whose blocks are freed and replaced
+ *    between dumps, so each dump draws new samples): Var b = sum c_i^2 v_i;
+ *  - persistent errors (a leak: a block sampled, or missed, stays so in
+ *    every later dump, so the errors add up like a random walk): the
+ *    blocks new at dump i bring v_i - v_{i-1} of variance to every dump
+ *    from i on, so Var b = sum_i (v_i - v_{i-1})^+ C_i^2, C_i = sum_{k>=i} c_k;
+ *  - errors that last a while and then change (a cache whose entries
+ *    are replaced: its size stays, its samples are drawn anew as they
+ *    turn over, so its estimate wanders for seconds at a time; neither
+ *    of the above sees that, and a line fitted to a wandering estimate
+ *    of a flat cache slopes). The worst such case is one error before
+ *    some dump m and an independent one from m on:
+ *    Var b = C_m^2 (mean v before m + mean v from m), taken at the worst m.
+ * For a leak of r bytes/s sampled every S bytes over T seconds, the
+ * second is r S / T in order of magnitude: the noise of a slope shrinks
+ * as sqrt(S / T), which is what "need" (classify) turns into advice.
+ */
+static void fit(const double *x, const int64_t *y, const double *var, size_t from, size_t n,
+		struct fit *f)
 {
 	double sx = 0, sy = 0, m = (double)(n - from);
+	memset(f, 0, sizeof *f);
 	for (size_t i = from; i < n; i++) {
 		sx += x[i];
 		sy += (double)y[i];
@@ -27,8 +73,37 @@ static void fit(const double *x, const int64_t *y, size_t from, size_t n, double
 		sxy += dx * dy;
 		syy += dy * dy;
 	}
-	*slope = sxx > 0 ? sxy / sxx : 0;
-	*r2 = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : (syy > 0 ? 0 : 1);
+	f->slope = sxx > 0 ? sxy / sxx : 0;
+	f->r2 = sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : (syy > 0 ? 0 : 1);
+	if (!(sxx > 0))
+		return;
+	if (n - from > 2) {
+		double rss = syy - f->slope * sxy;
+		rss = rss > 0 ? rss : 0;
+		f->pm_scatter = t90(n - from - 2) * sqrt(rss / (m - 2) / sxx);
+	}
+	if (!var)
+		return;
+	double indep = 0, persist = 0, step = 0, tail = 0, vtail = 0, vall = 0;
+	for (size_t i = from; i < n; i++)
+		vall += var[i];
+	for (size_t i = n; i-- > from;) {
+		double c = (x[i] - mx) / sxx;
+		indep += c * c * var[i];
+		tail += c;
+		vtail += var[i];
+		if (i > from && var[i] > var[i - 1])
+			persist += (var[i] - var[i - 1]) * tail * tail;
+		if (i > from) {
+			double before = (vall - vtail) / (double)(i - from);
+			double after = vtail / (double)(n - i);
+			double st = tail * tail * (before + after);
+			step = st > step ? st : step;
+		}
+	}
+	double worst = indep > persist ? indep : persist;
+	worst = step > worst ? step : worst;
+	f->pm_sampling = PROF_Z90 * sqrt(worst);
 }
 
 /* max - min over the later half of the values (the half fit() uses) */
@@ -43,7 +118,8 @@ static int64_t late_range(const int64_t *v, size_t n)
 	return hi - lo;
 }
 
-static void classify(struct prof_growth_site *s, const double *x, size_t n, int64_t scale)
+static void classify(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
+		     bool sampled)
 {
 	s->first = s->values[0];
 	s->last = s->values[n - 1];
@@ -51,27 +127,68 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	for (size_t i = 1; i < n; i++)
 		if (s->values[i] > s->peak)
 			s->peak = s->values[i];
-	fit(x, s->values, 0, n, &s->slope, &s->r2);
-	double late_r2;
-	fit(x, s->values, n / 2 > n - 3 ? n - 3 : n / 2, n, &s->late_slope, &late_r2);
+	struct fit all, late;
+	size_t from = n / 2 > n - 3 ? n - 3 : n / 2;
+	fit(x, s->values, sampled ? s->vars : NULL, 0, n, &all);
+	fit(x, s->values, sampled ? s->vars : NULL, from, n, &late);
+	s->slope = all.slope;
+	s->r2 = all.r2;
+	s->late_slope = late.slope;
+	double late_r2 = late.r2;
+	s->slope_pm = all.pm_scatter > all.pm_sampling ? all.pm_scatter : all.pm_sampling;
+	s->late_pm = late.pm_scatter > late.pm_sampling ? late.pm_scatter : late.pm_sampling;
+	s->need = 0;
 	double span = x[n - 1] - x[0];
 	/* "visible": the fitted change over the run is at least 1% of the
 	 * whole heap's peak, and more than a trace */
 	double change = s->slope * span, late_change = s->late_slope * span / 2;
 	double visible = (double)scale / 100 > 1 ? (double)scale / 100 : 1;
+	bool rises = s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope;
+	/* Sampled: the whole run's slope 99 % interval above zero (growth.h
+	 * says why 99), over enough dumps, with a visible change; the later
+	 * half still rising and not clearly slower than half the whole
+	 * run's slope, nor clearly below the visible change (its interval,
+	 * on half the points, is wide: asking it to exclude zero too would
+	 * miss small leaks) */
+	double k99 = PROF_GROWTH_Z / PROF_Z90;  /* 90 % half-widths -> 99 % */
+	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - k99 * s->slope_pm > 0 &&
+		    change >= visible && s->late_slope > 0 &&
+		    s->late_slope + s->late_pm >= 0.5 * s->slope &&
+		    (s->late_slope + s->late_pm) * span / 2 >= visible;
+	/* what the sampling alone could make of the rise from the first
+	 * value to the peak (two estimates: their variances add) */
+	double rise_noise = 0;
+	if (sampled) {
+		size_t ip = 0;
+		for (size_t i = 1; i < n; i++)
+			if (s->values[i] > s->values[ip])
+				ip = i;
+		rise_noise = PROF_Z90 * sqrt(s->vars[0] + s->vars[ip]);
+	}
 	if (fabs(change) < visible && fabs(late_change) < visible &&
 	    (double)(s->peak - s->first) < visible)
 		s->trend = PROF_TREND_FLAT;
-	else if (s->slope > 0 && late_change >= visible && s->late_slope >= 0.5 * s->slope &&
-		 (s->r2 >= 0.6 || late_r2 >= 0.8))
+	else if (sampled ? sure : rises && (s->r2 >= 0.6 || late_r2 >= 0.8))
 		s->trend = PROF_TREND_GROWING;
 	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
-		 late_range(s->values, n) * 2 < s->peak - s->first)
+		 late_range(s->values, n) * 2 < s->peak - s->first &&
+		 (double)(s->peak - s->first) > rise_noise)
 		/* flat later means the later half stays put, not only that its
 		 * fitted line is level: a site that jumps up and down (churn)
 		 * can fit a level line by chance */
 		s->trend = PROF_TREND_GREW_FLAT;
-	else if (s->slope < 0 && s->r2 >= 0.6)
+	else if (sampled && s->slope > 0 &&
+		 (s->slope - all.pm_scatter > 0 || n < PROF_GROWTH_MIN_DUMPS) &&
+		 (s->slope + s->slope_pm) * span >= visible) {
+		/* a line the points follow (their scatter does not explain the
+		 * rise away), but which the sampling alone could have drawn:
+		 * no verdict, and by how much the noise must shrink for one
+		 * (the slope's sampling half-width at 99 % over the slope) */
+		s->trend = PROF_TREND_UNSURE;
+		s->need = k99 * all.pm_sampling / s->slope;
+		if (s->need < 1)
+			s->need = 1;  /* too few dumps, or the later half lags */
+	} else if (s->slope < 0 && (sampled ? s->slope + s->slope_pm < 0 : s->r2 >= 0.6))
 		s->trend = PROF_TREND_SHRINKING;
 	else
 		s->trend = PROF_TREND_FLUCTUATING;
@@ -93,6 +210,7 @@ struct entry {
 	const char *name;
 	size_t dump;
 	int64_t value;
+	double var;
 };
 
 static int cmp_entries(const void *a, const void *b)
@@ -117,8 +235,15 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 	g->ndumps = n;
 	g->x = calloc(n, sizeof *g->x);
 	g->total.values = calloc(n, sizeof *g->total.values);
-	if (!tabs || !g->x || !g->total.values)
+	g->total.vars = calloc(n, sizeof *g->total.vars);
+	if (!tabs || !g->x || !g->total.values || !g->total.vars)
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (ps[i].sample > 1) {
+			g->sampled = true;
+			if (ps[i].sample > g->sample)
+				g->sample = ps[i].sample;
+		}
 	g->timed = true;
 	for (size_t i = 0; i < n; i++)
 		if (ps[i].ms < 0 || (i && ps[i].ms <= ps[i - 1].ms))
@@ -127,6 +252,7 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 	for (size_t i = 0; i < n; i++) {
 		g->x[i] = g->timed ? (double)(ps[i].ms - ps[0].ms) / 1000.0 : (double)i;
 		g->total.values[i] = ps[i].total[v];
+		g->total.vars[i] = ps[i].total_var[v];
 		if (ps[i].total[v] > scale)
 			scale = ps[i].total[v];
 		if (prof_table_build(&tabs[i], &ps[i], lines, v, PROF_SORT_FLAT))
@@ -141,11 +267,12 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 					goto out;
 				es = ne;
 			}
-			es[nes++] = (struct entry){ tabs[i].rows[r].name, i, tabs[i].rows[r].flat[v] };
+			es[nes++] = (struct entry){ tabs[i].rows[r].name, i, tabs[i].rows[r].flat[v],
+						    tabs[i].rows[r].flat_var[v] };
 		}
 	}
 	g->total.name = "(all)";
-	classify(&g->total, g->x, n, scale);
+	classify(&g->total, g->x, n, scale, g->sampled);
 	qsort(es, nes, sizeof *es, cmp_entries);
 	size_t nnames = 0;
 	for (size_t i = 0; i < nes; i++)
@@ -159,14 +286,16 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 		if (!i || strcmp(es[i].name, es[i - 1].name)) {
 			struct prof_growth_site *s = &g->sites[g->nsites];
 			if (!(g->names[g->nsites] = strdup(es[i].name)) ||
-			    !(s->values = calloc(n, sizeof *s->values)))
+			    !(s->values = calloc(n, sizeof *s->values)) ||
+			    !(s->vars = calloc(n, sizeof *s->vars)))
 				goto out;
 			s->name = g->names[g->nsites++];
 		}
 		g->sites[g->nsites - 1].values[es[i].dump] += es[i].value;
+		g->sites[g->nsites - 1].vars[es[i].dump] += es[i].var;
 	}
 	for (size_t i = 0; i < g->nsites; i++)
-		classify(&g->sites[i], g->x, n, scale);
+		classify(&g->sites[i], g->x, n, scale, g->sampled);
 	qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
 	rc = 0;
 out:
@@ -184,11 +313,13 @@ void prof_growth_release(struct prof_growth *g)
 {
 	for (size_t i = 0; i < g->nsites; i++) {
 		free(g->sites[i].values);
+		free(g->sites[i].vars);
 		free(g->names ? g->names[i] : NULL);
 	}
 	free(g->sites);
 	free(g->names);
 	free(g->x);
 	free(g->total.values);
+	free(g->total.vars);
 	memset(g, 0, sizeof *g);
 }

@@ -318,6 +318,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 				  &v[PROF_INUSE_SPACE]);
 		prof_unbias_counts(d.sample, st->v[2], st->v[3], &v[PROF_ALLOC_OBJECTS],
 				  &v[PROF_ALLOC_SPACE]);
+		double var[PROF_NVALUES];
+		prof_unbias_var(d.sample, st->v[0], st->v[1], &var[PROF_INUSE_OBJECTS],
+				&var[PROF_INUSE_SPACE]);
+		prof_unbias_var(d.sample, st->v[2], st->v[3], &var[PROF_ALLOC_OBJECTS],
+				&var[PROF_ALLOC_SPACE]);
 		for (int k = 0; k < PROF_NVALUES; k++)
 			sum_abs += (double)v[k];
 		if (sum_abs > 0x1p61) {
@@ -345,6 +350,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		if (!s)
 			goto nomem;
 		memcpy(s->v, v, sizeof v);
+		memcpy(s->var, var, sizeof var);
+		s->nsampled[PROF_INUSE_OBJECTS] = s->nsampled[PROF_INUSE_SPACE] =
+			st->v[0] && st->v[1] ? (int64_t)st->v[0] : 0;
+		s->nsampled[PROF_ALLOC_OBJECTS] = s->nsampled[PROF_ALLOC_SPACE] =
+			st->v[2] && st->v[3] ? (int64_t)st->v[2] : 0;
 		s->nlocs = nl;
 		s->locs = prof_build_ids(p, nl ? nl : 1);
 		if (!s->locs)
@@ -369,8 +379,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 			skip++;
 		s->frames += skip;
 		s->nframes -= skip;
-		for (int k = 0; k < PROF_NVALUES; k++)
+		for (int k = 0; k < PROF_NVALUES; k++) {
 			p->total[k] += v[k];
+			p->total_var[k] += var[k];
+			p->total_nsampled[k] += s->nsampled[k];
+		}
 	}
 	if (o->progress)
 		o->progress(o->progress_ctx, path, d.nstacks, d.nstacks);

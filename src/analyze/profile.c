@@ -242,7 +242,11 @@ int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *bas
 		}
 		for (int k = 0; k < PROF_NVALUES; k++) {
 			s->v[k] = -b->v[k];
+			s->var[k] = b->var[k];
+			s->nsampled[k] = -b->nsampled[k];
 			p->total[k] -= b->v[k];
+			p->total_var[k] += b->var[k];
+			p->total_nsampled[k] += b->nsampled[k] < 0 ? -b->nsampled[k] : b->nsampled[k];
 		}
 		s->nframes = b->nframes;
 		for (uint32_t k = 0; k < b->nframes; k++)
@@ -280,14 +284,19 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
 	}
 	size_t kept = 0;
 	memset(p->total, 0, sizeof p->total);
+	memset(p->total_var, 0, sizeof p->total_var);
+	memset(p->total_nsampled, 0, sizeof p->total_nsampled);
 	for (size_t i = 0; i < p->nsamples; i++) {
 		struct prof_sample *s = &p->samples[i];
 		if (focus && !sample_matches(p, s, &fre))
 			continue;
 		if (ignore && sample_matches(p, s, &ire))
 			continue;
-		for (int k = 0; k < PROF_NVALUES; k++)
+		for (int k = 0; k < PROF_NVALUES; k++) {
 			p->total[k] += s->v[k];
+			p->total_var[k] += s->var[k];
+			p->total_nsampled[k] += s->nsampled[k] < 0 ? -s->nsampled[k] : s->nsampled[k];
+		}
 		p->samples[kept++] = *s;
 	}
 	p->nsamples = kept;

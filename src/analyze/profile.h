@@ -66,6 +66,11 @@ struct prof_location {
 
 struct prof_sample {
 	int64_t v[PROF_NVALUES];
+	/* How sure v is (unbias.h): the variance of each estimate (0 when
+	 * exact) and the number of sampled blocks behind it (negative in a
+	 * base merged in, as v is). */
+	double var[PROF_NVALUES];
+	int64_t nsampled[PROF_NVALUES];
 	uint32_t *locs;         /* location ids, leaf first; NULL for base samples */
 	uint32_t nlocs;
 	uint32_t *frames;       /* frame ids, leaf first (inlined frames expanded) */
@@ -80,6 +85,8 @@ struct prof_profile {
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	int64_t total[PROF_NVALUES]; /* sums over samples */
+	double total_var[PROF_NVALUES]; /* their variances (0: exact) */
+	int64_t total_nsampled[PROF_NVALUES]; /* sampled blocks behind total (|each| summed) */
 	struct prof_mapping *maps;
 	size_t nmaps;
 	struct prof_location *locs;
@@ -93,7 +100,7 @@ struct prof_profile {
 };
 
 /* Merges base into p with negated values (p - base), matching frames by
- * name; base is left as it was unless it is p itself (allowed: every
+ * name (variances add, as for any difference of independent estimates); base is left as it was unless it is p itself (allowed: every
  * value then nets to zero). The merged samples have no locations. */
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base);
 

@@ -79,6 +79,8 @@ static void merge_shown(struct prof_process *p)
 		}
 		a->bytes += b->bytes;
 		a->blocks += b->blocks;
+		a->nsampled += b->nsampled;
+		a->var_bytes += b->var_bytes;
 		a->has_increase |= b->has_increase;
 		a->inc_bytes += b->inc_bytes;
 		a->inc_blocks += b->inc_blocks;
@@ -125,6 +127,15 @@ static int build_process(struct prof_process *p, const char *binary_path, unsign
 		out->inc_blocks = r->inc_blocks;
 		out->bytes = r->bytes;
 		out->blocks = r->blocks;
+		if (l->sample > 1) {
+			double var_blocks;
+			prof_unbias_var(l->sample, r->blocks, r->bytes, &var_blocks, &out->var_bytes);
+			out->nsampled = r->blocks;
+			if (r->kind == FMT_KIND_IN_USE) {
+				p->in_use_var += out->var_bytes;
+				p->in_use_nsampled += r->blocks;
+			}
+		}
 		prof_unsample(l->sample, &out->bytes, &out->blocks);
 		out->alloc_fn = s->fn;
 		out->frames = malloc(cap * sizeof *out->frames);

@@ -16,7 +16,9 @@
 
 struct prof_record {
 	int kind;                   /* enum fmt_kind */
-	uint64_t bytes, blocks;
+	uint64_t bytes, blocks;     /* estimates when the run sampled */
+	uint64_t nsampled;          /* sampled: the blocks recorded behind bytes; else 0 */
+	double var_bytes;           /* sampled: the variance of bytes (unbias.h); else 0 */
 	int alloc_fn;               /* enum fmt_alloc_fn */
 	struct sym_frame *frames;   /* strings owned by the process's symbolizer */
 	size_t nframes;
@@ -32,6 +34,8 @@ struct prof_process {
 	size_t nrecords;
 	uint64_t kind_bytes[FMT_KIND_COUNT], kind_blocks[FMT_KIND_COUNT]; /* unsuppressed */
 	uint64_t supp_bytes, supp_blocks;
+	uint64_t in_use_nsampled;       /* sampled: blocks recorded in use, over all records */
+	double in_use_var;              /* sampled: the variance of raw.in_use_bytes */
 	struct symbolizer *sym;
 	const char *file;               /* the leak file it came from (owned) */
 };

@@ -121,6 +121,7 @@ int cmd_diff(int argc, char **argv)
 	struct render_diff d = {
 		.old_name = o.args[0], .new_name = o.args[1], .old = &oldp, .new = &newp,
 		.delta = &delta, .old_rows = &to, .new_rows = &tn, .delta_rows = &td,
+		.sampled = oldp.sample > 1 || newp.sample > 1,
 	};
 	render_diff(stdout, &d, &ro);
 	ret = fflush(stdout) ? 1 : 0;

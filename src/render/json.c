@@ -1,4 +1,5 @@
 /* json.c — the machine report (schema in the README). */
+#include "analyze/unbias.h"
 #include "render/render.h"
 
 static void json_string(FILE *out, const char *s)
@@ -58,6 +59,14 @@ static void json_process(FILE *out, const struct prof_process *p)
 		(unsigned long long)l->allocs, (unsigned long long)l->frees,
 		(unsigned long long)l->bytes_allocated, (unsigned long long)l->in_use_bytes,
 		(unsigned long long)l->in_use_blocks, (unsigned long long)l->dropped);
+	if (l->sample > 1) {
+		/* how sure the estimates are (analyze/unbias.h) */
+		double lo, hi;
+		prof_interval90((double)l->in_use_bytes, p->in_use_var, &lo, &hi);
+		fprintf(out, " \"sampling\": {\"interval\": %llu, \"in_use_samples\": %llu, "
+			"\"in_use_bytes_90\": [%.0f, %.0f]},\n", (unsigned long long)l->sample,
+			(unsigned long long)p->in_use_nsampled, lo, hi);
+	}
 	fputs(" \"summary\": {", out);
 	for (int k = 0; k < FMT_KIND_COUNT; k++) {
 		/* in_use alone when unclassified, the four kinds when classified */
@@ -87,6 +96,12 @@ static void json_process(FILE *out, const struct prof_process *p)
 			first ? "" : ",", fmt_kind_names[r->kind], (unsigned long long)r->bytes,
 			(unsigned long long)r->blocks);
 		first = false;
+		if (l->sample > 1) {
+			double lo, hi;
+			prof_interval90((double)r->bytes, r->var_bytes, &lo, &hi);
+			fprintf(out, "\"samples\": %llu, \"bytes_90\": [%.0f, %.0f], ",
+				(unsigned long long)r->nsampled, lo, hi);
+		}
 		if (r->has_increase)
 			fprintf(out, "\"increase\": {\"bytes\": %llu, \"blocks\": %llu}, ",
 				(unsigned long long)r->inc_bytes, (unsigned long long)r->inc_blocks);

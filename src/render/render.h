@@ -67,11 +67,14 @@ void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_
 		     size_t ndumps, const struct render_table_opts *o);
 
 /* `heaptrail diff`: two dumps, their difference (new minus old) and the
- * three tables, the delta's sorted by growth (PROF_SORT_GROWTH). */
+ * three tables, the delta's sorted by growth (PROF_SORT_GROWTH). When
+ * sampled, each change carries its 90 % interval and a '~' marks those
+ * within the noise (the interval holds zero). */
 struct render_diff {
 	const char *old_name, *new_name;
 	const struct prof_profile *old, *new, *delta;
 	const struct prof_table *old_rows, *new_rows, *delta_rows;
+	bool sampled;           /* either dump was sampled: changes get ±, noise marked */
 };
 void render_diff(FILE *out, const struct render_diff *d, const struct render_table_opts *o);
 
@@ -83,6 +86,15 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 
 /* v bytes as an integer (exact) or as render_bytes() writes it. */
 const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);
+
+/* The uncertainty of an estimate est whose 90 % interval is [lo, hi],
+ * compactly and in est's own unit, into buf: "±0.30" (beside "1.20 MiB":
+ * 0.30 MiB), or "+1.5/-0.70" when the interval is lopsided (few samples),
+ * with its unit named when bigger than est's ("±1.87 MiB" beside
+ * "313.74 KiB"); integers when exact (--bytes) or for counts (space
+ * false). "±0" when lo == hi. Returns buf. */
+const char *render_pm(char *buf, size_t cap, double est, double lo, double hi, bool space,
+		      bool exact);
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes); returns buf. */
 const char *render_thousands(char *buf, uint64_t v);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyze/unbias.h"
 #include "render/render.h"
 
 static const char *const value_titles[PROF_NVALUES] = {
@@ -39,6 +40,78 @@ static const char *fmt_value(char *buf, size_t cap, int64_t x, int v, bool exact
 	return buf;
 }
 
+const char *render_pm(char *buf, size_t cap, double est, double lo, double hi, bool space,
+		      bool exact)
+{
+	double up = hi > est ? hi - est : 0, down = est > lo ? est - lo : 0;
+	double m = up > down ? up : down, unit = 1;
+	int prec = 0; /* integers: counts, --bytes, and plain bytes */
+	if (!(m > 0)) {
+		snprintf(buf, cap, "±0");
+		return buf;
+	}
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	const char *suffix = "";
+	if (space && !exact) {
+		/* render_bytes()'s unit for est; the half-width's own, named,
+		 * when it needs a bigger one ("+12.00 KiB ±1.50 MiB") */
+		double a = fabs(est) > 0 ? fabs(est) : m, am = m;
+		int u = 0, um = 0;
+		for (; a >= 1024 && u < 5; u++)
+			a /= 1024;
+		for (; am >= 1024 && um < 5; um++)
+			am /= 1024;
+		if (um > u) {
+			u = um;
+			suffix = units[u];
+		}
+		for (int i = 0; i < u; i++)
+			unit *= 1024;
+		/* two or three significant digits: 0.30, 4.6, 463 */
+		prec = unit == 1 || m / unit >= 100 ? 0 : m / unit >= 10 ? 1 : 2;
+	}
+	if (up - down > 0.25 * m || down - up > 0.25 * m)
+		snprintf(buf, cap, "+%.*f/-%.*f%s%s", prec, up / unit, prec, down / unit,
+			 *suffix ? " " : "", suffix);
+	else
+		snprintf(buf, cap, "±%.*f%s%s", prec, m / unit, *suffix ? " " : "", suffix);
+	return buf;
+}
+
+/* The uncertainty of a site's (or a total's) estimate x of variance var. */
+static const char *fmt_pm(char *buf, size_t cap, int64_t x, double var, int v, bool exact)
+{
+	double lo, hi;
+	prof_interval90((double)x, var, &lo, &hi);
+	return render_pm(buf, cap, (double)x, lo, hi, is_space(v), exact);
+}
+
+/* The same for a change (new minus old), and whether it is within the
+ * noise (its 90 % interval holds zero). */
+static const char *fmt_pm_delta(char *buf, size_t cap, int64_t x, double var, int v, bool exact,
+				bool *noise)
+{
+	double lo, hi;
+	prof_interval90_delta((double)x, var, &lo, &hi);
+	*noise = lo <= 0 && hi >= 0;
+	return render_pm(buf, cap, (double)x, lo, hi, is_space(v), exact);
+}
+
+/* ", ±X at 90 %, from N samples" after a sampled total; nothing when exact */
+static void put_total_pm(FILE *out, const struct prof_profile *p, int v, bool exact, bool delta)
+{
+	char a[48];
+	bool noise;
+	if (p->sample <= 1)
+		return;
+	if (delta)
+		fmt_pm_delta(a, sizeof a, p->total[v], p->total_var[v], v, exact, &noise);
+	else
+		fmt_pm(a, sizeof a, p->total[v], p->total_var[v], v, exact);
+	fprintf(out, " %s at 90 %%, from %" PRId64 " sample%s", a, p->total_nsampled[v],
+		p->total_nsampled[v] == 1 ? "" : "s");
+}
+
 static double pct(int64_t x, int64_t total)
 {
 	return total ? 100.0 * (double)x / (double)total : 0.0;
@@ -62,16 +135,26 @@ void render_top(FILE *out, const struct prof_profile *p, const struct prof_table
 	int64_t total = p->total[v];
 	fprintf(out, "%s: %s%s %s", o->name, o->base ? "change in " : "", value_titles[v],
 		fmt_value(a, sizeof a, total, v, o->exact, o->base != NULL));
-	if (p->sample > 1)
-		fprintf(out, " (sampled every %" PRIu64 " bytes on average: estimates)", p->sample);
+	bool sampled = p->sample > 1;
+	if (sampled) {
+		fprintf(out, " (sampled every %" PRIu64 " bytes on average: estimates", p->sample);
+		put_total_pm(out, p, v, o->exact, o->base != NULL);
+		fprintf(out, ")");
+	}
 	if (o->since)
 		fprintf(out, " %s", o->since);
 	fprintf(out, "\n");
 	if (o->base)
 		fprintf(out, "(minus %s)\n", o->base);
 	put_filter(out, o);
-	fprintf(out, "%12s %6s %6s %12s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%",
-		o->lines ? "function file:line" : "function");
+	if (sampled)
+		/* ±: the 90 % interval, samples: the sampled blocks behind flat */
+		fprintf(out, "%12s %10s %7s %6s %6s %12s %10s %6s  %s\n", "flat", "±90%", "samples",
+			"flat%", "sum%", "cum", "±90%", "cum%",
+			o->lines ? "function file:line" : "function");
+	else
+		fprintf(out, "%12s %6s %6s %12s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%",
+			o->lines ? "function file:line" : "function");
 	int64_t sum = 0;
 	long shown = 0;
 	for (size_t i = 0; i < t->nrows && shown < o->max; i++) {
@@ -79,10 +162,28 @@ void render_top(FILE *out, const struct prof_profile *p, const struct prof_table
 		if (!r->flat[v] && !r->cum[v])
 			continue;
 		sum += r->flat[v];
-		fprintf(out, "%12s %5.1f%% %5.1f%% %12s %5.1f%%  %s\n",
-			fmt_value(a, sizeof a, r->flat[v], v, o->exact, false), pct(r->flat[v], total),
-			pct(sum, total), fmt_value(b, sizeof b, r->cum[v], v, o->exact, false),
-			pct(r->cum[v], total), r->name);
+		if (sampled) {
+			char c[48], d[48];
+			bool noise;
+			if (o->base) {
+				fmt_pm_delta(c, sizeof c, r->flat[v], r->flat_var[v], v, o->exact, &noise);
+				fmt_pm_delta(d, sizeof d, r->cum[v], r->cum_var[v], v, o->exact, &noise);
+			} else {
+				fmt_pm(c, sizeof c, r->flat[v], r->flat_var[v], v, o->exact);
+				fmt_pm(d, sizeof d, r->cum[v], r->cum_var[v], v, o->exact);
+			}
+			fprintf(out, "%12s %10s %7" PRId64 " %5.1f%% %5.1f%% %12s %10s %5.1f%%  %s\n",
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, false), c,
+				r->flat_n[v], pct(r->flat[v], total), pct(sum, total),
+				fmt_value(b, sizeof b, r->cum[v], v, o->exact, false), d,
+				pct(r->cum[v], total), r->name);
+		} else {
+			fprintf(out, "%12s %5.1f%% %5.1f%% %12s %5.1f%%  %s\n",
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, false),
+				pct(r->flat[v], total), pct(sum, total),
+				fmt_value(b, sizeof b, r->cum[v], v, o->exact, false),
+				pct(r->cum[v], total), r->name);
+		}
 		shown++;
 	}
 	size_t rest = 0;
@@ -106,21 +207,42 @@ void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_
 	fprintf(out, "\ntop allocation sites at the peak: %s", name ? name + 1 : p->path);
 	if (p->ms >= 0)
 		fprintf(out, ", taken at %.3f s", (double)p->ms / 1000);
-	fprintf(out, ", %s %s (the most of %zu dump%s)\n",
-		fmt_value(a, sizeof a, total, v, o->exact, false), words[v], ndumps,
-		ndumps == 1 ? "" : "s");
+	bool sampled = p->sample > 1;
+	fprintf(out, ", %s %s", fmt_value(a, sizeof a, total, v, o->exact, false), words[v]);
+	fprintf(out, " (");
+	if (sampled) {
+		fprintf(out, "estimate");
+		put_total_pm(out, p, v, o->exact, false);
+		fprintf(out, "; ");
+	}
+	fprintf(out, "the most of %zu dump%s)\n", ndumps, ndumps == 1 ? "" : "s");
 	put_filter(out, o);
-	fprintf(out, "%12s %6s %12s %6s  %s\n", "flat", "flat%", "cum", "cum%",
-		o->lines ? "function file:line" : "function");
+	if (sampled)
+		fprintf(out, "%12s %10s %7s %6s %12s %6s  %s\n", "flat", "±90%", "samples", "flat%",
+			"cum", "cum%", o->lines ? "function file:line" : "function");
+	else
+		fprintf(out, "%12s %6s %12s %6s  %s\n", "flat", "flat%", "cum", "cum%",
+			o->lines ? "function file:line" : "function");
 	long shown = 0;
 	for (size_t i = 0; i < t->nrows && shown < o->max; i++) {
 		const struct prof_row *r = &t->rows[i];
 		if (!r->flat[v])
 			continue;  /* callers only: not an allocation site */
-		fprintf(out, "%12s %5.1f%% %12s %5.1f%%  %s\n",
-			fmt_value(a, sizeof a, r->flat[v], v, o->exact, false), pct(r->flat[v], total),
-			fmt_value(b, sizeof b, r->cum[v], v, o->exact, false), pct(r->cum[v], total),
-			r->name);
+		if (sampled) {
+			char c[48];
+			fprintf(out, "%12s %10s %7" PRId64 " %5.1f%% %12s %5.1f%%  %s\n",
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, false),
+				fmt_pm(c, sizeof c, r->flat[v], r->flat_var[v], v, o->exact),
+				r->flat_n[v], pct(r->flat[v], total),
+				fmt_value(b, sizeof b, r->cum[v], v, o->exact, false),
+				pct(r->cum[v], total), r->name);
+		} else {
+			fprintf(out, "%12s %5.1f%% %12s %5.1f%%  %s\n",
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, false),
+				pct(r->flat[v], total),
+				fmt_value(b, sizeof b, r->cum[v], v, o->exact, false),
+				pct(r->cum[v], total), r->name);
+		}
 		shown++;
 	}
 	if (!shown)
@@ -129,17 +251,24 @@ void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_
 
 /* ---------- diff ---------- */
 
-/* The flat value of the row named name in t, or 0. */
-static int64_t flat_of(const struct prof_table *t, const char *name, int v)
+/* The row named name in t, or NULL. */
+static const struct prof_row *row_named(const struct prof_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->nrows; i++)
 		if (!strcmp(t->rows[i].name, name))
-			return t->rows[i].flat[v];
-	return 0;
+			return &t->rows[i];
+	return NULL;
+}
+
+/* The flat value of the row named name in t, or 0. */
+static int64_t flat_of(const struct prof_table *t, const char *name, int v)
+{
+	const struct prof_row *r = row_named(t, name);
+	return r ? r->flat[v] : 0;
 }
 
 static void put_diff_rows(FILE *out, const struct render_diff *d,
-			  const struct render_table_opts *o, int sign)
+			  const struct render_table_opts *o, int sign, size_t *nnoise)
 {
 	char a[48], b[48], c[48];
 	int v = o->value;
@@ -155,11 +284,29 @@ static void put_diff_rows(FILE *out, const struct render_diff *d,
 			more++;
 			continue;
 		}
-		fprintf(out, "  %12s %12s %12s  %s\n",
-			fmt_value(a, sizeof a, r->flat[v], v, o->exact, true),
-			fmt_value(b, sizeof b, flat_of(d->old_rows, r->name, v), v, o->exact, false),
-			fmt_value(c, sizeof c, flat_of(d->new_rows, r->name, v), v, o->exact, false),
-			r->name);
+		if (d->sampled) {
+			/* "~" before a change whose 90 % interval holds zero: what
+			 * sampling alone could have made */
+			char e[48];
+			bool noise;
+			fmt_pm_delta(e, sizeof e, r->flat[v], r->flat_var[v], v, o->exact, &noise);
+			fprintf(out, " %c%12s %10s %12s %12s  %s\n", noise ? '~' : ' ',
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, true), e,
+				fmt_value(b, sizeof b, flat_of(d->old_rows, r->name, v), v, o->exact,
+					  false),
+				fmt_value(c, sizeof c, flat_of(d->new_rows, r->name, v), v, o->exact,
+					  false),
+				r->name);
+			*nnoise += noise;
+		} else {
+			fprintf(out, "  %12s %12s %12s  %s\n",
+				fmt_value(a, sizeof a, r->flat[v], v, o->exact, true),
+				fmt_value(b, sizeof b, flat_of(d->old_rows, r->name, v), v, o->exact,
+					  false),
+				fmt_value(c, sizeof c, flat_of(d->new_rows, r->name, v), v, o->exact,
+					  false),
+				r->name);
+		}
 		shown++;
 	}
 	if (!shown)
@@ -172,15 +319,30 @@ void render_diff(FILE *out, const struct render_diff *d, const struct render_tab
 {
 	char a[48], b[48], c[48];
 	int v = o->value;
-	fprintf(out, "%s -> %s: %s %s (%s -> %s)\n", d->old_name, d->new_name, value_titles[v],
+	size_t nnoise = 0;
+	fprintf(out, "%s -> %s: %s %s (%s -> %s)", d->old_name, d->new_name, value_titles[v],
 		fmt_value(a, sizeof a, d->delta->total[v], v, o->exact, true),
 		fmt_value(b, sizeof b, d->old->total[v], v, o->exact, false),
 		fmt_value(c, sizeof c, d->new->total[v], v, o->exact, false));
-	fprintf(out, "grew:\n  %12s %12s %12s  %s\n", "change", "old", "new",
-		o->lines ? "function file:line" : "function");
-	put_diff_rows(out, d, o, 1);
+	if (d->sampled) {
+		fprintf(out, " (sampled: estimates;");
+		put_total_pm(out, d->delta, v, o->exact, true);
+		fprintf(out, ")");
+	}
+	fprintf(out, "\n");
+	if (d->sampled)
+		fprintf(out, "grew:\n  %12s %10s %12s %12s  %s\n", "change", "±90%", "old", "new",
+			o->lines ? "function file:line" : "function");
+	else
+		fprintf(out, "grew:\n  %12s %12s %12s  %s\n", "change", "old", "new",
+			o->lines ? "function file:line" : "function");
+	put_diff_rows(out, d, o, 1, &nnoise);
 	fprintf(out, "shrank:\n");
-	put_diff_rows(out, d, o, -1);
+	put_diff_rows(out, d, o, -1, &nnoise);
+	if (nnoise)
+		fprintf(out, "(~: %zu change%s within the noise: sampling alone could make %s, "
+			"its 90 %% interval holds zero)\n", nnoise, nnoise == 1 ? "" : "s",
+			nnoise == 1 ? "it" : "them");
 }
 
 /* ---------- growth ---------- */
@@ -205,10 +367,59 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
 	char late[64];
 	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
+	if (g->sampled) {
+		char pm[48];
+		render_pm(pm, sizeof pm, s->slope, s->slope - s->slope_pm, s->slope + s->slope_pm,
+			  space, exact);
+		fprintf(out, "%4s  %-16s %16s %11s %16s %5.2f %12s -> %-12s %s\n", rank,
+			prof_trend_names[s->trend], d, pm, late, s->r2,
+			fmt_v(b, sizeof b, (double)s->first, space, exact, false),
+			fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+		return;
+	}
 	fprintf(out, "%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank,
 		prof_trend_names[s->trend], d, late, s->r2,
 		fmt_v(b, sizeof b, (double)s->first, space, exact, false),
 		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+}
+
+/* What would make the "too few samples" sites sure: the slope's sampling
+ * noise shrinks as sqrt(S / T) (analyze/growth.c), so by need F with a
+ * run F^2 times longer, or S divided by F^2. */
+static void put_unsure(FILE *out, const struct prof_growth *g)
+{
+	size_t n = 0;
+	double need = 1;
+	for (size_t i = 0; i < g->nsites; i++)
+		if (g->sites[i].trend == PROF_TREND_UNSURE) {
+			n++;
+			if (g->sites[i].need > need)
+				need = g->sites[i].need;
+		}
+	if (g->sampled && g->ndumps < PROF_GROWTH_MIN_DUMPS)
+		fprintf(out, "\n%zu dumps: a sampled run needs at least %d to call a site growing\n",
+			g->ndumps, PROF_GROWTH_MIN_DUMPS);
+	if (!n)
+		return;
+	double k = ceil(need * need * 1.2);  /* some margin: the slope itself is noisy */
+	if (k > 1e6)
+		k = 1e6;
+	uint64_t s = (uint64_t)((double)g->sample / k);
+	/* a round size: a power of two */
+	uint64_t p2 = 1;
+	while (p2 * 2 <= s)
+		p2 *= 2;
+	char size[32];
+	if (p2 >= 1024 * 1024 && !(p2 % (1024 * 1024)))
+		snprintf(size, sizeof size, "%" PRIu64 "m", p2 >> 20);
+	else if (p2 >= 1024)
+		snprintf(size, sizeof size, "%" PRIu64 "k", p2 >> 10);
+	else
+		snprintf(size, sizeof size, "%" PRIu64, p2);
+	fprintf(out, "\nnot enough samples to tell whether %zu site%s grow%s (\"too few "
+		"samples\": they rise, but sampling alone could make the rise); to be sure, "
+		"a run about %.0f times longer, or --sample %s (now %" PRIu64 ")\n", n,
+		n == 1 ? "" : "s", n == 1 ? "s" : "", k, size, g->sample);
 }
 
 void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
@@ -227,10 +438,20 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	fprintf(out, ", %s %s -> %s", space ? "in-use space" : "in-use objects",
 		fmt_v(a, sizeof a, (double)g->total.first, space, exact, false),
 		fmt_v(b, sizeof b, (double)g->total.last, space, exact, false));
-	if (sampled)
-		fprintf(out, " (sampled: estimates)");
-	fprintf(out, "\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend", "slope",
-		"later half", "r2", "first", "last", o->lines ? "site (file:line)" : "site");
+	if (sampled) {
+		double lo, hi, last = (double)g->total.last;
+		prof_interval90(last, g->total.vars[n - 1], &lo, &hi);
+		fprintf(out, " (sampled: estimates, the last %s at 90 %%; ±90%%: the slope's "
+			"interval)", render_pm(a, sizeof a, last, lo, hi, space, exact));
+	}
+	if (g->sampled)
+		fprintf(out, "\n\n%4s  %-16s %16s %11s %16s %5s %12s    %-12s %s\n", "rank", "trend",
+			"slope", "±90%", "later half", "r2", "first", "last",
+			o->lines ? "site (file:line)" : "site");
+	else
+		fprintf(out, "\n\n%4s  %-16s %16s %16s %5s %12s    %-12s %s\n", "rank", "trend",
+			"slope", "later half", "r2", "first", "last",
+			o->lines ? "site (file:line)" : "site");
 	long shown = 0;
 	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
 		if (shown == o->max)
@@ -260,4 +481,5 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, "(%zu more; -n to see them)\n", hidden);
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
+	put_unsure(out, g);
 }

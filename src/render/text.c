@@ -1,8 +1,10 @@
 /* text.c — the human report. Records read like valgrind's so its users
  * feel at home; each frame is one line: function, file:line, module. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "analyze/suppress.h"
+#include "analyze/unbias.h"
 #include "render/render.h"
 
 const char *render_thousands(char *buf, uint64_t v)
@@ -90,15 +92,44 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 		}
 }
 
+/* "±1,234 at 90 %, from 5 samples" (or "+2,000/-800 ...", few samples)
+ * for a sampled estimate of bytes: the interval of analyze/unbias.h. */
+static const char *estimate_note(char *buf, size_t cap, uint64_t bytes, double var,
+				 uint64_t nsampled)
+{
+	double lo, hi;
+	prof_interval90((double)bytes, var, &lo, &hi);
+	char up[32], down[32];
+	uint64_t u = hi > (double)bytes ? (uint64_t)(hi - (double)bytes + 0.5) : 0;
+	uint64_t dn = lo < (double)bytes ? (uint64_t)((double)bytes - lo + 0.5) : 0;
+	uint64_t m = u > dn ? u : dn;
+	uint64_t skew = u > dn ? u - dn : dn - u;
+	if (skew * 4 <= m)
+		snprintf(buf, cap, "±%s at 90 %%, from %" PRIu64 " sample%s",
+			 render_thousands(up, m), nsampled, nsampled == 1 ? "" : "s");
+	else
+		snprintf(buf, cap, "+%s/-%s at 90 %%, from %" PRIu64 " sample%s",
+			 render_thousands(up, u), render_thousands(down, dn), nsampled,
+			 nsampled == 1 ? "" : "s");
+	return buf;
+}
+
 static void render_record(FILE *out, const struct prof_record *r, size_t i, size_t n,
 			  const struct render_text_opts *o, const struct fmt_leaks *l)
 {
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[96], d[32];
 	if (r->has_increase)
 		fprintf(out, "%s (+%s) bytes in %s (+%s) %s %s [record %zu of %zu], allocated at:\n",
 			render_thousands(a, r->bytes), render_thousands(b, r->inc_bytes),
 			render_thousands(c, r->blocks), render_thousands(d, r->inc_blocks),
 			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
+	else if (l->sample > 1)
+		/* an estimate: how sure it is, in a word */
+		fprintf(out, "%s bytes (%s) in %s %s %s [record %zu of %zu], allocated at:\n",
+			render_thousands(a, r->bytes), estimate_note(c, sizeof c, r->bytes,
+								      r->var_bytes, r->nsampled),
+			render_thousands(b, r->blocks), plural(r->blocks, "block", "blocks"),
+			kind_phrase(r->kind), i, n);
 	else
 		fprintf(out, "%s bytes in %s %s %s [record %zu of %zu], allocated at:\n",
 			render_thousands(a, r->bytes), render_thousands(b, r->blocks),
@@ -163,9 +194,19 @@ static void render_process(FILE *out, const struct prof_process *p,
 	fprintf(out, "   total heap usage: %s allocs, %s frees, %s bytes allocated\n",
 		render_thousands(a, l->allocs), render_thousands(b, l->frees),
 		render_thousands(c, l->bytes_allocated));
-	fprintf(out, "   in use %s: %s%s bytes in %s %s\n", l->check ? "now" : "at exit",
-		l->sample > 1 ? "about " : "", render_thousands(a, l->in_use_bytes),
-		render_thousands(b, l->in_use_blocks), plural(l->in_use_blocks, "block", "blocks"));
+	if (l->sample > 1) {
+		char e[96];
+		fprintf(out, "   in use %s: about %s bytes (%s) in %s %s\n",
+			l->check ? "now" : "at exit", render_thousands(a, l->in_use_bytes),
+			estimate_note(e, sizeof e, l->in_use_bytes, p->in_use_var,
+				      p->in_use_nsampled),
+			render_thousands(b, l->in_use_blocks),
+			plural(l->in_use_blocks, "block", "blocks"));
+	} else {
+		fprintf(out, "   in use %s: %s bytes in %s %s\n", l->check ? "now" : "at exit",
+			render_thousands(a, l->in_use_bytes), render_thousands(b, l->in_use_blocks),
+			plural(l->in_use_blocks, "block", "blocks"));
+	}
 	if (l->sample > 1)
 		fprintf(out, "   (sampled every %s bytes on average: records and totals in use are "
 			"estimates; leak kinds need --sample 1)\n", render_thousands(a, l->sample));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyze/unbias.h"
 #include "render/render.h"
 
 struct unit {
@@ -30,13 +31,23 @@ static void put_y(char *buf, size_t cap, double v, struct unit u)
 	snprintf(buf, cap, u.div == 1 ? "%.0f" : "%.2f", v / u.div);
 }
 
-static void put_peak_line(FILE *out, const struct prof_tick *pk)
+static void put_peak_line(FILE *out, const struct prof_tick *pk, uint64_t sample)
 {
 	char a[48], b[48], c[48], d[48];
 	fprintf(out, "peak: %s live (%s bytes, %s blocks) at %.3f s; RSS then %s\n",
 		render_bytes(a, sizeof a, pk->live_bytes), render_thousands(b, (uint64_t)pk->live_bytes),
 		render_thousands(c, (uint64_t)pk->live_blocks), (double)pk->ms / 1000,
 		render_bytes(d, sizeof d, pk->rss_bytes));
+	if (sample > 1 && pk->live_bytes > 0) {
+		/* A tick holds the estimate only, not its samples; but no block
+		 * adds more than S to the variance per byte it holds (a block of
+		 * size s adds s^2 (1-p)/p^2 <= S s, see analyze/unbias.c), so
+		 * V <= S X bounds it: exact for small blocks, wider for big ones. */
+		double x = (double)pk->live_bytes, lo, hi;
+		prof_interval90(x, (double)sample * x, &lo, &hi);
+		fprintf(out, "      (an estimate, %s or better at 90 %%)\n",
+			render_pm(a, sizeof a, x, lo, hi, true, false));
+	}
 }
 
 /* ---------- text ---------- */
@@ -112,7 +123,7 @@ void render_timeline_text(FILE *out, const struct prof_timeline *t,
 	memcpy(xl + COLS - strlen(end), end, strlen(end));
 	xl[COLS] = 0;
 	fprintf(out, "%*s %s\n\n", lw, "", xl);
-	put_peak_line(out, pk);
+	put_peak_line(out, pk, t->sample);
 }
 
 /* ---------- SVG ---------- */

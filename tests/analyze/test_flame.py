@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import run_tests
+import test_top
 from run_tests import Failure, Skip, run, stderr_lines, short
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -69,9 +70,9 @@ def top_cum(suite, dump, value):
     total = int(re.search(r" (\d+)( \(|$)", out.split("\n")[0]).group(1))
     cum = {}
     for line in out.split("\n")[2:]:
-        f = line.split()
-        if len(f) >= 6 and f[0].isdigit():
-            cum[f[5]] = int(f[3])
+        m = test_top.ROW.match(line)
+        if m:
+            cum[m.group(6)] = int(m.group(4))
     return cum, total
 
 

@@ -250,7 +250,9 @@ def build_id(path):
 
 
 # heaptrail top --bytes: flat flat% sum% cum cum% name
-TOP_ROW = re.compile(r"^\s*(-?\d+)\s+\S+%\s+\S+%\s+(-?\d+)\s+\S+%\s+(.+?)\s*$")
+# (a sampled dump adds ±90% and samples after flat, ±90% after cum)
+TOP_ROW = re.compile(r"^\s*(-?\d+)(?:\s+[±+]\S+\s+\d+)?\s+\S+%\s+\S+%\s+(-?\d+)(?:\s+[±+]\S+)?\s+"
+                     r"\S+%\s+(.+?)\s*$")
 
 
 def heaptrail_top(suite, dump, value, lines=False, base=None):

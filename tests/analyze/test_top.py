@@ -32,7 +32,11 @@ import run_tests as rt
 from run_tests import Failure, Skip
 import common
 
-ROW = re.compile(r"^\s*(-?\d+)\s+(-?[\d.]+)%\s+(-?[\d.]+)%\s+(-?\d+)\s+(-?[\d.]+)%\s+(.+?)\s*$")
+# flat [±90% samples] flat% sum% cum [±90%] cum% function (the bracketed
+# columns only for a sampled dump: the 90 % interval, "±N" or "+N/-M")
+PM = r"(?:\s+(?:±\d+|\+\d+/-\d+))"
+ROW = re.compile(r"^\s*(-?\d+)" + PM + r"?(?:\s+\d+)?\s+(-?[\d.]+)%\s+(-?[\d.]+)%\s+(-?\d+)" + PM +
+                 r"?\s+(-?[\d.]+)%\s+(.+?)\s*$")
 
 
 def heaptrail(suite, args, ok=True):
@@ -160,7 +164,7 @@ def test_diff_pprof(suite):
             m.group(1) if m else "?", ref["total"]))
     got = {}
     for line in out.split("\n"):
-        r = re.match(r"^\s+([+-]?\d+)\s+(-?\d+)\s+(-?\d+)\s+(\S.*?)\s*$", line)
+        r = re.match(r"^\s+~?\s*([+-]?\d+)" + PM + r"?\s+(-?\d+)\s+(-?\d+)\s+(\S.*?)\s*$", line)
         if r:
             got[r.group(4)] = (int(r.group(1)), int(r.group(2)), int(r.group(3)))
     want = {f: flat for flat, _, f in ref["rows"] if flat}
@@ -174,7 +178,7 @@ def test_diff_pprof(suite):
     for f in got:
         if f not in want:
             problems.append("%s in the diff, not in pprof -base" % f)
-    first = re.search(r"^grew:\n.*\n\s+\S+\s+\S+\s+\S+\s+(\S+)", out, re.M)
+    first = re.search(r"^grew:\n.*\n\s+~?\s*\S+" + PM + r"?\s+\S+\s+\S+\s+(\S+)", out, re.M)
     if not first or first.group(1) != "cache_grow":
         problems.append("first growing site %s, expected cache_grow" % (
             first.group(1) if first else None))
@@ -199,8 +203,10 @@ def growth_run(suite, sample, tag=""):
     return out
 
 
+# rank trend slope [±90%, sampled only] later-half r2 first -> last site
 GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
-                        r"shrinking)\s+([+-]?\d+)/s\s+([+-]?\d+)/s\s+([\d.]+)\s+(-?\d+)\s+->"
+                        r"shrinking|too few samples)\s+([+-]?\d+)/s" + PM + r"?\s+([+-]?\d+)/s\s+"
+                        r"([\d.]+)\s+(-?\d+)\s+->"
                         r"\s+(-?\d+)\s+(\S+)\s*$")
 
 

@@ -37,6 +37,8 @@
 #include "analyze/aggregate.h"
 #include "analyze/load.h"
 #include "analyze/profile.h"
+#include <math.h>
+
 #include "analyze/unbias.h"
 
 static int failures;
@@ -221,6 +223,103 @@ static void test_unbias(void)
 	expect_i64(prof_value_parse("inuse"), -1, "value names: unknown");
 }
 
+/* Draws a Poisson sample of a heap of nblocks blocks of sizes from
+ * size(i) the way the agent does (each block sampled with probability
+ * 1 - exp(-s/S), independently), unbiases it as load.c does, and
+ * counts how often prof_interval90 holds the true total. */
+static uint64_t rng_state = 88172645463325252ull;
+static double uniform(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+static double coverage(uint64_t sample, size_t nblocks, uint64_t (*size)(size_t), int trials)
+{
+	uint64_t truth = 0;
+	for (size_t i = 0; i < nblocks; i++)
+		truth += size(i);
+	int inside = 0;
+	for (int t = 0; t < trials; t++) {
+		/* per size, as a dump keeps it per stack */
+		uint64_t cnt[4] = { 0 }, bytes[4] = { 0 };
+		for (size_t i = 0; i < nblocks; i++) {
+			uint64_t s = size(i);
+			if (uniform() < -expm1(-(double)s / (double)sample)) {
+				cnt[i % 4]++;
+				bytes[i % 4] += s;
+			}
+		}
+		double est = 0, var = 0;
+		for (int k = 0; k < 4; k++) {
+			int64_t c, b;
+			double vc, vb;
+			prof_unbias_counts(sample, cnt[k], bytes[k], &c, &b);
+			prof_unbias_var(sample, cnt[k], bytes[k], &vc, &vb);
+			est += (double)b;
+			var += vb;
+		}
+		double lo, hi;
+		prof_interval90(est, var, &lo, &hi);
+		inside += lo <= (double)truth && (double)truth <= hi;
+	}
+	return (double)inside / trials;
+}
+
+static uint64_t small_blocks(size_t i)
+{
+	return 1000 + 0 * i;
+}
+
+/* four stacks: 512 B, 4 KiB, 64 KiB, 1 MiB blocks */
+static uint64_t mixed_blocks(size_t i)
+{
+	static const uint64_t sz[4] = { 512, 4096, 65536, 1 << 20 };
+	return sz[i % 4];
+}
+
+static void expect_between(double got, double lo, double hi, const char *what)
+{
+	bool ok = got >= lo && got <= hi;
+	printf("%s - %s: %.3f (expected %.2f to %.2f)\n", ok ? "ok" : "not ok", what, got, lo, hi);
+	if (!ok)
+		failures++;
+}
+
+static void test_interval(void)
+{
+	double vc, vb, lo, hi;
+	/* 4 blocks of mean size S = 1024: p = 1 - e^-1, (1 - p) / p^2 =
+	 * 0.9206736; 4 of them, and 1024^2 times that for bytes */
+	prof_unbias_var(1024, 4, 4096, &vc, &vb);
+	expect_i64((int64_t)(vc * 1e6 + 0.5), 3682694, "variance: count, 4 blocks of S");
+	expect_i64((int64_t)(vb + 0.5), 3861585, "variance: bytes, 4 blocks of S");
+	prof_unbias_var(1, 4, 4096, &vc, &vb);
+	expect_i64((int64_t)(vc + vb), 0, "variance: exact is 0");
+	/* X = 100, V = 100: n = 100, lambda = n + z^2/2 -+ z sqrt(n + z^2/4) */
+	prof_interval90(100, 100, &lo, &hi);
+	expect_i64((int64_t)(lo * 1000 + 0.5), 84849, "interval: low end, n = 100");
+	expect_i64((int64_t)(hi * 1000 + 0.5), 117857, "interval: high end, n = 100");
+	prof_interval90(5, 0, &lo, &hi);
+	expect_i64((int64_t)(lo * 10 + hi), 55, "interval: exact, no width");
+	/* one sample: never below zero */
+	prof_interval90(1000, 1e6, &lo, &hi);
+	expect_i64(lo >= 0 && lo < 1000 && hi > 2000, 1, "interval: one sample, 0 <= lo, wide");
+	/* coverage under the sampling itself: ~20 samples of small blocks
+	 * (the 10 MB heap at 512 KiB of the issue), ~5 samples, ~200, and a
+	 * mix of sizes around S */
+	expect_between(coverage(65536, 1311, small_blocks, 4000), 0.86, 0.94,
+		       "coverage, about 20 samples of 1000-byte blocks");
+	expect_between(coverage(65536, 330, small_blocks, 4000), 0.84, 0.96,
+		       "coverage, about 5 samples");
+	expect_between(coverage(65536, 13107, small_blocks, 2000), 0.86, 0.94,
+		       "coverage, about 200 samples");
+	expect_between(coverage(65536, 400, mixed_blocks, 4000), 0.86, 0.95,
+		       "coverage, blocks of 512 B to 1 MiB");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_profile.XXXXXX";
@@ -233,6 +332,7 @@ int main(void)
 	test_exact(exact);
 	test_sampled(sampled);
 	test_unbias();
+	test_interval();
 	unlink(exact);
 	unlink(sampled);
 	rmdir(dir);

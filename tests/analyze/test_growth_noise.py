@@ -1,0 +1,87 @@
+"""`heaptrail growth`'s verdicts on sampled series written by hand (issue
+17): the same shapes as sampled dumps (heap_v2/65536) and as exact ones
+(heap_v2/1), so only the sampling noise tells them apart.
+
+    growth:noise   eleven dumps, 100 ms apart, of three sites of 512-byte
+                   blocks: a leak with many samples (20 more each dump,
+                   200 at the end: about 13 MB estimated), a small rise
+                   carried by a handful of samples (0 0 1 1 2 3 3 4 5 5 6)
+                   and a flat site of 100 samples. Sampled: the leak is
+                   growing, the small rise is "too few samples" (one sample
+                   of 512 B stands for 64 KiB: sampling alone could make
+                   it; its slope is 1.2 times its 90 % half-width, short
+                   of the 99 % a verdict needs) with the advice line, the
+                   flat site is not
+                   growing, and the leak's slope carries a ± column.
+                   Exact (the same counts, every block recorded): the
+                   small rise is a real, steady one, and growing too.
+"""
+import os
+import re
+
+import run_tests as rt
+
+import test_top
+
+LEAK, SMALL, FLAT = 0x401000, 0x402000, 0x403000
+SMALL_SERIES = (0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 6)
+ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|shrinking|"
+                 r"too few samples)\s+([+-]?\d+)/s(\s+(?:±\d+|\+\d+/-\d+))?\s+[+-]?\d+/s\s+.*\s"
+                 r"(\S+)\s*$")
+
+
+def write_dumps(work, sample):
+    for i, small in enumerate(SMALL_SERIES):
+        rows = ((i * 20, LEAK), (small, SMALL), (100, FLAT))
+        n = sum(v for v, _ in rows)
+        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
+            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
+                                                                     sample))
+            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100,
+                                                                  1700000000000 + i * 100))
+            for v, addr in rows:
+                if v:
+                    f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
+            f.write("\nMAPPED_LIBRARIES:\n")
+
+
+def verdicts(suite, work):
+    _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", work])
+    rows = {}
+    for line in text.split("\n"):
+        m = ROW.match(line)
+        if m:
+            rows[m.group(5)] = (m.group(2), m.group(4))
+    return rows, text
+
+
+def test_noise(suite):
+    problems, details = [], []
+    base = os.path.join(suite.build, "e2e", "analyze", "growth-noise")
+    for sample in (65536, 1):
+        work = rt.fresh_dir(os.path.join(base, "s%d" % sample))
+        write_dumps(work, sample)
+        rows, text = verdicts(suite, work)
+        details.append("sample %d:\n%s" % (sample, text))
+        leak, small, flat = ("0x%x" % a for a in (LEAK, SMALL, FLAT))
+        want_small = "too few samples" if sample > 1 else "growing"
+        for site, want in ((leak, ("growing",)), (small, (want_small,)),
+                           (flat, ("flat", "fluctuating"))):
+            got = rows.get(site, (None,))[0]
+            if got not in want:
+                problems.append("sample %d: %s is %r, expected %s" % (
+                    sample, site, got, " or ".join(want)))
+        if sample > 1:
+            if not re.search(r"not enough samples to tell whether 1 site grows .* to be sure, "
+                             r"a run about \d+ times longer, or --sample \d+k? \(now 65536\)",
+                             text):
+                problems.append("sample %d: no advice for the site it cannot tell" % sample)
+            if leak in rows and not rows[leak][1]:
+                problems.append("sample %d: the leak's slope has no ± column" % sample)
+        elif any(r[1] for r in rows.values()):
+            problems.append("exact dumps show a ± column")
+    return problems, details
+
+
+def collect(suite):
+    return [("growth:noise", lambda: test_noise(suite))]
