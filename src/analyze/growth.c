@@ -165,10 +165,20 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 				ip = i;
 		rise_noise = PROF_Z90 * sqrt(s->vars[0] + s->vars[ip]);
 	}
-	if (fabs(change) < visible && fabs(late_change) < visible &&
-	    (double)(s->peak - s->first) < visible)
+	bool small = fabs(change) < visible && fabs(late_change) < visible &&
+		     (double)(s->peak - s->first) < visible;
+	/* sampled, a site that rose at all (a leak below the sampling's
+	 * reach: its first sample appears mid-run and stays) is only "flat"
+	 * when the slope's interval rules out a visible change too */
+	double reach = (fabs(s->slope) + s->slope_pm) * span;
+	if (small && (!sampled || s->last <= s->first || reach < visible))
 		s->trend = PROF_TREND_FLAT;
-	else if (sampled ? sure : rises && (s->r2 >= 0.6 || late_r2 >= 0.8))
+	else if (small) {
+		s->trend = PROF_TREND_UNSURE;
+		s->need = reach / visible;
+		if (s->need < 1)
+			s->need = 1;
+	} else if (sampled ? sure : rises && (s->r2 >= 0.6 || late_r2 >= 0.8))
 		s->trend = PROF_TREND_GROWING;
 	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
 		 late_range(s->values, n) * 2 < s->peak - s->first &&

@@ -6,15 +6,20 @@
                    blocks: a leak with many samples (20 more each dump,
                    200 at the end: about 13 MB estimated), a small rise
                    carried by a handful of samples (0 0 1 1 2 3 3 4 5 5 6)
-                   and a flat site of 100 samples. Sampled: the leak is
+                   a flat site of 100 samples, and a step: one sample
+                   from the seventh dump on (a small leak seen once). Sampled: the leak is
                    growing, the small rise is "too few samples" (one sample
                    of 512 B stands for 64 KiB: sampling alone could make
                    it; its slope is 1.2 times its 90 % half-width, short
                    of the 99 % a verdict needs) with the advice line, the
                    flat site is not
-                   growing, and the leak's slope carries a ± column.
+                   growing, the step is "too few samples" too (its one
+                   sample stands for 64 KiB, below growth's 1 % of the
+                   heap, but it rose: it is not known to be flat), and
+                   the leak's slope carries a ± column.
                    Exact (the same counts, every block recorded): the
-                   small rise is a real, steady one, and growing too.
+                   small rise is a real, steady one, and growing too; the
+                   step of 512 bytes is flat.
 """
 import os
 import re
@@ -23,8 +28,9 @@ import run_tests as rt
 
 import test_top
 
-LEAK, SMALL, FLAT = 0x401000, 0x402000, 0x403000
+LEAK, SMALL, FLAT, STEP = 0x401000, 0x402000, 0x403000, 0x404000
 SMALL_SERIES = (0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 6)
+STEP_SERIES = (0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1)
 ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|shrinking|"
                  r"too few samples)\s+([+-]?\d+)/s(\s+(?:±\d+|\+\d+/-\d+))?\s+[+-]?\d+/s\s+.*\s"
                  r"(\S+)\s*$")
@@ -32,7 +38,7 @@ ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|s
 
 def write_dumps(work, sample):
     for i, small in enumerate(SMALL_SERIES):
-        rows = ((i * 20, LEAK), (small, SMALL), (100, FLAT))
+        rows = ((i * 20, LEAK), (small, SMALL), (100, FLAT), (STEP_SERIES[i], STEP))
         n = sum(v for v, _ in rows)
         with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
             f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
@@ -63,16 +69,17 @@ def test_noise(suite):
         write_dumps(work, sample)
         rows, text = verdicts(suite, work)
         details.append("sample %d:\n%s" % (sample, text))
-        leak, small, flat = ("0x%x" % a for a in (LEAK, SMALL, FLAT))
+        leak, small, flat, step = ("0x%x" % a for a in (LEAK, SMALL, FLAT, STEP))
         want_small = "too few samples" if sample > 1 else "growing"
+        want_step = "too few samples" if sample > 1 else "flat"
         for site, want in ((leak, ("growing",)), (small, (want_small,)),
-                           (flat, ("flat", "fluctuating"))):
+                           (flat, ("flat", "fluctuating")), (step, (want_step,))):
             got = rows.get(site, (None,))[0]
             if got not in want:
                 problems.append("sample %d: %s is %r, expected %s" % (
                     sample, site, got, " or ".join(want)))
         if sample > 1:
-            if not re.search(r"not enough samples to tell whether 1 site grows .* to be sure, "
+            if not re.search(r"not enough samples to tell whether 2 sites grow .* to be sure, "
                              r"a run about \d+ times longer, or --sample \d+k? \(now 65536\)",
                              text):
                 problems.append("sample %d: no advice for the site it cannot tell" % sample)
