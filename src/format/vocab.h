@@ -81,6 +81,10 @@
 #define FMT_LEAKS_UNSTOPPED  "unstopped_threads"
 #define FMT_LEAKS_STACK      "stack"
 #define FMT_LEAKS_RECORD     "record"
+#define FMT_LEAKS_POOL       "pool"              /* ID PARENT alive|gone BYTES BLOCKS NAME */
+#define FMT_LEAKS_ALIVE      "alive"
+#define FMT_LEAKS_GONE       "gone"
+#define FMT_LEAKS_IN_POOL    "in_pool"           /* STACKID POOLID */
 #define FMT_LEAKS_END        "end"
 #define FMT_YES              "yes"
 #define FMT_NO               "no"
