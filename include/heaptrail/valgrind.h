@@ -26,6 +26,8 @@
  * and two of heaptrail's own, for what valgrind has no request for:
  *   HEAPTRAIL_CREATE_MEMPOOL(pool, parent, name)  a pool in a tree, named
  *   HEAPTRAIL_MEMPOOL_NAME(pool, name)            names a pool
+ *   HEAPTRAIL_MEMPOOL_RESET(pool)                 frees every chunk of it and
+ *                                                 of the pools under it
  * Red zones and zeroing are memcheck's business and are ignored. Every
  * other request (memcheck's VALGRIND_MAKE_MEM_*, VALGRIND_CHECK_*,
  * RUNNING_ON_VALGRIND, ...) does nothing and yields 0. Without the agent,
@@ -71,6 +73,7 @@
 #define HEAPTRAIL_CREATE_MEMPOOL(pool, parent, name) \
 	HEAPTRAIL_VG_(HEAPTRAIL_CALL(pool_create, (pool), (parent), (name)))
 #define HEAPTRAIL_MEMPOOL_NAME(pool, name) HEAPTRAIL_VG_(HEAPTRAIL_CALL(pool_name, (pool), (name)))
+#define HEAPTRAIL_MEMPOOL_RESET(pool) HEAPTRAIL_VG_(HEAPTRAIL_CALL(pool_reset, (pool)))
 
 /* the rest: nothing, and 0 */
 #define RUNNING_ON_VALGRIND 0
