@@ -160,10 +160,15 @@ test: all $(UNIT_BIN) check-layers
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heaptrail \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/heaptrail/compat/valgrind
 	install -m 755 $(B)/heaptrail $(DESTDIR)$(PREFIX)/bin/heaptrail
 	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(PREFIX)/lib/heaptrail/libheaptrail.so
 	install -m 644 include/heaptrail.h $(DESTDIR)$(PREFIX)/include/heaptrail.h
+	install -m 644 include/heaptrail/valgrind.h $(DESTDIR)$(PREFIX)/include/heaptrail/valgrind.h
+	install -m 644 include/heaptrail/compat/valgrind/valgrind.h \
+		include/heaptrail/compat/valgrind/memcheck.h \
+		$(DESTDIR)$(PREFIX)/include/heaptrail/compat/valgrind/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' heaptrail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/heaptrail.pc
 
 clean:

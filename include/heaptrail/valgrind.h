@@ -6,9 +6,10 @@
  *
  * Either include it instead of <valgrind/valgrind.h>, or leave the
  * program's includes alone and put heaptrail's compat directory first on
- * the include path (`-I$(pkg-config --variable=compatdir heaptrail)` or
- * -I/usr/include/heaptrail/compat): its valgrind/valgrind.h and
- * valgrind/memcheck.h include this file.
+ * the include path (`-I$(pkg-config --variable=compatdir heaptrail)`, or
+ * -Iinclude/heaptrail/compat in heaptrail's tree): its valgrind/valgrind.h
+ * and valgrind/memcheck.h include this file. Nothing is linked: the
+ * functions are heaptrail.h's weak symbols.
  *
  * What each request becomes (include/heaptrail.h says what they do):
  *   VALGRIND_CREATE_MEMPOOL(pool, rz, zeroed)     heaptrail_pool_create(pool, NULL, NULL)
@@ -36,7 +37,7 @@
 #ifndef HEAPTRAIL_VALGRIND_H
 #define HEAPTRAIL_VALGRIND_H
 
-#include <heaptrail.h>
+#include "../heaptrail.h"  /* found whatever the include path */
 
 /* valgrind.h's and memcheck.h's include guards: a later #include of the
  * real headers is then a no-op instead of a clash */

@@ -54,8 +54,7 @@ def _build(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "pools"))
     vg_bin, ht_bin = os.path.join(work, "pools_vg"), os.path.join(work, "pools_ht")
     for out, extra in ((vg_bin, []),
-                       (ht_bin, ["-I", os.path.join(ROOT, "include"),
-                                 "-I", os.path.join(ROOT, "include", "heaptrail", "compat")])):
+                       (ht_bin, ["-I", os.path.join(ROOT, "include", "heaptrail", "compat")])):
         rc, _, err = rt.run([suite.cc, "-g", "-O1"] + extra + ["-o", out, SRC])
         if rc != 0:
             raise Failure("cc pools.c: %s" % rt.short(err, 600))
