@@ -345,6 +345,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		if (!s)
 			goto nomem;
 		memcpy(s->v, v, sizeof v);
+		s->pool = prof_build_intern(p, st->pool_name, &oom);
 		s->nlocs = nl;
 		s->locs = prof_build_ids(p, nl ? nl : 1);
 		if (!s->locs)

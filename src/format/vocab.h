@@ -51,6 +51,8 @@
 #define FMT_HEAP_PID         "pid="
 #define FMT_HEAP_RUN         "run="
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
+#define FMT_HEAP_POOL        "# heaptrail-pool"  /* INDEX NAME, in the maps section: sample
+						    line INDEX (from 0) is a memory pool's */
 
 /* ---- leak file (leakfile.h) ---- */
 #define FMT_LEAKS_MAGIC      "heaptrail-leaks"

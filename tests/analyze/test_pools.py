@@ -18,6 +18,11 @@ annotated with valgrind's own client requests, built against valgrind's
                      keeps request's and query's records only, with
                      request's lost bytes as its summary, `--pool top`
                      everything but orphan's and the slab's
+    pools:pprof      a final dump of the heaptrail build (--sample 1) through
+                     `heaptrail pprof`, decoded by test_pprof's reader: the
+                     in-use bytes and objects of the samples labelled
+                     pool=NAME add up to what the program holds in NAME
+                     (and tmp's, destroyed, to nothing)
 """
 import json
 import os
@@ -218,6 +223,50 @@ def test_per_pool(suite):
     return problems, details
 
 
+def test_pprof(suite):
+    import test_pprof
+    work, _, ht_bin = build(suite)
+    out = rt.fresh_dir(os.path.join(work, "final"))
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "--final", "--sample", "1",
+                              "-o", out, "--", ht_bin], cwd=work)
+    counts = program_counts(stdout.decode())
+    finals = [f for f in os.listdir(out) if f.endswith(".final.heap")]
+    if len(finals) != 1:
+        raise Failure("%d final dumps in %s: %s" % (len(finals), out, rt.short(err)))
+    pb = os.path.join(out, "p.pb.gz")
+    rc, _, err = rt.run([suite.heaptrail, "pprof", "-o", pb, os.path.join(out, finals[0])])
+    if rc != 0:
+        raise Failure("heaptrail pprof: status %d: %s" % (rc, rt.short(err)))
+    prof = test_pprof.decode(pb)
+    strs = prof["strings"]
+    types = [strs[t["type"]] for t in prof["sample_type"]]
+    space, objects = types.index("inuse_space"), types.index("inuse_objects")
+    got = {}
+    for smp in prof["sample"]:
+        label = smp.get("label")
+        if not isinstance(label, bytes) or not label:
+            continue
+        lab = test_pprof._message(label, {1: ("key", "sint"), 2: ("str", "sint")})
+        if strs[lab["key"]] != "pool":
+            continue
+        b, n = got.get(strs[lab["str"]], (0, 0))
+        got[strs[lab["str"]]] = (b + smp["value"][space], n + smp["value"][objects])
+    problems, details = [], []
+    for name, (lb, ln, _, _) in sorted(counts.items()):
+        if name == "malloclike":
+            continue
+        g = got.pop(name, (0, 0))
+        details.append("%s: pprof %s, program %s" % (name, g, (lb, ln)))
+        if g != (lb, ln):
+            problems.append("pool=%s samples hold %s bytes/objects, the program %s" %
+                            (name, g, (lb, ln)))
+    # tmp was destroyed: its samples (allocated so far) hold nothing in use
+    if set(got) != {"tmp"} or got["tmp"] != (0, 0):
+        problems.append("other pools' samples, expected tmp's with nothing in use: %s" % got)
+    return problems, details
+
+
 def collect(suite):
     return [("pools:valgrind", lambda: test_valgrind(suite)),
-            ("pools:per-pool", lambda: test_per_pool(suite))]
+            ("pools:per-pool", lambda: test_per_pool(suite)),
+            ("pools:pprof", lambda: test_pprof(suite))]
