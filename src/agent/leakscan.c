@@ -159,12 +159,17 @@ static void radix_sort(struct agent_block *a, struct agent_block *tmp, size_t n)
 
 /* ---------- marking ---------- */
 
+/* What a block is (scan.pooled) */
+#define BLOCK_MALLOC 0
+#define BLOCK_CHUNK 1   /* a pool's chunk (pool.c): the program's, no malloc header */
+#define BLOCK_SUPER 2   /* a malloc block holding a chunk: out of the scan */
+
 struct scan {
 	struct agent_block *b;
 	size_t n;
 	uint8_t *state;
 	uint8_t *direct;         /* block i (and the word before it) readable in place */
-	uint8_t *pooled;         /* block i is a pool's chunk (pool.c), not malloc's */
+	uint8_t *pooled;         /* what block i is: BLOCK_* */
 	uint32_t *stack;
 	size_t top, cap;
 	uintptr_t lo, hi;
@@ -442,7 +447,7 @@ static inline void consider(struct scan *s, uintptr_t p, bool definite)
 	if (!s->direct[i] && !readable_range(p, 1))
 		return;
 	bool start = p == s->b[i].addr || heuristic(s, (size_t)i, p);
-	if (!start && !s->pooled[i] && is_chunk_header_of_next(s, (size_t)i, p))
+	if (!start && s->pooled[i] != BLOCK_CHUNK && is_chunk_header_of_next(s, (size_t)i, p))
 		return;
 	if (start && definite) {
 		s->state[i] = ST_REACHABLE;
@@ -654,7 +659,7 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		}
 		if (last)
 			break;
-		if (s->pooled[i]) {
+		if (s->pooled[i] == BLOCK_CHUNK) {
 			/* the program's own chunk: no malloc header before it */
 		} else if (AGENT_UNLIKELY(s->b[i].addr < g->start + 8)) {
 			arena = true;  /* its header is not in this region */
@@ -747,34 +752,43 @@ static inline bool is_pool_chunk(const struct agent_block *b)
 	return b->stack && b->stack <= agent_stack_count() && agent_stack_get((uint32_t)b->stack)->pool;
 }
 
-/* With the blocks sorted by address: marks the pools' chunks, and drops
- * every malloc block that holds one (a pool's superblock; memcheck leaves
- * those out of its leak check too, see find_active_chunks in valgrind's
- * mc_leakcheck.c), so no byte is counted twice. Returns the new count. */
-static size_t drop_superblocks(struct scan *s)
+/* With the blocks sorted by address: marks the pools' chunks, and every
+ * malloc block that holds one (a pool's superblock), which drop_superblocks
+ * takes out of the scan once the regions are classified (their headers
+ * still tell which regions are malloc's). */
+static void mark_superblocks(struct scan *s)
 {
-	size_t n = s->n, out = 0;
+	size_t n = s->n;
 	for (size_t i = 0; i < n; i++)
-		s->pooled[i] = is_pool_chunk(&s->b[i]);
+		s->pooled[i] = is_pool_chunk(&s->b[i]) ? BLOCK_CHUNK : BLOCK_MALLOC;
 	for (size_t i = 0; i < n; i++) {
-		if (s->pooled[i])
+		if (s->pooled[i] == BLOCK_CHUNK)
 			continue;
 		uintptr_t a = s->b[i].addr, e = a + s->b[i].size;
 		bool holds = false;
 		for (size_t j = i; j-- > 0 && s->b[j].addr == a && !holds;)
-			holds = s->pooled[j];
+			holds = s->pooled[j] == BLOCK_CHUNK;
 		for (size_t j = i + 1; j < n && s->b[j].addr < e && !holds; j++)
-			holds = s->pooled[j];
+			holds = s->pooled[j] == BLOCK_CHUNK;
 		if (holds)
-			s->pooled[i] = 2;  /* dropped below */
+			s->pooled[i] = BLOCK_SUPER;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (s->pooled[i] == 2)
+}
+
+/* Drops the superblocks: memcheck leaves them out of its leak check too
+ * (find_active_chunks in valgrind's mc_leakcheck.c), so no byte is
+ * counted twice, and a pointer into one means nothing. */
+static void drop_superblocks(struct scan *s)
+{
+	size_t out = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->pooled[i] == BLOCK_SUPER)
 			continue;
 		s->b[out] = s->b[i];
+		s->direct[out] = s->direct[i];
 		s->pooled[out++] = s->pooled[i];
 	}
-	return out;
+	s->n = out;
 }
 
 /* ---------- the whole scan ---------- */
@@ -847,7 +861,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	s.n = agent_live_copy_locked(s.b, cap);
 	s.n += agent_pool_chunks_copy_locked(s.b + s.n, cap - s.n);
 	radix_sort(s.b, tmp, s.n);
-	s.n = drop_superblocks(&s);
+	mark_superblocks(&s);
 	mark_direct(&s);
 	if (s.n) {
 		s.lo = s.b[0].addr;
@@ -904,6 +918,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		}
 	}
 	radix_sort(x.r, xtmp, x.n);
+	drop_superblocks(&s);
 
 	if (s.n) {
 		for (size_t i = 0; i < nregions; i++)

@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(HERE, "progs", "pools.c")
 PARENTS = {"top": None, "cache": "top", "request": "top", "query": "request",
-           "conn": "top", "scratch": "top", "orphan": None}
+           "conn": "top", "scratch": "top", "big": "top", "orphan": None}
 LOST = ("definitely_lost", "indirectly_lost")
 KINDS4 = ("definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable")
 
@@ -215,7 +215,8 @@ def test_per_pool(suite):
                         (sb, counts["request"][2] + counts["query"][2]))
     top = report_pool("top")
     names = {r.get("pool") for r in top["records"]}
-    if names - {"top", "cache", "request", "query", "conn", "scratch"} or "cache" not in names:
+    if names - {"top", "cache", "request", "query", "conn", "scratch", "big"} or \
+            "cache" not in names:
         problems.append("report --pool top lists records of %s" % sorted(map(str, names)))
     tree = [p["name"] for p in top.get("pools", [])]
     if "orphan" in tree or "top" not in tree:

@@ -18,7 +18,11 @@
  *      │                  one moved; 2 chunks lost, 1 reached only
  *      │                  through an interior pointer (possibly lost)
  *      ├─ scratch         5 chunks, then trimmed to the 2nd and 3rd
- *      └─ tmp             60 chunks, 3 superblocks, then destroyed
+ *      ├─ tmp             60 chunks, 3 superblocks, then destroyed
+ *      └─ big             256 KiB superblocks (malloc maps each on its own):
+ *                         a list of 3 chunks lost (1 definitely, 2
+ *                         indirectly: only the superblock holds the
+ *                         pointers to them, and it is no root), 1 kept
  *   orphan                its header dropped with 4 chunks in it: every
  *                         chunk lost, and the header (a malloc block)
  *   slab objects          malloc-like blocks (MALLOCLIKE_BLOCK) in a
@@ -68,6 +72,7 @@ struct arena {
 	struct arena *parent, *child, *sibling;
 	struct sblock *blocks;    /* the current one first */
 	char *cur, *end;
+	size_t sb;                        /* superblock size */
 	size_t live_bytes, live_blocks;   /* the program's own count */
 	size_t lost_bytes, lost_blocks;
 };
@@ -81,10 +86,11 @@ static void count_add(struct arena *a)
 	all[narenas++] = a;
 }
 
-NOINLINE struct arena *arena_create(struct arena *parent, const char *name)
+NOINLINE struct arena *arena_create_sized(struct arena *parent, const char *name, size_t sb)
 {
 	struct arena *a = calloc(1, sizeof *a);
 	a->name = name;
+	a->sb = sb;
 	a->parent = parent;
 	if (parent) {
 		a->sibling = parent->child;
@@ -95,21 +101,26 @@ NOINLINE struct arena *arena_create(struct arena *parent, const char *name)
 	return a;
 }
 
+NOINLINE struct arena *arena_create(struct arena *parent, const char *name)
+{
+	return arena_create_sized(parent, name, SB);
+}
+
 static void new_superblock(struct arena *a)
 {
-	struct sblock *b = malloc(SB);
+	struct sblock *b = malloc(a->sb);
 	b->next = a->blocks;
-	b->size = SB;
+	b->size = a->sb;
 	a->blocks = b;
 	a->cur = (char *)b + HDR;
-	a->end = (char *)b + SB;
+	a->end = (char *)b + a->sb;
 }
 
 NOINLINE void *arena_alloc(struct arena *a, size_t n)
 {
 	size_t n16 = (n + 15) & ~(size_t)15;
 	char *p;
-	if (n16 > SB - HDR) {
+	if (n16 > a->sb - HDR) {
 		/* a superblock of its own, behind the current one */
 		struct sblock *b = malloc(HDR + n16);
 		b->size = HDR + n16;
@@ -247,7 +258,7 @@ struct arena *top, *orphan;
 struct entry *cache_list;
 void *config, *kept_request, *scratch_keep[2], *conn_buf;
 char *conn_interior;
-void *slab, *objs[2];
+void *slab, *objs[2], *big_keep;
 static size_t like_lost_bytes, like_lost_blocks;
 
 NOINLINE void fill_cache(struct arena *cache)
@@ -339,6 +350,23 @@ NOINLINE void make_orphan(void)
 	}
 }
 
+struct node {
+	struct node *next;
+	char data[40];
+};
+
+NOINLINE void use_big(struct arena *big)
+{
+	struct node *list = NULL;
+	for (int i = 0; i < 3; i++) {
+		struct node *n = arena_alloc(big, sizeof *n);
+		n->next = list;
+		list = n;
+		lost(big, sizeof *n);
+	}
+	big_keep = arena_alloc(big, 1000);
+}
+
 NOINLINE void drop_orphan(void)
 {
 	orphan = NULL;
@@ -372,6 +400,7 @@ int main(void)
 	struct arena *conn = arena_create(top, "conn");
 	struct arena *scratch = arena_create(top, "scratch");
 	struct arena *tmp = arena_create(top, "tmp");
+	struct arena *big = arena_create_sized(top, "big", 256 * 1024);
 
 	fill_cache(cache);
 	serve_request(request, query);
@@ -380,6 +409,7 @@ int main(void)
 	conn = use_conn(conn);
 	use_scratch(scratch);
 	use_tmp(tmp);
+	use_big(big);
 	make_orphan();
 	drop_orphan();
 	use_slab();
