@@ -144,8 +144,9 @@ static void render_pools(FILE *out, const struct prof_process *p)
 	char a[32], b[32], c[32];
 	if (!n)
 		return;
-	fprintf(out, "   pools%s (bytes in their chunks %s, then with the pools under them):\n",
-		p->pool_filter ? " (filtered)" : "", p->raw.check ? "now" : "at exit");
+	fprintf(out, "   pools%s (bytes in their chunks %s, then with the pools under them%s):\n",
+		p->pool_filter ? " (filtered)" : "", p->raw.check ? "now" : "at exit",
+		p->raw.sample > 1 ? "; sampled: raw samples, not estimates" : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct fmt_pool *pl = t[i].pool;
 		int indent = 2 * (t[i].depth < 20 ? t[i].depth : 20);

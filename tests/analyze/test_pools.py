@@ -23,6 +23,14 @@ annotated with valgrind's own client requests, built against valgrind's
                      in-use bytes and objects of the samples labelled
                      pool=NAME add up to what the program holds in NAME
                      (and tmp's, destroyed, to nothing)
+    pools:misuse     tests/analyze/progs/pools_misuse.c: the API called
+                     wrongly (unknown pools and chunks, NULL anchors, a
+                     2^63-byte chunk, a 1,000-byte name, double frees and
+                     destroys) and from a timer's signal handler while the
+                     program allocates from the same pool: bare it says "no
+                     agent" and exits 0; under heaptrail every call returns
+                     what include/heaptrail.h says, nothing hangs, the
+                     program exits 0 and the report is written
 """
 import json
 import os
@@ -267,7 +275,33 @@ def test_pprof(suite):
     return problems, details
 
 
+def test_misuse(suite):
+    work, _, _ = build(suite)
+    prog = os.path.join(work, "pools_misuse")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(ROOT, "include"), "-o", prog,
+                         os.path.join(HERE, "progs", "pools_misuse.c")])
+    if rc != 0:
+        raise Failure("cc pools_misuse.c: %s" % rt.short(err, 600))
+    problems = []
+    rc, out, _ = rt.run([prog], cwd=work)
+    if rc != 0 or out != b"no agent\n":
+        problems.append("bare: status %d, prints %s" % (rc, rt.short(out)))
+    outdir = rt.fresh_dir(os.path.join(work, "misuse"))
+    rc, out, err = rt.run([suite.heaptrail, "run", "-q", "-o", outdir, "--", prog], cwd=work,
+                          timeout=120)
+    text = out.decode(errors="replace")
+    if rc != 0:
+        problems.append("under heaptrail: status %d: %s" % (rc, rt.short(err)))
+    if not text.endswith("0 bad\n"):
+        problems.append("under heaptrail: %s" % "; ".join(
+            l for l in text.split("\n") if l.startswith("bad") or l.endswith(" bad")))
+    if not [f for f in os.listdir(outdir) if f.endswith(".leaks")]:
+        problems.append("no leak report in %s" % outdir)
+    return problems, [text]
+
+
 def collect(suite):
     return [("pools:valgrind", lambda: test_valgrind(suite)),
             ("pools:per-pool", lambda: test_per_pool(suite)),
-            ("pools:pprof", lambda: test_pprof(suite))]
+            ("pools:pprof", lambda: test_pprof(suite)),
+            ("pools:misuse", lambda: test_misuse(suite))]
