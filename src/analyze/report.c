@@ -255,13 +255,24 @@ struct prof_pool_node *prof_pool_tree(const struct prof_process *p, size_t *n)
 		if (pos[i] >= 0)
 			continue;  /* a parent loop in a bad file */
 		pos[i] = (long)nout;
-		out[nout++] = (struct prof_pool_node){ &l->pools[i], d, l->pools[i].bytes,
-						      l->pools[i].blocks };
+		out[nout++] = (struct prof_pool_node){ .pool = &l->pools[i], .depth = d,
+						      .tree_bytes = l->pools[i].bytes,
+						      .tree_blocks = l->pools[i].blocks };
 		for (size_t k = first[i + 1]; k-- > first[i];)
 			if (top < np && pos[kids[k]] < 0) {
 				tdepth[top] = d + 1;
 				todo[top++] = kids[k];
 			}
+	}
+	for (size_t i = 0; i < p->nrecords; i++) {
+		const struct prof_record *r = &p->records[i];
+		const struct fmt_pool *pl = r->pool_id ? fmt_leaks_pool(l, r->pool_id) : NULL;
+		long at = pl ? pos[pl - l->pools] : -1;
+		if (at < 0 || r->suppressed_by ||
+		    (r->kind != FMT_KIND_DEFINITELY && r->kind != FMT_KIND_INDIRECTLY))
+			continue;
+		out[at].lost_bytes += r->bytes;
+		out[at].lost_blocks += r->blocks;
 	}
 	/* subtree totals: every node comes after its parent */
 	for (size_t j = nout; j-- > 0;) {

@@ -114,6 +114,8 @@ struct prof_pool_node {
 	const struct fmt_pool *pool;
 	int depth;                      /* 0 for a root */
 	uint64_t tree_bytes, tree_blocks;  /* its chunks and its descendants' */
+	uint64_t lost_bytes, lost_blocks;  /* of its chunks, those definitely or
+					      indirectly lost (records not suppressed) */
 };
 struct prof_pool_node *prof_pool_tree(const struct prof_process *p, size_t *n);
 

@@ -94,10 +94,13 @@ static void json_process(FILE *out, const struct prof_process *p)
 			else
 				fputs("null", out);
 			fprintf(out, ", \"alive\": %s, \"bytes\": %llu, \"blocks\": %llu, "
-				"\"tree_bytes\": %llu, \"tree_blocks\": %llu}",
+				"\"tree_bytes\": %llu, \"tree_blocks\": %llu, "
+				"\"lost_bytes\": %llu, \"lost_blocks\": %llu}",
 				pl->alive ? "true" : "false", (unsigned long long)pl->bytes,
 				(unsigned long long)pl->blocks, (unsigned long long)t[i].tree_bytes,
-				(unsigned long long)t[i].tree_blocks);
+				(unsigned long long)t[i].tree_blocks,
+				(unsigned long long)t[i].lost_bytes,
+				(unsigned long long)t[i].lost_blocks);
 		}
 		fputs("],\n", out);
 	}

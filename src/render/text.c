@@ -153,6 +153,8 @@ static void render_pools(FILE *out, const struct prof_process *p)
 		fprintf(out, "     %*s%s%s: %s bytes in %s %s", indent, "", prof_pool_name(p, pl->id),
 			pl->alive ? "" : " (destroyed)", render_thousands(a, pl->bytes),
 			render_thousands(b, pl->blocks), plural(pl->blocks, "block", "blocks"));
+		if (t[i].lost_blocks)
+			fprintf(out, ", %s bytes lost", render_thousands(c, t[i].lost_bytes));
 		if (t[i].tree_blocks != pl->blocks || t[i].tree_bytes != pl->bytes)
 			fprintf(out, "; %s bytes in all", render_thousands(c, t[i].tree_bytes));
 		fputc('\n', out);

@@ -11,8 +11,9 @@ annotated with valgrind's own client requests, built against valgrind's
                      without the agent), under valgrind and under heaptrail
     pools:per-pool   the JSON report of that run against what the program
                      counts itself: per pool, the bytes and blocks lost
-                     (definitely + indirectly, by the records' "pool") and
-                     those its chunks hold at exit (the "pools" tree), the
+                     (definitely + indirectly, by the records' "pool", and
+                     as the "pools" tree says) and those its chunks hold at
+                     exit (the tree), the
                      malloc-like blocks by their allocator; the tree's
                      parents are the program's; `report --pool request`
                      keeps request's and query's records only, with
@@ -197,6 +198,9 @@ def test_per_pool(suite):
         if not p:
             problems.append("pool %s is not in the report's pool tree" % name)
             continue
+        if (p.get("lost_bytes"), p.get("lost_blocks")) != (xb, xn):
+            problems.append("the tree says pool %s lost %s bytes/blocks, the program %s" %
+                            (name, (p.get("lost_bytes"), p.get("lost_blocks")), (xb, xn)))
         if (p["bytes"], p["blocks"]) != (lb, ln):
             problems.append("pool %s holds %s bytes/blocks, the program says %s" %
                             (name, (p["bytes"], p["blocks"]), (lb, ln)))
