@@ -311,6 +311,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	double sum_abs = 0;
 	for (size_t i = 0; i < d.nstacks; i++) {
 		const struct fmt_heap_stack *st = &d.stacks[i];
+		if (o->pool && (!st->pool_name || strcmp(st->pool_name, o->pool)))
+			continue;
 		if (o->progress && !(i & 1023))
 			o->progress(o->progress_ctx, path, i, d.nstacks);
 		int64_t v[PROF_NVALUES];

@@ -89,6 +89,7 @@ struct cli_prof_opts {
 	"  --base OLD             subtract the dump OLD first (what changed since)\n" \
 	"  --focus RE             keep only stacks with a function matching RE\n" \
 	"  --ignore RE            drop stacks with a function matching RE\n" \
+	"  --pool NAME            only the blocks of the memory pool NAME\n" \
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n" \
 	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
 /* Parses argv (argv[0] is the command's name) into o. extra, when not

@@ -23,7 +23,8 @@ annotated with valgrind's own client requests, built against valgrind's
                      `heaptrail pprof`, decoded by test_pprof's reader: the
                      in-use bytes and objects of the samples labelled
                      pool=NAME add up to what the program holds in NAME
-                     (and tmp's, destroyed, to nothing)
+                     (and tmp's, destroyed, to nothing); `heaptrail top
+                     --pool NAME` of the dump totals NAME's in-use bytes
     pools:misuse     tests/analyze/progs/pools_misuse.c: the API called
                      wrongly (unknown pools and chunks, NULL anchors, a
                      2^63-byte chunk, a 1,000-byte name, double frees and
@@ -273,6 +274,15 @@ def test_pprof(suite):
         if g != (lb, ln):
             problems.append("pool=%s samples hold %s bytes/objects, the program %s" %
                             (name, g, (lb, ln)))
+    for name in ("cache", "request", "big"):
+        rc, text, err = rt.run([suite.heaptrail, "top", "--bytes", "--pool", name,
+                                os.path.join(out, finals[0])])
+        m = re.search(rb"in-use space (\d+)", text)
+        total = int(m.group(1)) if m else None
+        details.append("top --pool %s: %s" % (name, total))
+        if rc != 0 or total != counts[name][0]:
+            problems.append("top --pool %s: status %d, total %s, the program holds %d" %
+                            (name, rc, total, counts[name][0]))
     # tmp was destroyed: its samples (allocated so far) hold nothing in use
     if set(got) != {"tmp"} or got["tmp"] != (0, 0):
         problems.append("other pools' samples, expected tmp's with nothing in use: %s" % got)
