@@ -198,7 +198,7 @@ static int dump_now(const char *path, const char *kind)
 #define ALL FMT_KIND_REACHABLE
 	agent_tables_lock_all();
 	agent_live_per_stack_locked(live, nstacks);
-	agent_pool_per_stack_locked(live, nstacks);
+	agent_pool_per_stack_locked(live, nstacks, true);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
 		live[id].blocks[ALL] = s->total_blocks;

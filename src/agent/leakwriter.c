@@ -133,7 +133,7 @@ static void write_pools(struct agent_writer *w, const struct agent_leak_report *
 	}
 	for (uint32_t i = 0; i < r->npools; i++) {
 		const struct agent_pool_snap *p = &r->pools[i];
-		if (!p->alive && !p->used)
+		if ((!p->alive && !p->used) || p->mmap)
 			continue;
 		agent_put(w, FMT_LEAKS_POOL " ");
 		agent_put_u64(w, i + 2);

@@ -469,7 +469,7 @@ static int write_report(const struct report_call *c)
 		agent_tables_lock_all();
 		if ((kinds = agent_mmap(maplen))) {
 			agent_live_per_stack_locked(kinds, nstacks);
-			agent_pool_per_stack_locked(kinds, nstacks);
+			agent_pool_per_stack_locked(kinds, nstacks, false);
 		}
 		agent_counters_sum(&totals);
 		agent_tables_unlock_all();

@@ -26,6 +26,7 @@ struct agent_pool {
 	uintptr_t anchor;
 	uint32_t parent, first_child, next_sibling;
 	bool alive;
+	bool mmap;                       /* agent_pool_mmap's: in no leak scan */
 	struct agent_block *e;           /* chunk table; addr 0 = empty slot */
 	uint32_t cap, n;
 	uint64_t bytes;
@@ -451,6 +452,59 @@ int agent_pool_move(uintptr_t old, uintptr_t new_anchor)
 	return ret;
 }
 
+/* ---------- the program's mappings ---------- */
+
+static char mmap_anchor;  /* the "[mmap]" pool's anchor: no program's */
+static uint32_t mmap_id;
+
+uint32_t agent_pool_mmap(void)
+{
+	if (AGENT_LIKELY(atomic_load_explicit((_Atomic uint32_t *)&mmap_id, memory_order_acquire)))
+		return mmap_id;
+	long id = agent_pool_create((uintptr_t)&mmap_anchor, 0, "[mmap]");
+	if (id == -EEXIST)
+		id = agent_pool_find((uintptr_t)&mmap_anchor);
+	if (id <= 0)
+		return 0;
+	agent_lock(&agent_pool_lock);
+	pool_get((uint32_t)id)->mmap = true;
+	atomic_store_explicit((_Atomic uint32_t *)&mmap_id, (uint32_t)id, memory_order_release);
+	agent_unlock(&agent_pool_lock);
+	return (uint32_t)id;
+}
+
+uint64_t agent_pool_unmap(uint32_t id, uintptr_t addr, size_t len)
+{
+	uint64_t gone = 0;
+	uintptr_t lo = addr, hi = addr + len < addr ? UINTPTR_MAX : addr + len;
+	agent_lock(&agent_pool_lock);
+	struct agent_pool *p = pool_get(id);
+	for (uint32_t i = 0; p && p->e && i < p->cap;) {
+		struct agent_block *b = &p->e[i];
+		uintptr_t s = b->addr, e = b->addr + b->size;
+		if (!s || e <= lo || s >= hi) {
+			i++;
+			continue;
+		}
+		uint32_t stack = b->stack;
+		chunk_erase(p, i);  /* i is looked at again: a later entry may shift here */
+		gone += (s < lo ? lo : s) < (e > hi ? hi : e) ? (e > hi ? hi : e) - (s < lo ? lo : s) : 0;
+		/* what is left on either side stays, as its own chunk: the
+		 * table may grow for the second, so the walk starts over */
+		bool again = false;
+		if (s < lo)
+			chunk_put(p, s, lo - s, stack);
+		if (e > hi) {
+			again = (p->n + 1) * 4 > p->cap * 3;
+			chunk_put(p, hi, e - hi, stack);
+		}
+		if (again)
+			i = 0;
+	}
+	agent_unlock(&agent_pool_lock);
+	return gone;
+}
+
 /* ---------- readers ---------- */
 
 uint32_t agent_pool_count_locked(void)
@@ -476,7 +530,7 @@ size_t agent_pool_chunks_count_locked(void)
 {
 	size_t n = 0;
 	for (uint32_t id = 1; id <= npools; id++)
-		n += pool_get(id)->n;
+		n += pool_get(id)->mmap ? 0 : pool_get(id)->n;
 	return n;
 }
 
@@ -485,18 +539,18 @@ size_t agent_pool_chunks_copy_locked(struct agent_block *out, size_t cap)
 	size_t n = 0;
 	for (uint32_t id = 1; id <= npools; id++) {
 		struct agent_pool *p = pool_get(id);
-		for (uint32_t i = 0; p->e && i < p->cap && n < cap; i++)
+		for (uint32_t i = 0; p->e && !p->mmap && i < p->cap && n < cap; i++)
 			if (p->e[i].addr)
 				out[n++] = p->e[i];
 	}
 	return n;
 }
 
-void agent_pool_per_stack_locked(struct agent_kinds *out, uint32_t nstacks)
+void agent_pool_per_stack_locked(struct agent_kinds *out, uint32_t nstacks, bool with_mmap)
 {
 	for (uint32_t id = 1; id <= npools; id++) {
 		struct agent_pool *p = pool_get(id);
-		for (uint32_t i = 0; p->e && i < p->cap; i++) {
+		for (uint32_t i = 0; p->e && (with_mmap || !p->mmap) && i < p->cap; i++) {
 			const struct agent_block *b = &p->e[i];
 			if (!b->addr || b->stack > nstacks)
 				continue;
@@ -532,6 +586,7 @@ struct agent_pool_snap *agent_pool_snapshot(uint32_t *n, size_t *maplen)
 		const struct agent_pool *p = pool_get(i + 2);
 		snap[i].parent = p->parent;
 		snap[i].alive = p->alive;
+		snap[i].mmap = p->mmap;
 		snap[i].bytes = p->bytes;
 		snap[i].blocks = p->n;
 		agent_memcpy(snap[i].name, p->name, sizeof snap[i].name);

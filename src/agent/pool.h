@@ -62,6 +62,15 @@ int agent_pool_destroy(uintptr_t anchor);
  * -EEXIST. */
 int agent_pool_move(uintptr_t old, uintptr_t new_anchor);
 
+/* The pool of the program's anonymous mappings (config mmap=1), named
+ * "[mmap]", made on first use: its chunks are in heap dumps and in no leak
+ * scan or leak file. Its id, or 0 when there is no room. */
+uint32_t agent_pool_mmap(void);
+/* [addr, addr+len) is no longer mapped: the chunks of pool id inside it
+ * go, those across its ends are cut, one around it is split in two.
+ * Returns how many bytes went. */
+uint64_t agent_pool_unmap(uint32_t id, uintptr_t addr, size_t len);
+
 /* ---- readers, with every table lock held ---- */
 /* Number of pool ids made so far (ids 1..count). */
 uint32_t agent_pool_count_locked(void);
@@ -74,13 +83,14 @@ struct agent_pool_info {
 };
 /* Pool id's facts (id 1..count); false when there is no such id. */
 bool agent_pool_info_locked(uint32_t id, struct agent_pool_info *out);
-/* The number of chunks in every pool, and a copy of up to cap of them
- * (unordered). */
+/* The number of chunks in every pool but "[mmap]", and a copy of up to
+ * cap of them (unordered): what the leak scan classifies. */
 size_t agent_pool_chunks_count_locked(void);
 size_t agent_pool_chunks_copy_locked(struct agent_block *out, size_t cap);
 /* Adds each chunk's size and count to out[stack].bytes/blocks[FMT_KIND_IN_USE]
- * (out has nstacks + 1 entries), as agent_live_per_stack_locked. */
-void agent_pool_per_stack_locked(struct agent_kinds *out, uint32_t nstacks);
+ * (out has nstacks + 1 entries), as agent_live_per_stack_locked; those of
+ * "[mmap]" only when with_mmap (a heap dump, not a leak file). */
+void agent_pool_per_stack_locked(struct agent_kinds *out, uint32_t nstacks, bool with_mmap);
 /* What a report says of the pools: every pool id >= 2 made so far (up to
  * AGENT_POOL_SNAP_MAX of them), copied under the pool lock into a fresh
  * mapping of *maplen bytes (release with agent_munmap); snap[i] is pool
@@ -91,6 +101,7 @@ struct agent_pool_snap {
 	uint32_t parent;         /* id, 0 none */
 	bool alive;
 	bool used;               /* free for the report's writer */
+	bool mmap;               /* the "[mmap]" pool (agent_pool_mmap) */
 	uint64_t bytes, blocks;
 	char name[AGENT_POOL_NAME_MAX];
 };

@@ -69,6 +69,7 @@ enum fmt_alloc_fn {
 	FMT_FN_VALLOC, FMT_FN_PVALLOC, FMT_FN_NEW, FMT_FN_NEW_ARRAY,
 	FMT_FN_POOL,        /* heaptrail_pool_alloc (VALGRIND_MEMPOOL_ALLOC) */
 	FMT_FN_MALLOCLIKE,  /* heaptrail_block_alloc (VALGRIND_MALLOCLIKE_BLOCK) */
+	FMT_FN_MMAP,        /* an anonymous mmap or mremap (config mmap=1) */
 	FMT_FN_COUNT
 };
 extern const char *const fmt_alloc_fn_names[FMT_FN_COUNT];
