@@ -756,9 +756,10 @@ static inline bool is_pool_chunk(const struct agent_block *b)
  * malloc block that holds one (a pool's superblock), which drop_superblocks
  * takes out of the scan once the regions are classified (their headers
  * still tell which regions are malloc's). */
-static void mark_superblocks(struct scan *s)
+static bool mark_superblocks(struct scan *s)
 {
 	size_t n = s->n;
+	bool any = false;
 	for (size_t i = 0; i < n; i++)
 		s->pooled[i] = is_pool_chunk(&s->b[i]) ? BLOCK_CHUNK : BLOCK_MALLOC;
 	for (size_t i = 0; i < n; i++) {
@@ -772,7 +773,9 @@ static void mark_superblocks(struct scan *s)
 			holds = s->pooled[j] == BLOCK_CHUNK;
 		if (holds)
 			s->pooled[i] = BLOCK_SUPER;
+		any |= holds;
 	}
+	return any;
 }
 
 /* Drops the superblocks: memcheck leaves them out of its leak check too
@@ -861,7 +864,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	s.n = agent_live_copy_locked(s.b, cap);
 	s.n += agent_pool_chunks_copy_locked(s.b + s.n, cap - s.n);
 	radix_sort(s.b, tmp, s.n);
-	mark_superblocks(&s);
+	bool supers = mark_superblocks(&s);
 	mark_direct(&s);
 	if (s.n) {
 		s.lo = s.b[0].addr;
@@ -918,7 +921,8 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		}
 	}
 	radix_sort(x.r, xtmp, x.n);
-	drop_superblocks(&s);
+	if (supers)
+		drop_superblocks(&s);
 
 	if (s.n) {
 		for (size_t i = 0; i < nregions; i++)
