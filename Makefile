@@ -52,7 +52,8 @@ UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/
 # (an archive: each test links only the objects it calls into)
 AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi.o \
 	$(B)/agent-obj/src/agent/os.o \
-	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/config.o \
+	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/pool.o \
+	$(B)/agent-obj/src/agent/config.o \
 	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/format/options.o \
 	$(B)/agent-obj/src/format/names.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
@@ -160,10 +161,15 @@ test: all $(UNIT_BIN) check-layers
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/heaptrail \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/heaptrail/compat/valgrind
 	install -m 755 $(B)/heaptrail $(DESTDIR)$(PREFIX)/bin/heaptrail
 	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(PREFIX)/lib/heaptrail/libheaptrail.so
 	install -m 644 include/heaptrail.h $(DESTDIR)$(PREFIX)/include/heaptrail.h
+	install -m 644 include/heaptrail/valgrind.h $(DESTDIR)$(PREFIX)/include/heaptrail/valgrind.h
+	install -m 644 include/heaptrail/compat/valgrind/valgrind.h \
+		include/heaptrail/compat/valgrind/memcheck.h \
+		$(DESTDIR)$(PREFIX)/include/heaptrail/compat/valgrind/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' heaptrail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/heaptrail.pc
 
 clean:

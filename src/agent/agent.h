@@ -31,8 +31,9 @@
  *   layer 2 record:  hooks heapprofile triggers leakwriter
  *        (the allocator entry points, and the files written while the
  *        program runs and at its end)
- *   layer 1 state:   counters table sample unwind cfi walk_memo modules stopworld
+ *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld
  *        (what is recorded, and how: counters, stacks and live blocks,
+ *        the pools' chunks,
  *        the sampler, the unwinder, the module list, stopping threads)
  *   layer 0 base:    agent os config writer procmaps buildid signals startup banned
  *        (this header and os.c: memory, strings, locks, the clock; the

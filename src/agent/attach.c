@@ -44,6 +44,7 @@
 
 #include "agent/agent.h"
 #include "agent/attach.h"
+#include "agent/pool.h"
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
@@ -530,6 +531,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_resample(want);  /* a no-op when it is the same */
 		agent_tables_lock_all();
 		agent_live_clear_locked();
+		agent_pool_clear_locked();
 		agent_tables_unlock_all();
 		agent_reset_cumulative();
 		agent_config.leak_kinds = agent_config.sample <= 1;

@@ -21,6 +21,9 @@
  *                  SIGFPE, SIGTRAP, SIGSYS, SIGABRT, SIGKILL, SIGSTOP) are
  *                  refused with a message (format/options.c)
  * final            1: write a heap dump at exit (default 0)
+ * mmap             1: record the program's anonymous mmap, munmap and mremap
+ *                  calls, as the blocks of a pool named "[mmap]" that heap
+ *                  dumps show and leak reports leave out (default 0)
  * timeline         record time, live bytes and blocks, bytes allocated and
  *                  RSS every N ms into heaptrail.PID.timeline (0 = off,
  *                  the default). Timeline rows and `every` dumps are
@@ -147,6 +150,7 @@ static const struct option {
 	{ "every", T_DURATION, F(every_ms), 0, 0 },
 	{ "signal", T_SIGNAL, F(dump_signal), 0, 0 },
 	{ "final", T_BOOL, F(final), 0, 0 },
+	{ "mmap", T_BOOL, F(mmap), 0, 0 },
 	{ "prof_final", T_BOOL, F(final), 0, 0 },
 	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
 	{ "active", T_BOOL, F(active), 0, 0 },

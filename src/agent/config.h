@@ -24,6 +24,7 @@ struct agent_config {
 	bool active;             /* record new allocations from the start */
 	bool peak;               /* keep a dump of the peak */
 	bool final;              /* dump at exit */
+	bool mmap;               /* record anonymous mmap/munmap/mremap (pool "[mmap]") */
 	int stop_signal;         /* signal that stops threads for the scan */
 	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
 	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */

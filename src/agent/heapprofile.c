@@ -32,6 +32,7 @@
 #include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/heapprofile.h"
+#include "agent/pool.h"
 #include "agent/table.h"
 #include "agent/writer.h"
 #include "agent/buildid.h"
@@ -144,6 +145,34 @@ static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t 
 	agent_put(w, "] @");
 }
 
+/* "# heaptrail-pool INDEX NAME" for each sample line (INDEX from 0, in the
+ * order written above) whose blocks are a pool's chunks: jeprof and
+ * pprof skip it, heaptrail's reader labels the sample with the pool. */
+static void put_pools(struct agent_writer *w, const struct agent_kinds *live, uint32_t nstacks,
+		      const struct agent_pool_snap *pools, uint32_t npools)
+{
+	uint64_t index = 0;
+	for (uint32_t id = 1; id <= nstacks; id++) {
+		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[FMT_KIND_REACHABLE])
+			continue;
+		const struct agent_stack *s = agent_stack_get(id);
+		if (s->pool > AGENT_POOL_MALLOCLIKE) {
+			char num[24] = "pool#";
+			const char *name = s->pool - 2 < npools ? pools[s->pool - 2].name : "";
+			if (!name[0]) {
+				agent_put_dec(num + 5, s->pool);
+				name = num;
+			}
+			agent_put(w, FMT_HEAP_POOL " ");
+			agent_put_u64(w, index);
+			agent_put(w, " ");
+			agent_put_escaped(w, name);
+			agent_put(w, "\n");
+		}
+		index++;
+	}
+}
+
 static int dump_now(const char *path, const char *kind)
 {
 	char name[4352];
@@ -153,6 +182,9 @@ static int dump_now(const char *path, const char *kind)
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
 
+	uint32_t npools = 0;
+	size_t pools_len = 0;
+	struct agent_pool_snap *pools = agent_pool_snapshot(&npools, &pools_len);
 	uint32_t nstacks = agent_stack_count();
 	size_t maplen = ((size_t)nstacks + 1) * sizeof(struct agent_kinds);
 	struct agent_kinds *live = agent_mmap(maplen);
@@ -166,6 +198,7 @@ static int dump_now(const char *path, const char *kind)
 #define ALL FMT_KIND_REACHABLE
 	agent_tables_lock_all();
 	agent_live_per_stack_locked(live, nstacks);
+	agent_pool_per_stack_locked(live, nstacks, true);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
 		live[id].blocks[ALL] = s->total_blocks;
@@ -211,6 +244,7 @@ static int dump_now(const char *path, const char *kind)
 	agent_put(&w, "\n" FMT_HEAP_MAPS "\n");
 	agent_put_file(&w, "/proc/self/maps");
 	put_build_ids(&w);
+	put_pools(&w, live, nstacks, pools, npools);
 	err = agent_writer_commit(&w);
 out:
 	if (err && err != -EBUSY) {
@@ -226,6 +260,7 @@ out:
 		last_err = err;
 	}
 	agent_munmap(live, maplen);
+	agent_munmap(pools, pools_len);
 	agent_tls.busy = saved_busy;
 	atomic_store(&dumping, 0);
 	return err;

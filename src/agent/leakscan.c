@@ -45,6 +45,7 @@
 #include "agent/counters.h"
 #include "agent/leakscan.h"
 #include "agent/leakwriter.h"
+#include "agent/pool.h"
 #include "agent/stopworld.h"
 #include "agent/table.h"
 #include "agent/triggers.h"
@@ -158,11 +159,17 @@ static void radix_sort(struct agent_block *a, struct agent_block *tmp, size_t n)
 
 /* ---------- marking ---------- */
 
+/* What a block is (scan.pooled) */
+#define BLOCK_MALLOC 0
+#define BLOCK_CHUNK 1   /* a pool's chunk (pool.c): the program's, no malloc header */
+#define BLOCK_SUPER 2   /* a malloc block holding a chunk: out of the scan */
+
 struct scan {
 	struct agent_block *b;
 	size_t n;
 	uint8_t *state;
 	uint8_t *direct;         /* block i (and the word before it) readable in place */
+	uint8_t *pooled;         /* what block i is: BLOCK_* */
 	uint32_t *stack;
 	size_t top, cap;
 	uintptr_t lo, hi;
@@ -440,7 +447,7 @@ static inline void consider(struct scan *s, uintptr_t p, bool definite)
 	if (!s->direct[i] && !readable_range(p, 1))
 		return;
 	bool start = p == s->b[i].addr || heuristic(s, (size_t)i, p);
-	if (!start && is_chunk_header_of_next(s, (size_t)i, p))
+	if (!start && s->pooled[i] != BLOCK_CHUNK && is_chunk_header_of_next(s, (size_t)i, p))
 		return;
 	if (start && definite) {
 		s->state[i] = ST_REACHABLE;
@@ -652,7 +659,9 @@ static bool holds_arena_block(const struct scan *s, const struct region *g, stru
 		}
 		if (last)
 			break;
-		if (AGENT_UNLIKELY(s->b[i].addr < g->start + 8)) {
+		if (s->pooled[i] == BLOCK_CHUNK) {
+			/* the program's own chunk: no malloc header before it */
+		} else if (AGENT_UNLIKELY(s->b[i].addr < g->start + 8)) {
 			arena = true;  /* its header is not in this region */
 		} else if (AGENT_LIKELY(s->direct[i])) {
 			arena |= !own_mapping(s, i, ((const uintptr_t *)s->b[i].addr)[-1], x);
@@ -736,6 +745,55 @@ void agent_leakscan_init(int sig)
 	find_restorer();
 }
 
+/* ---------- pools ---------- */
+
+static inline bool is_pool_chunk(const struct agent_block *b)
+{
+	return b->stack && b->stack <= agent_stack_count() && agent_stack_get((uint32_t)b->stack)->pool;
+}
+
+/* With the blocks sorted by address: marks the pools' chunks, and every
+ * malloc block that holds one (a pool's superblock), which drop_superblocks
+ * takes out of the scan once the regions are classified (their headers
+ * still tell which regions are malloc's). */
+static bool mark_superblocks(struct scan *s)
+{
+	size_t n = s->n;
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		s->pooled[i] = is_pool_chunk(&s->b[i]) ? BLOCK_CHUNK : BLOCK_MALLOC;
+	for (size_t i = 0; i < n; i++) {
+		if (s->pooled[i] == BLOCK_CHUNK)
+			continue;
+		uintptr_t a = s->b[i].addr, e = a + s->b[i].size;
+		bool holds = false;
+		for (size_t j = i; j-- > 0 && s->b[j].addr == a && !holds;)
+			holds = s->pooled[j] == BLOCK_CHUNK;
+		for (size_t j = i + 1; j < n && s->b[j].addr < e && !holds; j++)
+			holds = s->pooled[j] == BLOCK_CHUNK;
+		if (holds)
+			s->pooled[i] = BLOCK_SUPER;
+		any |= holds;
+	}
+	return any;
+}
+
+/* Drops the superblocks: memcheck leaves them out of its leak check too
+ * (find_active_chunks in valgrind's mc_leakcheck.c), so no byte is
+ * counted twice, and a pointer into one means nothing. */
+static void drop_superblocks(struct scan *s)
+{
+	size_t out = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->pooled[i] == BLOCK_SUPER)
+			continue;
+		s->b[out] = s->b[i];
+		s->direct[out] = s->direct[i];
+		s->pooled[out++] = s->pooled[i];
+	}
+	s->n = out;
+}
+
 /* ---------- the whole scan ---------- */
 
 struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra, int nextra,
@@ -765,7 +823,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	/* Everything the scan needs, in one mapping of the agent's own (left
 	 * out of the roots like every other), sized now that the number of
 	 * blocks is known. */
-	s.n = agent_live_count_locked();
+	s.n = agent_live_count_locked() + agent_pool_chunks_count_locked();
 	s.cap = 2 * s.n + 16;
 	x.cap = MAX_EXCL;
 	size_t blocks_len = (s.n + 1) * sizeof *s.b, state_len = s.n + 1;
@@ -775,7 +833,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 					   agent_arena_need(astart_len) +
 					   agent_arena_need(regions_len) +
 					   2 * agent_arena_need(blocks_len) +
-					   2 * agent_arena_need(state_len) +
+					   3 * agent_arena_need(state_len) +
 					   agent_arena_need(stack_len) + 2 * agent_arena_need(excl_len))) {
 		resume_world();
 		agent_tables_unlock_all();
@@ -790,6 +848,7 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 	tmp = agent_arena_take(&ar, blocks_len);
 	s.state = agent_arena_take(&ar, state_len);
 	s.direct = agent_arena_take(&ar, state_len);
+	s.pooled = agent_arena_take(&ar, state_len);
 	s.stack = agent_arena_take(&ar, stack_len);
 	x.r = agent_arena_take(&ar, excl_len);
 	xtmp = agent_arena_take(&ar, excl_len);
@@ -801,8 +860,11 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		agent_tables_unlock_all();
 		goto out;
 	}
-	s.n = agent_live_copy_locked(s.b, s.n);
+	size_t cap = s.n;
+	s.n = agent_live_copy_locked(s.b, cap);
+	s.n += agent_pool_chunks_copy_locked(s.b + s.n, cap - s.n);
 	radix_sort(s.b, tmp, s.n);
+	bool supers = mark_superblocks(&s);
 	mark_direct(&s);
 	if (s.n) {
 		s.lo = s.b[0].addr;
@@ -859,6 +921,8 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		}
 	}
 	radix_sort(x.r, xtmp, x.n);
+	if (supers)
+		drop_superblocks(&s);
 
 	if (s.n) {
 		for (size_t i = 0; i < nregions; i++)

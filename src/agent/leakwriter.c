@@ -108,6 +108,45 @@ static void write_stack(struct agent_writer *w, uint32_t id, const struct agent_
 		agent_put_hex(w, pcs[i]);
 	}
 	agent_put(w, "\n");
+	if (s->pool > AGENT_POOL_MALLOCLIKE) {
+		agent_put(w, FMT_LEAKS_IN_POOL " ");
+		agent_put_u64(w, id);
+		agent_put(w, " ");
+		agent_put_u64(w, s->pool);
+		agent_put(w, "\n");
+	}
+}
+
+/* The pools: every one still alive, and the gone ones a record names. */
+static void write_pools(struct agent_writer *w, const struct agent_leak_report *r)
+{
+	if (!r->pools)
+		return;
+	uint32_t count = agent_stack_count();
+	for (uint32_t id = 1; r->kinds && id <= count && id <= r->nstacks; id++) {
+		const struct agent_stack *s = agent_stack_get(id);
+		if (s->pool <= AGENT_POOL_MALLOCLIKE || s->pool - 2 >= r->npools)
+			continue;
+		for (int k = 0; k < FMT_KIND_COUNT; k++)
+			if (r->kinds[id].blocks[k])
+				r->pools[s->pool - 2].used = true;
+	}
+	for (uint32_t i = 0; i < r->npools; i++) {
+		const struct agent_pool_snap *p = &r->pools[i];
+		if ((!p->alive && !p->used) || p->mmap)
+			continue;
+		agent_put(w, FMT_LEAKS_POOL " ");
+		agent_put_u64(w, i + 2);
+		agent_put(w, " ");
+		agent_put_u64(w, p->parent);
+		agent_put(w, p->alive ? " " FMT_LEAKS_ALIVE " " : " " FMT_LEAKS_GONE " ");
+		agent_put_u64(w, p->bytes);
+		agent_put(w, " ");
+		agent_put_u64(w, p->blocks);
+		agent_put(w, " ");
+		agent_put_escaped(w, p->name[0] ? p->name : "-");
+		agent_put(w, "\n");
+	}
 }
 
 static void write_record(struct agent_writer *w, int kind, uint64_t bytes, uint64_t blocks,
@@ -213,6 +252,7 @@ int agent_leakfile_write(const struct agent_leak_report *r)
 		}
 		if (info && info->threads_unstopped)
 			write_line_u64(&w, FMT_LEAKS_UNSTOPPED, (uint64_t)info->threads_unstopped);
+		write_pools(&w, r);
 		write_records(&w, r);
 		agent_put(&w, FMT_LEAKS_END "\n");
 		err = agent_writer_commit(&w);

@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/pool.h"
 #include "agent/table.h"
 
 /* What a scan found (leakscan.c fills it in; the leak file reports it). */
@@ -36,6 +37,8 @@ struct agent_leak_report {
 	const struct agent_kinds *prev;
 	uint32_t prev_nstacks;
 	const struct agent_scan_info *info; /* the scan's summary; NULL: not classified */
+	struct agent_pool_snap *pools;  /* pool ids 2..npools+1 (pool.h); NULL: none */
+	uint32_t npools;
 };
 
 /* Writes heaptrail.PID.leaks (check 0) or heaptrail.PID.check-N.leaks

@@ -62,6 +62,7 @@
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
 #include "agent/lifecycle.h"
+#include "agent/pool.h"
 #include "agent/modules.h"
 #include "agent/signals.h"
 #include "agent/startup.h"
@@ -499,8 +500,10 @@ static int write_report(const struct report_call *c)
 		nstacks = agent_stack_count();
 		maplen = ((size_t)nstacks + 1) * sizeof *kinds;
 		agent_tables_lock_all();
-		if ((kinds = agent_mmap(maplen)))
+		if ((kinds = agent_mmap(maplen))) {
 			agent_live_per_stack_locked(kinds, nstacks);
+			agent_pool_per_stack_locked(kinds, nstacks, false);
+		}
 		agent_counters_sum(&totals);
 		agent_tables_unlock_all();
 	}
@@ -515,6 +518,9 @@ static int write_report(const struct report_call *c)
 		live_blocks = totals.tracked - totals.tracked_frees;
 	}
 
+	uint32_t npools = 0;
+	size_t pools_len = 0;
+	struct agent_pool_snap *pools = agent_pool_snapshot(&npools, &pools_len);
 	struct agent_leak_report r = {
 		.status = status, .killed_by = c->killed_by, .freeres = freeres,
 		.check = check, .flags = flags, .totals = &totals,
@@ -522,8 +528,10 @@ static int write_report(const struct report_call *c)
 		.kinds = kinds, .nstacks = nstacks,
 		.prev = prev_kinds, .prev_nstacks = prev_nstacks,
 		.info = classified ? &info : NULL,
+		.pools = pools, .npools = npools,
 	};
 	int err = agent_leakfile_write(&r);
+	agent_munmap(pools, pools_len);
 	if (check && classified) {
 		agent_munmap(prev_kinds, prev_len);
 		prev_kinds = kinds;

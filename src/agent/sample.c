@@ -28,6 +28,7 @@
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/sample.h"
+#include "agent/pool.h"
 #include "agent/table.h"
 #include "agent/banned.h"
 
@@ -158,6 +159,7 @@ void agent_resample(uint64_t sample)
 		return;
 	agent_tables_lock_all();
 	agent_live_clear_locked();
+	agent_pool_clear_locked();
 	if (agent_filter)  /* saturated slots (the bootstrap buffer's) stay */
 		for (size_t i = 0; i < (1u << 20); i++)
 			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)

@@ -42,9 +42,16 @@ struct stack_index {
 };
 static struct stack_index *_Atomic stack_index;
 
-static uint64_t stack_hash(int fn, const uintptr_t *pcs, int depth)
+/* A stack's key besides its pcs: the allocator fn in the low byte, the
+ * pool (pool.c; 0 for the C allocator) above it. */
+static inline uint64_t stack_key(int fn, uint32_t pool)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)fn ^ ((uint64_t)depth << 8);
+	return (uint64_t)(uint8_t)fn | (uint64_t)pool << 8;
+}
+
+static uint64_t stack_hash(uint64_t key, const uintptr_t *pcs, int depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ key ^ ((uint64_t)depth << 40);
 	for (int i = 0; i < depth; i++) {
 		h ^= pcs[i];
 		h *= 0xff51afd7ed558ccdull;
@@ -63,10 +70,10 @@ uint32_t agent_stack_count(void)
 	return atomic_load_explicit(&stack_count, memory_order_acquire);
 }
 
-static bool stack_equal(const struct agent_stack *s, uint64_t h, int fn,
+static bool stack_equal(const struct agent_stack *s, uint64_t h, uint64_t key,
 			const uintptr_t *pcs, int depth)
 {
-	if (s->hash != h || s->fn != fn || s->depth != depth)
+	if (s->hash != h || stack_key(s->fn, s->pool) != key || s->depth != depth)
 		return false;
 	const uintptr_t *q = agent_stack_pcs(s);
 	for (int i = 0; i < depth; i++)
@@ -75,7 +82,7 @@ static bool stack_equal(const struct agent_stack *s, uint64_t h, int fn,
 	return true;
 }
 
-static uint32_t index_find(struct stack_index *ix, uint64_t h, int fn,
+static uint32_t index_find(struct stack_index *ix, uint64_t h, uint64_t key,
 			   const uintptr_t *pcs, int depth, uint32_t *hole)
 {
 	uint32_t mask = ix->cap - 1;
@@ -86,7 +93,7 @@ static uint32_t index_find(struct stack_index *ix, uint64_t h, int fn,
 				*hole = i;
 			return 0;
 		}
-		if (stack_equal(agent_stack_get(id), h, fn, pcs, depth))
+		if (stack_equal(agent_stack_get(id), h, key, pcs, depth))
 			return id;
 	}
 }
@@ -138,10 +145,10 @@ static uintptr_t *pcs_reserve(int depth, uint32_t *chunk, uint32_t *off)
 	return pc_chunks[*chunk] + *off;
 }
 
-static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, int depth)
+static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *pcs, int depth)
 {
 	uint32_t hole;
-	uint32_t id = index_find(stack_index, h, fn, pcs, depth, &hole);
+	uint32_t id = index_find(stack_index, h, key, pcs, depth, &hole);
 	if (id)
 		return id;
 	uint32_t n = stack_count;
@@ -161,7 +168,8 @@ static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, in
 	id = n + 1;
 	struct agent_stack *s = agent_stack_get(id);
 	s->hash = h;
-	s->fn = (uint8_t)fn;
+	s->fn = (uint8_t)key;
+	s->pool = (uint32_t)(key >> 8);
 	s->depth = (uint16_t)depth;
 	s->pc_chunk = chunk;
 	s->pc_off = off;
@@ -177,10 +185,16 @@ static uint32_t stack_insert_locked(uint64_t h, int fn, const uintptr_t *pcs, in
 
 uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth)
 {
-	uint64_t h = stack_hash(fn, pcs, depth);
+	return agent_stack_intern_pool(fn, 0, pcs, depth);
+}
+
+uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, int depth)
+{
+	uint64_t key = stack_key(fn, pool);
+	uint64_t h = stack_hash(key, pcs, depth);
 	struct stack_index *ix = atomic_load_explicit(&stack_index, memory_order_acquire);
 	if (AGENT_LIKELY(ix)) {
-		uint32_t id = index_find(ix, h, fn, pcs, depth, NULL);
+		uint32_t id = index_find(ix, h, key, pcs, depth, NULL);
 		if (AGENT_LIKELY(id))
 			return id;
 	}
@@ -189,7 +203,7 @@ uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth)
 	if (!stack_index)
 		stack_index = index_new(1u << 12);
 	if (stack_index && stack_index->cap > 2 * stack_count)
-		id = stack_insert_locked(h, fn, pcs, depth);
+		id = stack_insert_locked(h, key, pcs, depth);
 	agent_unlock(&stack_lock);
 	return id;
 }
@@ -595,8 +609,12 @@ void agent_live_clear_locked(void)
 	}
 }
 
+/* pool.c's lock, taken first: a thread holding it takes no other. */
+agent_lock_t agent_pool_lock;
+
 void agent_tables_lock_all(void)
 {
+	agent_lock(&agent_pool_lock);
 	agent_lock(&stack_lock);
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_lock(&shards[i].lock);
@@ -605,7 +623,7 @@ void agent_tables_lock_all(void)
 
 bool agent_tables_wait_unlocked(long ms)
 {
-	if (!agent_lock_seen_free(&stack_lock, ms))
+	if (!agent_lock_seen_free(&agent_pool_lock, ms) || !agent_lock_seen_free(&stack_lock, ms))
 		return false;
 	for (unsigned i = 0; i < NSHARDS; i++)
 		if (!agent_lock_seen_free(&shards[i].lock, ms))
@@ -627,6 +645,7 @@ void agent_tables_unlock_all(void)
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_unlock(&shards[i].lock);
 	agent_unlock(&stack_lock);
+	agent_unlock(&agent_pool_lock);
 	agent_tls.tables_locked = false;
 	if (AGENT_UNLIKELY(agent_tls.deferred) && on_unlock)
 		on_unlock();

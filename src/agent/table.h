@@ -18,12 +18,16 @@ struct agent_stack {
 	uint32_t pc_chunk, pc_off;      /* where its pcs live */
 	uint16_t depth;
 	uint8_t fn;                     /* enum fmt_alloc_fn */
+	uint32_t pool;                  /* pool.c's pool id; 0: the C allocator's */
 	_Atomic uint64_t total_bytes, total_blocks;  /* ever allocated */
 };
 
 /* Interns a stack; returns its id (>= 1), or 0 when the table is full.
  * Hook-safe. */
 uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
+/* The same for a block of pool (pool.c's id): the same pcs in two pools
+ * are two stacks, so every per-stack count is also per pool. */
+uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, int depth);
 /* Number of stacks interned so far; ids are 1..count. */
 uint32_t agent_stack_count(void);
 /* The record of stack id (1..count). Records never move. Hook-safe. */
@@ -92,6 +96,10 @@ static inline bool agent_live_may_contain(uintptr_t addr)
 }
 /* Sets up the filter (sampling mode only); from the constructor. */
 void agent_filter_init(void);
+
+/* pool.c's lock (one for every pool), part of "every table lock" below:
+ * taken before the others, and whoever holds it takes no other. */
+extern agent_lock_t agent_pool_lock;
 
 /* Take/release every table lock (fork, leak scan). */
 void agent_tables_lock_all(void);

@@ -311,6 +311,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	double sum_abs = 0;
 	for (size_t i = 0; i < d.nstacks; i++) {
 		const struct fmt_heap_stack *st = &d.stacks[i];
+		if (o->pool && (!st->pool_name || strcmp(st->pool_name, o->pool)))
+			continue;
 		if (o->progress && !(i & 1023))
 			o->progress(o->progress_ctx, path, i, d.nstacks);
 		int64_t v[PROF_NVALUES];
@@ -355,6 +357,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 			st->v[0] && st->v[1] ? (int64_t)st->v[0] : 0;
 		s->nsampled[PROF_ALLOC_OBJECTS] = s->nsampled[PROF_ALLOC_SPACE] =
 			st->v[2] && st->v[3] ? (int64_t)st->v[2] : 0;
+		s->pool = prof_build_intern(p, st->pool_name, &oom);
 		s->nlocs = nl;
 		s->locs = prof_build_ids(p, nl ? nl : 1);
 		if (!s->locs)

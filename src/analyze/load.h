@@ -22,6 +22,8 @@ struct prof_load_opts {
 	struct prof_sym_cache *sym_cache; /* may be NULL */
 	bool no_symbolize;        /* frames are the bare pcs ("0x...") */
 	bool keep_alloc_frames;   /* do not drop the allocator's frames */
+	const char *pool;         /* only the stacks of this memory pool (the
+				     dump's "# heaptrail-pool" lines), or NULL */
 	/* called now and then while symbolizing: done of total stacks of the
 	 * dump at path (may be NULL) */
 	void (*progress)(void *ctx, const char *path, size_t done, size_t total);

@@ -75,6 +75,7 @@ struct prof_sample {
 	uint32_t nlocs;
 	uint32_t *frames;       /* frame ids, leaf first (inlined frames expanded) */
 	uint32_t nframes;
+	const char *pool;       /* the memory pool its blocks came from, or NULL */
 };
 
 struct prof_profile {

@@ -54,6 +54,8 @@ static int cmp_shown(const void *a, const void *b)
 		return x->kind < y->kind ? -1 : 1;
 	if (x->alloc_fn != y->alloc_fn)
 		return x->alloc_fn < y->alloc_fn ? -1 : 1;
+	if (x->pool_id != y->pool_id)
+		return x->pool_id < y->pool_id ? -1 : 1;
 	if (x->nframes != y->nframes)
 		return x->nframes < y->nframes ? -1 : 1;
 	for (size_t i = 0; i < x->nframes; i++)
@@ -138,6 +140,7 @@ static int build_process(struct prof_process *p, const char *binary_path, unsign
 		}
 		prof_unsample(l->sample, &out->bytes, &out->blocks);
 		out->alloc_fn = s->fn;
+		out->pool_id = s->pool;
 		out->frames = malloc(cap * sizeof *out->frames);
 		if (!out->frames)
 			return -ENOMEM;
@@ -184,6 +187,142 @@ static int build_process(struct prof_process *p, const char *binary_path, unsign
 	merge_shown(p);
 	qsort(p->records, p->nrecords, sizeof *p->records, cmp_record);
 	return 0;
+}
+
+const char *prof_pool_name(const struct prof_process *p, uint64_t id)
+{
+	static char buf[32];
+	const struct fmt_pool *pl = fmt_leaks_pool(&p->raw, id);
+	if (pl && *pl->name)
+		return pl->name;
+	snprintf(buf, sizeof buf, "pool#%llu", (unsigned long long)id);
+	return buf;
+}
+
+bool prof_pool_under(const struct prof_process *p, uint64_t id, const char *name)
+{
+	/* parents come before children (ids increase), so a walk up ends;
+	 * the bound guards against a file whose parents form a loop */
+	for (size_t steps = 0; id && steps <= p->raw.npools; steps++) {
+		if (!strcmp(prof_pool_name(p, id), name))
+			return true;
+		const struct fmt_pool *pl = fmt_leaks_pool(&p->raw, id);
+		id = pl ? pl->parent : 0;
+	}
+	return false;
+}
+
+struct prof_pool_node *prof_pool_tree(const struct prof_process *p, size_t *n)
+{
+	const struct fmt_leaks *l = &p->raw;
+	size_t np = l->npools, nout = 0, top = 0;
+	size_t *first = NULL, *kids = NULL, *fill = NULL, *todo = NULL;
+	long *parent = NULL, *pos = NULL;
+	int *tdepth = NULL;
+	struct prof_pool_node *out = NULL;
+	*n = 0;
+	if (!np)
+		return NULL;
+	first = calloc(np + 2, sizeof *first);  /* children of i: kids[first[i]..first[i+1]) */
+	kids = calloc(np + 1, sizeof *kids);
+	fill = calloc(np + 1, sizeof *fill);
+	todo = calloc(np + 1, sizeof *todo);
+	tdepth = calloc(np + 1, sizeof *tdepth);
+	parent = calloc(np + 1, sizeof *parent);
+	pos = calloc(np + 1, sizeof *pos);
+	out = calloc(np + 1, sizeof *out);
+	if (!first || !kids || !fill || !todo || !tdepth || !parent || !pos || !out) {
+		free(out);
+		out = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < np; i++) {
+		const struct fmt_pool *pp = fmt_leaks_pool(l, l->pools[i].parent);
+		parent[i] = pp && pp != &l->pools[i] ? pp - l->pools : -1;
+		if (parent[i] >= 0)
+			first[parent[i] + 1]++;
+		pos[i] = -1;
+	}
+	for (size_t i = 0; i < np; i++)
+		first[i + 1] += first[i];
+	for (size_t i = 0; i < np; i++)
+		if (parent[i] >= 0)
+			kids[first[parent[i]] + fill[parent[i]]++] = i;
+	/* the roots, pushed in reverse so that they come out in id order */
+	for (size_t i = np; i-- > 0;) {
+		bool root = parent[i] < 0;
+		if (p->pool_filter)
+			root = !strcmp(prof_pool_name(p, l->pools[i].id), p->pool_filter) &&
+			       !(parent[i] >= 0 &&
+				 prof_pool_under(p, l->pools[parent[i]].id, p->pool_filter));
+		if (root) {
+			tdepth[top] = 0;
+			todo[top++] = i;
+		}
+	}
+	while (top) {
+		size_t i = todo[--top];
+		int d = tdepth[top];
+		if (pos[i] >= 0)
+			continue;  /* a parent loop in a bad file */
+		pos[i] = (long)nout;
+		out[nout++] = (struct prof_pool_node){ .pool = &l->pools[i], .depth = d,
+						      .tree_bytes = l->pools[i].bytes,
+						      .tree_blocks = l->pools[i].blocks };
+		for (size_t k = first[i + 1]; k-- > first[i];)
+			if (top < np && pos[kids[k]] < 0) {
+				tdepth[top] = d + 1;
+				todo[top++] = kids[k];
+			}
+	}
+	for (size_t i = 0; i < p->nrecords; i++) {
+		const struct prof_record *r = &p->records[i];
+		const struct fmt_pool *pl = r->pool_id ? fmt_leaks_pool(l, r->pool_id) : NULL;
+		long at = pl ? pos[pl - l->pools] : -1;
+		if (at < 0 || r->suppressed_by ||
+		    (r->kind != FMT_KIND_DEFINITELY && r->kind != FMT_KIND_INDIRECTLY))
+			continue;
+		out[at].lost_bytes += r->bytes;
+		out[at].lost_blocks += r->blocks;
+	}
+	/* subtree totals: every node comes after its parent */
+	for (size_t j = nout; j-- > 0;) {
+		long pi = parent[out[j].pool - l->pools];
+		if (pi >= 0 && pos[pi] >= 0 && out[j].depth > 0) {
+			out[pos[pi]].tree_bytes += out[j].tree_bytes;
+			out[pos[pi]].tree_blocks += out[j].tree_blocks;
+		}
+	}
+	*n = nout;
+out:
+	free(first);
+	free(kids);
+	free(fill);
+	free(todo);
+	free(tdepth);
+	free(parent);
+	free(pos);
+	return out;
+}
+
+size_t prof_process_filter_pool(struct prof_process *p, const char *name)
+{
+	size_t out = 0;
+	for (int k = 0; k < FMT_KIND_COUNT; k++)
+		p->kind_bytes[k] = p->kind_blocks[k] = 0;
+	for (size_t i = 0; i < p->nrecords; i++) {
+		struct prof_record *r = &p->records[i];
+		if (!prof_pool_under(p, r->pool_id, name)) {
+			free(r->frames);
+			continue;
+		}
+		p->kind_bytes[r->kind] += r->bytes;
+		p->kind_blocks[r->kind] += r->blocks;
+		p->records[out++] = *r;
+	}
+	p->nrecords = out;
+	p->pool_filter = name;
+	return out;
 }
 
 static void release_process(struct prof_process *p)

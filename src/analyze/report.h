@@ -26,6 +26,8 @@ struct prof_record {
 	uint64_t inc_bytes, inc_blocks;
 	int suppressed_by;          /* 1 + index of the suppression, or 0 */
 	int over_limit;             /* 1 + index of a suppression whose limit it broke */
+	uint64_t pool_id;           /* the pool its blocks came from (0: malloc's);
+				       prof_pool_name gives its name */
 };
 
 struct prof_process {
@@ -38,6 +40,7 @@ struct prof_process {
 	double in_use_var;              /* sampled: the variance of raw.in_use_bytes */
 	struct symbolizer *sym;
 	const char *file;               /* the leak file it came from (owned) */
+	const char *pool_filter;        /* prof_process_filter_pool's NAME, or NULL */
 };
 
 /* A leak file of a directory that could not be read (garbage, truncated,
@@ -96,6 +99,29 @@ size_t prof_run_errors(const struct prof_run *run, unsigned mask);
  * estimates (analyze/unbias.h), in place, rounded to the nearest
  * integer; does nothing for S <= 1. */
 void prof_unsample(uint64_t sample, uint64_t *bytes, uint64_t *blocks);
+
+/* The name a pool is shown by: its own, or "pool#ID" when it has none.
+ * The string lives in p (or a static buffer, for the unnamed: copy it). */
+const char *prof_pool_name(const struct prof_process *p, uint64_t id);
+/* Is pool id the pool named name, or one of its descendants? */
+bool prof_pool_under(const struct prof_process *p, uint64_t id, const char *name);
+/* Keeps only the records of the pools named name and their descendants,
+ * and makes the per-kind totals theirs. Returns the number kept. */
+size_t prof_process_filter_pool(struct prof_process *p, const char *name);
+
+/* The pools of a process as a tree, in pre-order (a parent before its
+ * children, children in id order); a pool whose parent is not in the file
+ * is a root. With a pool filter, only the subtrees of the pools it names.
+ * Returns a malloc'd array of *n nodes (the caller frees it), or NULL
+ * with *n 0 when there are none (or no memory). */
+struct prof_pool_node {
+	const struct fmt_pool *pool;
+	int depth;                      /* 0 for a root */
+	uint64_t tree_bytes, tree_blocks;  /* its chunks and its descendants' */
+	uint64_t lost_bytes, lost_blocks;  /* of its chunks, those definitely or
+					      indirectly lost (records not suppressed) */
+};
+struct prof_pool_node *prof_pool_tree(const struct prof_process *p, size_t *n);
 
 /* The name to show for an allocator entry point ("operator new[]"...). */
 const char *prof_alloc_fn_name(int fn);

@@ -41,6 +41,7 @@ struct cli_report_opts {
 	bool gen_suppressions;
 	bool json;              /* --json: print JSON instead of text */
 	const char *binary_path;
+	const char *pool;       /* --pool NAME: only that pool and its descendants */
 	struct prof_supps supps;
 };
 #define CLI_REPORT_OPTS_HELP \
@@ -51,6 +52,8 @@ struct cli_report_opts {
 	"                         default definite,possible)\n" \
 	"  --suppressions FILE    LeakSanitizer-style suppressions (repeatable)\n" \
 	"  --gen-suppressions     print a ready suppression after each record\n" \
+	"  --pool NAME            only the blocks of the memory pool NAME and of the\n" \
+	"                         pools under it (heaptrail_pool_create)\n" \
 	"  --binary-path DIRS     directories searched first when symbolizing\n"
 void cli_report_opts_init(struct cli_report_opts *o);
 /* 1 when argv[*i] was one of these options (consumed), 0 when it is not,
@@ -86,6 +89,7 @@ struct cli_prof_opts {
 	"  --base OLD             subtract the dump OLD first (what changed since)\n" \
 	"  --focus RE             keep only stacks with a function matching RE\n" \
 	"  --ignore RE            drop stacks with a function matching RE\n" \
+	"  --pool NAME            only the blocks of the memory pool NAME\n" \
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n" \
 	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
 /* Parses argv (argv[0] is the command's name) into o. extra, when not

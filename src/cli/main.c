@@ -95,6 +95,8 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 		}
 	} else if ((v = cli_opt_value(argc, argv, i, "--binary-path"))) {
 		o->binary_path = v;
+	} else if ((v = cli_opt_value(argc, argv, i, "--pool"))) {
+		o->pool = v;
 	} else if (!strcmp(argv[*i], "--json")) {
 		o->json = true;
 	} else if (!strcmp(argv[*i], "--gen-suppressions") ||
@@ -117,8 +119,11 @@ unsigned cli_report_sym_kinds(const struct cli_report_opts *o)
 
 void cli_report_apply(const struct cli_report_opts *o, struct prof_run *run)
 {
-	for (size_t i = 0; i < run->nprocs; i++)
+	for (size_t i = 0; i < run->nprocs; i++) {
+		if (o->pool)
+			prof_process_filter_pool(&run->procs[i], o->pool);
 		prof_supps_apply(&o->supps, &run->procs[i]);
+	}
 }
 
 void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_opts *o)

@@ -76,6 +76,10 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 			o->focus = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--ignore"))) {
 			o->ignore = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--pool"))) {
+			if (!*v)
+				goto missing;
+			o->load.pool = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--binary-path"))) {
 			o->load.binary_path = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "-o")) ||

@@ -52,6 +52,8 @@ static const char usage[] =
 	"  --every DURATION       write a heap dump every DURATION (10s, 500ms)\n"
 	"  --signal N             write a heap dump when signal N arrives\n"
 	"  --final                write a heap dump at exit\n"
+	"  --mmap                 also record anonymous mmap/munmap/mremap, in dumps\n"
+	"                         as the pool \"[mmap]\" (not in leak reports)\n"
 	"  --timeline MS          heap timeline period in ms (default 100 when\n"
 	"                         profiling; 0 off)\n"
 	CLI_REPORT_OPTS_HELP;
@@ -153,7 +155,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return -1;
 			}
 			o->depth = (int)n;
-		} else if (!strcmp(a, "--peak") || !strcmp(a, "--final")) {
+		} else if (!strcmp(a, "--peak") || !strcmp(a, "--final") || !strcmp(a, "--mmap")) {
 			add_option(o, a + 2, "1");
 		} else if ((v = cli_opt_value(argc, argv, &i, "--sample")) ||
 			   (v = cli_opt_value(argc, argv, &i, "--interval")) ||

@@ -8,6 +8,7 @@
 #include "format/heapdump.h"
 #include "format/vocab.h"
 #include "format/input.h"
+#include "format/leakfile.h"   /* fmt_unescape */
 
 #define MAX_LINE (1u << 20)
 
@@ -142,8 +143,30 @@ static int add_stack(struct fmt_heap_dump *d, const uint64_t v[FMT_HEAP_NVALUES]
 	}
 	struct fmt_heap_stack *st = &d->stacks[d->nstacks++];
 	memcpy(st->v, v, sizeof st->v);
+	st->pool_name = NULL;
 	st->pcs = (uint64_t *)(uintptr_t)first; /* an offset until the pool stops moving */
 	st->depth = depth;
+	return 0;
+}
+
+/* "INDEX NAME": stack INDEX is pool NAME's. A line that names no stack
+ * of the dump (or says it twice) is ignored, as comments are. */
+static int add_pool(struct fmt_heap_dump *d, const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long idx = strtoull(s, &end, 10);
+	if (end == s || *end != ' ' || errno || idx >= d->nstacks || d->stacks[idx].pool_name)
+		return 0;
+	s = end + 1;
+	size_t n = strcspn(s, " \t\r\n");
+	if (!n)
+		return 0;
+	char *name = strndup(s, n);
+	if (!name)
+		return -ENOMEM;
+	name[fmt_unescape(name)] = 0;
+	d->stacks[idx].pool_name = name;
 	return 0;
 }
 
@@ -312,6 +335,8 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		if (st == MAPS) {
 			if (!strncmp(s, FMT_HEAP_BUILD_ID " ", FMT_LEN(FMT_HEAP_BUILD_ID " ")))
 				rc = add_buildid(d, s + FMT_LEN(FMT_HEAP_BUILD_ID " "));
+			else if (!strncmp(s, FMT_HEAP_POOL " ", FMT_LEN(FMT_HEAP_POOL " ")))
+				rc = add_pool(d, s + FMT_LEN(FMT_HEAP_POOL " "));
 			else if (*s != '#')
 				rc = add_map(d, s);
 			if (rc)
@@ -472,6 +497,8 @@ void fmt_heap_release(struct fmt_heap_dump *d)
 	}
 	free(d->maps);
 	free(d->buildids);
+	for (size_t i = 0; i < d->nstacks; i++)
+		free(d->stacks[i].pool_name);
 	free(d->stacks);
 	free(d->pool);
 	memset(d, 0, sizeof *d);

@@ -17,7 +17,9 @@
  *
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
  * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]" after the header
- * (when the dump was taken, and by which run), and "# build-id HEX PATH" per module at the end.
+ * (when the dump was taken, and by which run), "# build-id HEX PATH" per module at the end,
+ * and "# heaptrail-pool INDEX NAME" ('%XX'-escaped as in the leak file) for each
+ * stack, counted from 0 in the file's order, whose blocks are a memory pool's.
  *
  * Counts are returned as read (raw samples); unbiasing is the caller's
  * business (analyze/unbias.h does it as pprof does). Stacks are return
@@ -56,6 +58,7 @@ struct fmt_heap_stack {
 	uint64_t v[FMT_HEAP_NVALUES];  /* raw counts as in the file */
 	uint64_t *pcs;                 /* innermost first, into the dump's pool; NULL when depth is 0 */
 	uint32_t depth;
+	char *pool_name;               /* the memory pool its blocks came from (owned), or NULL */
 };
 
 /* One line of the maps section (only lines naming a file are kept). */

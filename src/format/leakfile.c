@@ -204,7 +204,7 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 		    const char **err)
 {
 	struct fmt_leaks l = { 0 };
-	size_t argcap = 0, modcap = 0, stackcap = 0, reccap = 0;
+	size_t argcap = 0, modcap = 0, stackcap = 0, reccap = 0, poolcap = 0;
 	bool saw_end = false, saw_totals = false;
 	char *copy = malloc(len + 1);
 	int lineno = 0;
@@ -333,6 +333,27 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 		} else if (!strcmp(k, FMT_LEAKS_STACK)) {
 			if (parse_stack(&l, &ln, &stackcap))
 				goto bad_line;
+		} else if (!strcmp(k, FMT_LEAKS_POOL)) {
+			if (ln.ntok != 7 || parse_u64(ln.tok[1], 10, &a) || parse_u64(ln.tok[2], 10, &b) ||
+			    parse_u64(ln.tok[4], 10, &c) || parse_u64(ln.tok[5], 10, &d) || !a ||
+			    (strcmp(ln.tok[3], FMT_LEAKS_ALIVE) && strcmp(ln.tok[3], FMT_LEAKS_GONE)) ||
+			    (l.npools && l.pools[l.npools - 1].id >= a))  /* ids increase */
+				goto bad_line;
+			if (grow((void **)&l.pools, &poolcap, l.npools, sizeof *l.pools))
+				goto oom;
+			struct fmt_pool *pl = &l.pools[l.npools];
+			pl->id = a, pl->parent = b, pl->bytes = c, pl->blocks = d;
+			pl->alive = !strcmp(ln.tok[3], FMT_LEAKS_ALIVE);
+			pl->name = strcmp(ln.tok[6], "-") ? dup_unescaped(ln.tok[6]) : strdup("");
+			if (!pl->name)
+				goto oom;
+			l.npools++;
+		} else if (!strcmp(k, FMT_LEAKS_IN_POOL)) {
+			long si;
+			if (ln.ntok != 3 || parse_u64(ln.tok[1], 10, &a) || parse_u64(ln.tok[2], 10, &b) ||
+			    (si = find_stack(&l, a)) < 0)
+				goto bad_line;
+			l.stacks[si].pool = b;
 		} else if (!strcmp(k, FMT_LEAKS_RECORD)) {
 			int kind = -1;
 			long si;
@@ -411,5 +432,23 @@ void fmt_leaks_release(struct fmt_leaks *l)
 		free(l->stacks[i].pcs);
 	free(l->stacks);
 	free(l->records);
+	for (size_t i = 0; i < l->npools; i++)
+		free(l->pools[i].name);
+	free(l->pools);
 	memset(l, 0, sizeof *l);
+}
+
+const struct fmt_pool *fmt_leaks_pool(const struct fmt_leaks *l, uint64_t id)
+{
+	size_t lo = 0, hi = l->npools;  /* ids increase */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (l->pools[mid].id == id)
+			return &l->pools[mid];
+		if (l->pools[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }

@@ -32,9 +32,18 @@
  *   check N all|increased           only in a leak check's file
  *   unstopped_threads N             threads the scan could not stop
  *   stack ID FN PC PC ...           FN: allocator entry point (fmt_alloc_fn)
+ *   pool ID PARENT alive|gone BYTES BLOCKS NAME
+ *                                   a memory pool (heaptrail_pool_create):
+ *                                   its parent's id (0 none), whether it
+ *                                   still exists, its chunks now, its
+ *                                   name ('-' none); every pool alive, and
+ *                                   the gone ones a record names; ids
+ *                                   increase
+ *   in_pool STACKID POOLID          the stack's blocks are chunks of a pool
  *   record KIND BYTES BLOCKS STACKID [INC_BYTES INC_BLOCKS]
  *   end
  *
+ * A pool line comes before the stacks; an in_pool line follows its stack.
  * KIND is a fmt_kind name. A record's optional last two numbers are its
  * increase since the previous check (files of "increased" checks).
  *
@@ -58,6 +67,9 @@ enum fmt_alloc_fn {
 	FMT_FN_MALLOC, FMT_FN_CALLOC, FMT_FN_REALLOC, FMT_FN_REALLOCARRAY,
 	FMT_FN_POSIX_MEMALIGN, FMT_FN_ALIGNED_ALLOC, FMT_FN_MEMALIGN,
 	FMT_FN_VALLOC, FMT_FN_PVALLOC, FMT_FN_NEW, FMT_FN_NEW_ARRAY,
+	FMT_FN_POOL,        /* heaptrail_pool_alloc (VALGRIND_MEMPOOL_ALLOC) */
+	FMT_FN_MALLOCLIKE,  /* heaptrail_block_alloc (VALGRIND_MALLOCLIKE_BLOCK) */
+	FMT_FN_MMAP,        /* an anonymous mmap or mremap (config mmap=1) */
 	FMT_FN_COUNT
 };
 extern const char *const fmt_alloc_fn_names[FMT_FN_COUNT];
@@ -81,6 +93,14 @@ struct fmt_stack {
 	int fn;           /* enum fmt_alloc_fn */
 	uint64_t *pcs;    /* innermost first */
 	size_t depth;
+	uint64_t pool;    /* pool id of its blocks (an in_pool line), 0 none */
+};
+
+struct fmt_pool {
+	uint64_t id, parent;  /* parent 0: none */
+	bool alive;
+	uint64_t bytes, blocks;
+	char *name;           /* "" when it has none */
 };
 
 struct fmt_record {
@@ -117,7 +137,12 @@ struct fmt_leaks {
 	size_t nstacks;
 	struct fmt_record *records;
 	size_t nrecords;
+	struct fmt_pool *pools;   /* in the file's order */
+	size_t npools;
 };
+
+/* The pool of that id, or NULL. */
+const struct fmt_pool *fmt_leaks_pool(const struct fmt_leaks *l, uint64_t id);
 
 /* Parses the file at path into *out (zeroed first). Returns 0, or -errno
  * for I/O failures and -EINVAL for a malformed or truncated file; in every

@@ -14,6 +14,9 @@ const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
 	[FMT_FN_PVALLOC] = "pvalloc",
 	[FMT_FN_NEW] = "new",
 	[FMT_FN_NEW_ARRAY] = "new[]",
+	[FMT_FN_POOL] = "pool_alloc",
+	[FMT_FN_MALLOCLIKE] = "malloclike",
+	[FMT_FN_MMAP] = "mmap",
 };
 
 const char *const fmt_kind_names[FMT_KIND_COUNT] = {

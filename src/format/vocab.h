@@ -51,6 +51,8 @@
 #define FMT_HEAP_PID         "pid="
 #define FMT_HEAP_RUN         "run="
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
+#define FMT_HEAP_POOL        "# heaptrail-pool"  /* INDEX NAME, in the maps section: sample
+						    line INDEX (from 0) is a memory pool's */
 
 /* ---- leak file (leakfile.h) ---- */
 #define FMT_LEAKS_MAGIC      "heaptrail-leaks"
@@ -81,6 +83,10 @@
 #define FMT_LEAKS_UNSTOPPED  "unstopped_threads"
 #define FMT_LEAKS_STACK      "stack"
 #define FMT_LEAKS_RECORD     "record"
+#define FMT_LEAKS_POOL       "pool"              /* ID PARENT alive|gone BYTES BLOCKS NAME */
+#define FMT_LEAKS_ALIVE      "alive"
+#define FMT_LEAKS_GONE       "gone"
+#define FMT_LEAKS_IN_POOL    "in_pool"           /* STACKID POOLID */
 #define FMT_LEAKS_END        "end"
 #define FMT_YES              "yes"
 #define FMT_NO               "no"

@@ -1,4 +1,6 @@
 /* json.c — the machine report (schema in the README). */
+#include <stdlib.h>
+
 #include "analyze/unbias.h"
 #include "render/render.h"
 
@@ -86,6 +88,37 @@ static void json_process(FILE *out, const struct prof_process *p)
 	if (l->check)
 		fprintf(out, " \"check\": {\"number\": %u, \"mode\": \"%s\"},\n", l->check,
 			l->check_increased ? "increased" : "all");
+	size_t npools;
+	struct prof_pool_node *t = prof_pool_tree(p, &npools);
+	if (npools) {
+		fputs(" \"pools\": [", out);
+		for (size_t i = 0; i < npools; i++) {
+			const struct fmt_pool *pl = t[i].pool;
+			fprintf(out, "%s\n  {\"id\": %llu, \"name\": ", i ? "," : "",
+				(unsigned long long)pl->id);
+			json_string(out, prof_pool_name(p, pl->id));
+			fputs(", \"parent\": ", out);
+			if (pl->parent && fmt_leaks_pool(l, pl->parent))
+				fprintf(out, "%llu", (unsigned long long)pl->parent);
+			else
+				fputs("null", out);
+			fprintf(out, ", \"alive\": %s, \"bytes\": %llu, \"blocks\": %llu, "
+				"\"tree_bytes\": %llu, \"tree_blocks\": %llu, "
+				"\"lost_bytes\": %llu, \"lost_blocks\": %llu}",
+				pl->alive ? "true" : "false", (unsigned long long)pl->bytes,
+				(unsigned long long)pl->blocks, (unsigned long long)t[i].tree_bytes,
+				(unsigned long long)t[i].tree_blocks,
+				(unsigned long long)t[i].lost_bytes,
+				(unsigned long long)t[i].lost_blocks);
+		}
+		fputs("],\n", out);
+	}
+	free(t);
+	if (p->pool_filter) {
+		fputs(" \"pool_filter\": ", out);
+		json_string(out, p->pool_filter);
+		fputs(",\n", out);
+	}
 	fputs(" \"records\": [", out);
 	bool first = true;
 	for (size_t i = 0; i < p->nrecords; i++) {
@@ -107,6 +140,11 @@ static void json_process(FILE *out, const struct prof_process *p)
 				(unsigned long long)r->inc_bytes, (unsigned long long)r->inc_blocks);
 		if (r->over_limit)
 			fprintf(out, "\"over_suppression_limit\": true, ");
+		if (r->pool_id) {
+			fputs("\"pool\": ", out);
+			json_string(out, prof_pool_name(p, r->pool_id));
+			fputs(", ", out);
+		}
 		fputs("\"allocator\": ", out);
 		json_string(out, prof_alloc_fn_name(r->alloc_fn));
 		fputs(", \"stack\": [", out);

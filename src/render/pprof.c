@@ -21,6 +21,7 @@
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__ValueType pb_value_type;
 typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Label pb_label;
 typedef Perftools__Profiles__Mapping pb_mapping;
 typedef Perftools__Profiles__Location pb_location;
 typedef Perftools__Profiles__Line pb_line;
@@ -105,6 +106,7 @@ struct pprof_build {
 	pb_location *locs, **loc_ptrs;
 	pb_line *lines, **line_ptrs;
 	pb_sample *samples, **sample_ptrs;
+	pb_label *labels, **label_ptrs;   /* one per sample, used by those of a pool */
 	uint64_t *loc_ids;
 	int64_t *values;
 };
@@ -127,6 +129,8 @@ static void pprof_build_release(struct pprof_build *b)
 	free(b->line_ptrs);
 	free(b->samples);
 	free(b->sample_ptrs);
+	free(b->labels);
+	free(b->label_ptrs);
 	free(b->loc_ids);
 	free(b->values);
 }
@@ -253,6 +257,16 @@ static int add_samples(struct pprof_build *b, const struct prof_profile *p)
 		for (int k = 0; k < PROF_NVALUES; k++)
 			ps->value[k] = s->v[pprof_order[k]];
 		ps->n_value = PROF_NVALUES;
+		if (s->pool) {
+			/* a string label, as Go's pprof.Labels writes */
+			pb_label *l = &b->labels[i];
+			perftools__profiles__label__init(l);
+			l->key = str_index(&b->strs, "pool");
+			l->str = str_index(&b->strs, s->pool);
+			b->label_ptrs[i] = l;
+			ps->label = &b->label_ptrs[i];
+			ps->n_label = 1;
+		}
 		b->sample_ptrs[i] = ps;
 	}
 	b->prof.n_sample = p->nsamples;
@@ -269,6 +283,8 @@ static int alloc_arrays(struct pprof_build *b, const struct prof_profile *p)
 	/* strings: per frame a name and a file, per mapping a file and a
 	 * build-id, the value types and units, the comment */
 	size_t nstrs = 2 * p->nframes + 2 * p->nmaps + 2 * PROF_NVALUES + 8;
+	for (size_t i = 0; i < p->nsamples; i++)
+		nstrs += p->samples[i].pool != NULL;  /* at most one new name each */
 	b->strs.s = calloc(nstrs, sizeof *b->strs.s);
 	b->fn_key = calloc(p->nframes + 1, sizeof *b->fn_key);
 	b->maps = calloc(p->nmaps + 1, sizeof *b->maps);
@@ -283,11 +299,14 @@ static int alloc_arrays(struct pprof_build *b, const struct prof_profile *p)
 	b->line_ptrs = calloc(nlines + 1, sizeof *b->line_ptrs);
 	b->samples = calloc(p->nsamples + 1, sizeof *b->samples);
 	b->sample_ptrs = calloc(p->nsamples + 1, sizeof *b->sample_ptrs);
+	b->labels = calloc(p->nsamples + 1, sizeof *b->labels);
+	b->label_ptrs = calloc(p->nsamples + 1, sizeof *b->label_ptrs);
 	b->loc_ids = calloc(nids + 1, sizeof *b->loc_ids);
 	b->values = calloc(p->nsamples * PROF_NVALUES + 1, sizeof *b->values);
 	if (!b->strs.s || !b->fn_key || !b->maps || !b->map_ptrs || !b->map_id || !b->fns ||
 	    !b->fn_ptrs || !b->frame_fn || !b->locs || !b->loc_ptrs || !b->lines ||
-	    !b->line_ptrs || !b->samples || !b->sample_ptrs || !b->loc_ids || !b->values)
+	    !b->line_ptrs || !b->samples || !b->sample_ptrs || !b->loc_ids || !b->values ||
+	    !b->labels || !b->label_ptrs)
 		return -ENOMEM;
 	if (idx_table_init(&b->strs.idx, nstrs) || idx_table_init(&b->fn_idx, p->nframes))
 		return -ENOMEM;

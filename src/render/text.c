@@ -1,6 +1,7 @@
 /* text.c — the human report. Records read like valgrind's so its users
  * feel at home; each frame is one line: function, file:line, module. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/suppress.h"
@@ -115,25 +116,29 @@ static const char *estimate_note(char *buf, size_t cap, uint64_t bytes, double v
 }
 
 static void render_record(FILE *out, const struct prof_record *r, size_t i, size_t n,
-			  const struct render_text_opts *o, const struct fmt_leaks *l)
+			  const struct render_text_opts *o, const struct prof_process *p)
 {
+	const struct fmt_leaks *l = &p->raw;
 	char a[32], b[32], c[96], d[32];
 	if (r->has_increase)
-		fprintf(out, "%s (+%s) bytes in %s (+%s) %s %s [record %zu of %zu], allocated at:\n",
+		fprintf(out, "%s (+%s) bytes in %s (+%s) %s %s",
 			render_thousands(a, r->bytes), render_thousands(b, r->inc_bytes),
 			render_thousands(c, r->blocks), render_thousands(d, r->inc_blocks),
-			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
+			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind));
 	else if (l->sample > 1)
-		/* an estimate: how sure it is, in a word */
-		fprintf(out, "%s bytes (%s) in %s %s %s [record %zu of %zu], allocated at:\n",
+		/* an estimate: how sure it is */
+		fprintf(out, "%s bytes (%s) in %s %s %s",
 			render_thousands(a, r->bytes), estimate_note(c, sizeof c, r->bytes,
 								      r->var_bytes, r->nsampled),
 			render_thousands(b, r->blocks), plural(r->blocks, "block", "blocks"),
-			kind_phrase(r->kind), i, n);
+			kind_phrase(r->kind));
 	else
-		fprintf(out, "%s bytes in %s %s %s [record %zu of %zu], allocated at:\n",
+		fprintf(out, "%s bytes in %s %s %s",
 			render_thousands(a, r->bytes), render_thousands(b, r->blocks),
-			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind), i, n);
+			plural(r->blocks, "block", "blocks"), kind_phrase(r->kind));
+	if (r->pool_id)
+		fprintf(out, " in pool %s", prof_pool_name(p, r->pool_id));
+	fprintf(out, " [record %zu of %zu], allocated at:\n", i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(r->alloc_fn));
 	for (size_t j = 0; j < r->nframes; j++) {
 		render_frame(out, (int)j + 1, &r->frames[j], l);
@@ -158,6 +163,33 @@ static void summary_line(FILE *out, const char *label, uint64_t bytes, uint64_t 
 	char a[32], b[32];
 	fprintf(out, "   %16s: %s bytes in %s %s\n", label, render_thousands(a, bytes),
 		render_thousands(b, blocks), plural(blocks, "block", "blocks"));
+}
+
+/* The pools, as a tree: what their chunks hold now (at exit: the chunks
+ * the program never gave back). */
+static void render_pools(FILE *out, const struct prof_process *p)
+{
+	size_t n;
+	struct prof_pool_node *t = prof_pool_tree(p, &n);
+	char a[32], b[32], c[32];
+	if (!n)
+		return;
+	fprintf(out, "   pools%s (bytes in their chunks %s, then with the pools under them%s):\n",
+		p->pool_filter ? " (filtered)" : "", p->raw.check ? "now" : "at exit",
+		p->raw.sample > 1 ? "; sampled: raw samples, not estimates" : "");
+	for (size_t i = 0; i < n; i++) {
+		const struct fmt_pool *pl = t[i].pool;
+		int indent = 2 * (t[i].depth < 20 ? t[i].depth : 20);
+		fprintf(out, "     %*s%s%s: %s bytes in %s %s", indent, "", prof_pool_name(p, pl->id),
+			pl->alive ? "" : " (destroyed)", render_thousands(a, pl->bytes),
+			render_thousands(b, pl->blocks), plural(pl->blocks, "block", "blocks"));
+		if (t[i].lost_blocks)
+			fprintf(out, ", %s bytes lost", render_thousands(c, t[i].lost_bytes));
+		if (t[i].tree_blocks != pl->blocks || t[i].tree_bytes != pl->bytes)
+			fprintf(out, "; %s bytes in all", render_thousands(c, t[i].tree_bytes));
+		fputc('\n', out);
+	}
+	free(t);
 }
 
 static void render_process(FILE *out, const struct prof_process *p,
@@ -187,7 +219,7 @@ static void render_process(FILE *out, const struct prof_process *p,
 	for (size_t i = 0; !o->summary_only && i < p->nrecords; i++) {
 		const struct prof_record *r = &p->records[i];
 		if (!r->suppressed_by && (shown & PROF_KIND_BIT(r->kind)))
-			render_record(out, r, ++k, nshown, o, l);
+			render_record(out, r, ++k, nshown, o, p);
 	}
 
 	fprintf(out, "== summary for process %ld\n", l->pid);
@@ -234,6 +266,11 @@ static void render_process(FILE *out, const struct prof_process *p,
 	} else if (p->supp_blocks) {
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
 	}
+	if (p->pool_filter)
+		fprintf(out, "   (the records and kinds above are those of pool %s and the pools "
+			"under it)\n", p->pool_filter);
+	if (!o->summary_only)
+		render_pools(out, p);
 	if (l->allocator_bypassed)
 		fprintf(out, "   warning: the program's malloc was that of %s, loaded before "
 			"libheaptrail.so: its allocations were not seen (put libheaptrail.so "
