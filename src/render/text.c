@@ -226,7 +226,13 @@ static void render_process(FILE *out, const struct prof_process *p,
 	fprintf(out, "   total heap usage: %s allocs, %s frees, %s bytes allocated\n",
 		render_thousands(a, l->allocs), render_thousands(b, l->frees),
 		render_thousands(c, l->bytes_allocated));
-	if (l->sample > 1) {
+	if (l->sample > 1 && !p->in_use_nsampled) {
+		/* no sample: the blocks in use hold B bytes with probability
+		 * exp(-B / S) of none being sampled, under S ln 10 at 90 % */
+		fprintf(out, "   in use %s: no block sampled (under about %s bytes, at 90 %%)\n",
+			l->check ? "now" : "at exit",
+			render_thousands(a, (uint64_t)((double)l->sample * 2.302585 + 0.5)));
+	} else if (l->sample > 1) {
 		char e[96];
 		fprintf(out, "   in use %s: about %s bytes (%s) in %s %s\n",
 			l->check ? "now" : "at exit", render_thousands(a, l->in_use_bytes),

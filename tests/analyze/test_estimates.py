@@ -220,5 +220,37 @@ def test_server(suite):
     return problems, details
 
 
+def test_no_sample(suite):
+    """examples/leaky holds about 4 KiB at exit: at --sample 1m the exit
+    report usually has no sampled block in use, and must not say "about
+    0 bytes (±0)": none sampled means, at 90 %, fewer than S ln 10 bytes
+    (the chance that B bytes bring no sample is exp(-B / S))."""
+    import math
+    leaky = os.path.join(suite.build, "examples", "leaky")
+    bound = "{:,}".format(int(1048576 * math.log(10) + 0.5))
+    problems = []
+    seen = 0
+    for i in range(5):
+        out = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "no-sample-%d" % i))
+        os.rmdir(out)
+        rc, _, err = rt.run([suite.heaptrail, "run", "--sample", "1m", "-o", out, "--", leaky])
+        text = err.decode(errors="replace")
+        line = [l for l in text.split("\n") if "in use at exit" in l]
+        if rc != 0 or len(line) != 1:
+            problems.append("run %d: status %d, %r" % (i, rc, rt.short(err, 300)))
+            continue
+        if "from 0 samples" in line[0] or "±0 " in line[0]:
+            problems.append("run %d: %s" % (i, line[0].strip()))
+        if "no block sampled" in line[0]:
+            seen += 1
+            if "under about %s bytes, at 90 %%" % bound not in line[0]:
+                problems.append("run %d: %s, want under about %s bytes" % (
+                    i, line[0].strip(), bound))
+    if not seen and not problems:
+        problems.append("no run without a sampled block: the case is not exercised")
+    return problems, []
+
+
 def collect(suite):
-    return [("estimates:server", lambda: test_server(suite))]
+    return [("estimates:server", lambda: test_server(suite)),
+            ("estimates:no-sample", lambda: test_no_sample(suite))]
