@@ -56,7 +56,7 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	out[n++] = '.';
 	n = (size_t)(agent_put_dec(out + n, (uint64_t)getpid()) - out);
 	out[n++] = '.';
-	if (!agent_streq(kind, "peak")) {
+	if (!agent_streq(kind, FMT_HEAP_PEAK) && !agent_streq(kind, FMT_HEAP_LIVE)) {
 		n = (size_t)(agent_put_dec_width(out + n, atomic_fetch_add(&dump_seq, 1), 4) - out);
 		out[n++] = '.';
 	}

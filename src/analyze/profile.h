@@ -97,6 +97,13 @@ struct prof_profile {
  * value then nets to zero). The merged samples have no locations. */
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base);
 
+/* p becomes p - base for two dumps of one process (its stacks are
+ * matched by their pcs, so p keeps its locations and renders as pprof):
+ * what changed between them, as Go's `?seconds=N` delta profiles. Stacks
+ * of base that p lacks are left out (a process's dumps only gain
+ * stacks); samples that net to zero are dropped. 0 or -ENOMEM. */
+int prof_profile_delta(struct prof_profile *p, const struct prof_profile *base);
+
 /* Drops samples with no frame matching focus (when not NULL), then those
  * with a frame matching ignore (POSIX extended regexes, on function
  * names). Returns 0 or -EINVAL with *err set for a bad regex. */

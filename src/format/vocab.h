@@ -25,6 +25,7 @@
  *                               trigger: interval, every, signal, api,
  *                               final ...)
  *   PREFIX.PID.peak.heap        the dump of the peak (rewritten in place)
+ *   PREFIX.PID.live.heap        a dump the live endpoint asked for (same)
  *   heaptrail.PID.leaks         the leak file written at exit
  *   heaptrail.PID.check-N.leaks the leak file of the Nth leak check
  *   heaptrail.PID.timeline      the timeline
@@ -34,6 +35,7 @@
 #define FMT_TMP_PREFIX       ".heaptrail-tmp-"
 #define FMT_HEAP_SUFFIX      ".heap"
 #define FMT_HEAP_PEAK        "peak"
+#define FMT_HEAP_LIVE        "live"  /* asked for by the live endpoint: no SEQ */
 #define FMT_LEAKS_SUFFIX     ".leaks"
 #define FMT_LEAKS_CHECK      "check-"
 #define FMT_TIMELINE_SUFFIX  ".timeline"

@@ -1,0 +1,899 @@
+/* live.c — the live endpoint: Go's /debug/pprof protocol and a
+ * Prometheus /metrics page for a process running under the agent,
+ * served over HTTP by the CLI (`heaptrail run --http ADDR`, `heaptrail
+ * serve PID --http ADDR`), never by the program.
+ *
+ * Why the CLI and not a thread of the agent: no network input is ever
+ * parsed inside the host, the host gets no thread, socket or memory of
+ * ours, and the CLI has the symbolizer and the pprof encoder already.
+ * The agent's part is one request: a heap dump now. The CLI sends the
+ * agent's leak check signal with FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP
+ * (sigqueue), the agent writes PREFIX.PID.live.heap into its private
+ * output directory (0600, a temporary name renamed into place, as every
+ * dump), the CLI reads and removes it. Leak checks use the same signal.
+ *
+ * The server: one thread, one poll loop, at most LIVE_MAX_CONN
+ * connections (the oldest still-reading one is dropped for a new one),
+ * requests of at most LIVE_MAX_HEAD bytes of headers and LIVE_MAX_BODY
+ * of body, LIVE_READ_MS to send one and LIVE_WRITE_MS to take the
+ * answer, one request per connection (Connection: close). Requests are
+ * answered one at a time. Nothing here prints while the program runs
+ * except the one line saying where the endpoint is. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/aggregate.h"
+#include "analyze/growth.h"
+#include "analyze/load.h"
+#include "analyze/series.h"
+#include "cli/cli.h"
+#include "format/options.h"
+#include "format/vocab.h"
+#include "render/render.h"
+
+#define LIVE_MAX_CONN 64
+#define LIVE_MAX_HEAD (16 * 1024)
+#define LIVE_MAX_BODY (64 * 1024)
+#define LIVE_READ_MS 5000
+#define LIVE_WRITE_MS 10000
+#define LIVE_DUMP_MS 10000      /* how long the agent has to write a dump */
+#define LIVE_MAX_SECONDS 300    /* ?seconds=N */
+#define LIVE_TOP_SITES 20       /* /metrics: sites by live bytes */
+
+struct conn {
+	int fd;
+	char *buf;              /* the request, then the answer */
+	size_t len, off;
+	bool writing;
+	long long deadline;     /* ms, monotonic */
+};
+
+struct cli_live {
+	int fd;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char shown[160];
+	struct cli_agent ag;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	struct prof_sym_cache *cache;
+	struct conn conns[LIVE_MAX_CONN];
+	/* counters for /metrics */
+	unsigned long long dumps, dump_errors;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------- options and binding ---------- */
+
+int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o)
+{
+	const char *v;
+	if ((v = cli_opt_value(argc, argv, i, "--http"))) {
+		if (!*v) {
+			cli_error("--http needs an address (127.0.0.1:6060, or a unix socket path)");
+			return -1;
+		}
+		o->addr = v;
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--http-allow-remote")) {
+		o->public_ok = true;
+		return 1;
+	}
+	return 0;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			return a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
+struct cli_live *cli_live_bind(const struct cli_live_opts *o)
+{
+	struct cli_live *l = calloc(1, sizeof *l);
+	if (!l) {
+		cli_error("out of memory");
+		return NULL;
+	}
+	l->fd = -1;
+	for (int i = 0; i < LIVE_MAX_CONN; i++)
+		l->conns[i].fd = -1;
+	const char *a = o->addr;
+	if (!strncmp(a, "unix:", 5) || a[0] == '/' || a[0] == '.') {
+		const char *path = strncmp(a, "unix:", 5) ? a : a + 5;
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		if (strlen(path) >= sizeof un.sun_path) {
+			cli_error("--http: socket path '%s' is too long", path);
+			goto fail;
+		}
+		strcpy(un.sun_path, path);
+		l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		/* 0600 from the start: only this user may talk to it */
+		mode_t old = umask(0177);
+		int r = l->fd < 0 ? -1 : bind(l->fd, (struct sockaddr *)&un, sizeof un);
+		umask(old);
+		if (r || listen(l->fd, 128)) {
+			cli_error("--http: cannot listen on '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		snprintf(l->unix_path, sizeof l->unix_path, "%s", path);
+		snprintf(l->shown, sizeof l->shown, "unix:%s", path);
+		return l;
+	}
+	const char *colon = strrchr(a, ':');
+	if (!colon || !colon[1]) {
+		cli_error("--http: want HOST:PORT or a socket path, not '%s'", a);
+		goto fail;
+	}
+	char host[256];
+	size_t hl = (size_t)(colon - a);
+	if (hl >= sizeof host) {
+		cli_error("--http: host too long in '%s'", a);
+		goto fail;
+	}
+	memcpy(host, a, hl);
+	host[hl] = 0;
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res = NULL;
+	int gr = getaddrinfo(*host ? host : NULL, colon + 1, &hints, &res);
+	if (gr) {
+		cli_error("--http: cannot resolve '%s': %s", a, gai_strerror(gr));
+		goto fail;
+	}
+	if (!is_loopback(res->ai_addr)) {
+		if (!o->public_ok) {
+			cli_error("--http: '%s' is not a loopback address: anyone who can reach it "
+				  "could read the program's heap profile; add --http-allow-remote "
+				  "to bind it anyway", a);
+			freeaddrinfo(res);
+			goto fail;
+		}
+		fprintf(stderr, "heaptrail: warning: the live endpoint on '%s' is reachable "
+			"beyond this machine, without authentication\n", a);
+	}
+	l->fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (l->fd >= 0)
+		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l->fd < 0 || bind(l->fd, res->ai_addr, res->ai_addrlen) || listen(l->fd, 128)) {
+		cli_error("--http: cannot listen on '%s': %s", a, strerror(errno));
+		freeaddrinfo(res);
+		goto fail;
+	}
+	freeaddrinfo(res);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+	if (!getsockname(l->fd, (struct sockaddr *)&ss, &sl)) {
+		if (ss.ss_family == AF_INET) {
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof ip);
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		} else {
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof ip);
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		}
+	}
+	snprintf(l->shown, sizeof l->shown, ss.ss_family == AF_INET6 ? "http://[%s]:%d" :
+		 "http://%s:%d", ip, port);
+	return l;
+fail:
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+	return NULL;
+}
+
+/* ---------- asking the agent ---------- */
+
+/* Why the agent cannot be asked now, or NULL. */
+static const char *agent_not_ready(const struct cli_agent *a, char *why, size_t cap)
+{
+	size_t len;
+	char *maps = cli_read_proc(a->pid, "maps", &len);
+	if (!maps) {
+		snprintf(why, cap, "process %ld is gone", a->pid);
+		return why;
+	}
+	bool has = strstr(maps, "/libheaptrail.so") != NULL;
+	free(maps);
+	if (!has) {
+		snprintf(why, cap, "process %ld has no agent loaded (yet)", a->pid);
+		return why;
+	}
+	const char *r = cli_signal_refused(a->pid, a->sig);
+	if (r) {
+		snprintf(why, cap, "not signalling process %ld: %s", a->pid, r);
+		return why;
+	}
+	return NULL;
+}
+
+/* Has the agent write PREFIX.PID.live.heap and returns its path (into
+ * path), 0; or -1 with why. The request is sent again every second: a
+ * dump already being written (a timer's) makes the agent drop it. */
+static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size_t whycap)
+{
+	const struct cli_agent *a = &l->ag;
+	if (agent_not_ready(a, why, whycap))
+		return -1;
+	snprintf(path, cap, "%s/" FMT_FILE_PREFIX ".%ld." FMT_HEAP_LIVE FMT_HEAP_SUFFIX, a->dir,
+		 a->pid);
+	if (unlink(path) && errno != ENOENT) {
+		snprintf(why, whycap, "cannot remove '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	long long t0 = now_ms(), sent = 0;
+	for (;;) {
+		long long t = now_ms();
+		if (!sent || t - sent >= 1000) {
+			union sigval val = { .sival_int = FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP };
+			if (sigqueue((pid_t)a->pid, a->sig, val)) {
+				snprintf(why, whycap, "cannot signal process %ld: %s", a->pid,
+					 strerror(errno));
+				return -1;
+			}
+			sent = t;
+		}
+		struct stat st;
+		if (!lstat(path, &st) && S_ISREG(st.st_mode))
+			break;
+		if (t - t0 >= LIVE_DUMP_MS || atomic_load(&l->stop)) {
+			snprintf(why, whycap, "process %ld wrote no heap dump within %d ms", a->pid,
+				 LIVE_DUMP_MS);
+			return -1;
+		}
+		usleep(2000);
+	}
+	l->dumps++;
+	return 0;
+}
+
+/* A dump now, loaded and symbolized; the file is removed. */
+static int live_profile(struct cli_live *l, struct prof_profile *p, char *why, size_t whycap)
+{
+	char path[PATH_MAX + 64];
+	if (live_dump(l, path, sizeof path, why, whycap)) {
+		l->dump_errors++;
+		return -1;
+	}
+	struct prof_load_opts o = { .sym_cache = l->cache,
+				    .binary_path = getenv("PPROF_BINARY_PATH") };
+	const char *err;
+	int rc = prof_profile_load(p, path, &o, &err);
+	if (rc)
+		snprintf(why, whycap, "cannot read '%s': %s", path, err);
+	unlink(path);
+	return rc ? -1 : 0;
+}
+
+/* ---------- answers ---------- */
+
+struct answer {
+	int status;
+	const char *type;
+	const char *extra;      /* more header lines, or NULL */
+	char *body;
+	size_t len;
+};
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Payload Too Large";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Error";
+	}
+}
+
+static void answer_text(struct answer *a, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void answer_text(struct answer *a, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(a->body);
+	a->body = NULL;
+	a->len = 0;
+	a->status = status;
+	a->type = "text/plain; charset=utf-8";
+	int n = vasprintf(&a->body, fmt, ap);
+	a->len = n > 0 ? (size_t)n : 0;
+	if (n < 0)
+		a->body = NULL;
+	va_end(ap);
+}
+
+/* The value of query parameter name ("" when present without one), into
+ * out; false when absent. */
+static bool query_get(const char *query, const char *name, char *out, size_t cap)
+{
+	size_t n = strlen(name);
+	for (const char *q = query; q && *q;) {
+		const char *end = strchr(q, '&');
+		size_t len = end ? (size_t)(end - q) : strlen(q);
+		if (len >= n && !strncmp(q, name, n) && (len == n || q[n] == '=')) {
+			size_t vl = len > n ? len - n - 1 : 0;
+			if (vl >= cap)
+				vl = cap - 1;
+			memcpy(out, q + n + (len > n), vl);
+			out[vl] = 0;
+			return true;
+		}
+		q = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static long query_num(const char *query, const char *name, long dflt, long max)
+{
+	char v[32];
+	if (!query_get(query, name, v, sizeof v) || !*v)
+		return dflt;
+	long n = cli_parse_count(v, max);
+	return n < 0 ? -1 : n;
+}
+
+static void serve_profile(struct cli_live *l, const char *query, int dflt, struct answer *ans)
+{
+	char why[PATH_MAX + 160];
+	long debug = query_num(query, "debug", 0, 2);
+	long seconds = query_num(query, "seconds", 0, LIVE_MAX_SECONDS);
+	if (debug < 0 || seconds < 0) {
+		answer_text(ans, 400, "bad debug= or seconds= (at most %d)\n", LIVE_MAX_SECONDS);
+		return;
+	}
+	if (debug && !seconds) {
+		/* the legacy text form, as Go's ?debug=1: the dump itself */
+		char path[PATH_MAX + 64];
+		if (live_dump(l, path, sizeof path, why, sizeof why)) {
+			l->dump_errors++;
+			answer_text(ans, 503, "%s\n", why);
+			return;
+		}
+		FILE *f = fopen(path, "re");
+		struct stat st;
+		if (!f || fstat(fileno(f), &st) || !(ans->body = malloc((size_t)st.st_size + 1)) ||
+		    fread(ans->body, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+			answer_text(ans, 500, "cannot read '%s'\n", path);
+		} else {
+			ans->len = (size_t)st.st_size;
+			ans->status = 200;
+			ans->type = "text/plain; charset=utf-8";
+		}
+		if (f)
+			fclose(f);
+		unlink(path);
+		return;
+	}
+	struct prof_profile p, base;
+	if (seconds) {
+		if (live_profile(l, &base, why, sizeof why)) {
+			answer_text(ans, 503, "%s\n", why);
+			return;
+		}
+		long long end = now_ms() + seconds * 1000;
+		while (now_ms() < end && !atomic_load(&l->stop))
+			usleep(20 * 1000);
+	}
+	if (live_profile(l, &p, why, sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		if (seconds)
+			prof_profile_release(&base);
+		return;
+	}
+	int rc = 0;
+	if (seconds) {
+		rc = prof_profile_delta(&p, &base);
+		prof_profile_release(&base);
+	}
+	if (!rc && debug) {
+		/* a delta as text: heaptrail top's table */
+		struct prof_table t;
+		FILE *m = open_memstream(&ans->body, &ans->len);
+		rc = -ENOMEM;
+		if (m && !prof_table_build(&t, &p, false, dflt, PROF_SORT_FLAT)) {
+			render_top(m, &p, &t, &(struct render_table_opts){ .value = dflt,
+				   .exact = true, .max = 1000000, .name = "delta" });
+			prof_table_release(&t);
+			rc = 0;
+		}
+		if (m)
+			fclose(m);
+		ans->type = "text/plain; charset=utf-8";
+	} else if (!rc) {
+		rc = render_pprof(&p, dflt, &ans->body, &ans->len);
+		ans->type = "application/octet-stream";
+		ans->extra = "Content-Disposition: attachment; filename=\"heap\"\r\n";
+	}
+	prof_profile_release(&p);
+	if (rc)
+		answer_text(ans, 500, "cannot build the profile: %s\n", strerror(-rc));
+	else
+		ans->status = 200;
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped, cut
+ * at 200 bytes (a C++ name can be long; the label stays bounded). */
+static void put_label(FILE *m, const char *s)
+{
+	for (size_t i = 0; s[i] && i < 200; i++) {
+		if (s[i] == '\\' || s[i] == '"')
+			fputc('\\', m);
+		if (s[i] == '\n')
+			fputs("\\n", m);
+		else
+			fputc(s[i], m);
+	}
+}
+
+static void metric(FILE *m, const char *name, const char *type, const char *help, int64_t v)
+{
+	fprintf(m, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name,
+		(long long)v);
+}
+
+static void serve_metrics(struct cli_live *l, struct answer *ans)
+{
+	char why[PATH_MAX + 160];
+	struct prof_profile p;
+	if (live_profile(l, &p, why, sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	FILE *m = open_memstream(&ans->body, &ans->len);
+	if (!m) {
+		prof_profile_release(&p);
+		answer_text(ans, 500, "out of memory\n");
+		return;
+	}
+	const int64_t *t = p.total;
+	const char *est = p.sample > 1 ? " (an estimate: sampled)" : "";
+	char help[256];
+	snprintf(help, sizeof help, "Bytes in live heap blocks%s.", est);
+	metric(m, "heaptrail_live_bytes", "gauge", help, t[PROF_INUSE_SPACE]);
+	snprintf(help, sizeof help, "Live heap blocks%s.", est);
+	metric(m, "heaptrail_live_blocks", "gauge", help, t[PROF_INUSE_OBJECTS]);
+	metric(m, "heaptrail_allocated_bytes_total", "counter", "Bytes allocated since start.",
+	       t[PROF_ALLOC_SPACE]);
+	metric(m, "heaptrail_allocated_blocks_total", "counter", "Blocks allocated since start.",
+	       t[PROF_ALLOC_OBJECTS]);
+	metric(m, "heaptrail_freed_bytes_total", "counter", "Bytes freed since start.",
+	       t[PROF_ALLOC_SPACE] - t[PROF_INUSE_SPACE]);
+	metric(m, "heaptrail_freed_blocks_total", "counter", "Blocks freed since start.",
+	       t[PROF_ALLOC_OBJECTS] - t[PROF_INUSE_OBJECTS]);
+	metric(m, "heaptrail_sampling_interval_bytes", "gauge",
+	       "Mean bytes between sampled allocations (1: every allocation).", (int64_t)p.sample);
+	size_t len;
+	char *statm = cli_read_proc(l->ag.pid, "statm", &len);
+	if (statm) {
+		long long pages = 0;
+		if (sscanf(statm, "%*s %lld", &pages) == 1)
+			metric(m, "heaptrail_process_resident_bytes", "gauge",
+			       "Resident set size of the process (program and agent).",
+			       pages * sysconf(_SC_PAGESIZE));
+		free(statm);
+	}
+	metric(m, "heaptrail_live_dumps_total", "counter",
+	       "Heap dumps the endpoint asked the agent for.", (int64_t)l->dumps);
+	metric(m, "heaptrail_live_dump_errors_total", "counter",
+	       "Heap dumps asked for and not received.", (int64_t)l->dump_errors);
+	struct prof_table tab;
+	if (!prof_table_build(&tab, &p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT)) {
+		fprintf(m, "# HELP heaptrail_site_live_bytes Live bytes allocated by a function "
+			"(the caller of malloc), top %d by live bytes.\n"
+			"# TYPE heaptrail_site_live_bytes gauge\n", LIVE_TOP_SITES);
+		for (size_t i = 0, shown = 0; i < tab.nrows && shown < LIVE_TOP_SITES; i++) {
+			const struct prof_row *r = &tab.rows[i];
+			if (r->flat[PROF_INUSE_SPACE] <= 0)
+				continue;
+			fputs("heaptrail_site_live_bytes{site=\"", m);
+			put_label(m, r->name);
+			fprintf(m, "\"} %lld\n", (long long)r->flat[PROF_INUSE_SPACE]);
+			shown++;
+		}
+		prof_table_release(&tab);
+	}
+	fclose(m);
+	prof_profile_release(&p);
+	ans->status = 200;
+	ans->type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static void serve_cmdline(struct cli_live *l, struct answer *ans)
+{
+	size_t len;
+	char *c = cli_read_proc(l->ag.pid, "cmdline", &len);
+	if (!c) {
+		answer_text(ans, 503, "process %ld is gone\n", l->ag.pid);
+		return;
+	}
+	if (len && !c[len - 1])
+		len--;  /* Go joins os.Args with NULs, without a last one */
+	ans->body = c;
+	ans->len = len;
+	ans->status = 200;
+	ans->type = "text/plain; charset=utf-8";
+}
+
+static const char index_page[] =
+	"<!DOCTYPE html>\n<html><head><title>/debug/pprof/</title></head><body>\n"
+	"<p>heaptrail live endpoint for process %ld</p>\n<ul>\n"
+	"<li><a href=\"/debug/pprof/heap?debug=1\">heap</a> (<a href=\"/debug/pprof/heap\">"
+	"profile.proto</a>): live and allocated memory by stack; <code>?seconds=N</code>: what "
+	"changed over N seconds</li>\n"
+	"<li><a href=\"/debug/pprof/allocs?debug=1\">allocs</a>: the same, allocated space "
+	"shown first</li>\n"
+	"<li><a href=\"/debug/pprof/cmdline\">cmdline</a></li>\n"
+	"<li><a href=\"/metrics\">metrics</a> (Prometheus)</li>\n"
+	"</ul>\n<p>Use: <code>pprof -http=: http://HOST:PORT/debug/pprof/heap</code></p>\n"
+	"</body></html>\n";
+
+/* Answers one request (method, path, query, body). */
+static void route(struct cli_live *l, const char *method, const char *path, const char *query,
+		  struct answer *ans)
+{
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	if (!get) {
+		answer_text(ans, 405, "method not allowed\n");
+		return;
+	}
+	if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
+		ans->status = 200;
+		ans->type = "text/html; charset=utf-8";
+		int n = asprintf(&ans->body, index_page, l->ag.pid);
+		ans->len = n > 0 ? (size_t)n : 0;
+	} else if (!strcmp(path, "/debug/pprof/heap")) {
+		serve_profile(l, query, PROF_INUSE_SPACE, ans);
+	} else if (!strcmp(path, "/debug/pprof/allocs")) {
+		serve_profile(l, query, PROF_ALLOC_SPACE, ans);
+	} else if (!strcmp(path, "/debug/pprof/cmdline")) {
+		serve_cmdline(l, ans);
+	} else if (!strcmp(path, "/metrics")) {
+		serve_metrics(l, ans);
+	} else {
+		answer_text(ans, 404, "not found: try /debug/pprof/ or /metrics\n");
+	}
+}
+
+/* ---------- the server ---------- */
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+}
+
+static void conn_answer(struct conn *c, struct answer *a, bool head)
+{
+	char hdr[512];
+	int n = snprintf(hdr, sizeof hdr,
+			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "X-Content-Type-Options: nosniff\r\nConnection: close\r\n%s\r\n",
+			 a->status, reason(a->status), a->type ? a->type : "text/plain",
+			 a->len, a->extra ? a->extra : "");
+	size_t blen = head ? 0 : a->len;
+	char *out = malloc((size_t)n + blen + 1);
+	free(c->buf);
+	c->buf = out;
+	c->len = c->off = 0;
+	if (out) {
+		memcpy(out, hdr, (size_t)n);
+		if (blen)
+			memcpy(out + n, a->body, blen);
+		c->len = (size_t)n + blen;
+	}
+	free(a->body);
+	a->body = NULL;
+	c->writing = true;
+	c->deadline = now_ms() + LIVE_WRITE_MS;
+}
+
+static void conn_error(struct conn *c, int status, const char *msg)
+{
+	struct answer a = { 0 };
+	answer_text(&a, status, "%s\n", msg);
+	conn_answer(c, &a, false);
+}
+
+/* 1 when c holds a whole request (answered), 0 when more is needed. */
+static int conn_request(struct cli_live *l, struct conn *c)
+{
+	char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+	size_t hl = 4;
+	if (!end) {
+		end = memmem(c->buf, c->len, "\n\n", 2);
+		hl = 2;
+	}
+	if (!end) {
+		if (c->len >= LIVE_MAX_HEAD) {
+			conn_error(c, 431, "request headers too large");
+			return 1;
+		}
+		return 0;
+	}
+	size_t head = (size_t)(end - c->buf) + hl;
+	char saved = *end;
+	*end = 0;  /* put back below while the body is still coming */
+	/* the request line: METHOD SP TARGET SP HTTP/x.y */
+	char method[16], target[2048], version[16];
+	if (sscanf(c->buf, "%15[A-Z] %2047[^ \r\n] %15[^ \r\n]", method, target, version) != 3 ||
+	    strncmp(version, "HTTP/1.", 7) || target[0] != '/') {
+		conn_error(c, 400, "bad request line");
+		return 1;
+	}
+	long clen = 0;
+	for (char *h = strchr(c->buf, '\n'); h; h = strchr(h + 1, '\n'))
+		if (!strncasecmp(h + 1, "content-length:", 15)) {
+			char *v = h + 16 + strspn(h + 16, " \t"), *e;
+			errno = 0;
+			clen = *v >= '0' && *v <= '9' ? strtol(v, &e, 10) : -1;
+			if (clen >= 0 && (errno || (*e && !strchr(" \t\r\n", *e))))
+				clen = -1;
+			if (clen < 0 || clen > LIVE_MAX_BODY) {
+				conn_error(c, 413, "body too large or bad content-length");
+				return 1;
+			}
+		}
+	if (c->len < head + (size_t)clen) {
+		*end = saved;
+		return 0;
+	}
+	char *q = strchr(target, '?');
+	if (q)
+		*q++ = 0;
+	struct answer a = { .status = 500 };
+	route(l, method, target, q, &a);
+	if (!a.body && a.status == 500)
+		answer_text(&a, 500, "out of memory\n");
+	conn_answer(c, &a, !strcmp(method, "HEAD"));
+	return 1;
+}
+
+static void conn_read(struct cli_live *l, struct conn *c)
+{
+	if (!c->buf && !(c->buf = malloc(LIVE_MAX_HEAD + LIVE_MAX_BODY + 1))) {
+		conn_close(c);
+		return;
+	}
+	size_t room = LIVE_MAX_HEAD + LIVE_MAX_BODY - c->len;
+	ssize_t n = recv(c->fd, c->buf + c->len, room, 0);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		conn_close(c);
+		return;
+	}
+	if (n < 0)
+		return;
+	c->len += (size_t)n;
+	conn_request(l, c);
+}
+
+static void conn_write(struct conn *c)
+{
+	while (c->off < c->len) {
+		ssize_t n = send(c->fd, c->buf + c->off, c->len - c->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			break;
+		}
+		c->off += (size_t)n;
+	}
+	shutdown(c->fd, SHUT_WR);
+	conn_close(c);
+}
+
+static void live_accept(struct cli_live *l)
+{
+	for (int k = 0; k < 16; k++) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct conn *slot = NULL, *oldest = NULL;
+		for (int i = 0; i < LIVE_MAX_CONN; i++) {
+			struct conn *c = &l->conns[i];
+			if (c->fd < 0) {
+				slot = c;
+				break;
+			}
+			if (!oldest || c->deadline < oldest->deadline)
+				oldest = c;
+		}
+		if (!slot) {
+			/* full: the connection that has waited longest makes room */
+			conn_close(oldest);
+			slot = oldest;
+		}
+		slot->fd = fd;
+		slot->deadline = now_ms() + LIVE_READ_MS;
+	}
+}
+
+static void *live_main(void *arg)
+{
+	struct cli_live *l = arg;
+	struct pollfd pfd[LIVE_MAX_CONN + 1];
+	int who[LIVE_MAX_CONN + 1];
+	while (!atomic_load(&l->stop)) {
+		int n = 0;
+		pfd[n] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
+		who[n++] = -1;
+		for (int i = 0; i < LIVE_MAX_CONN; i++) {
+			struct conn *c = &l->conns[i];
+			if (c->fd < 0)
+				continue;
+			pfd[n] = (struct pollfd){ .fd = c->fd, .events = c->writing ? POLLOUT : POLLIN };
+			who[n++] = i;
+		}
+		int r = poll(pfd, (nfds_t)n, 200);
+		if (r < 0 && errno != EINTR)
+			break;
+		for (int k = 1; r > 0 && k < n; k++) {
+			struct conn *c = &l->conns[who[k]];
+			if (!pfd[k].revents || c->fd != pfd[k].fd)
+				continue;
+			if (c->writing)
+				conn_write(c);
+			else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+				conn_read(l, c);
+			if (c->fd >= 0 && c->writing)
+				conn_write(c);
+		}
+		if (r > 0 && pfd[0].revents & POLLIN)
+			live_accept(l);
+		long long t = now_ms();
+		for (int i = 0; i < LIVE_MAX_CONN; i++) {
+			struct conn *c = &l->conns[i];
+			if (c->fd < 0 || t <= c->deadline)
+				continue;
+			if (c->writing) {
+				conn_close(c);  /* a client that does not read */
+			} else {
+				conn_error(c, 408, "request timeout");
+				conn_write(c);
+			}
+		}
+	}
+	return NULL;
+}
+
+int cli_live_start(struct cli_live *l, const struct cli_agent *a)
+{
+	l->ag = *a;
+	l->cache = prof_sym_cache_new();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);  /* the program's signals stay the main thread's */
+	int r = pthread_create(&l->thread, NULL, live_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		cli_error("cannot start the live endpoint's thread: %s", strerror(r));
+		return -1;
+	}
+	l->started = true;
+	fprintf(stderr, "heaptrail: live endpoint for process %ld at %s/debug/pprof/\n",
+		a->pid, l->shown);
+	return 0;
+}
+
+void cli_live_stop(struct cli_live *l)
+{
+	if (!l)
+		return;
+	atomic_store(&l->stop, true);
+	if (l->started)
+		pthread_join(l->thread, NULL);
+	for (int i = 0; i < LIVE_MAX_CONN; i++)
+		if (l->conns[i].fd >= 0)
+			conn_close(&l->conns[i]);
+	if (l->fd >= 0)
+		close(l->fd);
+	if (l->unix_path[0])
+		unlink(l->unix_path);
+	if (l->cache)
+		prof_sym_cache_free(l->cache);
+	free(l);
+}
+
+/* ---------- heaptrail serve PID --http ADDR ---------- */
+
+static const char serve_usage[] =
+	"usage: heaptrail serve --http ADDR PID\n"
+	"  Serves the live endpoint (/debug/pprof/heap, /metrics, ...) of PID, a\n"
+	"  process started under heaptrail or attached, until it exits.\n"
+	"  --http ADDR            127.0.0.1:PORT (loopback), or a unix socket path\n"
+	"  --http-allow-remote    allow an address beyond loopback (with a warning)\n";
+
+static volatile sig_atomic_t serve_stop;
+static void on_stop(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct cli_live_opts lo = { 0 };
+	long pid = -1;
+	for (int i = 1; i < argc; i++) {
+		int r = cli_live_opt(argc, argv, &i, &lo);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(serve_usage, stdout);
+			return 0;
+		}
+		if (pid < 0 && (pid = cli_parse_count(argv[i], INT_MAX)) > 0)
+			continue;
+		cli_error("serve: unexpected argument '%s'", argv[i]);
+		fputs(serve_usage, stderr);
+		return 2;
+	}
+	if (pid <= 0 || !lo.addr) {
+		fputs(serve_usage, stderr);
+		return 2;
+	}
+	struct cli_agent ag;
+	if (cli_agent_open(pid, &ag))
+		return 1;
+	struct cli_live *l = cli_live_bind(&lo);
+	if (!l)
+		return 1;
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	if (cli_live_start(l, &ag)) {
+		cli_live_stop(l);
+		return 1;
+	}
+	while (!serve_stop && kill((pid_t)pid, 0) == 0)
+		usleep(200 * 1000);
+	cli_live_stop(l);
+	return 0;
+}

@@ -1,0 +1,434 @@
+"""live: the live endpoint, `heaptrail run --http ADDR` (issue 16).
+
+Each test runs tests/analyze/progs/live_sites.c (a flat site of 100 x
+1000 bytes, a site that grows by 4096 bytes every 20 ms while told to)
+under `heaptrail run --http 127.0.0.1:PORT --signal 12`, and talks to
+the endpoint with the real clients.
+
+    live:pprof-top     Google's pprof fetches /debug/pprof/heap from the
+                       running program; its -top (inuse_space and
+                       alloc_space, exact mode) equals `heaptrail top
+                       --bytes` on a dump the program writes on SIGUSR2
+                       at the same moment (the program is idle)
+    live:delta         /debug/pprof/heap?seconds=2 while grow_site grows:
+                       pprof shows grow_site at 4096 bytes a block (its
+                       in-use space is 4096 x its in-use objects, at least
+                       20 blocks) and no flat_site (which did not change)
+    live:endpoints     the index page links every endpoint; /cmdline is
+                       the program's argv joined by NULs; ?debug=1 is a
+                       heap dump pprof reads; /allocs' default sample type
+                       is alloc_space, /heap's inuse_space; 404 and 405
+    live:promtool      `promtool check metrics` accepts /metrics, whose
+                       live bytes equal the dump's in-use total and whose
+                       flat_site series is 100000 (by construction)
+    live:prometheus    a real Prometheus (Debian's), scraping every 1 s,
+                       returns heaptrail_live_bytes and grow_site's series
+                       rising while the program grows, and flat_site's
+                       series flat at 100000
+    live:remote        --http on a non-loopback address is refused
+                       without --http-allow-remote (exit 2, program not run)
+
+pprof, prometheus and promtool missing: those tests skip.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_tests  # noqa: E402
+from run_tests import Failure, Skip  # noqa: E402
+import test_pprof  # noqa: E402
+
+PROG_SRC = os.path.join(HERE, "progs", "live_sites.c")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+_build_lock = threading.Lock()
+
+
+def build_prog(suite):
+    work = os.path.join(suite.build, "e2e", "analyze")
+    os.makedirs(work, exist_ok=True)
+    prog = os.path.join(work, "live_sites")
+    with _build_lock:
+        if not os.path.exists(prog) or os.path.getmtime(prog) < os.path.getmtime(PROG_SRC):
+            subprocess.run([suite.cc, "-g", "-O1", "-fno-omit-frame-pointer", "-o",
+                            prog + ".tmp", PROG_SRC], check=True)
+            os.rename(prog + ".tmp", prog)
+    return prog
+
+
+def http(url, data=None, timeout=30):
+    """(status, body bytes, content type)."""
+    req = urllib.request.Request(url, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read(), r.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers.get("Content-Type", "")
+
+
+class Live:
+    """The program under `heaptrail run --http`, driven through stdin."""
+
+    def __init__(self, suite, tag, extra=()):
+        self.suite = suite
+        self.prog = build_prog(suite)
+        self.work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", tag))
+        self.out = os.path.join(self.work, "out")
+        self.port = free_port()
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.errf = open(os.path.join(self.work, "stderr"), "wb")
+        self.p = subprocess.Popen(
+            [suite.heaptrail, "run", "--signal", "12", "-o", self.out,
+             "--http", "127.0.0.1:%d" % self.port] + list(extra) + ["--", self.prog],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errf,
+            env=run_tests.RUN_ENV)
+        line = self.p.stdout.readline()
+        if line != b"ready\n":
+            self.close()
+            raise Failure("live_sites said %r, not ready: %s" % (line, self.stderr()))
+        self.pid = None
+        for _ in range(200):
+            m = re.search(r"live endpoint for process (\d+)", self.stderr())
+            if m:
+                self.pid = int(m.group(1))
+                break
+            time.sleep(0.05)
+        if not self.pid:
+            self.close()
+            raise Failure("no endpoint line on heaptrail's stderr: %s" % self.stderr())
+
+    def stderr(self):
+        with open(os.path.join(self.work, "stderr"), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def say(self, cmd):
+        self.p.stdin.write(cmd.encode() + b"\n")
+        self.p.stdin.flush()
+
+    def get(self, path, **kw):
+        return http(self.base + path, **kw)
+
+    def signal_dump(self):
+        """The dump the agent writes on SIGUSR2 (the `signal` trigger)."""
+        before = set(os.listdir(self.out))
+        os.kill(self.pid, signal.SIGUSR2)
+        for _ in range(400):
+            new = [f for f in os.listdir(self.out)
+                   if f not in before and f.endswith(".signal.heap")]
+            if new:
+                return os.path.join(self.out, new[0])
+            time.sleep(0.025)
+        raise Failure("no signal dump in %s" % self.out)
+
+    def close(self):
+        """Quits the program; returns (its stdout, heaptrail's status)."""
+        try:
+            self.say("quit")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        out = self.p.stdout.read()
+        self.p.stdout.close()
+        self.errf.close()
+        return out, self.p.returncode
+
+
+def pprof_url_top(suite, live, path, value, work):
+    tool = test_pprof.pprof_tool(suite)
+    env = dict(run_tests.RUN_ENV, PPROF_TMPDIR=work, PPROF_BINARY_PATH="/nonexistent",
+               HOME=work)
+    args = [tool, "-symbolize=none", "-top", "-unit=B", "-nodefraction=0",
+            "-edgefraction=0", "-nodecount=1000000", "-sample_index=" + value,
+            live.base + path]
+    rc, out, err = run_tests.run(args, env=env, timeout=120, cwd=work)
+    text = out.decode("utf-8", "replace")
+    if rc != 0:
+        raise Failure("pprof %s: status %d: %s" % (path, rc, run_tests.short(err + out, 300)))
+    tm = re.search(r" of (-?\d+)B total", text)
+    if not tm:
+        raise Failure("pprof -top: no total in %s" % run_tests.short(text))
+    rows = []
+    for m in map(run_tests.PPROF_ROW.match, text.split("\n")):
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)), re.sub(r" \(inline\)$", "", m.group(3))))
+    return int(tm.group(1)), rows, text
+
+
+def test_pprof_top(suite):
+    test_pprof.pprof_tool(suite)
+    live = Live(suite, "pprof-top")
+    problems, logs = [], []
+    try:
+        for value in ("inuse_space", "alloc_space"):
+            theirs = pprof_url_top(suite, live, "/debug/pprof/heap", value, live.work)
+            dump = live.signal_dump()
+            ours = test_pprof.heaptrail_top(suite, dump, value)
+            logs += [theirs[2], ours[2]]
+            p = test_pprof.compare_tops(ours, theirs, [])
+            problems += ["%s: %s" % (value, x) for x in p]
+            if not any(n == "flat_site" and f == 100000 for f, _, n in theirs[1]) and \
+                    value == "inuse_space":
+                problems.append("pprof does not show flat_site's 100000 bytes")
+    finally:
+        out, rc = live.close()
+    if rc != 0 or out != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def test_delta(suite):
+    test_pprof.pprof_tool(suite)
+    live = Live(suite, "delta")
+    problems, logs = [], []
+    try:
+        live.say("go")
+        time.sleep(0.3)
+        t0 = time.time()
+        st, body, _ = live.get("/debug/pprof/heap?seconds=2")
+        took = time.time() - t0
+        live.say("stop")
+        if st != 200:
+            raise Failure("?seconds=2: status %d: %r" % (st, body[:300]))
+        if took < 2:
+            problems.append("?seconds=2 answered after %.2f s" % took)
+        pb = os.path.join(live.work, "delta.pb.gz")
+        with open(pb, "wb") as f:
+            f.write(body)
+        rows = {}
+        for value in ("inuse_space", "inuse_objects"):
+            text = test_pprof.pprof(suite, "-top", "-unit=B", "-nodefraction=0",
+                                    "-nodecount=1000", "-sample_index=" + value, pb,
+                                    cwd=live.work)
+            logs.append(text)
+            rows[value] = {m.group(3): int(m.group(1))
+                           for m in map(run_tests.PPROF_ROW.match, text.split("\n")) if m}
+        space = rows["inuse_space"].get("grow_site", 0)
+        objs = rows["inuse_objects"].get("grow_site", 0)
+        if objs < 20 or space != 4096 * objs:
+            problems.append("grow_site in the delta: %d bytes in %d objects (want 4096 a "
+                            "block, at least 20)" % (space, objs))
+        if "flat_site" in rows["inuse_space"]:
+            problems.append("flat_site, which did not change, is in the delta: %d" %
+                            rows["inuse_space"]["flat_site"])
+    finally:
+        out, rc = live.close()
+    if rc != 0 or not out.startswith(b"grew "):
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def test_endpoints(suite):
+    live = Live(suite, "endpoints")
+    problems, logs = [], []
+    try:
+        st, body, _ = live.get("/debug/pprof/")
+        for link in ("heap", "allocs", "cmdline", "/metrics"):
+            if st != 200 or ('href="%s' % link not in body.decode()
+                             and 'href="/debug/pprof/%s' % link not in body.decode()):
+                problems.append("index page (status %d) lacks a link to %s" % (st, link))
+        st, body, _ = live.get("/debug/pprof/cmdline")
+        if st != 200 or body != live.prog.encode():
+            problems.append("cmdline: %d %r, want %r" % (st, body, live.prog))
+        st, body, _ = live.get("/debug/pprof/heap?debug=1")
+        txt = os.path.join(live.work, "debug1.heap")
+        with open(txt, "wb") as f:
+            f.write(body)
+        if st != 200 or not body.startswith(b"heap profile:"):
+            problems.append("?debug=1: %d %r" % (st, body[:80]))
+        else:
+            total, rows, text = test_pprof.heaptrail_top(suite, txt, "inuse_space")
+            logs.append(text)
+            if not any(n == "flat_site" and f == 100000 for f, _, n in rows):
+                problems.append("?debug=1's dump has no flat_site of 100000 bytes")
+        for path, want in (("/debug/pprof/heap", "inuse_space"),
+                           ("/debug/pprof/allocs", "alloc_space")):
+            st, body, ctype = live.get(path)
+            pb = os.path.join(live.work, path.rsplit("/", 1)[1] + ".pb.gz")
+            with open(pb, "wb") as f:
+                f.write(body)
+            if st != 200:
+                problems.append("%s: status %d" % (path, st))
+                continue
+            prof = test_pprof.decode(pb)
+            got = prof["strings"][prof["default_sample_type"]]
+            if got != want:
+                problems.append("%s: default sample type %s, want %s" % (path, got, want))
+            if not any(m.get("build_id") for m in prof["mapping"]):
+                problems.append("%s: no mapping carries a build-id" % path)
+        st, _, _ = live.get("/nothing-here")
+        if st != 404:
+            problems.append("/nothing-here: status %d, want 404" % st)
+        st, _, _ = live.get("/debug/pprof/heap", data=b"x")
+        if st != 405:
+            problems.append("POST /debug/pprof/heap: status %d, want 405" % st)
+    finally:
+        out, rc = live.close()
+    if rc != 0 or out != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def metric_values(text):
+    vals = {}
+    for line in text.split("\n"):
+        if line and not line.startswith("#"):
+            name, v = line.rsplit(" ", 1)
+            vals[name] = float(v)
+    return vals
+
+
+def test_promtool(suite):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        raise Skip("promtool not installed (Debian's prometheus package)")
+    live = Live(suite, "promtool")
+    problems, logs = [], []
+    try:
+        st, body, ctype = live.get("/metrics")
+        dump = live.signal_dump()
+        text = body.decode()
+        logs.append(text)
+        if st != 200 or not ctype.startswith("text/plain; version=0.0.4"):
+            problems.append("/metrics: status %d, type %r" % (st, ctype))
+        r = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        if r.returncode != 0:
+            problems.append("promtool check metrics: %s" % (r.stdout + r.stderr).decode())
+        vals = metric_values(text)
+        total, rows, toptext = test_pprof.heaptrail_top(suite, dump, "inuse_space")
+        logs.append(toptext)
+        if vals.get("heaptrail_live_bytes") != total:
+            problems.append("heaptrail_live_bytes %s, the dump's total %d" % (
+                vals.get("heaptrail_live_bytes"), total))
+        if vals.get('heaptrail_site_live_bytes{site="flat_site"}') != 100000:
+            problems.append("flat_site's series: %s, want 100000" %
+                            vals.get('heaptrail_site_live_bytes{site="flat_site"}'))
+        if vals.get("heaptrail_sampling_interval_bytes") != 1:
+            problems.append("sampling interval %s, want 1 (exact mode)" %
+                            vals.get("heaptrail_sampling_interval_bytes"))
+    finally:
+        out, rc = live.close()
+    if rc != 0 or out != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def prom_query(base, query, start, end):
+    url = "%s/api/v1/query_range?%s" % (base, urllib.parse.urlencode(
+        {"query": query, "start": "%.3f" % start, "end": "%.3f" % end, "step": "1"}))
+    st, body, _ = http(url)
+    if st != 200:
+        raise Failure("prometheus %s: %d %r" % (query, st, body[:300]))
+    res = json.loads(body)["data"]["result"]
+    return [float(v) for _, v in res[0]["values"]] if res else []
+
+
+def test_prometheus(suite):
+    prom = shutil.which("prometheus")
+    if not prom:
+        raise Skip("prometheus not installed (Debian's prometheus package)")
+    live = Live(suite, "prometheus")
+    problems, logs = [], []
+    pport = free_port()
+    cfg = os.path.join(live.work, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: heaptrail\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n" % live.port)
+    plog = open(os.path.join(live.work, "prometheus.log"), "wb")
+    pr = subprocess.Popen([prom, "--config.file=" + cfg,
+                           "--storage.tsdb.path=" + os.path.join(live.work, "tsdb"),
+                           "--web.listen-address=127.0.0.1:%d" % pport],
+                          stdout=plog, stderr=subprocess.STDOUT)
+    pbase = "http://127.0.0.1:%d" % pport
+    try:
+        for _ in range(200):
+            try:
+                if http(pbase + "/-/ready", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise Failure("prometheus did not get ready")
+        # its first scrape comes a few seconds after it is ready
+        for _ in range(300):
+            st, body, _ = http(pbase + "/api/v1/query?query=up")
+            if st == 200 and json.loads(body)["data"]["result"]:
+                break
+            time.sleep(0.1)
+        else:
+            raise Failure("prometheus never scraped the endpoint")
+        t0 = time.time()
+        live.say("go")
+        time.sleep(7)
+        t1 = time.time()
+        live.say("stop")
+        time.sleep(1.5)
+        heap = prom_query(pbase, "heaptrail_live_bytes", t0, t1)
+        grow = prom_query(pbase, 'heaptrail_site_live_bytes{site="grow_site"}', t0, t1)
+        flat = prom_query(pbase, 'heaptrail_site_live_bytes{site="flat_site"}', t0, t1)
+        logs.append("live bytes %s\ngrow_site %s\nflat_site %s" % (heap, grow, flat))
+        for name, vals in (("heaptrail_live_bytes", heap), ("grow_site", grow)):
+            if len(vals) < 4 or not all(b >= a for a, b in zip(vals, vals[1:])) or \
+                    vals[-1] - vals[0] < 4096 * 50:
+                problems.append("%s is not rising over the run: %s" % (name, vals))
+        if len(flat) < 4 or set(flat) != {100000.0}:
+            problems.append("flat_site's series is not flat at 100000: %s" % flat)
+    finally:
+        pr.terminate()
+        try:
+            pr.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+        plog.close()
+        out, rc = live.close()
+    if rc != 0 or not out.startswith(b"grew "):
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def test_remote(suite):
+    prog = build_prog(suite)
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
+    rc, out, err = run_tests.run([suite.heaptrail, "run", "-o", os.path.join(work, "o"),
+                                  "--http", "0.0.0.0:%d" % free_port(), "--", prog],
+                                 stdin=b"quit\n", env=run_tests.RUN_ENV, timeout=60)
+    problems = []
+    if rc != 2 or out or b"--http-allow-remote" not in err:
+        problems.append("0.0.0.0 without --http-allow-remote: status %d, stdout %r, %r" %
+                        (rc, out, err))
+    return problems, [err.decode()]
+
+
+def collect(suite):
+    return [("live:pprof-top", lambda: test_pprof_top(suite)),
+            ("live:delta", lambda: test_delta(suite)),
+            ("live:endpoints", lambda: test_endpoints(suite)),
+            ("live:promtool", lambda: test_promtool(suite)),
+            ("live:prometheus", lambda: test_prometheus(suite)),
+            ("live:remote", lambda: test_remote(suite))]
