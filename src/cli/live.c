@@ -20,6 +20,7 @@
  * answered one at a time. Nothing here prints while the program runs
  * except the one line saying where the endpoint is. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -56,6 +57,7 @@
 #define LIVE_DUMP_MS 10000      /* how long the agent has to write a dump */
 #define LIVE_MAX_SECONDS 300    /* ?seconds=N */
 #define LIVE_TOP_SITES 20       /* /metrics: sites by live bytes */
+#define LIVE_GROWTH_DUMPS 30    /* growth: over the last 30 dumps */
 
 struct conn {
 	int fd;
@@ -455,6 +457,9 @@ static void serve_profile(struct cli_live *l, const char *query, int dflt, struc
 		ans->status = 200;
 }
 
+static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
+		       size_t cap);
+
 /* A Prometheus label value: backslash, quote and newline escaped, cut
  * at 200 bytes (a C++ name can be long; the label stays bounded). */
 static void put_label(FILE *m, const char *s)
@@ -536,6 +541,23 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 		}
 		prof_table_release(&tab);
 	}
+	struct prof_growth g;
+	long ndumps;
+	if (!live_growth(l, &g, &ndumps, why, sizeof why)) {
+		fprintf(m, "# HELP heaptrail_site_growing_bytes_per_second Sites `heaptrail "
+			"growth` calls growing over the last %d dumps: their live bytes' slope "
+			"over the later half.\n# TYPE heaptrail_site_growing_bytes_per_second "
+			"gauge\n", LIVE_GROWTH_DUMPS);
+		for (size_t i = 0, shown = 0; i < g.nsites && shown < LIVE_TOP_SITES; i++) {
+			if (g.sites[i].trend != PROF_TREND_GROWING)
+				continue;
+			fputs("heaptrail_site_growing_bytes_per_second{site=\"", m);
+			put_label(m, g.sites[i].name);
+			fprintf(m, "\"} %.0f\n", g.sites[i].late_slope);
+			shown++;
+		}
+		prof_growth_release(&g);
+	}
 	fclose(m);
 	prof_profile_release(&p);
 	ans->status = 200;
@@ -558,6 +580,222 @@ static void serve_cmdline(struct cli_live *l, struct answer *ans)
 	ans->type = "text/plain; charset=utf-8";
 }
 
+
+/* /debug/pprof/symbol: GET says symbolization is offered; POST (or GET
+ * with a query) takes addresses joined by '+' and answers one
+ * "0xADDR NAME" line per address it can name, as Go's handler does. The
+ * addresses are symbolized as a one-stack heap dump of the process's
+ * current memory map, with the loader the other endpoints use. */
+static void serve_symbol(struct cli_live *l, const char *query, const char *body, size_t blen,
+			 struct answer *ans)
+{
+	const char *in = body && blen ? body : query;
+	size_t inlen = body && blen ? blen : query ? strlen(query) : 0;
+	if (!in || !inlen) {
+		answer_text(ans, 200, "num_symbols: 1\n");
+		return;
+	}
+	size_t mlen;
+	char *maps = cli_read_proc(l->ag.pid, "maps", &mlen);
+	if (!maps) {
+		answer_text(ans, 503, "process %ld is gone\n", l->ag.pid);
+		return;
+	}
+	char *text = NULL, *out = NULL;
+	size_t tlen = 0, olen = 0;
+	FILE *m = open_memstream(&text, &tlen);
+	if (!m) {
+		free(maps);
+		answer_text(ans, 500, "out of memory\n");
+		return;
+	}
+	/* one stack line per 64 addresses: the reader bounds a stack's depth */
+	size_t naddr = 0;
+	uint64_t *addrs = malloc((inlen / 2 + 1) * sizeof *addrs);
+	for (size_t i = 0; addrs && i < inlen && naddr < 65536;) {
+		while (i < inlen && (in[i] == '+' || in[i] == ' ' || in[i] == '\n' || in[i] == '\r'))
+			i++;
+		char num[24];
+		size_t k = 0;
+		while (i < inlen && in[i] != '+' && in[i] != ' ' && in[i] != '\n' && k < sizeof num - 1)
+			num[k++] = in[i++];
+		while (i < inlen && in[i] != '+' && in[i] != ' ' && in[i] != '\n')
+			i++;
+		num[k] = 0;
+		char *e;
+		unsigned long long a = k ? strtoull(num, &e, 0) : 0;
+		if (k && !*e && a)
+			addrs[naddr++] = a;
+	}
+	fprintf(m, "heap profile: %zu: %zu [%zu: %zu] @ heap_v2/1\n", (naddr + 63) / 64,
+		(naddr + 63) / 64, (naddr + 63) / 64, (naddr + 63) / 64);
+	for (size_t i = 0; i < naddr; i++) {
+		if (i % 64 == 0)
+			fprintf(m, "%s1: 1 [1: 1] @", i ? "\n" : "");
+		fprintf(m, " 0x%llx", (unsigned long long)addrs[i]);
+	}
+	fprintf(m, "\n\nMAPPED_LIBRARIES:\n%s", maps);
+	fclose(m);
+	free(maps);
+	if (!naddr || !text) {
+		free(addrs);
+		free(text);
+		answer_text(ans, naddr ? 500 : 400, naddr ? "out of memory\n" : "no addresses\n");
+		return;
+	}
+	char tmpl[] = "/tmp/heaptrail-symbol-XXXXXX";
+	int fd = mkstemp(tmpl);
+	bool ok = fd >= 0 && write(fd, text, tlen) == (ssize_t)tlen;
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	struct prof_profile p;
+	struct prof_load_opts o = { .sym_cache = l->cache, .keep_alloc_frames = true,
+				    .binary_path = getenv("PPROF_BINARY_PATH") };
+	const char *err = "cannot write a temporary file";
+	if (!ok || prof_profile_load(&p, tmpl, &o, &err)) {
+		if (fd >= 0)
+			unlink(tmpl);
+		free(addrs);
+		answer_text(ans, 500, "cannot symbolize: %s\n", err);
+		return;
+	}
+	unlink(tmpl);
+	m = open_memstream(&out, &olen);
+	for (size_t i = 0; m && i < naddr; i++)
+		for (size_t k = 0; k < p.nlocs; k++) {
+			const struct prof_location *loc = &p.locs[k];
+			if (loc->pc != addrs[i] || !loc->nframes)
+				continue;
+			const struct prof_frame *f = &p.frames[loc->frames[loc->nframes - 1]];
+			if (f->symbolized)
+				fprintf(m, "0x%llx %s\n", (unsigned long long)addrs[i], f->function);
+			break;
+		}
+	if (m)
+		fclose(m);
+	prof_profile_release(&p);
+	free(addrs);
+	ans->body = out;
+	ans->len = olen;
+	ans->status = out ? 200 : 500;
+	ans->type = "text/plain; charset=utf-8";
+}
+
+/* /debug/heaptrail/leaks[?increased=1]: a leak check now, as JSON. */
+static void serve_leaks(struct cli_live *l, const char *query, struct answer *ans)
+{
+	char why[PATH_MAX + 160], path[PATH_MAX + 64];
+	if (agent_not_ready(&l->ag, why, sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	char inc[8];
+	int increased = query_get(query, "increased", inc, sizeof inc) && strcmp(inc, "0");
+	if (cli_agent_leak_check(&l->ag, increased, LIVE_DUMP_MS * 6, path, sizeof path, why,
+				 sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	struct prof_run run;
+	const char *err, *err_file;
+	if (prof_run_load_kinds(&run, path, getenv("PPROF_BINARY_PATH"), PROF_KINDS_ALL, &err,
+				&err_file)) {
+		answer_text(ans, 500, "cannot read '%s': %s\n", err_file, err);
+		return;
+	}
+	FILE *m = open_memstream(&ans->body, &ans->len);
+	if (m) {
+		render_json(m, &run);
+		fclose(m);
+	}
+	prof_run_release(&run);
+	ans->status = m ? 200 : 500;
+	ans->type = "application/json";
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The growth fit over the last LIVE_GROWTH_DUMPS numbered dumps of the
+ * process in the agent's directory; 0, or -1 with why (fewer than three
+ * dumps: nothing to fit). */
+static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
+		       size_t cap)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", l->ag.pid);
+	size_t np = strlen(prefix), n = 0, ncap = 0;
+	char **paths = NULL;
+	DIR *d = opendir(l->ag.dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		/* PREFIX.PID.SEQ.KIND.heap: a digit after the pid */
+		if (strncmp(e->d_name, prefix, np) || e->d_name[np] < '0' || e->d_name[np] > '9' ||
+		    len < 5 || strcmp(e->d_name + len - 5, FMT_HEAP_SUFFIX))
+			continue;
+		if (n == ncap) {
+			ncap = ncap ? 2 * ncap : 64;
+			char **np2 = realloc(paths, ncap * sizeof *paths);
+			if (!np2)
+				break;
+			paths = np2;
+		}
+		if (asprintf(&paths[n], "%s/%s", l->ag.dir, e->d_name) > 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	qsort(paths, n, sizeof *paths, cmp_str);
+	size_t first = n > LIVE_GROWTH_DUMPS ? n - LIVE_GROWTH_DUMPS : 0;
+	*ndumps = (long)(n - first);
+	struct prof_profile *ps = NULL;
+	size_t nps = 0;
+	const char *err, *err_file;
+	struct prof_load_opts o = { .sym_cache = l->cache,
+				    .binary_path = getenv("PPROF_BINARY_PATH") };
+	int rc = -1;
+	if (n - first < 3) {
+		snprintf(why, cap, "%zu dumps of process %ld so far, growth needs three (run with "
+			 "--every, --interval or --peak)", n - first, l->ag.pid);
+	} else if (prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file)) {
+		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
+	} else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false)) {
+		snprintf(why, cap, "cannot fit the %zu dumps", nps);
+	} else {
+		rc = 0;
+	}
+	for (size_t i = 0; i < nps; i++)
+		prof_profile_release(&ps[i]);
+	free(ps);
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
+
+static void serve_growth(struct cli_live *l, struct answer *ans)
+{
+	char why[PATH_MAX + 200];
+	struct prof_growth g;
+	long n;
+	if (live_growth(l, &g, &n, why, sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	FILE *m = open_memstream(&ans->body, &ans->len);
+	if (m) {
+		render_growth(m, &g, l->ag.pid, false, &(struct render_table_opts){
+			.value = PROF_INUSE_SPACE, .exact = true, .max = 50 });
+		fclose(m);
+	}
+	prof_growth_release(&g);
+	ans->status = m ? 200 : 500;
+	ans->type = "text/plain; charset=utf-8";
+}
+
 static const char index_page[] =
 	"<!DOCTYPE html>\n<html><head><title>/debug/pprof/</title></head><body>\n"
 	"<p>heaptrail live endpoint for process %ld</p>\n<ul>\n"
@@ -567,15 +805,24 @@ static const char index_page[] =
 	"<li><a href=\"/debug/pprof/allocs?debug=1\">allocs</a>: the same, allocated space "
 	"shown first</li>\n"
 	"<li><a href=\"/debug/pprof/cmdline\">cmdline</a></li>\n"
+	"<li><a href=\"/debug/pprof/symbol\">symbol</a>: POST addresses, get names</li>\n"
+	"<li><a href=\"/debug/heaptrail/leaks\">leaks</a>: a leak check now (JSON; "
+	"<code>?increased=1</code>: what grew since the last)</li>\n"
+	"<li><a href=\"/debug/heaptrail/growth\">growth</a>: the sites growing over the "
+	"run's dumps so far</li>\n"
 	"<li><a href=\"/metrics\">metrics</a> (Prometheus)</li>\n"
 	"</ul>\n<p>Use: <code>pprof -http=: http://HOST:PORT/debug/pprof/heap</code></p>\n"
 	"</body></html>\n";
 
 /* Answers one request (method, path, query, body). */
 static void route(struct cli_live *l, const char *method, const char *path, const char *query,
-		  struct answer *ans)
+		  const char *body, size_t blen, struct answer *ans)
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	if (!strcmp(path, "/debug/pprof/symbol") && (get || !strcmp(method, "POST"))) {
+		serve_symbol(l, query, body, blen, ans);
+		return;
+	}
 	if (!get) {
 		answer_text(ans, 405, "method not allowed\n");
 		return;
@@ -593,6 +840,10 @@ static void route(struct cli_live *l, const char *method, const char *path, cons
 		serve_cmdline(l, ans);
 	} else if (!strcmp(path, "/metrics")) {
 		serve_metrics(l, ans);
+	} else if (!strcmp(path, "/debug/heaptrail/leaks")) {
+		serve_leaks(l, query, ans);
+	} else if (!strcmp(path, "/debug/heaptrail/growth")) {
+		serve_growth(l, ans);
 	} else {
 		answer_text(ans, 404, "not found: try /debug/pprof/ or /metrics\n");
 	}
@@ -688,7 +939,7 @@ static int conn_request(struct cli_live *l, struct conn *c)
 	if (q)
 		*q++ = 0;
 	struct answer a = { .status = 500 };
-	route(l, method, target, q, &a);
+	route(l, method, target, q, c->buf + head, (size_t)clen, &a);
 	if (!a.body && a.status == 500)
 		answer_text(&a, 500, "out of memory\n");
 	conn_answer(c, &a, !strcmp(method, "HEAD"));

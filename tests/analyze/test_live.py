@@ -25,6 +25,15 @@ the endpoint with the real clients.
                        returns heaptrail_live_bytes and grow_site's series
                        rising while the program grows, and flat_site's
                        series flat at 100000
+    live:symbol        pprof -symbolize=remote on ?debug=1 (a dump of bare
+                       addresses) asks /debug/pprof/symbol for the names and
+                       shows flat_site's 100000 bytes by name
+    live:leaks         /debug/heaptrail/leaks after the program loses a block
+                       of 777 bytes in lose_site: JSON with that definitely
+                       lost record; the program runs on
+    live:growth        --every 100ms while grow_site grows: the growth page
+                       ranks grow_site growing and not flat_site, and
+                       /metrics has grow_site's growing series only
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -412,6 +421,97 @@ def test_prometheus(suite):
     return problems, logs
 
 
+def test_symbol(suite):
+    tool = test_pprof.pprof_tool(suite)
+    live = Live(suite, "symbol")
+    problems, logs = [], []
+    try:
+        env = dict(run_tests.RUN_ENV, PPROF_TMPDIR=live.work, HOME=live.work,
+                   PPROF_BINARY_PATH="/nonexistent")
+        rc, out, err = run_tests.run(
+            [tool, "-symbolize=remote", "-top", "-unit=B", "-nodecount=1000",
+             "-sample_index=inuse_space", live.base + "/debug/pprof/heap?debug=1"],
+            env=env, timeout=120, cwd=live.work)
+        text = out.decode("utf-8", "replace")
+        logs += [text, err.decode("utf-8", "replace")]
+        rows = {m.group(3): int(m.group(1))
+                for m in map(run_tests.PPROF_ROW.match, text.split("\n")) if m}
+        if rc != 0 or rows.get("flat_site") != 100000:
+            problems.append("pprof -symbolize=remote: status %d, flat_site %s" % (
+                rc, rows.get("flat_site")))
+        st, body, _ = live.get("/debug/pprof/symbol")
+        if st != 200 or body != b"num_symbols: 1\n":
+            problems.append("GET /debug/pprof/symbol: %d %r" % (st, body))
+    finally:
+        out, rc = live.close()
+    if rc != 0 or out != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def test_leaks(suite):
+    live = Live(suite, "leaks")
+    problems, logs = [], []
+    try:
+        live.say("lose")
+        time.sleep(0.3)
+        st, body, ctype = live.get("/debug/heaptrail/leaks")
+        logs.append(body.decode("utf-8", "replace")[:3000])
+        if st != 200 or ctype != "application/json":
+            raise Failure("leaks: status %d, %s" % (st, ctype))
+        rep = json.loads(body)
+        lost = [r for r in rep["records"] if r["kind"] == "definitely_lost"]
+        if len(lost) != 1 or lost[0]["bytes"] != 777 or \
+                lost[0]["stack"][0]["function"] != "lose_site":
+            problems.append("definitely lost records: %s" % json.dumps(lost)[:500])
+        if rep["summary"]["definitely_lost"] != {"bytes": 777, "blocks": 1}:
+            problems.append("summary: %s" % rep["summary"])
+        st, body, _ = live.get("/debug/pprof/cmdline")
+        if st != 200:
+            problems.append("the endpoint stopped answering after the leak check: %d" % st)
+    finally:
+        out, rc = live.close()
+    if rc != 0 or out != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
+def test_growth(suite):
+    live = Live(suite, "growth", extra=("--every", "100ms"))
+    problems, logs = [], []
+    try:
+        live.say("go")
+        time.sleep(2)
+        st, body, _ = live.get("/debug/heaptrail/growth")
+        text = body.decode("utf-8", "replace")
+        _, mbody, _ = live.get("/metrics")
+        live.say("stop")
+        metrics = mbody.decode()
+        logs += [text, metrics]
+        trend = {}
+        for line in text.split("\n"):
+            m = re.match(r"^\s*(\d+|-)\s+(growing|grew, then flat|fluctuating|flat|"
+                         r"shrinking)\s.*\s(\S+)\s*$", line)
+            if m:
+                trend[m.group(3)] = m.group(2)
+        if st != 200 or trend.get("grow_site") != "growing":
+            problems.append("growth page (status %d): grow_site is %s" % (
+                st, trend.get("grow_site")))
+        if trend.get("flat_site") == "growing":
+            problems.append("growth page: flat_site is growing")
+        vals = metric_values(metrics)
+        g = vals.get('heaptrail_site_growing_bytes_per_second{site="grow_site"}')
+        if not g or g <= 0:
+            problems.append("/metrics: no growing series for grow_site (%s)" % g)
+        if 'heaptrail_site_growing_bytes_per_second{site="flat_site"}' in vals:
+            problems.append("/metrics: flat_site has a growing series")
+    finally:
+        out, rc = live.close()
+    if rc != 0 or not out.startswith(b"grew "):
+        problems.append("the program's output %r, status %d" % (out, rc))
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -431,4 +531,7 @@ def collect(suite):
             ("live:endpoints", lambda: test_endpoints(suite)),
             ("live:promtool", lambda: test_promtool(suite)),
             ("live:prometheus", lambda: test_prometheus(suite)),
+            ("live:symbol", lambda: test_symbol(suite)),
+            ("live:leaks", lambda: test_leaks(suite)),
+            ("live:growth", lambda: test_growth(suite)),
             ("live:remote", lambda: test_remote(suite))]

@@ -4,6 +4,8 @@
  * prints "ready" and reads commands from stdin, one a line:
  *   go     grow_site() keeps a block of 4096 bytes every 20 ms from now on
  *   stop   no more growth
+ *   lose   lose_site() allocates 777 bytes and drops the pointer: a
+ *          block definitely lost
  *   quit   exit (everything still held is freed first except flat_site's)
  * While it waits it polls stdin every 20 ms (a poll interrupted by the
  * agent's signal just polls again). On quit it prints "grew N", N the
@@ -32,6 +34,13 @@ __attribute__((noinline)) static void grow_site(void)
 		grown = realloc(grown, capgrown * sizeof *grown);
 	}
 	grown[ngrown++] = malloc(4096);
+}
+
+__attribute__((noinline)) static void lose_site(void)
+{
+	char *volatile p = malloc(777);
+	p[0] = 1;
+	p = NULL;
 }
 
 int main(void)
@@ -66,6 +75,8 @@ int main(void)
 				growing = 1;
 			else if (!strcmp(line, "stop"))
 				growing = 0;
+			else if (!strcmp(line, "lose"))
+				lose_site();
 			else if (!strcmp(line, "quit"))
 				goto out;
 			have -= (size_t)(nl + 1 - line);
