@@ -59,11 +59,22 @@
 #define LIVE_TOP_SITES 20       /* /metrics: sites by live bytes */
 #define LIVE_GROWTH_DUMPS 30    /* growth: over the last 30 dumps */
 
+/* A ?seconds=N profile between its two dumps: the connection waits
+ * without holding up the others. */
+struct delta {
+	struct prof_profile base;
+	long long due;          /* ms, monotonic: take the second dump then */
+	int dflt;
+	bool debug;
+};
+
 struct conn {
 	int fd;
+	struct delta *delta;    /* waiting for its second dump, or NULL */
 	char *buf;              /* the request, then the answer */
 	size_t len, off;
 	bool writing;
+	bool head;              /* a HEAD request (delta: answered later) */
 	long long deadline;     /* ms, monotonic */
 };
 
@@ -307,6 +318,7 @@ static int live_profile(struct cli_live *l, struct prof_profile *p, char *why, s
 /* ---------- answers ---------- */
 
 struct answer {
+	struct delta *delta;    /* set instead of a body: answer later */
 	int status;
 	const char *type;
 	const char *extra;      /* more header lines, or NULL */
@@ -378,6 +390,9 @@ static long query_num(const char *query, const char *name, long dflt, long max)
 	return n < 0 ? -1 : n;
 }
 
+static void finish_profile(struct cli_live *l, struct prof_profile *base, int dflt, bool debug,
+			   struct answer *ans);
+
 static void serve_profile(struct cli_live *l, const char *query, int dflt, struct answer *ans)
 {
 	char why[PATH_MAX + 160];
@@ -410,27 +425,38 @@ static void serve_profile(struct cli_live *l, const char *query, int dflt, struc
 		unlink(path);
 		return;
 	}
-	struct prof_profile p, base;
 	if (seconds) {
-		if (live_profile(l, &base, why, sizeof why)) {
+		struct delta *d = calloc(1, sizeof *d);
+		if (!d) {
+			answer_text(ans, 500, "out of memory\n");
+			return;
+		}
+		if (live_profile(l, &d->base, why, sizeof why)) {
+			free(d);
 			answer_text(ans, 503, "%s\n", why);
 			return;
 		}
-		long long end = now_ms() + seconds * 1000;
-		while (now_ms() < end && !atomic_load(&l->stop))
-			usleep(20 * 1000);
-	}
-	if (live_profile(l, &p, why, sizeof why)) {
-		answer_text(ans, 503, "%s\n", why);
-		if (seconds)
-			prof_profile_release(&base);
+		d->due = now_ms() + seconds * 1000;
+		d->dflt = dflt;
+		d->debug = debug;
+		ans->delta = d;
 		return;
 	}
-	int rc = 0;
-	if (seconds) {
-		rc = prof_profile_delta(&p, &base);
-		prof_profile_release(&base);
+	finish_profile(l, NULL, dflt, false, ans);
+}
+
+/* The profile now (minus base when not NULL: a ?seconds=N delta), as
+ * pprof's protobuf, or with debug as heaptrail top's table. */
+static void finish_profile(struct cli_live *l, struct prof_profile *base, int dflt, bool debug,
+			   struct answer *ans)
+{
+	char why[PATH_MAX + 160];
+	struct prof_profile p;
+	if (live_profile(l, &p, why, sizeof why)) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
 	}
+	int rc = base ? prof_profile_delta(&p, base) : 0;
 	if (!rc && debug) {
 		/* a delta as text: heaptrail top's table */
 		struct prof_table t;
@@ -855,6 +881,10 @@ static void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->delta) {
+		prof_profile_release(&c->delta->base);
+		free(c->delta);
+	}
 	free(c->buf);
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
@@ -940,6 +970,12 @@ static int conn_request(struct cli_live *l, struct conn *c)
 		*q++ = 0;
 	struct answer a = { .status = 500 };
 	route(l, method, target, q, c->buf + head, (size_t)clen, &a);
+	if (a.delta) {
+		c->delta = a.delta;
+		c->head = !strcmp(method, "HEAD");
+		c->deadline = a.delta->due + LIVE_WRITE_MS;
+		return 1;
+	}
 	if (!a.body && a.status == 500)
 		answer_text(&a, 500, "out of memory\n");
 	conn_answer(c, &a, !strcmp(method, "HEAD"));
@@ -1018,17 +1054,26 @@ static void *live_main(void *arg)
 			struct conn *c = &l->conns[i];
 			if (c->fd < 0)
 				continue;
-			pfd[n] = (struct pollfd){ .fd = c->fd, .events = c->writing ? POLLOUT : POLLIN };
+			pfd[n] = (struct pollfd){ .fd = c->fd, .events = c->delta ? 0 :
+						  c->writing ? POLLOUT : POLLIN };
 			who[n++] = i;
 		}
-		int r = poll(pfd, (nfds_t)n, 200);
+		long long t = now_ms(), wait = 200;
+		for (int i = 0; i < LIVE_MAX_CONN; i++) {
+			struct conn *c = &l->conns[i];
+			if (c->fd >= 0 && c->delta && c->delta->due - t < wait)
+				wait = c->delta->due > t ? c->delta->due - t : 0;
+		}
+		int r = poll(pfd, (nfds_t)n, (int)wait);
 		if (r < 0 && errno != EINTR)
 			break;
 		for (int k = 1; r > 0 && k < n; k++) {
 			struct conn *c = &l->conns[who[k]];
 			if (!pfd[k].revents || c->fd != pfd[k].fd)
 				continue;
-			if (c->writing)
+			if (c->delta)
+				conn_close(c);  /* hung up while waiting */
+			else if (c->writing)
 				conn_write(c);
 			else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
 				conn_read(l, c);
@@ -1037,9 +1082,20 @@ static void *live_main(void *arg)
 		}
 		if (r > 0 && pfd[0].revents & POLLIN)
 			live_accept(l);
-		long long t = now_ms();
+		t = now_ms();
 		for (int i = 0; i < LIVE_MAX_CONN; i++) {
 			struct conn *c = &l->conns[i];
+			if (c->fd >= 0 && c->delta && t >= c->delta->due) {
+				struct answer a = { .status = 500 };
+				struct delta *d = c->delta;
+				c->delta = NULL;
+				finish_profile(l, &d->base, d->dflt, d->debug, &a);
+				prof_profile_release(&d->base);
+				free(d);
+				conn_answer(c, &a, c->head);
+				conn_write(c);
+				continue;
+			}
 			if (c->fd < 0 || t <= c->deadline)
 				continue;
 			if (c->writing) {

@@ -13,7 +13,8 @@ the endpoint with the real clients.
     live:delta         /debug/pprof/heap?seconds=2 while grow_site grows:
                        pprof shows grow_site at 4096 bytes a block (its
                        in-use space is 4096 x its in-use objects, at least
-                       20 blocks) and no flat_site (which did not change)
+                       20 blocks) and no flat_site (which did not change);
+                       /metrics answers within 1 s meanwhile
     live:endpoints     the index page links every endpoint; /cmdline is
                        the program's argv joined by NULs; ?debug=1 is a
                        heap dump pprof reads; /allocs' default sample type
@@ -218,9 +219,23 @@ def test_delta(suite):
         live.say("go")
         time.sleep(0.3)
         t0 = time.time()
-        st, body, _ = live.get("/debug/pprof/heap?seconds=2")
+        res = {}
+
+        def fetch():
+            res["delta"] = live.get("/debug/pprof/heap?seconds=2")
+        th = threading.Thread(target=fetch)
+        th.start()
+        # the endpoint answers others while the delta waits
+        time.sleep(0.5)
+        t1 = time.time()
+        st, _, _ = live.get("/metrics")
+        other = time.time() - t1
+        th.join()
         took = time.time() - t0
         live.say("stop")
+        if st != 200 or other > 1:
+            problems.append("/metrics during the delta: status %d after %.2f s" % (st, other))
+        st, body, _ = res["delta"]
         if st != 200:
             raise Failure("?seconds=2: status %d: %r" % (st, body[:300]))
         if took < 2:
