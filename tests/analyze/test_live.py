@@ -35,6 +35,15 @@ the endpoint with the real clients.
     live:growth        --every 100ms while grow_site grows: the growth page
                        ranks grow_site growing and not flat_site, and
                        /metrics has grow_site's growing series only
+    live:hostile       while grow_site grows: 300 fuzzed requests (random
+                       bytes, bad request lines, huge paths and headers, bad
+                       content-lengths), 1 MiB of headers (431), 20 clients
+                       that never read, 10 that send a byte a second, then
+                       1000 connections held open at once, during which a
+                       new request is still answered; afterwards /metrics
+                       and /debug/pprof/heap answer, the program's output
+                       is whole and it grew at least half as often as
+                       its 20 ms period allows
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -527,6 +536,140 @@ def test_growth(suite):
     return problems, logs
 
 
+def fuzz_requests(rng, n):
+    good = b"GET /debug/pprof/cmdline HTTP/1.1\r\nHost: x\r\n\r\n"
+    out = []
+    for i in range(n):
+        kind = i % 6
+        if kind == 0:
+            out.append(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 600))))
+        elif kind == 1:
+            b = bytearray(good)
+            for _ in range(rng.randrange(1, 8)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            out.append(bytes(b))
+        elif kind == 2:
+            out.append(b"GET /" + b"a" * rng.randrange(1000, 20000) + b" HTTP/1.1\r\n\r\n")
+        elif kind == 3:
+            out.append(b"POST /debug/pprof/symbol HTTP/1.1\r\nContent-Length: " +
+                       rng.choice([b"-1", b"99999999999999999999", b"abc", b"1000000",
+                                   b"5"]) + b"\r\n\r\n0x1")
+        elif kind == 4:
+            out.append(b"GET /debug/pprof/heap?seconds=" +
+                       rng.choice([b"-5", b"1e9", b"0x10", b"", b"99999"]) +
+                       b"&debug=" + rng.choice([b"7", b"-1", b"1"]) + b" HTTP/1.0\r\n\r\n")
+        else:
+            out.append(b"GET / HTTP/1.1\r\n" + b"".join(
+                b"X-%d: %s\r\n" % (k, bytes(rng.randrange(32, 127) for _ in range(50)))
+                for k in range(rng.randrange(1, 400))) + b"\r\n")
+    return out
+
+
+def send_recv(port, data, timeout=15):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        got = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except OSError:
+                break
+            if not b:
+                break
+            got += b
+        return got
+    finally:
+        s.close()
+
+
+def test_hostile(suite):
+    import random
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    live = Live(suite, "hostile")
+    problems, logs = [], []
+    held = []
+    rng = random.Random(16)
+    try:
+        live.say("go")
+        t_go = time.time()
+        statuses = {}
+        for req in fuzz_requests(rng, 300):
+            got = send_recv(live.port, req)
+            st = got.split(b" ", 2)[1] if got.startswith(b"HTTP/1.1 ") else b"none"
+            statuses[st] = statuses.get(st, 0) + 1
+        logs.append("fuzzed requests' statuses: %s" % sorted(statuses.items()))
+        if b"200" not in statuses or b"400" not in statuses:
+            problems.append("fuzzed requests: statuses %s (want some 200 and 400)" %
+                            sorted(statuses.items()))
+        got = send_recv(live.port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (1 << 20) + b"\r\n\r\n")
+        logs.append("1 MiB of headers: %r" % got[:40])
+        if got and not got.startswith(b"HTTP/1.1 431"):
+            problems.append("1 MiB of headers answered %r" % got[:40])
+        for _ in range(20):   # clients that never read
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            c.connect(("127.0.0.1", live.port))
+            c.sendall(b"GET /debug/pprof/heap?debug=1 HTTP/1.1\r\n\r\n")
+            held.append(c)
+        slow = []
+        for _ in range(10):   # a byte a second
+            c = socket.create_connection(("127.0.0.1", live.port))
+            slow.append(c)
+            held.append(c)
+        for k in range(3):
+            for c in slow:
+                try:
+                    c.send(b"GET /"[k:k + 1])
+                except OSError:
+                    pass
+            time.sleep(1)
+        for _ in range(1000):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", live.port), timeout=5))
+            except OSError as e:
+                problems.append("connection %d refused: %s" % (len(held), e))
+                break
+        t = time.time()
+        st, body, _ = live.get("/debug/pprof/cmdline", timeout=20)
+        logs.append("a request with %d connections open: %d after %.2f s" % (
+            len(held), st, time.time() - t))
+        if st != 200 or time.time() - t > 5:
+            problems.append("with %d connections held, a request got %d after %.2f s" % (
+                len(held), st, time.time() - t))
+        for c in held:
+            c.close()
+        held = []
+        time.sleep(0.5)
+        for path in ("/metrics", "/debug/pprof/heap"):
+            t = time.time()
+            st, body, _ = live.get(path, timeout=20)
+            if st != 200 or time.time() - t > 5:
+                problems.append("after the attack %s: %d after %.2f s" % (
+                    path, st, time.time() - t))
+        live.say("stop")
+        grew_for = time.time() - t_go
+    finally:
+        for c in held:
+            c.close()
+        out, rc = live.close()
+    m = re.match(rb"grew (\d+)\n$", out)
+    if rc != 0 or not m:
+        problems.append("the program's output %r, status %d" % (out, rc))
+    elif int(m.group(1)) < grew_for / 0.02 / 2:
+        problems.append("the program grew %s times in %.1f s, less than half of one every "
+                        "20 ms" % (m.group(1).decode(), grew_for))
+    logs.append("grew %s in %.1f s" % (m.group(1).decode() if m else "?", grew_for))
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -549,4 +692,5 @@ def collect(suite):
             ("live:symbol", lambda: test_symbol(suite)),
             ("live:leaks", lambda: test_leaks(suite)),
             ("live:growth", lambda: test_growth(suite)),
+            ("live:hostile", lambda: test_hostile(suite)),
             ("live:remote", lambda: test_remote(suite))]
