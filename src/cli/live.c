@@ -1123,8 +1123,12 @@ int cli_live_start(struct cli_live *l, const struct cli_agent *a)
 		return -1;
 	}
 	l->started = true;
-	fprintf(stderr, "heaptrail: live endpoint for process %ld at %s/debug/pprof/\n",
-		a->pid, l->shown);
+	if (l->unix_path[0])
+		fprintf(stderr, "heaptrail: live endpoint for process %ld at %s (/debug/pprof/, "
+			"/metrics)\n", a->pid, l->shown);
+	else
+		fprintf(stderr, "heaptrail: live endpoint for process %ld at %s/debug/pprof/\n",
+			a->pid, l->shown);
 	return 0;
 }
 

@@ -44,6 +44,11 @@ the endpoint with the real clients.
                        and /debug/pprof/heap answer, the program's output
                        is whole and it grew at least half as often as
                        its 20 ms period allows
+    live:serve         `heaptrail serve --http unix:PATH PID` for a program
+                       started with the agent preloaded (no `run`): the
+                       socket is 0600, /metrics over it shows flat_site's
+                       100000 bytes, SIGTERM ends serve (status 0, socket
+                       removed) and the program runs on to its normal end
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -670,6 +675,79 @@ def test_hostile(suite):
     return problems, logs
 
 
+def unix_get(path, req):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(path)
+    s.sendall(req)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    return got
+
+
+def test_serve(suite):
+    prog = build_prog(suite)
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "serve"))
+    agent = os.path.join(os.path.dirname(suite.heaptrail), "libheaptrail.so")
+    out = os.path.join(work, "out")
+    os.makedirs(out, mode=0o700)
+    env = dict(run_tests.RUN_ENV, LD_PRELOAD=agent, HEAPTRAIL_OUTPUT=out,
+               HEAPTRAIL_OPTIONS="sample=1")
+    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    problems, logs = [], []
+    sock = os.path.join(work, "live.sock")
+    srv = None
+    try:
+        if p.stdout.readline() != b"ready\n":
+            raise Failure("live_sites did not start")
+        srv = subprocess.Popen([suite.heaptrail, "serve", "--http", "unix:" + sock,
+                                str(p.pid)], stderr=subprocess.PIPE, env=run_tests.RUN_ENV)
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        mode = os.stat(sock).st_mode & 0o777
+        if mode != 0o600:
+            problems.append("the socket's mode is %o, want 600" % mode)
+        for _ in range(50):   # bound a moment before it listens
+            try:
+                got = unix_get(sock, b"GET /metrics HTTP/1.0\r\n\r\n")
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+        text = got.decode("utf-8", "replace")
+        logs.append(text[:3000])
+        if not got.startswith(b"HTTP/1.1 200") or \
+                'heaptrail_site_live_bytes{site="flat_site"} 100000\n' not in text:
+            problems.append("/metrics over the socket: %r" % text[:300])
+        srv.send_signal(signal.SIGTERM)
+        rc = srv.wait(timeout=20)
+        err = srv.stderr.read().decode()
+        logs.append(err)
+        if rc != 0 or os.path.exists(sock):
+            problems.append("serve after SIGTERM: status %d, socket left: %s" % (
+                rc, os.path.exists(sock)))
+    finally:
+        if srv and srv.poll() is None:
+            srv.kill()
+            srv.wait()
+        try:
+            p.stdin.write(b"quit\n")
+            p.stdin.close()
+        except OSError:
+            pass
+        p.wait(timeout=60)
+        pout = p.stdout.read()
+    if p.returncode != 0 or pout != b"grew 0\n":
+        problems.append("the program's output %r, status %d" % (pout, p.returncode))
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -693,4 +771,5 @@ def collect(suite):
             ("live:leaks", lambda: test_leaks(suite)),
             ("live:growth", lambda: test_growth(suite)),
             ("live:hostile", lambda: test_hostile(suite)),
+            ("live:serve", lambda: test_serve(suite)),
             ("live:remote", lambda: test_remote(suite))]
