@@ -49,6 +49,11 @@ the endpoint with the real clients.
                        socket is 0600, /metrics over it shows flat_site's
                        100000 bytes, SIGTERM ends serve (status 0, socket
                        removed) and the program runs on to its normal end
+    live:attach        `heaptrail attach --sample 1 --http ADDR --for 6s PID`
+                       on the program started bare: while attached, /metrics
+                       shows grow_site rising between two scrapes, and no
+                       flat_site (allocated before the attach); the endpoint
+                       closes when --for ends; the program's output is whole
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -748,6 +753,82 @@ def test_serve(suite):
     return problems, logs
 
 
+def test_attach(suite):
+    prog = build_prog(suite)
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "attach"))
+    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=run_tests.RUN_ENV)
+    problems, logs = [], []
+    port = free_port()
+    att = None
+    try:
+        if p.stdout.readline() != b"ready\n":
+            raise Failure("live_sites did not start")
+        errf = open(os.path.join(work, "stderr"), "wb")
+        att = subprocess.Popen([suite.heaptrail, "attach", "--sample", "1", "-o",
+                                os.path.join(work, "out"), "--http", "127.0.0.1:%d" % port,
+                                "--for", "6s", str(p.pid)], stderr=errf,
+                               env=run_tests.RUN_ENV)
+        base = "http://127.0.0.1:%d" % port
+        vals = []
+        for _ in range(100):
+            with open(os.path.join(work, "stderr"), "rb") as f:
+                if b"live endpoint" in f.read():
+                    break
+            if att.poll() is not None:
+                break
+            time.sleep(0.05)
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        for _ in range(2):
+            time.sleep(1)
+            st, body, _ = http(base + "/metrics")
+            text = body.decode("utf-8", "replace")
+            logs.append(text)
+            if st != 200:
+                raise Failure("/metrics while attached: %d %s" % (st, text[:300]))
+            vals.append(metric_values(text))
+        p.stdin.write(b"stop\n")
+        p.stdin.flush()
+        g = [v.get('heaptrail_site_live_bytes{site="grow_site"}', 0) for v in vals]
+        if not (0 < g[0] < g[1]):
+            problems.append("grow_site's series while attached: %s" % g)
+        if any('heaptrail_site_live_bytes{site="flat_site"}' in v for v in vals):
+            problems.append("flat_site, allocated before the attach, is in /metrics")
+        rc = att.wait(timeout=60)
+        errf.close()
+        with open(os.path.join(work, "stderr"), "rb") as f:
+            logs.append(f.read().decode("utf-8", "replace"))
+        if rc != 0:
+            problems.append("heaptrail attach --for: status %d" % rc)
+        try:
+            http(base + "/metrics", timeout=2)
+            problems.append("the endpoint still answers after --for ended")
+        except OSError:
+            pass
+    except Failure as e:
+        if att is not None and att.poll() is not None and att.returncode == 1:
+            with open(os.path.join(work, "stderr"), "rb") as f:
+                err = f.read().decode("utf-8", "replace")
+            if "ptrace" in err or "Yama" in err or "permission" in err.lower():
+                raise Skip("attach is not permitted here: %s" % err.strip())
+        raise
+    finally:
+        if att is not None and att.poll() is None:
+            att.kill()
+            att.wait()
+        try:
+            p.stdin.write(b"quit\n")
+            p.stdin.close()
+        except OSError:
+            pass
+        p.wait(timeout=60)
+        pout = p.stdout.read()
+    if p.returncode != 0 or not pout.startswith(b"grew "):
+        problems.append("the program's output %r, status %d" % (pout, p.returncode))
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -772,4 +853,5 @@ def collect(suite):
             ("live:growth", lambda: test_growth(suite)),
             ("live:hostile", lambda: test_hostile(suite)),
             ("live:serve", lambda: test_serve(suite)),
+            ("live:attach", lambda: test_attach(suite)),
             ("live:remote", lambda: test_remote(suite))]
