@@ -746,7 +746,8 @@ static const char attach_usage[] =
 	"  --http ADDR            serve the live endpoint (pprof, /metrics) on ADDR\n"
 	"                         while attached (until --for ends, or until the\n"
 	"                         process exits or heaptrail is interrupted)\n"
-	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n";
+	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
+	CLI_LIVE_PUSH_HELP;
 
 static int do_attach(long pid, const char *opts, const char *outdir, double *stopped_ms)
 {
@@ -986,7 +987,7 @@ int cmd_attach(int argc, char **argv)
 		cli_error("cannot give '%s' to the target's user: %s", abs, strerror(errno));
 	/* bound first: a bad address must not leave the process attached */
 	struct cli_live *live = NULL;
-	if (lo.addr && !(live = cli_live_bind(&lo)))
+	if ((lo.addr || lo.push) && !(live = cli_live_bind(&lo)))
 		return 2;
 	double ms = 0;
 	struct timespec t0;
@@ -1002,7 +1003,11 @@ int cmd_attach(int argc, char **argv)
 	if (live) {
 		struct cli_agent ag = { .pid = pid, .sig = fmt_leak_check_signal(all) };
 		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
-		if (cli_live_start(live, &ag)) {
+		size_t clen;
+		char *cmd = cli_read_proc(pid, "cmdline", &clen);
+		int sr = cli_live_start(live, &ag, cmd);
+		free(cmd);
+		if (sr) {
 			cli_live_stop(live);
 			live = NULL;
 		}

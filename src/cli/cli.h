@@ -159,13 +159,22 @@ struct cli_live;
 struct cli_live_opts {
 	const char *addr;       /* host:port or a unix socket path; NULL = off */
 	bool public_ok;         /* --http-allow-remote: may bind beyond loopback */
+	const char *push;       /* --push URL: Pyroscope's server; NULL = off */
+	const char *push_name;  /* --push-name: the application's name */
+	long push_every_ms;     /* --push-every (default 15 s) */
 };
 int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o);
-/* Binds the endpoint (before the program starts, so errors come first);
- * prints the error and returns NULL on failure. */
+#define CLI_LIVE_PUSH_HELP \
+	"  --push URL             push the heap profile to Pyroscope (http://HOST:4040)\n" \
+	"  --push-every DURATION  how often (default 15s)\n" \
+	"  --push-name NAME       the application's name (default: the program's)\n"
+/* Binds the endpoint (before the program starts, so errors come first)
+ * and checks the push URL; prints the error and returns NULL on failure.
+ * Without --http, only pushes. NULL too when neither is asked for. */
 struct cli_live *cli_live_bind(const struct cli_live_opts *o);
-/* Serves a on a thread of its own for agent a (copied). 0 or -1. */
-int cli_live_start(struct cli_live *l, const struct cli_agent *a);
+/* Serves l, and pushes, on threads of their own for agent a (copied);
+ * name: the program, for the push's default application name. 0 or -1. */
+int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name);
 /* Stops the thread, closes the socket, frees l. */
 void cli_live_stop(struct cli_live *l);
 int cmd_serve(int argc, char **argv);

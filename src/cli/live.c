@@ -83,9 +83,15 @@ struct cli_live {
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char shown[160];
 	struct cli_agent ag;
-	pthread_t thread;
-	bool started;
+	pthread_t thread, push_thread;
+	bool started, push_started;
 	atomic_bool stop;
+	pthread_mutex_t dump_lock;  /* one dump (and symbolizer user) at a time */
+	/* push */
+	char push_host[256], push_port[16], push_path[512];
+	char push_name[128];
+	long push_every_ms;
+	unsigned long long pushes, push_errors;
 	struct prof_sym_cache *cache;
 	struct conn conns[LIVE_MAX_CONN];
 	/* counters for /metrics */
@@ -116,6 +122,32 @@ int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o)
 		o->public_ok = true;
 		return 1;
 	}
+	if ((v = cli_opt_value(argc, argv, i, "--push"))) {
+		if (strncmp(v, "http://", 7)) {
+			cli_error("--push: want an http:// URL (Pyroscope's server), not '%s'", v);
+			return -1;
+		}
+		o->push = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-name"))) {
+		if (!*v || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "0123456789._-") != strlen(v)) {
+			cli_error("--push-name: want letters, digits, '.', '_' or '-', not '%s'", v);
+			return -1;
+		}
+		o->push_name = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-every"))) {
+		uint64_t ms;
+		if (!fmt_opt_duration(v, strlen(v), &ms) || ms < 100 || ms > 86400000) {
+			cli_error("--push-every: want a duration from 100ms to 24h, not '%s'", v);
+			return -1;
+		}
+		o->push_every_ms = (long)ms;
+		return 1;
+	}
 	return 0;
 }
 
@@ -133,6 +165,8 @@ static bool is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
+static int push_parse(struct cli_live *l, const struct cli_live_opts *o);
+
 struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 {
 	struct cli_live *l = calloc(1, sizeof *l);
@@ -141,8 +175,13 @@ struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 		return NULL;
 	}
 	l->fd = -1;
+	pthread_mutex_init(&l->dump_lock, NULL);
 	for (int i = 0; i < LIVE_MAX_CONN; i++)
 		l->conns[i].fd = -1;
+	if (o->push && push_parse(l, o))
+		goto fail;
+	if (!o->addr)
+		return l;   /* push only */
 	const char *a = o->addr;
 	if (!strncmp(a, "unix:", 5) || a[0] == '/' || a[0] == '.') {
 		const char *path = strncmp(a, "unix:", 5) ? a : a + 5;
@@ -301,8 +340,10 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 static int live_profile(struct cli_live *l, struct prof_profile *p, char *why, size_t whycap)
 {
 	char path[PATH_MAX + 64];
+	pthread_mutex_lock(&l->dump_lock);
 	if (live_dump(l, path, sizeof path, why, whycap)) {
 		l->dump_errors++;
+		pthread_mutex_unlock(&l->dump_lock);
 		return -1;
 	}
 	struct prof_load_opts o = { .sym_cache = l->cache,
@@ -312,6 +353,7 @@ static int live_profile(struct cli_live *l, struct prof_profile *p, char *why, s
 	if (rc)
 		snprintf(why, whycap, "cannot read '%s': %s", path, err);
 	unlink(path);
+	pthread_mutex_unlock(&l->dump_lock);
 	return rc ? -1 : 0;
 }
 
@@ -405,8 +447,10 @@ static void serve_profile(struct cli_live *l, const char *query, int dflt, struc
 	if (debug && !seconds) {
 		/* the legacy text form, as Go's ?debug=1: the dump itself */
 		char path[PATH_MAX + 64];
+		pthread_mutex_lock(&l->dump_lock);
 		if (live_dump(l, path, sizeof path, why, sizeof why)) {
 			l->dump_errors++;
+			pthread_mutex_unlock(&l->dump_lock);
 			answer_text(ans, 503, "%s\n", why);
 			return;
 		}
@@ -423,6 +467,7 @@ static void serve_profile(struct cli_live *l, const char *query, int dflt, struc
 		if (f)
 			fclose(f);
 		unlink(path);
+		pthread_mutex_unlock(&l->dump_lock);
 		return;
 	}
 	if (seconds) {
@@ -551,6 +596,13 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 	       "Heap dumps the endpoint asked the agent for.", (int64_t)l->dumps);
 	metric(m, "heaptrail_live_dump_errors_total", "counter",
 	       "Heap dumps asked for and not received.", (int64_t)l->dump_errors);
+	if (l->push_host[0]) {
+		metric(m, "heaptrail_push_total", "counter", "Profiles pushed to Pyroscope.",
+		       (int64_t)l->pushes);
+		metric(m, "heaptrail_push_errors_total", "counter",
+		       "Pushes to Pyroscope that failed (retried with backoff).",
+		       (int64_t)l->push_errors);
+	}
 	struct prof_table tab;
 	if (!prof_table_build(&tab, &p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT)) {
 		fprintf(m, "# HELP heaptrail_site_live_bytes Live bytes allocated by a function "
@@ -679,7 +731,10 @@ static void serve_symbol(struct cli_live *l, const char *query, const char *body
 	struct prof_load_opts o = { .sym_cache = l->cache, .keep_alloc_frames = true,
 				    .binary_path = getenv("PPROF_BINARY_PATH") };
 	const char *err = "cannot write a temporary file";
-	if (!ok || prof_profile_load(&p, tmpl, &o, &err)) {
+	pthread_mutex_lock(&l->dump_lock);
+	int lrc = ok ? prof_profile_load(&p, tmpl, &o, &err) : -1;
+	pthread_mutex_unlock(&l->dump_lock);
+	if (lrc) {
 		if (fd >= 0)
 			unlink(tmpl);
 		free(addrs);
@@ -786,13 +841,18 @@ static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, 
 	if (n - first < 3) {
 		snprintf(why, cap, "%zu dumps of process %ld so far, growth needs three (run with "
 			 "--every, --interval or --peak)", n - first, l->ag.pid);
-	} else if (prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file)) {
-		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
-	} else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false)) {
-		snprintf(why, cap, "cannot fit the %zu dumps", nps);
-	} else {
-		rc = 0;
+		goto out;
 	}
+	pthread_mutex_lock(&l->dump_lock);
+	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file);
+	pthread_mutex_unlock(&l->dump_lock);
+	if (lrc)
+		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
+	else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false))
+		snprintf(why, cap, "cannot fit the %zu dumps", nps);
+	else
+		rc = 0;
+out:
 	for (size_t i = 0; i < nps; i++)
 		prof_profile_release(&ps[i]);
 	free(ps);
@@ -1109,26 +1169,315 @@ static void *live_main(void *arg)
 	return NULL;
 }
 
-int cli_live_start(struct cli_live *l, const struct cli_agent *a)
+
+/* ---------- push to Pyroscope ----------
+ *
+ * Every push_every_ms: a profile now, sent to URL/ingest as Pyroscope's
+ * clients send one (its ingest handler reads a multipart form, see
+ * pkg/og/convert/pprof/profile.go in grafana/pyroscope): the parts
+ * `profile` (the gzip'd pprof, file profile.pprof), `prev_profile` (the
+ * one delivered before: Pyroscope subtracts it from the cumulative types
+ * alloc_objects and alloc_space) and `sample_type_config` (JSON: which
+ * types are cumulative, their units); the query gives name, from, until
+ * (Unix seconds), spyName and sampleRate, and no `format` (which would
+ * make the body a bare pprof). A failed push is retried at the next turn,
+ * the wait doubling up to 5 minutes; only the newest profile and the last
+ * one delivered are kept, so nothing grows while the server is down, and
+ * nothing of this runs in the program. */
+
+#define PUSH_IO_MS 5000          /* connect, send, answer: each */
+#define PUSH_MAX_BACKOFF_MS 300000
+
+static int push_parse(struct cli_live *l, const struct cli_live_opts *o)
+{
+	const char *u = o->push + 7, *slash = strchr(u, '/');
+	size_t hl = slash ? (size_t)(slash - u) : strlen(u);
+	char hostport[300];
+	if (!hl || hl >= sizeof hostport) {
+		cli_error("--push: no host in '%s'", o->push);
+		return -1;
+	}
+	memcpy(hostport, u, hl);
+	hostport[hl] = 0;
+	char *colon = strrchr(hostport, ':');
+	if (colon && !strchr(colon, ']')) {
+		*colon = 0;
+		snprintf(l->push_port, sizeof l->push_port, "%s", colon + 1);
+	} else {
+		snprintf(l->push_port, sizeof l->push_port, "80");
+	}
+	char *h = hostport;
+	if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+		h[strlen(h) - 1] = 0;
+		h++;
+	}
+	snprintf(l->push_host, sizeof l->push_host, "%s", h);
+	/* the base path, without a trailing slash; /ingest goes after it */
+	snprintf(l->push_path, sizeof l->push_path, "%s", slash ? slash : "");
+	size_t pl = strlen(l->push_path);
+	while (pl && l->push_path[pl - 1] == '/')
+		l->push_path[--pl] = 0;
+	if (strpbrk(l->push_path, "?# \r\n")) {
+		cli_error("--push: want a URL without a query, not '%s'", o->push);
+		return -1;
+	}
+	if (o->push_name)
+		snprintf(l->push_name, sizeof l->push_name, "%s", o->push_name);
+	l->push_every_ms = o->push_every_ms ? o->push_every_ms : 15000;
+	return 0;
+}
+
+/* Waits for fd to be ready for events, in slices that look at stop; 0,
+ * or -1 on timeout, stop or error. */
+static int push_wait(struct cli_live *l, int fd, short events, long ms)
+{
+	long long end = now_ms() + ms;
+	while (!atomic_load(&l->stop)) {
+		long left = (long)(end - now_ms());
+		if (left <= 0)
+			return -1;
+		struct pollfd p = { .fd = fd, .events = events };
+		int r = poll(&p, 1, left < 100 ? (int)left : 100);
+		if (r > 0)
+			return (p.revents & (POLLERR | POLLNVAL)) && !(p.revents & events) ? -1 : 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+	return -1;
+}
+
+/* POSTs body to the server; 0 when it answered 2xx, else -1 with why. */
+static int push_post(struct cli_live *l, const char *target, const char *ctype,
+		     const char *body, size_t blen, char *why, size_t cap)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	int gr = getaddrinfo(l->push_host, l->push_port, &hints, &res);
+	if (gr) {
+		snprintf(why, cap, "cannot resolve '%s': %s", l->push_host, gai_strerror(gr));
+		return -1;
+	}
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int ret = -1;
+	char *head = NULL;
+	if (fd < 0) {
+		snprintf(why, cap, "socket: %s", strerror(errno));
+		goto out;
+	}
+	if (connect(fd, res->ai_addr, res->ai_addrlen) && errno != EINPROGRESS) {
+		snprintf(why, cap, "cannot connect to %s:%s: %s", l->push_host, l->push_port,
+			 strerror(errno));
+		goto out;
+	}
+	int soerr = 0;
+	socklen_t sl = sizeof soerr;
+	if (push_wait(l, fd, POLLOUT, PUSH_IO_MS) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+		snprintf(why, cap, "cannot connect to %s:%s: %s", l->push_host, l->push_port,
+			 soerr ? strerror(soerr) : "timed out");
+		goto out;
+	}
+	int hn = asprintf(&head, "POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: heaptrail\r\n"
+			  "Content-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			  target, l->push_host, l->push_port, ctype, blen);
+	if (hn < 0) {
+		head = NULL;
+		snprintf(why, cap, "out of memory");
+		goto out;
+	}
+	const char *parts[2] = { head, body };
+	size_t lens[2] = { (size_t)hn, blen };
+	for (int k = 0; k < 2; k++)
+		for (size_t off = 0; off < lens[k];) {
+			if (push_wait(l, fd, POLLOUT, PUSH_IO_MS)) {
+				snprintf(why, cap, "sending to %s:%s timed out", l->push_host,
+					 l->push_port);
+				goto out;
+			}
+			ssize_t w = send(fd, parts[k] + off, lens[k] - off, MSG_NOSIGNAL);
+			if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				snprintf(why, cap, "sending to %s:%s: %s", l->push_host,
+					 l->push_port, strerror(errno));
+				goto out;
+			}
+			if (w > 0)
+				off += (size_t)w;
+		}
+	char ans[512];
+	size_t got = 0;
+	while (got < sizeof ans - 1 && !memchr(ans, '\n', got)) {
+		if (push_wait(l, fd, POLLIN, PUSH_IO_MS)) {
+			snprintf(why, cap, "no answer from %s:%s", l->push_host, l->push_port);
+			goto out;
+		}
+		ssize_t r = recv(fd, ans + got, sizeof ans - 1 - got, 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		if (r > 0)
+			got += (size_t)r;
+	}
+	ans[got] = 0;
+	int status = 0;
+	if (sscanf(ans, "HTTP/1.%*d %d", &status) != 1 || status < 200 || status > 299) {
+		snprintf(why, cap, "%s:%s answered '%.*s'", l->push_host, l->push_port,
+			 (int)strcspn(ans, "\r\n"), ans);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(head);
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return ret;
+}
+
+static void form_part(FILE *m, const char *boundary, const char *field, const char *file,
+		      const char *ctype, const char *data, size_t len)
+{
+	fprintf(m, "--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+		"Content-Type: %s\r\n\r\n", boundary, field, file, ctype);
+	fwrite(data, 1, len, m);
+	fputs("\r\n", m);
+}
+
+static const char sample_type_config[] =
+	"{\"alloc_objects\":{\"units\":\"objects\",\"cumulative\":true},"
+	"\"alloc_space\":{\"units\":\"bytes\",\"cumulative\":true},"
+	"\"inuse_objects\":{\"units\":\"objects\",\"aggregation\":\"average\"},"
+	"\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\"}}";
+
+/* One push of pb (prev: the last delivered, or NULL); 0 or -1 with why. */
+static int push_once(struct cli_live *l, const char *pb, size_t pb_len, const char *prev,
+		     size_t prev_len, time_t from, time_t until, char *why, size_t cap)
+{
+	char boundary[64], *body = NULL, *target = NULL, ctype[128];
+	size_t blen = 0;
+	snprintf(boundary, sizeof boundary, "heaptrail%016llx", (unsigned long long)now_ms());
+	FILE *m = open_memstream(&body, &blen);
+	if (!m) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	form_part(m, boundary, "profile", "profile.pprof", "application/octet-stream", pb, pb_len);
+	if (prev)
+		form_part(m, boundary, "prev_profile", "profile.pprof", "application/octet-stream",
+			  prev, prev_len);
+	form_part(m, boundary, "sample_type_config", "sample_type_config.json",
+		  "application/json", sample_type_config, strlen(sample_type_config));
+	fprintf(m, "--%s--\r\n", boundary);
+	fclose(m);
+	snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
+	int ret = -1;
+	if (asprintf(&target, "%s/ingest?name=%s&from=%lld&until=%lld&spyName=heaptrail"
+		     "&sampleRate=100", l->push_path, l->push_name, (long long)from,
+		     (long long)until) < 0) {
+		target = NULL;
+		snprintf(why, cap, "out of memory");
+	} else {
+		ret = push_post(l, target, ctype, body, blen, why, cap);
+	}
+	free(body);
+	free(target);
+	return ret;
+}
+
+static void *push_main(void *arg)
+{
+	struct cli_live *l = arg;
+	char *prev = NULL, why[PATH_MAX + 200], last_why[sizeof why] = "";
+	size_t prev_len = 0;
+	time_t prev_time = time(NULL);
+	long backoff = 0;
+	long long next = now_ms() + l->push_every_ms;
+	while (!atomic_load(&l->stop)) {
+		if (now_ms() < next) {
+			usleep(50 * 1000);
+			continue;
+		}
+		struct prof_profile p;
+		char *pb = NULL;
+		size_t pb_len = 0;
+		int rc = live_profile(l, &p, why, sizeof why);
+		if (!rc) {
+			rc = render_pprof(&p, PROF_INUSE_SPACE, &pb, &pb_len);
+			if (rc)
+				snprintf(why, sizeof why, "cannot encode the profile");
+			prof_profile_release(&p);
+		}
+		time_t now = time(NULL);
+		if (now <= prev_time)
+			now = prev_time + 1;
+		if (!rc)
+			rc = push_once(l, pb, pb_len, prev, prev_len, prev_time, now, why, sizeof why);
+		if (!rc) {
+			/* delivered: the base of the next one */
+			free(prev);
+			prev = pb;
+			prev_len = pb_len;
+			prev_time = now;
+			l->pushes++;
+			backoff = 0;
+			last_why[0] = 0;
+			next = now_ms() + l->push_every_ms;
+		} else {
+			free(pb);
+			l->push_errors++;
+			if (strcmp(why, last_why)) {   /* each cause once, not every turn */
+				fprintf(stderr, "heaptrail: push to Pyroscope failed: %s (retrying)\n",
+					why);
+				snprintf(last_why, sizeof last_why, "%s", why);
+			}
+			backoff = backoff ? 2 * backoff : l->push_every_ms;
+			if (backoff > PUSH_MAX_BACKOFF_MS)
+				backoff = PUSH_MAX_BACKOFF_MS;
+			next = now_ms() + backoff;
+		}
+	}
+	free(prev);
+	return NULL;
+}
+
+int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name)
 {
 	l->ag = *a;
 	l->cache = prof_sym_cache_new();
+	if (!l->push_name[0]) {
+		/* the program's name, as Pyroscope's application name */
+		const char *b = name ? strrchr(name, '/') : NULL;
+		b = b ? b + 1 : name ? name : "heaptrail";
+		size_t k = 0;
+		for (; *b && k < sizeof l->push_name - 1; b++)
+			l->push_name[k++] = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						   "0123456789._-", *b) ? *b : '_';
+		l->push_name[k] = 0;
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);  /* the program's signals stay the main thread's */
-	int r = pthread_create(&l->thread, NULL, live_main, l);
+	int r = 0;
+	if (l->fd >= 0) {
+		r = pthread_create(&l->thread, NULL, live_main, l);
+		l->started = r == 0;
+	}
+	if (!r && l->push_host[0]) {
+		r = pthread_create(&l->push_thread, NULL, push_main, l);
+		l->push_started = r == 0;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		cli_error("cannot start the live endpoint's thread: %s", strerror(r));
 		return -1;
 	}
-	l->started = true;
 	if (l->unix_path[0])
 		fprintf(stderr, "heaptrail: live endpoint for process %ld at %s (/debug/pprof/, "
 			"/metrics)\n", a->pid, l->shown);
-	else
+	else if (l->fd >= 0)
 		fprintf(stderr, "heaptrail: live endpoint for process %ld at %s/debug/pprof/\n",
 			a->pid, l->shown);
+	if (l->push_host[0])
+		fprintf(stderr, "heaptrail: pushing process %ld's heap profile to http://%s:%s%s "
+			"as '%s' every %ld ms\n", a->pid, l->push_host, l->push_port, l->push_path,
+			l->push_name, l->push_every_ms);
 	return 0;
 }
 
@@ -1139,6 +1488,8 @@ void cli_live_stop(struct cli_live *l)
 	atomic_store(&l->stop, true);
 	if (l->started)
 		pthread_join(l->thread, NULL);
+	if (l->push_started)
+		pthread_join(l->push_thread, NULL);
 	for (int i = 0; i < LIVE_MAX_CONN; i++)
 		if (l->conns[i].fd >= 0)
 			conn_close(&l->conns[i]);
@@ -1148,17 +1499,19 @@ void cli_live_stop(struct cli_live *l)
 		unlink(l->unix_path);
 	if (l->cache)
 		prof_sym_cache_free(l->cache);
+	pthread_mutex_destroy(&l->dump_lock);
 	free(l);
 }
 
 /* ---------- heaptrail serve PID --http ADDR ---------- */
 
 static const char serve_usage[] =
-	"usage: heaptrail serve --http ADDR PID\n"
+	"usage: heaptrail serve --http ADDR | --push URL [options] PID\n"
 	"  Serves the live endpoint (/debug/pprof/heap, /metrics, ...) of PID, a\n"
 	"  process started under heaptrail or attached, until it exits.\n"
 	"  --http ADDR            127.0.0.1:PORT (loopback), or a unix socket path\n"
-	"  --http-allow-remote    allow an address beyond loopback (with a warning)\n";
+	"  --http-allow-remote    allow an address beyond loopback (with a warning)\n"
+	CLI_LIVE_PUSH_HELP;
 
 static volatile sig_atomic_t serve_stop;
 static void on_stop(int sig)
@@ -1187,7 +1540,7 @@ int cmd_serve(int argc, char **argv)
 		fputs(serve_usage, stderr);
 		return 2;
 	}
-	if (pid <= 0 || !lo.addr) {
+	if (pid <= 0 || (!lo.addr && !lo.push)) {
 		fputs(serve_usage, stderr);
 		return 2;
 	}
@@ -1199,7 +1552,11 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
-	if (cli_live_start(l, &ag)) {
+	size_t clen;
+	char *cmd = cli_read_proc(pid, "cmdline", &clen);
+	int sr = cli_live_start(l, &ag, cmd);
+	free(cmd);
+	if (sr) {
 		cli_live_stop(l);
 		return 1;
 	}

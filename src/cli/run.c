@@ -57,6 +57,7 @@ static const char usage[] =
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
+	CLI_LIVE_PUSH_HELP
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
@@ -585,7 +586,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	struct cli_live *live = NULL;
-	if (o.live.addr && !(live = cli_live_bind(&o.live)))
+	if ((o.live.addr || o.live.push) && !(live = cli_live_bind(&o.live)))
 		return 2;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cli_error("cannot create a pipe: %s", strerror(errno));
@@ -646,7 +647,7 @@ int cmd_run(int argc, char **argv)
 		struct cli_agent ag = { .pid = child,
 					.sig = fmt_leak_check_signal(getenv("HEAPTRAIL_OPTIONS")) };
 		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
-		if (ag.sig <= 0 || cli_live_start(live, &ag)) {
+		if (ag.sig <= 0 || cli_live_start(live, &ag, o.prog[0])) {
 			if (ag.sig <= 0)
 				cli_error("--http: leak_check_signal=0 leaves the endpoint no way to "
 					  "ask the agent for a dump: not serving");
