@@ -1405,8 +1405,8 @@ static void *push_main(void *arg)
 			prof_profile_release(&p);
 		}
 		time_t now = time(NULL);
-		if (now <= prev_time)
-			now = prev_time + 1;
+		if (now < prev_time)
+			now = prev_time;   /* the clock stepped back: keep intervals in order */
 		if (!rc)
 			rc = push_once(l, pb, pb_len, prev, prev_len, prev_time, now, why, sizeof why);
 		if (!rc) {

@@ -54,6 +54,20 @@ the endpoint with the real clients.
                        shows grow_site rising between two scrapes, and no
                        flat_site (allocated before the attach); the endpoint
                        closes when --for ends; the program's output is whole
+    live:push          --push to a receiver written here, every 300 ms: each
+                       POST is /ingest with name, from <= until (each from
+                       the until before, none in the future), spyName and
+                       no format=, a multipart form as Go's mime/multipart
+                       (Pyroscope's ingest handler) reads it: the files
+                       profile (a gzip'd pprof with the four sample types),
+                       sample_type_config (alloc_* cumulative) and, from the
+                       second push on, prev_profile equal to the profile
+                       pushed before; grow_site's in-use space rises from
+                       the first push to the last
+    live:push-down     --push to a closed port, and to one that accepts and
+                       never answers: the program keeps its output and pace,
+                       the failure is said once, heaptrail ends within 3 s
+                       of the program
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -829,6 +843,177 @@ def test_attach(suite):
     return problems, logs
 
 
+class Receiver:
+    """A local HTTP server that records every POST and answers 200."""
+
+    def __init__(self):
+        import http.server
+        self.posts = []
+        rec = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                rec.posts.append((self.path, dict(self.headers), body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        self.th = threading.Thread(target=self.srv.serve_forever)
+        self.th.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+        self.th.join()
+
+
+def parse_form(ctype, body):
+    """The parts of a multipart/form-data body: name -> (filename, bytes),
+    as Go's multipart.Reader sees them."""
+    import email.parser
+    import email.policy
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\nMIME-Version: 1.0\r\n\r\n" + body)
+    if not msg.is_multipart():
+        raise Failure("not a multipart body: %s" % ctype)
+    parts = {}
+    for part in msg.iter_parts():
+        cd = part.get("Content-Disposition", "")
+        if part.get_content_disposition() != "form-data":
+            raise Failure("a part that is not form-data: %r" % cd)
+        name = part.get_param("name", header="content-disposition")
+        parts[name] = (part.get_filename(), part.get_payload(decode=True))
+    return parts
+
+
+def pb_values(path):
+    prof = test_pprof.decode(path)
+    types = [prof["strings"][t["type"]] for t in prof["sample_type"]]
+    locs = {l["id"]: l for l in prof["location"]}
+    grow = 0
+    for smp in prof["sample"]:
+        leaf = locs[smp["location_id"][0]]
+        names = [test_pprof.fn_name(prof, ln["function_id"]) for ln in leaf["line"]]
+        if "grow_site" in names:
+            grow += smp["value"][types.index("inuse_space")]
+    return types, grow
+
+
+def test_push(suite):
+    import urllib.parse as up
+    rcv = Receiver()
+    problems, logs = [], []
+    try:
+        live = Live(suite, "push", extra=("--push", "http://127.0.0.1:%d" % rcv.port,
+                                          "--push-every", "300ms", "--push-name", "live-test"))
+        try:
+            live.say("go")
+            time.sleep(1.6)
+            live.say("stop")
+        finally:
+            out, rc = live.close()
+        if rc != 0 or not out.startswith(b"grew "):
+            problems.append("the program's output %r, status %d" % (out, rc))
+    finally:
+        rcv.close()
+    posts = rcv.posts
+    logs.append("%d pushes: %s" % (len(posts), [p[0] for p in posts]))
+    if len(posts) < 3:
+        return problems + ["%d pushes in 1.6 s at 300 ms" % len(posts)], logs
+    prev_profile = None
+    last_until = None
+    grows = []
+    for i, (path, headers, body) in enumerate(posts):
+        u = up.urlsplit(path)
+        q = dict(up.parse_qsl(u.query))
+        where = "push %d" % i
+        if u.path != "/ingest":
+            problems.append("%s: path %s" % (where, u.path))
+        if q.get("name") != "live-test" or "format" in q or not q.get("spyName"):
+            problems.append("%s: query %s" % (where, q))
+        if not (q.get("from", "").isdigit() and q.get("until", "").isdigit()
+                and int(q["from"]) <= int(q["until"]) <= time.time() + 1
+                and (not i or int(q["from"]) == last_until)):
+            problems.append("%s: from %s until %s (the last until %s)" % (
+                where, q.get("from"), q.get("until"), last_until))
+        last_until = int(q.get("until", "0") or 0)
+        ctype = headers.get("Content-Type", "")
+        if not ctype.startswith("multipart/form-data; boundary="):
+            problems.append("%s: content type %r" % (where, ctype))
+            continue
+        parts = parse_form(ctype, body)
+        want = {"profile", "sample_type_config"} | ({"prev_profile"} if i else set())
+        if set(parts) != want:
+            problems.append("%s: parts %s, want %s" % (where, sorted(parts), sorted(want)))
+            continue
+        if parts["profile"][0] != "profile.pprof":
+            problems.append("%s: profile's file name %r" % (where, parts["profile"][0]))
+        pb = os.path.join(suite.build, "e2e", "live", "push", "push%d.pb.gz" % i)
+        with open(pb, "wb") as f:
+            f.write(parts["profile"][1])
+        types, grow = pb_values(pb)
+        grows.append(grow)
+        if sorted(types) != ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]:
+            problems.append("%s: sample types %s" % (where, types))
+        cfg = json.loads(parts["sample_type_config"][1])
+        if cfg.get("alloc_space", {}).get("cumulative") is not True or \
+                cfg.get("inuse_space", {}).get("cumulative") or \
+                cfg.get("inuse_space", {}).get("units") != "bytes":
+            problems.append("%s: sample_type_config %s" % (where, cfg))
+        if i and parts["prev_profile"][1] != prev_profile:
+            problems.append("%s: prev_profile is not the profile pushed before" % where)
+        prev_profile = parts["profile"][1]
+    logs.append("grow_site in-use space per push: %s" % grows)
+    if not grows or not grows[-1] > grows[0]:
+        problems.append("grow_site does not rise across the pushes: %s" % grows)
+    return problems[:10], logs
+
+
+def test_push_down(suite):
+    problems, logs = [], []
+    closed = free_port()
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)   # accepts (in the kernel) and never answers
+    try:
+        for tag, port in (("closed", closed), ("silent", hole.getsockname()[1])):
+            live = Live(suite, "push-" + tag, extra=(
+                "--push", "http://127.0.0.1:%d/" % port, "--push-every", "100ms"))
+            try:
+                live.say("go")
+                t_go = time.time()
+                time.sleep(2)
+                live.say("stop")
+                grew_for = time.time() - t_go
+            finally:
+                t = time.time()
+                out, rc = live.close()
+                took = time.time() - t
+            err = live.stderr()
+            logs.append("%s: %s" % (tag, err))
+            m = re.match(rb"grew (\d+)\n$", out)
+            if rc != 0 or not m:
+                problems.append("%s: the program's output %r, status %d" % (tag, out, rc))
+            elif int(m.group(1)) < grew_for / 0.02 / 2:
+                problems.append("%s: the program grew %s times in %.1f s" % (
+                    tag, m.group(1).decode(), grew_for))
+            if took > 3:
+                problems.append("%s: heaptrail ended %.1f s after the program was told "
+                                "to quit" % (tag, took))
+            if err.count("push to Pyroscope failed") != 1:
+                problems.append("%s: the failure is said %d times" % (
+                    tag, err.count("push to Pyroscope failed")))
+    finally:
+        hole.close()
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -854,4 +1039,6 @@ def collect(suite):
             ("live:hostile", lambda: test_hostile(suite)),
             ("live:serve", lambda: test_serve(suite)),
             ("live:attach", lambda: test_attach(suite)),
+            ("live:push", lambda: test_push(suite)),
+            ("live:push-down", lambda: test_push_down(suite)),
             ("live:remote", lambda: test_remote(suite))]
