@@ -1497,6 +1497,13 @@ void cli_live_stop(struct cli_live *l)
 		close(l->fd);
 	if (l->unix_path[0])
 		unlink(l->unix_path);
+	if (l->ag.pid > 0) {
+		/* a dump that arrived after its request was answered */
+		char path[sizeof l->ag.dir + 64];
+		snprintf(path, sizeof path, "%s/" FMT_FILE_PREFIX ".%ld." FMT_HEAP_LIVE
+			 FMT_HEAP_SUFFIX, l->ag.dir, l->ag.pid);
+		unlink(path);
+	}
 	if (l->cache)
 		prof_sym_cache_free(l->cache);
 	pthread_mutex_destroy(&l->dump_lock);
