@@ -96,7 +96,13 @@ struct cli_live {
 	struct conn conns[LIVE_MAX_CONN];
 	/* counters for /metrics */
 	unsigned long long dumps, dump_errors;
+	double last_dump_s;     /* signal to whole file, the last dump */
 };
+
+static long long now_ns(const struct timespec *ts)
+{
+	return (long long)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
 
 static long long now_ms(void)
 {
@@ -311,6 +317,9 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 		return -1;
 	}
 	long long t0 = now_ms(), sent = 0;
+	struct timespec t0s;
+	clock_gettime(CLOCK_MONOTONIC, &t0s);
+	long long t0_ns = now_ns(&t0s);
 	for (;;) {
 		long long t = now_ms();
 		if (!sent || t - sent >= 1000) {
@@ -323,8 +332,12 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 			sent = t;
 		}
 		struct stat st;
-		if (!lstat(path, &st) && S_ISREG(st.st_mode))
+		if (!lstat(path, &st) && S_ISREG(st.st_mode)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			l->last_dump_s = (double)(now_ns(&ts) - t0_ns) / 1e9;
 			break;
+		}
 		if (t - t0 >= LIVE_DUMP_MS || atomic_load(&l->stop)) {
 			snprintf(why, whycap, "process %ld wrote no heap dump within %d ms", a->pid,
 				 LIVE_DUMP_MS);
@@ -596,6 +609,10 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 	       "Heap dumps the endpoint asked the agent for.", (int64_t)l->dumps);
 	metric(m, "heaptrail_live_dump_errors_total", "counter",
 	       "Heap dumps asked for and not received.", (int64_t)l->dump_errors);
+	fprintf(m, "# HELP heaptrail_live_dump_duration_seconds From the request to the whole "
+		"file, for this scrape's dump: at most what the program's thread spent on it.\n"
+		"# TYPE heaptrail_live_dump_duration_seconds gauge\n"
+		"heaptrail_live_dump_duration_seconds %.6f\n", l->last_dump_s);
 	if (l->push_host[0]) {
 		metric(m, "heaptrail_push_total", "counter", "Profiles pushed to Pyroscope.",
 		       (int64_t)l->pushes);
