@@ -13,12 +13,16 @@
  * dump), the CLI reads and removes it. Leak checks use the same signal.
  *
  * The server: one thread, one poll loop, at most LIVE_MAX_CONN
- * connections (the oldest still-reading one is dropped for a new one),
+ * connections (the one nearest its deadline is dropped for a new one),
  * requests of at most LIVE_MAX_HEAD bytes of headers and LIVE_MAX_BODY
  * of body, LIVE_READ_MS to send one and LIVE_WRITE_MS to take the
  * answer, one request per connection (Connection: close). Requests are
- * answered one at a time. Nothing here prints while the program runs
- * except the one line saying where the endpoint is. */
+ * answered one at a time, but a ?seconds=N delta waits between its two
+ * dumps without holding up the others. A second thread pushes to
+ * Pyroscope (--push, below). dump_lock keeps the two from asking the
+ * agent, or using the symbolizer's cache, at the same time. Nothing here
+ * prints while the program runs but where the endpoint is and, once per
+ * cause, why a push failed. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
