@@ -8,7 +8,7 @@
  * ours, and the CLI has the symbolizer and the pprof encoder already.
  * The agent's part is one request: a heap dump now. The CLI sends the
  * agent's leak check signal with FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP
- * (sigqueue), the agent writes PREFIX.PID.live.heap into its private
+ * (cli_agent_signal: to a running thread when there is one), the agent writes PREFIX.PID.live.heap into its private
  * output directory (0600, a temporary name renamed into place, as every
  * dump), the CLI reads and removes it. Leak checks use the same signal.
  *
@@ -327,8 +327,7 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 	for (;;) {
 		long long t = now_ms();
 		if (!sent || t - sent >= 1000) {
-			union sigval val = { .sival_int = FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP };
-			if (sigqueue((pid_t)a->pid, a->sig, val)) {
+			if (cli_agent_signal(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, true)) {
 				snprintf(why, whycap, "cannot signal process %ld: %s", a->pid,
 					 strerror(errno));
 				return -1;

@@ -68,6 +68,11 @@ the endpoint with the real clients.
                        never answers: the program keeps its output and pace,
                        the failure is said once, heaptrail ends within 3 s
                        of the program
+    live:quiet         tests/analyze/progs/live_quiet.c: a thread in nanosleep
+                       and one that runs; ten scrapes of /metrics answer and
+                       none cuts a sleep short (the request goes to the
+                       running thread; sent to the process, the kernel picks
+                       the sleeping main thread and nanosleep fails EINTR)
     live:remote        --http on a non-loopback address is refused
                        without --http-allow-remote (exit 2, program not run)
 
@@ -1014,6 +1019,41 @@ def test_push_down(suite):
     return problems, logs
 
 
+def test_quiet(suite):
+    src = os.path.join(HERE, "progs", "live_quiet.c")
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "quiet"))
+    prog = os.path.join(work, "live_quiet")
+    subprocess.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, src], check=True)
+    port = free_port()
+    errf = open(os.path.join(work, "stderr"), "wb")
+    p = subprocess.Popen([suite.heaptrail, "run", "-o", os.path.join(work, "out"), "--http",
+                          "127.0.0.1:%d" % port, "--", prog], stdout=subprocess.PIPE,
+                         stderr=errf, env=run_tests.RUN_ENV)
+    problems, logs = [], []
+    try:
+        if p.stdout.readline() != b"ready\n":
+            raise Failure("live_quiet did not start")
+        ok = 0
+        for _ in range(10):
+            try:
+                st, body, _ = http("http://127.0.0.1:%d/metrics" % port, timeout=10)
+                ok += st == 200
+            except OSError:
+                pass
+            time.sleep(0.15)
+        if ok < 10:
+            problems.append("%d of 10 scrapes answered" % ok)
+    finally:
+        p.wait(timeout=60)
+        out = p.stdout.read()
+        errf.close()
+    logs.append(out.decode())
+    if p.returncode != 0 or out != b"eintr 0\n":
+        problems.append("the program's output %r, status %d (want no EINTR)" % (
+            out, p.returncode))
+    return problems, logs
+
+
 def test_remote(suite):
     prog = build_prog(suite)
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "remote"))
@@ -1041,4 +1081,5 @@ def collect(suite):
             ("live:attach", lambda: test_attach(suite)),
             ("live:push", lambda: test_push(suite)),
             ("live:push-down", lambda: test_push_down(suite)),
+            ("live:quiet", lambda: test_quiet(suite)),
             ("live:remote", lambda: test_remote(suite))]
