@@ -81,6 +81,8 @@ static void put_when(struct agent_writer *w)
 		agent_put(w, " " FMT_HEAP_RUN);
 		agent_put(w, agent_config.run_id);
 	}
+	agent_put(w, " " FMT_HEAP_AGENT_BYTES);
+	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
 	agent_put(w, "\n");
 }
 

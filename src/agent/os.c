@@ -58,6 +58,8 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap)
 	return n;
 }
 
+_Atomic uint64_t agent_mapped_bytes;
+
 void *agent_mmap(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -65,6 +67,7 @@ void *agent_mmap(size_t len)
 	if (p == MAP_FAILED)
 		return NULL;
 	maps_add((uintptr_t)p, len);
+	agent_add_shared(&agent_mapped_bytes, len);
 	return p;
 }
 
@@ -73,6 +76,7 @@ void agent_munmap(void *p, size_t len)
 	if (p) {
 		maps_remove((uintptr_t)p);
 		munmap(p, len);
+		agent_add_shared(&agent_mapped_bytes, -(uint64_t)len);
 	}
 }
 

@@ -77,6 +77,7 @@ struct prof_profile {
 	enum fmt_heap_layout layout;
 	uint64_t sample;        /* 1: exact */
 	int64_t ms, unix_ms;    /* when the dump was taken (-1 when unknown) */
+	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	int64_t total[PROF_NVALUES]; /* sums over samples */

@@ -608,6 +608,10 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 			       pages * sysconf(_SC_PAGESIZE));
 		free(statm);
 	}
+	if (p.agent_bytes >= 0)
+		metric(m, "heaptrail_agent_mapped_bytes", "gauge",
+		       "The agent's own memory in the program: its mappings (virtual; pages "
+		       "are committed as used).", p.agent_bytes);
 	metric(m, "heaptrail_live_dumps_total", "counter",
 	       "Heap dumps the endpoint asked the agent for.", (int64_t)l->dumps);
 	metric(m, "heaptrail_live_dump_errors_total", "counter",

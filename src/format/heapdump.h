@@ -16,7 +16,7 @@
  *   - both end with "MAPPED_LIBRARIES:" and the process's /proc/PID/maps.
  *
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
- * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]" after the header
+ * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID] [agent_bytes=N]" after the header
  * (when the dump was taken, and by which run), and "# build-id HEX PATH" per module at the end.
  *
  * Counts are returned as read (raw samples); unbiasing is the caller's
@@ -75,6 +75,7 @@ struct fmt_heap_dump {
 	uint64_t total[FMT_HEAP_NVALUES]; /* the header's totals, raw */
 	bool has_alloc;                /* the allocated-so-far columns carry data */
 	int64_t ms, unix_ms;           /* when taken (heaptrail dumps), or -1 */
+	int64_t agent_bytes;           /* the agent's own mappings then, or -1 */
 	long pid;                      /* -1 when unknown */
 	char run[64];                  /* the agent's run id, or "" */
 	struct fmt_heap_stack *stacks;

@@ -20,8 +20,9 @@ the endpoint with the real clients.
                        heap dump pprof reads; /allocs' default sample type
                        is alloc_space, /heap's inuse_space; 404 and 405
     live:promtool      `promtool check metrics` accepts /metrics, whose
-                       live bytes equal the dump's in-use total and whose
-                       flat_site series is 100000 (by construction)
+                       live bytes equal the dump's in-use total, whose
+                       flat_site series is 100000 (by construction) and
+                       which gives the agent's own mappings (>= 4 KiB)
     live:prometheus    a real Prometheus (Debian's), scraping every 1 s,
                        returns heaptrail_live_bytes and grow_site's series
                        rising while the program grows, and flat_site's
@@ -389,6 +390,9 @@ def test_promtool(suite):
         if vals.get('heaptrail_site_live_bytes{site="flat_site"}') != 100000:
             problems.append("flat_site's series: %s, want 100000" %
                             vals.get('heaptrail_site_live_bytes{site="flat_site"}'))
+        agent = vals.get("heaptrail_agent_mapped_bytes", 0)
+        if not 4096 <= agent < 1 << 40:
+            problems.append("the agent's own memory: %s" % agent)
         if vals.get("heaptrail_sampling_interval_bytes") != 1:
             problems.append("sampling interval %s, want 1 (exact mode)" %
                             vals.get("heaptrail_sampling_interval_bytes"))
