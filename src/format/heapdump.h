@@ -16,7 +16,7 @@
  *   - both end with "MAPPED_LIBRARIES:" and the process's /proc/PID/maps.
  *
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
- * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID] [agent_bytes=N]" after the header
+ * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [agent_bytes=N] [run=ID]" after the header
  * (when the dump was taken, and by which run), and "# build-id HEX PATH" per module at the end.
  *
  * Counts are returned as read (raw samples); unbiasing is the caller's

@@ -47,12 +47,12 @@
 #define FMT_HEAP_MAPS        "MAPPED_LIBRARIES:" /* the maps section follows */
 #define FMT_HEAP_MAPS_OLD    "--- Memory map:"   /* old gperftools' spelling */
 /* heaptrail's comment lines (jeprof and pprof skip them) */
-#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P [run=ID] agent_bytes=N */
+#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P agent_bytes=N [run=ID] */
 #define FMT_HEAP_MS          "ms="
 #define FMT_HEAP_UNIX_MS     "unix_ms="
 #define FMT_HEAP_PID         "pid="
 #define FMT_HEAP_RUN         "run="
-#define FMT_HEAP_AGENT_BYTES "agent_bytes="  /* the agent's own mappings, last */
+#define FMT_HEAP_AGENT_BYTES "agent_bytes="  /* the agent's own mappings */
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
 
 /* ---- leak file (leakfile.h) ---- */
