@@ -107,6 +107,9 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* ---- OS helpers (os.c): raw syscalls, no errno games beyond libc's ---- */
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
+/* Bytes mapped by agent_mmap and not yet unmapped: the agent's own
+ * memory (virtual; pages are committed as they are touched). */
+extern _Atomic uint64_t agent_mapped_bytes;
 void agent_munmap(void *p, size_t len);
 /* A scratch arena: one mapping for the many buffers of one job (the leak
  * scan), carved in 64-byte-aligned pieces and released at once. Pieces

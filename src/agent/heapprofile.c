@@ -57,7 +57,7 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	out[n++] = '.';
 	n = (size_t)(agent_put_dec(out + n, (uint64_t)getpid()) - out);
 	out[n++] = '.';
-	if (!agent_streq(kind, "peak")) {
+	if (!agent_streq(kind, FMT_HEAP_PEAK) && !agent_streq(kind, FMT_HEAP_LIVE)) {
 		n = (size_t)(agent_put_dec_width(out + n, atomic_fetch_add(&dump_seq, 1), 4) - out);
 		out[n++] = '.';
 	}
@@ -65,8 +65,10 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	agent_strlcpy(out + n, FMT_HEAP_SUFFIX, cap - n);
 }
 
-/* "# heaptrail-dump ms=M unix_ms=U pid=P [run=ID]": when the dump was
- * taken, for `heaptrail growth`, and by which run (the `run` option).
+/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N [run=ID]": when
+ * the dump was taken, for `heaptrail growth`, the agent's own mapped
+ * memory (the live endpoint's /metrics), and by which run (the `run`
+ * option, last).
  * jeprof and pprof skip '#' lines. */
 static void put_when(struct agent_writer *w)
 {
@@ -78,6 +80,8 @@ static void put_when(struct agent_writer *w)
 	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
 	agent_put(w, " " FMT_HEAP_PID);
 	agent_put_u64(w, (uint64_t)getpid());
+	agent_put(w, " " FMT_HEAP_AGENT_BYTES);
+	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
 	if (agent_config.run_id[0]) {
 		agent_put(w, " " FMT_HEAP_RUN);
 		agent_put(w, agent_config.run_id);

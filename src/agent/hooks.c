@@ -31,6 +31,7 @@
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
+#include "format/vocab.h"
 #include "agent/hooks.h"
 #include "agent/modules.h"
 #include "agent/pool.h"
@@ -387,6 +388,8 @@ AGENT_NOINLINE void agent_run_pending(void)
 		agent_dump(NULL, "every");
 	if (pending & AGENT_PENDING_DUMP_SIGNAL)
 		agent_dump(NULL, "signal");
+	if (pending & AGENT_PENDING_DUMP_LIVE)
+		agent_dump(NULL, FMT_HEAP_LIVE);
 }
 
 /* ---------- the entry points ---------- */

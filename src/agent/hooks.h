@@ -28,6 +28,7 @@ void agent_defer_drain(void);
 #define AGENT_PENDING_CHECK_INCREASED 2  /* a leak check, "increased" */
 #define AGENT_PENDING_DUMP_EVERY 4
 #define AGENT_PENDING_DUMP_SIGNAL 8
+#define AGENT_PENDING_DUMP_LIVE 16     /* the live endpoint asked for a dump */
 #define AGENT_PENDING_WORK 0xff          /* the bits above */
 /* Above them, how many threads hold signal handlers' deferred calls
  * (hooks.c): those threads drain theirs when they run the pending work;

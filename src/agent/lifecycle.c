@@ -59,6 +59,7 @@
 #include "agent/config.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
+#include "format/vocab.h"
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
 #include "agent/lifecycle.h"
@@ -658,6 +659,15 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 		/* not `heaptrail leaks`: the program's own use of the signal */
 		errno = saved_errno;
 		agent_sig_program(sig, si, ucv);
+		errno = saved_errno;
+		return;
+	}
+	if (si->si_value.sival_int & FMT_SIGVAL_DUMP) {
+		/* the live endpoint: a heap dump, no scan, no thread stopped */
+		if (agent_tls.busy)
+			atomic_fetch_or(&agent_pending, AGENT_PENDING_DUMP_LIVE);
+		else
+			agent_dump(NULL, FMT_HEAP_LIVE);
 		errno = saved_errno;
 		return;
 	}

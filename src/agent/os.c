@@ -58,6 +58,8 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap)
 	return n;
 }
 
+_Atomic uint64_t agent_mapped_bytes;
+
 void *agent_mmap(size_t len)
 {
 	/* the system call itself: the agent's mmap (hooks.c) is the program's */
@@ -67,6 +69,7 @@ void *agent_mmap(size_t len)
 		return NULL;
 	void *p = (void *)r;
 	maps_add((uintptr_t)p, len);
+	agent_add_shared(&agent_mapped_bytes, len);
 	return p;
 }
 
@@ -75,6 +78,7 @@ void agent_munmap(void *p, size_t len)
 	if (p) {
 		maps_remove((uintptr_t)p);
 		syscall(SYS_munmap, p, len);
+		agent_add_shared(&agent_mapped_bytes, -(uint64_t)len);
 	}
 }
 

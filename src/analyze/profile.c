@@ -356,3 +356,70 @@ int prof_value_parse(const char *s)
 	}
 	return -1;
 }
+
+/* Key of a sample: its pcs, leaf first (a dump's stack, as recorded). */
+static uint64_t sample_key(const struct prof_profile *p, const struct prof_sample *s)
+{
+	uint64_t h = 1469598103934665603ull ^ s->nlocs;
+	for (uint32_t i = 0; i < s->nlocs; i++)
+		h = prof_hash_mix(h ^ p->locs[s->locs[i]].pc) + i;
+	return h;
+}
+
+static bool same_stack(const struct prof_profile *a, const struct prof_sample *x,
+		       const struct prof_profile *b, const struct prof_sample *y)
+{
+	if (x->nlocs != y->nlocs)
+		return false;
+	for (uint32_t i = 0; i < x->nlocs; i++)
+		if (a->locs[x->locs[i]].pc != b->locs[y->locs[i]].pc)
+			return false;
+	return true;
+}
+
+int prof_profile_delta(struct prof_profile *p, const struct prof_profile *base)
+{
+	size_t cap = 16;
+	while (cap < 2 * base->nsamples + 2)
+		cap *= 2;
+	uint32_t *slot = malloc(cap * sizeof *slot);   /* sample index + 1, 0 = empty */
+	if (!slot)
+		return -ENOMEM;
+	memset(slot, 0, cap * sizeof *slot);
+	for (size_t i = 0; i < base->nsamples; i++) {
+		const struct prof_sample *b = &base->samples[i];
+		if (!b->locs)
+			continue;
+		size_t j = sample_key(base, b) & (cap - 1);
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = (uint32_t)i + 1;
+	}
+	size_t kept = 0;
+	for (int k = 0; k < PROF_NVALUES; k++)
+		p->total[k] = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct prof_sample *s = &p->samples[i];
+		if (s->locs) {
+			for (size_t j = sample_key(p, s) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1)) {
+				const struct prof_sample *b = &base->samples[slot[j] - 1];
+				if (!same_stack(p, s, base, b))
+					continue;
+				for (int k = 0; k < PROF_NVALUES; k++)
+					s->v[k] -= b->v[k];
+				break;
+			}
+		}
+		bool zero = true;
+		for (int k = 0; k < PROF_NVALUES; k++)
+			zero &= s->v[k] == 0;
+		if (zero)
+			continue;
+		for (int k = 0; k < PROF_NVALUES; k++)
+			p->total[k] += s->v[k];
+		p->samples[kept++] = *s;
+	}
+	p->nsamples = kept;
+	free(slot);
+	return 0;
+}

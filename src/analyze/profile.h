@@ -83,6 +83,7 @@ struct prof_profile {
 	enum fmt_heap_layout layout;
 	uint64_t sample;        /* 1: exact */
 	int64_t ms, unix_ms;    /* when the dump was taken (-1 when unknown) */
+	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	int64_t total[PROF_NVALUES]; /* sums over samples */
@@ -104,6 +105,13 @@ struct prof_profile {
  * name (variances add, as for any difference of independent estimates); base is left as it was unless it is p itself (allowed: every
  * value then nets to zero). The merged samples have no locations. */
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base);
+
+/* p becomes p - base for two dumps of one process (its stacks are
+ * matched by their pcs, so p keeps its locations and renders as pprof):
+ * what changed between them, as Go's `?seconds=N` delta profiles. Stacks
+ * of base that p lacks are left out (a process's dumps only gain
+ * stacks); samples that net to zero are dropped. 0 or -ENOMEM. */
+int prof_profile_delta(struct prof_profile *p, const struct prof_profile *base);
 
 /* Drops samples with no frame matching focus (when not NULL), then those
  * with a frame matching ignore (POSIX extended regexes, on function

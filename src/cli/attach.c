@@ -877,7 +877,12 @@ static const char attach_usage[] =
 	"  --peak                 keep a heap dump of the peak\n"
 	"  --every DURATION       write a heap dump every DURATION (default 10s)\n"
 	"  --timeline MS          heap timeline period in ms (default 100; 0 off)\n"
-	"  --for DURATION         detach by itself after DURATION (final dump)\n";
+	"  --for DURATION         detach by itself after DURATION (final dump)\n"
+	"  --http ADDR            serve the live endpoint (pprof, /metrics) on ADDR\n"
+	"                         while attached (until --for ends, or until the\n"
+	"                         process exits or heaptrail is interrupted)\n"
+	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
+	CLI_LIVE_PUSH_HELP;
 
 static int do_attach(long pid, const char *opts, const char *outdir, double *stopped_ms)
 {
@@ -1029,8 +1034,14 @@ int cmd_attach(int argc, char **argv)
 	bool has_sample = false, has_every = false, has_timeline = false;
 	uint64_t for_ms = 0;
 	long pid = -1;
+	struct cli_live_opts lo = { 0 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int lr = cli_live_opt(argc, argv, &i, &lo);
+		if (lr < 0)
+			return 2;
+		if (lr > 0)
+			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(attach_usage, stdout);
 			return 0;
@@ -1109,24 +1120,59 @@ int cmd_attach(int argc, char **argv)
 	if (!stat(sp, &pst) && pst.st_uid != geteuid() && geteuid() == 0 &&
 	    chown(abs, pst.st_uid, pst.st_gid))
 		cli_error("cannot give '%s' to the target's user: %s", abs, strerror(errno));
+	/* bound first: a bad address must not leave the process attached */
+	struct cli_live *live = NULL;
+	if ((lo.addr || lo.push) && !(live = cli_live_bind(&lo)))
+		return 2;
 	double ms = 0;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (do_attach(pid, all, abs, &ms)) {
 		if (made)
 			rmdir(abs);  /* made for this attach, and still empty */
+		cli_live_stop(live);
 		return 1;
 	}
 	fprintf(stderr, "heaptrail: attached to process %ld in %.1f ms (one thread stopped "
 		"%.1f ms); files in %s\n", pid, ms_since(&t0), ms, abs);
-	if (!for_ms) {
+	if (live) {
+		struct cli_agent ag = { .pid = pid, .sig = fmt_leak_check_signal(all) };
+		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
+		size_t clen;
+		char *cmd = cli_read_proc(pid, "cmdline", &clen);
+		int sr = cli_live_start(live, &ag, cmd);
+		free(cmd);
+		if (sr) {
+			cli_live_stop(live);
+			live = NULL;
+		}
+	}
+	if (!for_ms && !live) {
 		fprintf(stderr, "heaptrail: `heaptrail detach %ld` stops; `heaptrail growth %s` "
 			"ranks what grows\n", pid, abs);
+		return 0;
+	}
+	if (!for_ms) {
+		/* serving until the process ends or we are told to stop (it stays
+		 * attached: `heaptrail detach PID`) */
+		sigset_t set, oldmask;
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGTERM);
+		sigprocmask(SIG_BLOCK, &set, &oldmask);
+		struct timespec tick = { 0, 200 * 1000 * 1000 };
+		while (kill((pid_t)pid, 0) == 0 && sigtimedwait(&set, NULL, &tick) < 0)
+			;
+		cli_live_stop(live);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		fprintf(stderr, "heaptrail: stopped serving; process %ld stays attached (`heaptrail "
+			"detach %ld`)\n", pid, pid);
 		return 0;
 	}
 	struct timespec d = { (time_t)(for_ms / 1000), (long)(for_ms % 1000) * 1000000 };
 	while (nanosleep(&d, &d) && errno == EINTR)
 		;
+	cli_live_stop(live);
 	if (detach_now(pid, false))
 		return 1;
 	fprintf(stderr, "heaptrail: next: heaptrail growth %s\n", abs);

@@ -133,6 +133,61 @@ int cli_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */
 int cli_other_run_file(const char *dir, char *name, size_t cap);
 
+/* leaks.c: talking to a running agent (preloaded or attached) through
+ * its leak check signal. */
+struct cli_agent {
+	long pid;
+	char dir[4096];         /* where it writes its files */
+	int sig;                /* its leak check signal */
+};
+/* Finds pid's agent, its directory and signal, and checks the signal is
+ * safe to send now. Prints the error and returns -1 when not. */
+int cli_agent_open(long pid, struct cli_agent *a);
+/* Asks for a leak check (increased: only what grew) and waits up to
+ * timeout_ms for its file, whose path goes to path. 0, or -1 with why. */
+int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
+			 char *path, size_t cap, char *why, size_t whycap);
+/* Sends a's leak check signal with value (sigqueue's) to the process,
+ * or with quiet to the thread it disturbs least: one running now, else
+ * one in a system call the handler's SA_RESTART restarts, else any (the
+ * kernel's choice; a sleeping thread then sees EINTR). 0 or -1, errno. */
+int cli_agent_signal(const struct cli_agent *a, int value, bool quiet);
+/* Why sending sig to pid would do harm or nothing now (it does not catch
+ * it, ignores it, every thread blocks it), or NULL. Static buffer. */
+const char *cli_signal_refused(long pid, int sig);
+/* /proc/PID/FILE whole, malloc'd, NUL-terminated; NULL on failure. */
+char *cli_read_proc(long pid, const char *file, size_t *len);
+/* NAME's value in a NUL-separated environment block, or NULL. */
+const char *cli_env_get(const char *env, size_t len, const char *name);
+
+/* live.c: the live HTTP endpoint (pprof, Prometheus), served by the CLI
+ * for a process running under the agent. */
+struct cli_live;
+/* Parses "--http ADDR" / "--http-public" style options for run and serve:
+ * 1 consumed, 0 not ours, -1 bad value (printed). */
+struct cli_live_opts {
+	const char *addr;       /* host:port or a unix socket path; NULL = off */
+	bool public_ok;         /* --http-allow-remote: may bind beyond loopback */
+	const char *push;       /* --push URL: Pyroscope's server; NULL = off */
+	const char *push_name;  /* --push-name: the application's name */
+	long push_every_ms;     /* --push-every (default 15 s) */
+};
+int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o);
+#define CLI_LIVE_PUSH_HELP \
+	"  --push URL             push the heap profile to Pyroscope (http://HOST:4040)\n" \
+	"  --push-every DURATION  how often (default 15s)\n" \
+	"  --push-name NAME       the application's name (default: the program's)\n"
+/* Binds the endpoint (before the program starts, so errors come first)
+ * and checks the push URL; prints the error and returns NULL on failure.
+ * Without --http, only pushes. NULL too when neither is asked for. */
+struct cli_live *cli_live_bind(const struct cli_live_opts *o);
+/* Serves l, and pushes, on threads of their own for agent a (copied);
+ * name: the program, for the push's default application name. 0 or -1. */
+int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name);
+/* Stops the thread, closes the socket, frees l. */
+void cli_live_stop(struct cli_live *l);
+int cmd_serve(int argc, char **argv);
+
 /* attach.c: the output directory of an attached agent; 0 or -1. */
 int cli_attached_dir(long pid, char *out, size_t cap);
 /* attach.c: "since attach at TIME UTC" for a dump of pid written by an

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ static const char usage[] =
 	CLI_REPORT_OPTS_HELP;
 
 /* Reads /proc/PID/FILE whole (NUL-separated for environ). */
-static char *read_proc(long pid, const char *file, size_t *len)
+char *cli_read_proc(long pid, const char *file, size_t *len)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/%s", pid, file);
@@ -59,7 +60,7 @@ static char *read_proc(long pid, const char *file, size_t *len)
 	return buf;
 }
 
-static const char *env_get(const char *env, size_t len, const char *name)
+const char *cli_env_get(const char *env, size_t len, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
@@ -83,12 +84,12 @@ static uint64_t status_mask(const char *status, const char *name)
  * system call) or the agent could not install its handler, and would
  * kill it; one it ignores, or that every one of its threads blocks,
  * would never be acted on. NULL when it is safe. */
-static const char *signal_refused(long pid, int sig)
+const char *cli_signal_refused(long pid, int sig)
 {
 	static char why[160];
 	uint64_t bit = 1ull << (sig - 1);
 	size_t len;
-	char *st = read_proc(pid, "status", &len);
+	char *st = cli_read_proc(pid, "status", &len);
 	if (!st) {
 		snprintf(why, sizeof why, "cannot read its /proc status: %s", strerror(errno));
 		return why;
@@ -114,7 +115,7 @@ static const char *signal_refused(long pid, int sig)
 			continue;
 		char file[96];
 		snprintf(file, sizeof file, "task/%s/status", e->d_name);
-		char *ts = read_proc(pid, file, &len);
+		char *ts = cli_read_proc(pid, file, &len);
 		if (ts && !(status_mask(ts, "\nSigBlk:") & bit))
 			all_block = false;
 		free(ts);
@@ -153,13 +154,186 @@ static unsigned last_check(const char *dir, long pid)
 	return best;
 }
 
+/* System calls that a handler installed with SA_RESTART (the agent's)
+ * does not cut short: a thread waiting in one of them loses nothing to
+ * our signal. nanosleep, poll, select and epoll_wait are never restarted
+ * (they fail with EINTR), nor is anything with a timeout. x86-64 numbers. */
+static bool restarted_syscall(long nr)
+{
+	static const long ok[] = {
+		0 /* read */, 1 /* write */, 17 /* pread64 */, 18 /* pwrite64 */,
+		19 /* readv */, 20 /* writev */, 43 /* accept */, 44 /* sendto */,
+		45 /* recvfrom */, 46 /* sendmsg */, 47 /* recvmsg */, 61 /* wait4 */,
+		73 /* flock */, 202 /* futex */, 247 /* waitid */, 288 /* accept4 */,
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (ok[i] == nr)
+			return true;
+	return false;
+}
+
+/* The thread of pid that our signal disturbs least, or 0 for any (let
+ * the kernel choose): one running now (it notices nothing but the time
+ * the work takes), else one waiting in a system call that is restarted
+ * after the handler, else 0 (a sleeping thread will see EINTR, as it
+ * would with `kill`). Threads that block sig are never chosen. */
+static pid_t quiet_thread(long pid, int sig)
+{
+	char dirpath[64];
+	snprintf(dirpath, sizeof dirpath, "/proc/%ld/task", pid);
+	DIR *d = opendir(dirpath);
+	pid_t running = 0, restarting = 0;
+	uint64_t bit = 1ull << (sig - 1);
+	for (struct dirent *e; d && !running && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char file[96];
+		size_t len;
+		snprintf(file, sizeof file, "task/%s/status", e->d_name);
+		char *st = cli_read_proc(pid, file, &len);
+		bool blocks = !st || (status_mask(st, "\nSigBlk:") & bit);
+		const char *state = st ? strstr(st, "\nState:\t") : NULL;
+		bool is_running = state && state[8] == 'R';
+		free(st);
+		if (blocks)
+			continue;
+		pid_t tid = (pid_t)atol(e->d_name);
+		if (is_running) {
+			running = tid;
+			break;
+		}
+		if (restarting)
+			continue;
+		/* readable by the tracer's peers only (Yama): else no preference */
+		snprintf(file, sizeof file, "task/%s/syscall", e->d_name);
+		char *sc = cli_read_proc(pid, file, &len);
+		if (sc && sc[0] >= '0' && sc[0] <= '9' && restarted_syscall(atol(sc)))
+			restarting = tid;
+		free(sc);
+	}
+	if (d)
+		closedir(d);
+	return running ? running : restarting;
+}
+
+int cli_agent_signal(const struct cli_agent *a, int value, bool quiet)
+{
+	pid_t tid = quiet ? quiet_thread(a->pid, a->sig) : 0;
+	if (tid > 0) {
+		/* rt_tgsigqueueinfo: sigqueue to one thread (SI_QUEUE, which the
+		 * kernel lets another process send; the agent checks it) */
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = a->sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		si.si_uid = getuid();
+		si.si_value.sival_int = value;
+		if (syscall(SYS_rt_tgsigqueueinfo, (pid_t)a->pid, tid, a->sig, &si) == 0)
+			return 0;
+		/* the thread just ended: to the process, then */
+	}
+	union sigval val = { .sival_int = value };
+	return sigqueue((pid_t)a->pid, a->sig, val);
+}
+
+int cli_agent_open(long pid, struct cli_agent *a)
+{
+	int ret = -1;
+	char *env = NULL, *maps = NULL;
+	memset(a, 0, sizeof *a);
+	a->pid = pid;
+	size_t envlen, mapslen;
+	maps = cli_read_proc(pid, "maps", &mapslen);
+	if (!maps) {
+		cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
+		goto out;
+	}
+	/* Never signal a process without the agent: the signal would kill it. */
+	if (!strstr(maps, "/libheaptrail.so")) {
+		cli_error("process %ld does not run under heaptrail (no libheaptrail.so in its "
+			  "memory map)", pid);
+		goto out;
+	}
+	env = cli_read_proc(pid, "environ", &envlen);
+	const char *dir = env ? cli_env_get(env, envlen, "HEAPTRAIL_OUTPUT") : NULL;
+	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
+	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
+		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
+	if (!dir) {
+		/* without an output directory the agent writes into its cwd */
+		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
+		ssize_t n = readlink(cwd_link, cwd, sizeof cwd - 1);
+		if (n <= 0) {
+			cli_error("cannot find where process %ld writes its files", pid);
+			goto out;
+		}
+		cwd[n] = 0;
+		dir = cwd;
+	}
+	/* the agent's own parse of its options: name or number, key=value or
+	 * key:value, the last well-formed one when given twice */
+	const char *opts = env ? cli_env_get(env, envlen, "HEAPTRAIL_OPTIONS") : NULL;
+	int sig = fmt_leak_check_signal(opts);
+	if (sig <= 0) {
+		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
+		goto out;
+	}
+	const char *why = cli_signal_refused(pid, sig);
+	if (why) {
+		cli_error("not signalling process %ld: %s", pid, why);
+		goto out;
+	}
+	snprintf(a->dir, sizeof a->dir, "%s", dir);
+	a->sig = sig;
+	ret = 0;
+out:
+	free(env);
+	free(maps);
+	return ret;
+}
+
+int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
+			 char *path, size_t cap, char *why, size_t whycap)
+{
+	long pid = a->pid;
+	const char *dir = a->dir;
+	int sig = a->sig;
+	unsigned before = last_check(dir, pid);
+	/* to the process, as ever: a leak check on a thread caught running
+	 * (tests/hostile's storm, in the middle of its fork and dlopen storm)
+	 * has been seen to crash the program; the kernel's choice has not */
+	if (cli_agent_signal(a, FMT_SIGVAL_MAGIC | increased, false)) {
+		snprintf(why, whycap, "cannot signal process %ld: %s", pid, strerror(errno));
+		return -1;
+	}
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		unsigned n = last_check(dir, pid);
+		if (n > before) {
+			snprintf(path, cap, "%s/" FMT_FILE_PREFIX ".%ld." FMT_LEAKS_CHECK "%u" FMT_LEAKS_SUFFIX,
+				 dir, pid, n);
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms) {
+			snprintf(why, whycap, "process %ld wrote no leak check within %ld ms (is it "
+				 "stopped, or blocking signal %d?)", pid, timeout_ms, sig);
+			return -1;
+		}
+		usleep(20 * 1000);
+	}
+	return 0;
+}
+
 int cmd_leaks(int argc, char **argv)
 {
 	struct cli_report_opts o;
 	long pid = -1, timeout = 60;
 	int increased = 0, ret = 1;
 	const char *v;
-	char *env = NULL, *maps = NULL;
+	struct cli_agent ag;
 	cli_report_opts_init(&o);
 	for (int i = 1; i < argc; i++) {
 		int r = cli_report_opt(argc, argv, &i, &o);
@@ -195,70 +369,13 @@ int cmd_leaks(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	size_t envlen, mapslen;
-	maps = read_proc(pid, "maps", &mapslen);
-	if (!maps) {
-		cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
+	if (cli_agent_open(pid, &ag))
 		goto out;
-	}
-	/* Never signal a process without the agent: the signal would kill it. */
-	if (!strstr(maps, "/libheaptrail.so")) {
-		cli_error("process %ld does not run under heaptrail (no libheaptrail.so in its "
-			  "memory map)", pid);
+	char path[PATH_MAX + 64], why[PATH_MAX + 128];
+	if (cli_agent_leak_check(&ag, increased, timeout * 1000, path, sizeof path, why,
+				 sizeof why)) {
+		cli_error("%s", why);
 		goto out;
-	}
-	env = read_proc(pid, "environ", &envlen);
-	const char *dir = env ? env_get(env, envlen, "HEAPTRAIL_OUTPUT") : NULL;
-	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
-	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
-		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
-	if (!dir) {
-		/* without an output directory the agent writes into its cwd */
-		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
-		ssize_t n = readlink(cwd_link, cwd, sizeof cwd - 1);
-		if (n <= 0) {
-			cli_error("cannot find where process %ld writes its files", pid);
-			goto out;
-		}
-		cwd[n] = 0;
-		dir = cwd;
-	}
-	/* the agent's own parse of its options: name or number, key=value or
-	 * key:value, the last well-formed one when given twice */
-	const char *opts = env ? env_get(env, envlen, "HEAPTRAIL_OPTIONS") : NULL;
-	int sig = fmt_leak_check_signal(opts);
-	if (sig <= 0) {
-		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
-		goto out;
-	}
-	const char *why = signal_refused(pid, sig);
-	if (why) {
-		cli_error("not signalling process %ld: %s", pid, why);
-		goto out;
-	}
-	unsigned before = last_check(dir, pid);
-	union sigval val = { .sival_int = FMT_SIGVAL_MAGIC | increased };
-	if (sigqueue((pid_t)pid, sig, val)) {
-		cli_error("cannot signal process %ld: %s", pid, strerror(errno));
-		goto out;
-	}
-	char path[PATH_MAX + 64];
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		unsigned n = last_check(dir, pid);
-		if (n > before) {
-			snprintf(path, sizeof path, "%s/" FMT_FILE_PREFIX ".%ld." FMT_LEAKS_CHECK "%u" FMT_LEAKS_SUFFIX,
-				 dir, pid, n);
-			break;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec >= timeout) {
-			cli_error("process %ld wrote no leak check within %ld s (is it stopped, or "
-				  "blocking signal %d?)", pid, timeout, sig);
-			goto out;
-		}
-		usleep(20 * 1000);
 	}
 	struct prof_run run;
 	const char *err, *err_file;
@@ -272,8 +389,6 @@ int cmd_leaks(int argc, char **argv)
 	fprintf(stderr, "heaptrail: leak check written to %s\n", path);
 	ret = 0;
 out:
-	free(env);
-	free(maps);
 	cli_report_opts_release(&o);
 	return ret;
 }

@@ -21,6 +21,7 @@ static const struct {
 	{ "attach", cmd_attach, "start recording in a running process (ptrace), without a restart" },
 	{ "detach", cmd_detach, "stop recording in an attached process; it runs on untouched" },
 	{ "dump", cmd_dump, "write a heap dump of a process under heaptrail, now" },
+	{ "serve", cmd_serve, "serve pprof and Prometheus endpoints over HTTP for a process, live" },
 	{ "leaks", cmd_leaks, "run a leak check in a process started under heaptrail, now" },
 	{ "growth", cmd_growth, "rank the sites whose live bytes grow across a run's dumps" },
 	{ "top", cmd_top, "the functions holding the most memory in a heap dump" },

@@ -56,6 +56,10 @@ static const char usage[] =
 	"                         as the pool \"[mmap]\" (not in leak reports)\n"
 	"  --timeline MS          heap timeline period in ms (default 100 when\n"
 	"                         profiling; 0 off)\n"
+	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
+	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
+	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
+	CLI_LIVE_PUSH_HELP
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
@@ -67,6 +71,7 @@ struct run_opts {
 	char profile[512];      /* agent options for the profiling flags */
 	int quiet;
 	char **prog;            /* PROG ARGS..., NULL-terminated */
+	struct cli_live_opts live;
 };
 
 static void add_option(struct run_opts *o, const char *key, const char *value)
@@ -125,6 +130,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		/* run's --json takes a file; the report options' --json is a flag */
 		int r = strncmp(a, "--json", 6) ? cli_report_opt(argc, argv, &i, &o->report) : 0;
 		if (r < 0)
+			return -1;
+		if (r > 0)
+			continue;
+		if ((r = cli_live_opt(argc, argv, &i, &o->live)) < 0)
 			return -1;
 		if (r > 0)
 			continue;
@@ -578,6 +587,9 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
+	struct cli_live *live = NULL;
+	if ((o.live.addr || o.live.push) && !(live = cli_live_bind(&o.live)))
+		return 2;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cli_error("cannot create a pipe: %s", strerror(errno));
 		return 2;
@@ -631,7 +643,22 @@ int cmd_run(int argc, char **argv)
 		got = read(pipefd[0], &e, sizeof e);
 	while (got < 0 && errno == EINTR);
 	close(pipefd[0]);
+	if (live && got == 0) {
+		/* exec'd: the endpoint asks the agent through its leak check
+		 * signal, as `heaptrail leaks` does */
+		struct cli_agent ag = { .pid = child,
+					.sig = fmt_leak_check_signal(getenv("HEAPTRAIL_OPTIONS")) };
+		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
+		if (ag.sig <= 0 || cli_live_start(live, &ag, o.prog[0])) {
+			if (ag.sig <= 0)
+				cli_error("--http: leak_check_signal=0 leaves the endpoint no way to "
+					  "ask the agent for a dump: not serving");
+			cli_live_stop(live);
+			live = NULL;
+		}
+	}
 	int status = wait_all(child);
+	cli_live_stop(live);
 	if (got == (ssize_t)sizeof e) {
 		if (e & (1 << 16) && !o.outdir && (e & 0xffff) == EEXIST)
 			cli_error("output directory '%s' already exists and this run did not make "

@@ -263,6 +263,8 @@ static void parse_comment(struct fmt_heap_dump *d, const char *s)
 			d->unix_ms = strtoll(p + 1 + FMT_LEN(FMT_HEAP_UNIX_MS), NULL, 10);
 		if ((p = strstr(s, " " FMT_HEAP_PID)))
 			d->pid = strtol(p + 1 + FMT_LEN(FMT_HEAP_PID), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_AGENT_BYTES)))
+			d->agent_bytes = strtoll(p + 1 + FMT_LEN(FMT_HEAP_AGENT_BYTES), NULL, 10);
 		if ((p = strstr(s, " " FMT_HEAP_RUN))) {
 			p += 1 + FMT_LEN(FMT_HEAP_RUN);
 			size_t n = strcspn(p, " \n");
@@ -306,7 +308,7 @@ enum state { HEADER, SAMPLES, JE_STACK_COUNTS, MAPS };
 int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 {
 	memset(d, 0, sizeof *d);
-	d->ms = d->unix_ms = -1;
+	d->ms = d->unix_ms = d->agent_bytes = -1;
 	d->pid = -1;
 	char *line = NULL;
 	size_t cap = 0;

@@ -50,9 +50,13 @@ int fmt_leak_check_signal(const char *opts);
 
 /* `heaptrail leaks` sends the leak check signal with sigqueue and this
  * value (| 1 for "only what increased"): a signal without it (a plain
- * kill or raise, the program's own sigqueue) is the program's. */
+ * kill or raise, the program's own sigqueue) is the program's. With
+ * FMT_SIGVAL_DUMP instead (the live endpoint, `heaptrail serve`), the
+ * agent writes a heap dump, PREFIX.PID.live.heap (FMT_HEAP_LIVE),
+ * rewritten in place, rather than a leak check. */
 #define FMT_SIGVAL_MAGIC 0x48540000
-#define FMT_SIGVAL_IS_OURS(v) (((unsigned)(v) & ~1u) == FMT_SIGVAL_MAGIC)
+#define FMT_SIGVAL_DUMP 2
+#define FMT_SIGVAL_IS_OURS(v) (((unsigned)(v) & ~3u) == FMT_SIGVAL_MAGIC)
 
 /* Value parsers shared by the agent (config.c) and the CLI (which checks
  * `heaptrail run`'s flags before starting anything). Each takes n bytes

@@ -25,6 +25,7 @@
  *                               trigger: interval, every, signal, api,
  *                               final ...)
  *   PREFIX.PID.peak.heap        the dump of the peak (rewritten in place)
+ *   PREFIX.PID.live.heap        a dump the live endpoint asked for (same)
  *   heaptrail.PID.leaks         the leak file written at exit
  *   heaptrail.PID.check-N.leaks the leak file of the Nth leak check
  *   heaptrail.PID.timeline      the timeline
@@ -34,6 +35,7 @@
 #define FMT_TMP_PREFIX       ".heaptrail-tmp-"
 #define FMT_HEAP_SUFFIX      ".heap"
 #define FMT_HEAP_PEAK        "peak"
+#define FMT_HEAP_LIVE        "live"  /* asked for by the live endpoint: no SEQ */
 #define FMT_LEAKS_SUFFIX     ".leaks"
 #define FMT_LEAKS_CHECK      "check-"
 #define FMT_TIMELINE_SUFFIX  ".timeline"
@@ -45,11 +47,12 @@
 #define FMT_HEAP_MAPS        "MAPPED_LIBRARIES:" /* the maps section follows */
 #define FMT_HEAP_MAPS_OLD    "--- Memory map:"   /* old gperftools' spelling */
 /* heaptrail's comment lines (jeprof and pprof skip them) */
-#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P [run=ID] */
+#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P agent_bytes=N [run=ID] */
 #define FMT_HEAP_MS          "ms="
 #define FMT_HEAP_UNIX_MS     "unix_ms="
 #define FMT_HEAP_PID         "pid="
 #define FMT_HEAP_RUN         "run="
+#define FMT_HEAP_AGENT_BYTES "agent_bytes="  /* the agent's own mappings */
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
 #define FMT_HEAP_POOL        "# heaptrail-pool"  /* INDEX NAME, in the maps section: sample
 						    line INDEX (from 0) is a memory pool's */

@@ -70,6 +70,19 @@ static const char exact_dump[] =
 	"00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/test/prog\n"
 	"007f0000-007f1000 r-xp 00000000 00:00 0 /nonexistent/test/libheaptrail.so\n";
 
+/* exact_dump a moment later: the first stack grew by 2 blocks of 100
+ * bytes, the second did not change, the third allocated (and freed) one
+ * more block of 100 bytes */
+static const char later_dump[] =
+	"heap profile: 7: 664 [20: 1478] @ heap_v2/1\n"
+	"6: 600 [12: 1200] @ 0x7f0010 0x400100 0x400200\n"
+	"1: 64 [2: 128] @ 0x400300 0x400200\n"
+	"0: 0 [6: 150] @ 0x400100 0x400400\n"
+	"\n"
+	"MAPPED_LIBRARIES:\n"
+	"00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/test/prog\n"
+	"007f0000-007f1000 r-xp 00000000 00:00 0 /nonexistent/test/libheaptrail.so\n";
+
 static const char sampled_dump[] =
 	"heap profile: 2: 64 [4: 4096] @ heap_v2/1024\n"
 	"2: 64 [4: 4096] @ 0x400100 0x400200\n"
@@ -183,6 +196,36 @@ static void test_exact(const char *path)
 			   "subtract: the base's frames matched by name");
 	}
 	prof_profile_release(&p);
+}
+
+/* prof_profile_delta (the live endpoint's ?seconds=N): what changed,
+ * by stack, with the locations kept; the unchanged stack is dropped. */
+static void test_delta(const char *old_path, const char *new_path)
+{
+	struct prof_load_opts o = { .no_symbolize = true };
+	struct prof_profile a, b;
+	const char *err = NULL;
+	if (prof_profile_load(&a, old_path, &o, &err) || prof_profile_load(&b, new_path, &o, &err)) {
+		printf("not ok - load the delta's dumps: %s\n", err);
+		failures++;
+		return;
+	}
+	if (prof_profile_delta(&b, &a)) {
+		printf("not ok - delta\n");
+		failures++;
+	} else {
+		expect_i64((int64_t)b.nsamples, 2, "delta: samples (the unchanged one dropped)");
+		expect_i64(b.total[PROF_INUSE_OBJECTS], 2, "delta: in-use objects");
+		expect_i64(b.total[PROF_INUSE_SPACE], 200, "delta: in-use space");
+		expect_i64(b.total[PROF_ALLOC_OBJECTS], 3, "delta: allocated objects");
+		expect_i64(b.total[PROF_ALLOC_SPACE], 300, "delta: allocated space");
+		expect_str(leaf_name(&b, 0), "prog+0x100", "delta: the grown stack's leaf");
+		expect_i64(b.samples[0].v[PROF_INUSE_SPACE], 200, "delta: the grown stack");
+		expect_i64(b.samples[1].v[PROF_ALLOC_SPACE], 100, "delta: the churning stack");
+		expect_i64(b.samples[0].locs != NULL, 1, "delta: locations kept (renders as pprof)");
+	}
+	prof_profile_release(&a);
+	prof_profile_release(&b);
 }
 
 static void test_sampled(const char *path)
@@ -328,6 +371,12 @@ int main(void)
 		return 2;
 	}
 	const char *exact = write_dump(dir, "exact.heap", exact_dump);
+	char exact_path[4096];
+	snprintf(exact_path, sizeof exact_path, "%s", exact);
+	const char *later = write_dump(dir, "later.heap", later_dump);
+	test_delta(exact_path, later);
+	unlink(later);
+	exact = write_dump(dir, "exact.heap", exact_dump);
 	const char *sampled = write_dump(dir, "sampled.heap", sampled_dump);
 	test_exact(exact);
 	test_sampled(sampled);
