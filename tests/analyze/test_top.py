@@ -22,7 +22,8 @@
                      dumps in the directory: one-line errors
     dump:metadata    the agent's '#' lines: every dump says when it was
                      taken (times increase with the sequence number, pid
-                     as in the name), and names the program's build-id as
+                     as in the name), how much memory the agent maps
+                     (agent_bytes), and names the program's build-id as
                      readelf reads it from the file
 """
 import os
@@ -278,7 +279,7 @@ def test_dump_metadata(suite):
         name = os.path.basename(dump)
         text = open(dump).read()
         m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
-                      r"(?: run=([0-9a-f]{16}))?$", text, re.M)
+                      r"(?: agent_bytes=(\d+))?(?: run=([0-9a-f]{16}))?$", text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
             continue
@@ -287,7 +288,11 @@ def test_dump_metadata(suite):
         last = int(m.group(1))
         if m.group(3) != name.split(".")[1]:
             problems.append("%s: pid=%s" % (name, m.group(3)))
-        if not m.group(4):
+        # the agent's own mapped memory: its tables at least (a few MiB),
+        # never more than the machine could map
+        if not m.group(4) or not 4096 <= int(m.group(4)) < 1 << 40:
+            problems.append("%s: agent_bytes=%s" % (name, m.group(4)))
+        if not m.group(5):
             problems.append("%s: no run=ID (heaptrail run names its run)" % name)
         ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
         if ids.get(prog) != want_id:
