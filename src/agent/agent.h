@@ -78,6 +78,8 @@ struct agent_tls {
 	int deferred;            /* the buffer holds records (counted in agent_pending) */
 	bool pushing;            /* a record is being written (nested signals) */
 	bool tables_locked;      /* this thread holds every table lock */
+	bool in_loader;          /* inside dlclose: the loader's list may be
+				  * half changed (hooks.c, dlclose) */
 	struct agent_defer *defer;
 };
 extern __thread struct agent_tls agent_tls;

@@ -375,6 +375,8 @@ AGENT_NOINLINE void agent_run_pending(void)
 {
 	if (agent_tls.deferred)
 		agent_defer_drain();
+	if (agent_tls.in_loader)
+		return;  /* inside dlclose: the work waits for another exit */
 	int pending = atomic_fetch_and(&agent_pending, ~AGENT_PENDING_WORK) & AGENT_PENDING_WORK;
 	if (pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED)) {
 		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
@@ -906,7 +908,15 @@ AGENT_API int dlclose(void *h)
 		agent_modules_snapshot();
 		agent_tls.busy = 0;
 	}
+	/* dlclose unmaps the object before it takes it off the loader's
+	 * list, and the loader's lock is recursive: a leak check or a dump
+	 * on this thread meanwhile (a signal, or pending work run at the exit
+	 * of a free inside dlclose) would walk the list into unmapped memory.
+	 * Such work waits for a thread outside (agent_run_pending). */
+	bool was = agent_tls.in_loader;
+	agent_tls.in_loader = true;
 	int r = agent_real.dlclose(h);
+	agent_tls.in_loader = was;
 	agent_unwind_cfi_flush();  /* its code may be gone: forget its frames */
 	return r;
 }

@@ -49,6 +49,7 @@
 #include <ucontext.h>
 #include <stdlib.h>
 #include <linux/futex.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
@@ -81,6 +82,7 @@ static void (*libc_freeres)(void);
 static void install_check_handler(void);
 static void install_fatal_handlers(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
+static int find_ldso(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
 static atomic_int reported;
 static _Atomic pid_t scan_owner;  /* the thread scanning; see scan_enter */
@@ -239,6 +241,8 @@ static void start(bool preloaded)
 	/* libc's exit, not the agent's hook of the same name */
 	dl_iterate_phdr(find_libc, real_exit ? (void *)(uintptr_t)real_exit
 					     : (void *)(uintptr_t)&on_exit);
+	if (getauxval(AT_BASE))
+		dl_iterate_phdr(find_ldso, (void *)(uintptr_t)getauxval(AT_BASE));
 	agent_signals_on_fatal(agent_report_fatal);
 	agent_pending_on_check(agent_leak_check);
 	agent_leakscan_init(agent_config.stop_signal);
@@ -256,6 +260,23 @@ static void start(bool preloaded)
 /* libc's text, whose exit machinery sits between the program's last live
  * frame and the report. */
 static uintptr_t libc_lo, libc_hi;
+/* The loader's text (its base is AT_BASE): see check_handler. */
+static uintptr_t ldso_lo, ldso_hi;
+
+static int find_ldso(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (info->dlpi_addr != (uintptr_t)arg)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			ldso_lo = info->dlpi_addr + ph->p_vaddr;
+			ldso_hi = ldso_lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
 
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -662,9 +683,14 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 		errno = saved_errno;
 		return;
 	}
+	/* in the loader (dlclose, or the loader's own code: a dlopen), whose
+	 * list the check and the dump walk: on another thread's way out */
+	ucontext_t *ucl = ucv;
+	uintptr_t ipc = ucl ? (uintptr_t)ucl->uc_mcontext.gregs[REG_RIP] : 0;
+	bool in_loader = agent_tls.in_loader || (ipc >= ldso_lo && ipc < ldso_hi);
 	if (si->si_value.sival_int & FMT_SIGVAL_DUMP) {
 		/* the live endpoint: a heap dump, no scan, no thread stopped */
-		if (agent_tls.busy)
+		if (agent_tls.busy || in_loader)
 			atomic_fetch_or(&agent_pending, AGENT_PENDING_DUMP_LIVE);
 		else
 			agent_dump(NULL, FMT_HEAP_LIVE);
@@ -673,8 +699,9 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 	}
 	int flags = si->si_value.sival_int & 1;
 	int bit = flags ? AGENT_PENDING_CHECK_INCREASED : AGENT_PENDING_CHECK;
-	if (agent_tls.busy) {
-		/* inside the agent, perhaps holding a table lock: on the way out */
+	if (agent_tls.busy || in_loader) {
+		/* inside the agent, perhaps holding a table lock, or in the
+		 * loader: on the way out */
 		atomic_fetch_or(&agent_pending, bit);
 	} else {
 		/* The interrupted code's registers are roots, and so is its

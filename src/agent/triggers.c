@@ -144,7 +144,7 @@ static void dump_signal_handler(int sig, siginfo_t *si, void *uc)
 		errno = saved;
 		return;
 	}
-	if (agent_tls.busy)
+	if (agent_tls.busy || agent_tls.in_loader)
 		atomic_fetch_or(&agent_pending, AGENT_PENDING_DUMP_SIGNAL);
 	else
 		agent_dump(NULL, "signal");
