@@ -367,6 +367,15 @@ static void (*resolve_exit(void))(int)
 	return real_exit;
 }
 
+/* A report that could not be written: exit() again, with error_exitcode
+ * (unless this exit already has it). */
+static void exit_if_report_lost(int status)
+{
+	if (report_err && agent_config.error_exitcode && status != agent_config.error_exitcode &&
+	    resolve_exit())
+		real_exit(agent_config.error_exitcode);
+}
+
 /* Runs inside exit(), after every destructor. A report that could not be
  * written makes the process exit with error_exitcode when it is set:
  * exit() called again from an exit handler runs what handlers remain,
@@ -376,8 +385,7 @@ static void exit_handler(int status, void *arg)
 {
 	agent_exit_claim();
 	late_report(status, arg);
-	if (report_err && agent_config.error_exitcode && resolve_exit())
-		real_exit(agent_config.error_exitcode);
+	exit_if_report_lost(status);
 }
 
 /* The last two exit handlers (registered by the constructor, below
@@ -401,9 +409,7 @@ static void exit_park(int status, void *arg)
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
-	if (report_err && agent_config.error_exitcode && status != agent_config.error_exitcode &&
-	    resolve_exit())
-		real_exit(agent_config.error_exitcode);
+	exit_if_report_lost(status);
 }
 
 __attribute__((destructor)) static void agent_destructor(void)

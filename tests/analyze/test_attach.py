@@ -453,21 +453,39 @@ def build_prog(suite, name):
     return work, prog
 
 
-def test_busy(suite):
-    work, prog = build_prog(suite, "attach_busy")
-    out = os.path.join(work, "busy")
+def attach_dump_detach(suite, problems, t, out):
+    """attach --sample 4k -o OUT, dump, detach on the running target t;
+    the detach's stderr, or None when the attach failed."""
     run_tests.fresh_dir(out)
     os.rmdir(out)
+    time.sleep(0.3)
+    rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
+    if not expect_ok(problems, "attach", rc, err):
+        return None
+    rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
+    expect_ok(problems, "dump", rc, err)
+    rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+    expect_ok(problems, "detach", rc, err)
+    return err
+
+
+def check_bare_end(problems, t, want):
+    """The target, left to end by itself: status 0, output want, no stderr."""
+    rest, err = t.p.communicate(timeout=30)
+    t.out += rest.decode().splitlines()
+    if t.p.returncode != 0 or t.out != want or err:
+        problems.append("%s: exit %d, output %s (want %s), stderr %r"
+                        % (os.path.basename(t.p.args[0]), t.p.returncode, t.out, want,
+                           err[:200]))
+
+
+def test_busy(suite):
+    work, prog = build_prog(suite, "attach_busy")
     problems = []
+    out = os.path.join(work, "busy")
     t = Target(prog, work, argv=[prog, "8"])
     try:
-        time.sleep(0.3)
-        rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
-        if expect_ok(problems, "attach", rc, err):
-            rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
-            expect_ok(problems, "dump", rc, err)
-            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
-            expect_ok(problems, "detach", rc, err)
+        if attach_dump_detach(suite, problems, t, out) is not None:
             dumps = sorted(f for f in os.listdir(out) if f.endswith(".api.heap"))
             if dumps:
                 # allocated since the attach: the in-use set (two workers'
@@ -478,11 +496,7 @@ def test_busy(suite):
                     problems.append("the dump does not show busy_site:\n%s" % top.decode())
             else:
                 problems.append("no dump: %s" % os.listdir(out))
-        rest, err = t.p.communicate(timeout=30)
-        t.out += rest.decode().splitlines()
-        if t.p.returncode != 0 or t.out != ["ready", "done"] or err:
-            problems.append("busy program: exit %d, output %s, stderr %r"
-                            % (t.p.returncode, t.out, err[:200]))
+        check_bare_end(problems, t, ["ready", "done"])
     finally:
         t.kill()
     return problems, []
@@ -494,26 +508,19 @@ def test_cpu(suite):
     want = bare.decode().splitlines()
     if rc or len(want) != 2 or not want[1].startswith("done "):
         raise run_tests.Failure("bare run: exit %d, output %r, stderr %r" % (rc, bare, err))
-    out = os.path.join(work, "cpu")
-    run_tests.fresh_dir(out)
-    os.rmdir(out)
     problems = []
+    out = os.path.join(work, "cpu")
     t = Target(prog, work, argv=[prog, "8"])
     try:
-        time.sleep(0.3)
-        rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
-        if expect_ok(problems, "attach", rc, err):
-            rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
-            expect_ok(problems, "dump", rc, err)
-            t0 = time.monotonic()
-            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
-            took = time.monotonic() - t0
-            expect_ok(problems, "detach", rc, err)
+        t0 = time.monotonic()
+        err = attach_dump_detach(suite, problems, t, out)
+        took = time.monotonic() - t0
+        if err is not None:
             # a detach run on the agent's own thread waited ~2.7 s for
             # that thread to end
             m = re.search(rb"thread stopped ([0-9.]+) ms", err)
             if not m or float(m.group(1)) > 1500:
-                problems.append("detach held the thread %s (took %.1f s): %s"
+                problems.append("detach held the thread %s (attach to detach: %.1f s): %s"
                                 % (m.group(1).decode() + " ms" if m else "?", took,
                                    run_tests.short(err, 200)))
             final = sorted(f for f in os.listdir(out) if f.endswith(".final.heap"))
@@ -524,11 +531,7 @@ def test_cpu(suite):
                     problems.append("the final dump does not show cpu_site:\n%s" % top.decode())
             else:
                 problems.append("no final dump: %s" % os.listdir(out))
-        rest, err = t.p.communicate(timeout=30)
-        t.out += rest.decode().splitlines()
-        if t.p.returncode != 0 or t.out != want or err:
-            problems.append("cpu program: exit %d, output %s (bare: %s), stderr %r"
-                            % (t.p.returncode, t.out, want, err[:200]))
+        check_bare_end(problems, t, want)
     finally:
         t.kill()
     return problems, []

@@ -206,6 +206,14 @@ class Live:
         self.errf.close()
         return out, self.p.returncode
 
+    def close_checked(self, problems, grew=None):
+        """close(), and the program's own output as it would be bare:
+        "grew N" (N == grew when given) and status 0."""
+        out, rc = self.close()
+        want = b"grew %d\n" % grew if grew is not None else None
+        if rc != 0 or (out != want if want else not out.startswith(b"grew ")):
+            problems.append("the program's output %r, status %d" % (out, rc))
+
 
 def pprof_url_top(suite, live, path, value, work):
     tool = test_pprof.pprof_tool(suite)
@@ -244,9 +252,7 @@ def test_pprof_top(suite):
                     value == "inuse_space":
                 problems.append("pprof does not show flat_site's 100000 bytes")
     finally:
-        out, rc = live.close()
-    if rc != 0 or out != b"grew 0\n":
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems, grew=0)
     return problems, logs
 
 
@@ -299,9 +305,7 @@ def test_delta(suite):
             problems.append("flat_site, which did not change, is in the delta: %d" %
                             rows["inuse_space"]["flat_site"])
     finally:
-        out, rc = live.close()
-    if rc != 0 or not out.startswith(b"grew "):
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems)
     return problems, logs
 
 
@@ -350,9 +354,7 @@ def test_endpoints(suite):
         if st != 405:
             problems.append("POST /debug/pprof/heap: status %d, want 405" % st)
     finally:
-        out, rc = live.close()
-    if rc != 0 or out != b"grew 0\n":
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems, grew=0)
     return problems, logs
 
 
@@ -397,9 +399,7 @@ def test_promtool(suite):
             problems.append("sampling interval %s, want 1 (exact mode)" %
                             vals.get("heaptrail_sampling_interval_bytes"))
     finally:
-        out, rc = live.close()
-    if rc != 0 or out != b"grew 0\n":
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems, grew=0)
     return problems, logs
 
 
@@ -472,9 +472,7 @@ def test_prometheus(suite):
         except subprocess.TimeoutExpired:
             pr.kill()
         plog.close()
-        out, rc = live.close()
-    if rc != 0 or not out.startswith(b"grew "):
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems)
     return problems, logs
 
 
@@ -500,9 +498,7 @@ def test_symbol(suite):
         if st != 200 or body != b"num_symbols: 1\n":
             problems.append("GET /debug/pprof/symbol: %d %r" % (st, body))
     finally:
-        out, rc = live.close()
-    if rc != 0 or out != b"grew 0\n":
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems, grew=0)
     return problems, logs
 
 
@@ -527,9 +523,7 @@ def test_leaks(suite):
         if st != 200:
             problems.append("the endpoint stopped answering after the leak check: %d" % st)
     finally:
-        out, rc = live.close()
-    if rc != 0 or out != b"grew 0\n":
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems, grew=0)
     return problems, logs
 
 
@@ -563,9 +557,7 @@ def test_growth(suite):
         if 'heaptrail_site_growing_bytes_per_second{site="flat_site"}' in vals:
             problems.append("/metrics: flat_site has a growing series")
     finally:
-        out, rc = live.close()
-    if rc != 0 or not out.startswith(b"grew "):
-        problems.append("the program's output %r, status %d" % (out, rc))
+        live.close_checked(problems)
     return problems, logs
 
 
