@@ -60,7 +60,8 @@
 
 static struct {
 	atomic_int active;
-	atomic_int release;
+	atomic_int number;   /* of the current stop, counting from 1 */
+	atomic_int released; /* number of the last stop released */
 	int sig;
 	struct agent_stopped *slots; /* MAX_THREADS, from mmap */
 	int nslots;
@@ -546,9 +547,12 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv)
 			slot->regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
 		slot->nregs = NGREG;
 		slot->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		/* Waits for the release of this stop, not of any stop: a
+		 * thread slow to wake must not sleep on through the next. */
+		int number = atomic_load(&stop.number);
 		atomic_store(&slot->state, AGENT_STOP_STOPPED);
-		while (!atomic_load(&stop.release))
-			futex_wait(&stop.release, 0, 50);
+		for (int seen; (seen = atomic_load(&stop.released)) != number;)
+			futex_wait(&stop.released, seen, 50);
 		atomic_store(&slot->state, AGENT_STOP_RELEASED);
 	}
 	errno = saved_errno;
@@ -607,6 +611,9 @@ static void signal_add(pid_t tid, void *arg)
 	s->tid = tid;
 	stop.nslots++;
 	sig_added++;
+	/* Read before the system call: the thread may enter a call between
+	 * the look at it and the signal, so nothing else goes between. */
+	bool blocked = blocks_signal(tid, stop.sig);
 	long nr;
 	uintptr_t sp;
 	task_syscall(getpid(), tid, &nr, &sp);
@@ -616,7 +623,7 @@ static void signal_add(pid_t tid, void *arg)
 		return;
 	}
 	atomic_store(&s->state, AGENT_STOP_WAITING);
-	if (blocks_signal(tid, stop.sig)) {
+	if (blocked) {
 		if (nsigblocked < MAX_THREADS)
 			sigblocked[nsigblocked++] = tid;
 		return;  /* counted as not stopped below */
@@ -647,7 +654,7 @@ static int stop_signal(pid_t self, pid_t skip)
 {
 	nsigblocked = 0;
 	stop.nslots = 0;
-	atomic_store(&stop.release, 0);
+	atomic_fetch_add(&stop.number, 1);
 	atomic_store(&stop.active, 1);
 	if (!install_handler())
 		return -1;
@@ -699,8 +706,8 @@ static int stop_signal(pid_t self, pid_t skip)
 
 static void resume_signal(void)
 {
-	atomic_store(&stop.release, 1);
-	syscall(SYS_futex, &stop.release, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+	atomic_store(&stop.released, atomic_load(&stop.number));
+	futex_wake(&stop.released);
 	for (int i = 0; i < stop.nslots; i++)
 		for (int w = 0; w < 2000 && atomic_load(&stop.slots[i].state) == AGENT_STOP_STOPPED; w++)
 			sched_yield();
