@@ -15,9 +15,12 @@
  * loaded later are patched at the program's next dlsym (see "modules
  * loaded after the attach" below). The attach adds no thread.
  *
+ * The attach also installs the handlers that write the report of a
+ * process killed by a fatal signal (lifecycle.c).
+ *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
- * still holds the agent's value, allocations first, stops the time
- * triggers, writes a final dump and leaves the agent mapped but inert: its
+ * still holds the agent's value, allocations first, takes those handlers
+ * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
  * Calls through an allocator address the program saved before the attach
@@ -534,6 +537,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 	agent_counters_sum(&c);
 	untracked_at_attach = c.untracked_frees;
 	atomic_store(&watching, true);
+	agent_fatal_handlers(true);
 	patch_new(true);
 	agent_hooks_on_dlsym(patch_loaded_since);
 	write_record(false);
@@ -558,6 +562,7 @@ AGENT_API int heaptrail_attach_stop(void)
 	agent_hooks_on_dlsym(NULL);
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
+	agent_fatal_handlers(false);
 	agent_triggers_stop();
 	agent_tls.busy = 0;
 	agent_dump(NULL, "final");

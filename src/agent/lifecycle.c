@@ -229,9 +229,9 @@ void agent_start_attached(void)
 	start(false);
 }
 
-/* What the constructor and an attach share. An attached agent installs
- * no fatal-signal handlers: it stays in the process, inert, after a
- * detach, and the program's own handlers must stay the ones that run. */
+/* What the constructor and an attach share. An attach installs the
+ * fatal-signal handlers itself (agent_fatal_handlers), and takes them
+ * away at the detach. */
 static void start(bool preloaded)
 {
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
@@ -790,6 +790,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+static unsigned fatal_installed;  /* bit i: fatal_signals[i] has fatal_handler */
+
 static void install_fatal_handlers(void)
 {
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
@@ -804,8 +806,35 @@ static void install_fatal_handlers(void)
 		sa.sa_sigaction = fatal_handler;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(sig, &sa, NULL) == 0)
+		if (sigaction(sig, &sa, NULL) == 0) {
 			agent_sig_hide_default(sig, fatal_handler);
+			fatal_installed |= 1u << i;
+		}
+	}
+}
+
+/* Attached, a process killed by a fatal signal gets its report as under
+ * `heaptrail run`; the detach puts the default disposition back where
+ * the handler is still the agent's (the program may have replaced it
+ * since). The program's sigaction is not hooked while attached: asked,
+ * it sees the agent's handler instead of SIG_DFL. */
+void agent_fatal_handlers(bool on)
+{
+	if (on) {
+		install_fatal_handlers();
+		return;
+	}
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+		struct sigaction cur, dfl;
+		if (!(fatal_installed & (1u << i)) || sigaction(fatal_signals[i], NULL, &cur))
+			continue;
+		fatal_installed &= ~(1u << i);
+		agent_sig_hide_default(fatal_signals[i], NULL);
+		if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != fatal_handler)
+			continue;
+		agent_memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction(fatal_signals[i], &dfl, NULL);
 	}
 }
 

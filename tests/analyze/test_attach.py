@@ -20,6 +20,10 @@ commands on stdin).
                     default 10): no hang, no crash, output unchanged
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
+    attach:crash    a process killed by SIGSEGV while attached writes its
+                    report (the blocks leaked since the attach) and dies of
+                    the signal as bare; the handler is there only while
+                    attached (SigCgt before, during, after a detach)
     attach:for      --for: heaptrail detaches by itself, final dump written;
                     `top` and `timeline` (text and SVG) say their figures are
                     "since attach at" the time in the attach record
@@ -47,6 +51,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -399,6 +404,63 @@ def test_exit(suite):
     return problems, []
 
 
+def catches(pid, sig):
+    """Does process pid have a handler for signal sig (SigCgt)?"""
+    with open("/proc/%d/status" % pid) as f:
+        for l in f:
+            if l.startswith("SigCgt:"):
+                return bool(int(l.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+def test_crash(suite):
+    work, prog = build(suite)
+    out = run_tests.fresh_dir(os.path.join(work, "crash"))
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work)
+    try:
+        pid = t.p.pid
+        if catches(pid, signal.SIGSEGV):
+            problems.append("the bare target catches SIGSEGV")
+        # attached, then detached: the disposition is the program's again
+        for i, what in enumerate(("first", "second")):
+            rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out + "-%d" % i,
+                                   str(pid))
+            if not expect_ok(problems, "attach", rc, err):
+                return problems, []
+            if not catches(pid, signal.SIGSEGV):
+                problems.append("%s attach: no SIGSEGV handler" % what)
+            if i == 0:
+                rc, _, err = heaptrail(suite, "detach", str(pid))
+                expect_ok(problems, "detach", rc, err)
+                if catches(pid, signal.SIGSEGV):
+                    problems.append("after the detach the target still catches SIGSEGV")
+        t.ask("leak 4")
+        t.p.stdin.write(b"crash\n")
+        t.p.stdin.flush()
+        try:
+            t.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            problems.append("the target did not die after crash")
+            return problems, []
+        if t.p.returncode != -signal.SIGSEGV:
+            problems.append("target exit status %d, want %d (SIGSEGV)"
+                            % (t.p.returncode, -signal.SIGSEGV))
+        path = os.path.join(out + "-1", "heaptrail.%d.leaks" % pid)
+        if not os.path.exists(path):
+            problems.append("no report %s: %s" % (path, os.listdir(out + "-1")))
+            return problems, []
+        rc, js, err = heaptrail(suite, "report", "--json", path)
+        if expect_ok(problems, "report", rc, err):
+            got = blocks_at(json.loads(js)["records"], "cmd_leak")
+            if got != (400, 4):
+                problems.append("crash report: cmd_leak has %s, want (400, 4)" % (got,))
+    finally:
+        t.kill()
+    return problems, []
+
+
 def check_since(suite, problems, out, pid):
     """top's and timeline's headings name the attach time of the record."""
     with open(os.path.join(out, "heaptrail.%d.attach" % pid)) as f:
@@ -697,6 +759,7 @@ def collect(suite):
             ("attach:plugin", lambda: test_plugin(suite)),
             ("attach:loop", lambda: test_loop(suite)),
             ("attach:exit", lambda: test_exit(suite)),
+            ("attach:crash", lambda: test_crash(suite)),
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
             ("attach:busy", lambda: test_busy(suite)),

@@ -10,12 +10,14 @@
  *   plugin N loads attach_plugin.so (beside the program) with dlopen, finds
  *            plugin_leak with dlsym and has it leak N blocks of 300
  *            bytes, answers "ok N"
+ *   crash    dies of a SIGSEGV (a write through a null pointer)
  *   quit     ends: prints a summary, exits with status 3
  * Its output and exit status do not depend on timing. */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,9 @@ static void *commands(void *arg)
 				printf("ok\n");
 			} else if (!strcmp(buf, "count")) {
 				printf("ok %ld\n", atomic_load(&slow_leaked));
+			} else if (!strcmp(buf, "crash")) {
+				fflush(stdout);
+				*(volatile int *)(uintptr_t)k = 1;  /* k is 0 */
 			} else if (!strcmp(buf, "quit")) {
 				atomic_store(&quitting, 1);
 				fflush(stdout);
