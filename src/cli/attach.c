@@ -669,10 +669,18 @@ static void seize_error(pid_t pid, int e)
 		snprintf(yama, sizeof yama, "%.*s", (int)strcspn(y, "\n"), y);
 		free(y);
 	}
-	if (e == EPERM && *yama && strcmp(yama, "0"))
+	/* Yama's modes (Documentation/admin-guide/LSM/Yama.rst) */
+	static const char *const scope_says[] = {
+		[1] = "only a parent may trace its descendants: run heaptrail as root or "
+		      "with CAP_SYS_PTRACE, or start the program under `heaptrail run`",
+		[2] = "only root or CAP_SYS_PTRACE may trace: run heaptrail as root",
+		[3] = "no process may be traced until the next boot: start the program "
+		      "under `heaptrail run` instead",
+	};
+	int scope = *yama >= '1' && *yama <= '3' && !yama[1] ? *yama - '0' : 0;
+	if (e == EPERM && scope)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
-			  "%s (0 allows tracing your own processes; else run as root or with "
-			  "CAP_SYS_PTRACE)", pid, yama);
+			  "%d: %s", pid, scope, scope_says[scope]);
 	else if (e == EPERM)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);

@@ -42,8 +42,10 @@ commands on stdin).
                     output equals the bare run's, and the detach holds the
                     borrowed thread less than 1.5 s
     attach:errors   no such pid, a zombie, a static binary, a process of
-                    another user, a seccomp filter refusing the injected mmap:
-                    one line each, exit 1, target untouched
+                    another user (also under each Yama ptrace_scope, its file
+                    faked in a mount namespace: this kernel has no Yama), a
+                    seccomp filter refusing the injected mmap: one line
+                    each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
 """
@@ -715,6 +717,21 @@ def test_errors(suite):
                                         str(t.p.pid)], env=os.environ)
             one_line_error(problems, "another user's process", rc, err,
                            r"not permitted|CAP_SYS_PTRACE|cannot read /proc")
+            # The same refusal under Yama: this kernel has none, so its
+            # setting is a file over /proc/sys/kernel in a mount namespace
+            # of the command's own; the error must say what each mode
+            # allows.
+            for scope, says in ((1, r"ptrace_scope is 1: only a parent may trace"),
+                                (2, r"ptrace_scope is 2: only root or CAP_SYS_PTRACE"),
+                                (3, r"ptrace_scope is 3: no process may be traced")):
+                rc, _, err = run_tests.run(
+                    ["unshare", "-m", "sh", "-c",
+                     "mount --make-rprivate / && mount -t tmpfs tmpfs /proc/sys/kernel && "
+                     "mkdir /proc/sys/kernel/yama && echo %d >/proc/sys/kernel/yama/ptrace_scope"
+                     " && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" % scope,
+                     "sh", suite.heaptrail, "attach", "-o",
+                     "/tmp/heaptrail-attach-test-%d" % t.p.pid, str(t.p.pid)], env=os.environ)
+                one_line_error(problems, "Yama ptrace_scope %d" % scope, rc, err, says)
             if "libheaptrail" in t.maps():
                 problems.append("another user's process got the agent")
             check_end(t, problems, ["ready", "done held=0 cached=256"])
