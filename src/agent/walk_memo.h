@@ -81,13 +81,6 @@ struct walk_memos {
 	unsigned scan_misses;          /* scans that found nothing, less
 					* MEMO_SCAN_HIT per one that did */
 	unsigned scan_tick;
-	/* What scans cost and gave over the last MEMO_WINDOW of them: entries
-	 * checked, pcs found. An entry that fails costs about as much as two
-	 * frames walked (its first few return addresses compared), so scans
-	 * that check more than one entry per two pcs they find are made one
-	 * call in 16 (costly), as those that keep finding nothing are. */
-	unsigned scan_n, scan_checked, scan_found;
-	bool scan_costly;
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
 	 * replays and joins against pcs walked while recording, over windows
 	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
@@ -154,17 +147,6 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 	return mask;
 }
 
-/* Counts one scan (see scan_costly). */
-static inline void agent_memo_scan_account(struct walk_memos *ms, unsigned checked, unsigned found)
-{
-	ms->scan_checked += checked;
-	ms->scan_found += found;
-	if (AGENT_UNLIKELY(++ms->scan_n == MEMO_WINDOW)) {
-		ms->scan_costly = 2 * ms->scan_checked > ms->scan_found;
-		ms->scan_n = ms->scan_checked = ms->scan_found = 0;
-	}
-}
-
 /* The entry of ms a walk from (pc, sp, bp) would repeat
  * (agent_memo_holds), or NULL. Tried first: the entry that followed the
  * last one replayed or recorded last time (itself, for a loop allocating
@@ -191,23 +173,18 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	 * distinct stacks than entries finds none: it then scans one call in
 	 * 16 only, to notice when its stacks repeat again. Skipping a scan
 	 * only costs a walk, which finds the same stack. */
-	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES || ms->scan_costly) &&
-	    (ms->scan_tick++ & 15))
+	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
 		return NULL;
-	unsigned checked = 0;
 	while (cand) {
 		hit = __builtin_ctz(cand);
 		cand &= cand - 1;
-		checked++;
 		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
 			goto learned;
 	}
-	agent_memo_scan_account(ms, checked, 0);
 	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
 		ms->scan_misses++;
 	return NULL;
 learned:
-	agent_memo_scan_account(ms, checked, (unsigned)ms->e[hit].npcs);
 	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
 	ms->e[last].succ = (uint8_t)hit;
 found:
