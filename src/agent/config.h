@@ -39,6 +39,10 @@ struct agent_config {
 	char run_id[64];         /* the run these files belong to ("" = none) */
 	char output[4096];       /* directory for files; "" = current directory */
 	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
+	/* allocator functions by name (KIND_fn=SPEC, format/fnspec.h): one
+	 * "KIND SPEC\n" line each, in the order given, each already parsed
+	 * once (well-formed); fnhook.c hooks them at start-up */
+	char fns[4096];
 };
 extern struct agent_config agent_config;
 

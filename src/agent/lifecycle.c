@@ -63,6 +63,7 @@
 #include "format/vocab.h"
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
+#include "agent/fnhook.h"
 #include "agent/lifecycle.h"
 #include "agent/pool.h"
 #include "agent/modules.h"
@@ -217,6 +218,8 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	start(true);
+	/* before main, while the program has one thread (fnhook.h) */
+	agent_fnhook_install();
 	/* the ld.so runs this before __libc_start_main registers _dl_fini:
 	 * these two are the last exit handlers of all (see exit_park) */
 	on_exit(exit_park, NULL);
