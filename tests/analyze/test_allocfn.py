@@ -1,0 +1,241 @@
+"""Allocator functions hooked by name (issue 15): --alloc-fn, --free-fn...
+
+    allocfn:pools    tests/analyze/progs/pools.c built with -DPOOLS_BY_NAME
+                     (no annotation at all) under `heaptrail run` with its
+                     arena functions named: the leak summary equals
+                     valgrind's on the annotated build (the oracle), and
+                     per pool the bytes and blocks lost and held, the
+                     tree's parents, `report --pool` are what the program
+                     counts itself (test_pools' checks, on this run)
+    allocfn:pprof    a final dump of that build, hooked by name: the
+                     in-use bytes and objects of each pool's samples (pprof
+                     label pool=NAME, `top --pool`) are what the program
+                     holds in the pool
+    allocfn:edges    tests/analyze/progs/allocfn_edges.c: functions whose
+                     first instructions are RIP-relative (one static, from
+                     .symtab) or a short conditional jump are hooked and
+                     still work (the program checks every chunk is where
+                     its own count says) and their chunks are recorded as
+                     the program counts them; a 3-byte function, one with
+                     a loop back to its entry and a name that does not
+                     exist are refused, each with its one line, and run
+                     unhooked; the program prints the same as bare
+    allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
+                     commas inside the parentheses), and a malformed spec
+                     refused by `heaptrail run` before it starts anything
+"""
+import json
+import os
+import re
+import shutil
+import threading
+
+import run_tests as rt
+from run_tests import Failure, Skip
+import test_pools as annotated
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# pools.c's operations, each a function taking the arena first
+POOL_FNS = [
+    "--create-fn", "arena_create_sized(parent=arg1,name=arg2)->ret",
+    "--alloc-fn", "arena_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "arena_free(ctx=arg1,ptr=arg2)",
+    "--realloc-fn", "arena_grow(ctx=arg1,ptr=arg2,size=arg4)->ret",
+    "--reset-fn", "arena_reset(ctx=arg1)",
+    "--destroy-fn", "arena_destroy(ctx=arg1)",
+    "--move-fn", "arena_move(ctx=arg1)->ret",
+    "--trim-fn", "arena_trim(ctx=arg1,ptr=arg2,size=arg3)",
+    # the slab's objects: malloc-like blocks, no pool
+    "--alloc-fn", "obj_new(size=arg2)->ret",
+    "--free-fn", "obj_delete(ptr=arg1)",
+    "--realloc-fn", "obj_resize(ptr=arg1,size=arg3)->ret",
+]
+
+EDGE_FNS = [
+    "--alloc-fn", "rip_alloc(ctx=arg1,size=arg2)->ret",
+    "--alloc-fn", "branch_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "short_free(ctx=arg1,ptr=arg2)",
+    "--alloc-fn", "loop_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "no_such_function(ptr=arg1)",
+]
+REFUSED = [
+    "heaptrail: cannot hook 'short_free': the function is 3 bytes long, shorter than the "
+    "5-byte jump",
+    "heaptrail: cannot hook 'loop_alloc': its branch at +0x13 jumps back into its first 8 "
+    "bytes, which the hook replaces",
+    "heaptrail: cannot hook 'no_such_function': no function of that name in the program or "
+    "its libraries",
+]
+
+_cache = {}
+_lock = threading.RLock()   # builds and the run are shared by two tests each
+
+
+def byname_build(suite):
+    with _lock:
+        return _byname_build(suite)
+
+
+def _byname_build(suite):
+    if "bin" in _cache:
+        return _cache["bin"]
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn"))
+    prog = os.path.join(work, "pools_byname")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-DPOOLS_BY_NAME", "-o", prog,
+                         os.path.join(HERE, "progs", "pools.c")])
+    if rc != 0:
+        raise Failure("cc -DPOOLS_BY_NAME pools.c: %s" % rt.short(err, 600))
+    _cache["bin"] = (work, prog)
+    return _cache["bin"]
+
+
+def byname_run(suite):
+    """(status, stdout, report JSON, outdir) of the unannotated build."""
+    with _lock:
+        return _byname_run(suite)
+
+
+def _byname_run(suite):
+    if "run" in _cache:
+        return _cache["run"]
+    work, prog = byname_build(suite)
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath] + POOL_FNS +
+                             ["--", prog], cwd=work)
+    if b"cannot hook" in err or b"ignoring" in err:
+        raise Failure("heaptrail refused a function: %s" % rt.short(err, 600))
+    if not os.path.exists(jpath):
+        raise Failure("heaptrail run wrote no JSON: %s" % rt.short(err, 600))
+    with open(jpath) as f:
+        obj = json.load(f)
+    _cache["run"] = (rc, stdout, obj, out)
+    return _cache["run"]
+
+
+def test_pools(suite):
+    if not shutil.which("valgrind"):
+        raise Skip("valgrind not installed")
+    work, prog = byname_build(suite)
+    rc, bare, err = rt.run([prog], cwd=work)
+    run = byname_run(suite)
+    problems, details = [], []
+    if rc != 0 or run[0] != 0:
+        problems.append("status bare %d, under heaptrail %d" % (rc, run[0]))
+    if run[1] != bare:
+        problems.append("under heaptrail the program prints %s" % rt.short(run[1]))
+    vg = annotated.vg_run(suite)
+    want = vg["procs"][0]["kinds"] if len(vg["procs"]) == 1 else {}
+    got = run[2].get("summary", {})
+    for k in annotated.KINDS4:
+        w = tuple(want.get(k, (0, 0)))
+        g = (got.get(k, {}).get("bytes"), got.get(k, {}).get("blocks"))
+        details.append("%s: valgrind (annotated build) %s, heaptrail by name %s" % (k, w, g))
+        if w != g or w == (0, 0):
+            problems.append("%s: heaptrail by name says %s bytes/blocks, valgrind %s" %
+                            (k, g, w))
+    p2, d2 = annotated.check_per_pool(suite, run)
+    return problems + p2, details + d2
+
+
+def test_pprof(suite):
+    work, prog = byname_build(suite)
+    return annotated.check_pprof(suite, prog, POOL_FNS, os.path.join(work, "final"))
+
+
+def edges_build(suite):
+    with _lock:
+        if "edges" not in _cache:
+            work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_edges"))
+            prog = os.path.join(work, "allocfn_edges")
+            rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
+                                 os.path.join(HERE, "progs", "allocfn_edges.c")])
+            if rc != 0:
+                raise Failure("cc allocfn_edges.c: %s" % rt.short(err, 600))
+            _cache["edges"] = (work, prog)
+        return _cache["edges"]
+
+
+def held(stdout):
+    """{'rip': (bytes, blocks), 'branch': ...} as the program prints them."""
+    return {m.group(1): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(rb"^leak (\w+) (\d+) (\d+)$", stdout, re.M)}
+
+
+def pools_held(obj):
+    """[(bytes, blocks)] of the report's pools, in the order they were made."""
+    return [(p["bytes"], p["blocks"]) for p in sorted(obj.get("pools", []),
+                                                      key=lambda p: p["id"])]
+
+
+def test_edges(suite):
+    work, prog = edges_build(suite)
+    rc, bare, err = rt.run([prog], cwd=work)
+    if rc != 0 or b"arena OK" not in bare:
+        raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
+    counts = held(bare)
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath] +
+                             EDGE_FNS + ["--", prog], cwd=work)
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("under heaptrail: status %d, prints %s" % (rc, rt.short(stdout)))
+    lines = err.decode(errors="replace").split("\n")
+    for want in REFUSED:
+        if lines.count(want) != 1:
+            problems.append("not said once: %s" % want)
+    said = [l for l in lines if "cannot hook" in l]
+    if len(said) != len(REFUSED):
+        problems.append("%d refusals, %d expected: %s" % (len(said), len(REFUSED), said))
+    if not os.path.exists(jpath):
+        raise Failure("no JSON report: %s" % rt.short(err, 600))
+    with open(jpath) as f:
+        obj = json.load(f)
+    # rip_alloc's pool (pool_a) is made first, then branch_alloc's; the
+    # refused loop_alloc's chunk is not recorded
+    got = pools_held(obj)
+    want = [counts.get(b"rip"), counts.get(b"branch")]
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)] + said
+
+
+def test_options(suite):
+    work, prog = edges_build(suite)
+    rc, bare, _ = rt.run([prog], cwd=work)
+    counts = held(bare)
+    env = dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS="alloc_fn=rip_alloc(ctx=arg1,size=arg2)->ret,"
+               "free_fn=short_free(ctx=arg1,ptr=arg2),depth=32")
+    out, jpath = os.path.join(work, "env"), os.path.join(work, "env.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
+                              prog], cwd=work, env=env)
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("HEAPTRAIL_OPTIONS: status %d, prints %s" % (rc, rt.short(stdout)))
+    if err.count(b"cannot hook") != 1 or REFUSED[0].encode() not in err:
+        problems.append("HEAPTRAIL_OPTIONS: said %s" % rt.short(err, 600))
+    if b"ignoring" in err:
+        problems.append("HEAPTRAIL_OPTIONS: an option was not understood: %s" % rt.short(err))
+    got = []
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if got != [counts.get(b"rip")]:
+        problems.append("HEAPTRAIL_OPTIONS: pools hold %s, the program %s" %
+                        (got, counts.get(b"rip")))
+    for flag, spec, why in (("--alloc-fn", "rip_alloc(ctx=arg1,size=arg9)->ret", "arg1 to arg6"),
+                            ("--free-fn", "f(ctx=arg1)", "needs ptr=argN"),
+                            ("--alloc-fn", "a(size=arg1)", "needs size=argN and ->ret")):
+        rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", os.path.join(work, "bad"), flag,
+                                  spec, "--", prog], cwd=work)
+        text = err.decode(errors="replace").strip()
+        if rc == 0 or stdout or len(text.split("\n")) != 1 or spec not in text or why not in text:
+            problems.append("%s '%s': status %d, says %s" % (flag, spec, rc, rt.short(err)))
+    return problems, []
+
+
+def collect(suite):
+    return [("allocfn:pools", lambda: test_pools(suite)),
+            ("allocfn:pprof", lambda: test_pprof(suite)),
+            ("allocfn:edges", lambda: test_edges(suite)),
+            ("allocfn:options", lambda: test_options(suite))]
