@@ -10,7 +10,8 @@
     allocfn:pprof    a final dump of that build, hooked by name: the
                      in-use bytes and objects of each pool's samples (pprof
                      label pool=NAME, `top --pool`) are what the program
-                     holds in the pool
+                     holds in the pool; `collapsed` shows a superblock's
+                     stack from arena_alloc to its caller, no agent frame
     allocfn:edges    tests/analyze/progs/allocfn_edges.c: functions whose
                      first instructions are RIP-relative (one static, from
                      .symtab) or a short conditional jump are hooked and
@@ -140,7 +141,19 @@ def test_pools(suite):
 
 def test_pprof(suite):
     work, prog = byname_build(suite)
-    return annotated.check_pprof(suite, prog, POOL_FNS, os.path.join(work, "final"))
+    final = os.path.join(work, "final")
+    problems, details = annotated.check_pprof(suite, prog, POOL_FNS, final)
+    # the superblocks' stacks go from the hooked function to its caller,
+    # without the trampoline between them
+    dump = [os.path.join(final, f) for f in os.listdir(final) if f.endswith(".final.heap")][0]
+    rc, text, err = rt.run([suite.heaptrail, "collapsed", dump])
+    lines = text.decode(errors="replace").split("\n")
+    if rc != 0 or not any(";fill_cache;arena_alloc;new_superblock " in l for l in lines):
+        problems.append("collapsed: status %d, no fill_cache;arena_alloc;new_superblock: %s" %
+                        (rc, rt.short(text, 600)))
+    if any("agent_" in l or "libheaptrail" in l for l in lines):
+        problems.append("collapsed shows the agent's frames: %s" % rt.short(text, 600))
+    return problems, details
 
 
 def edges_build(suite):
