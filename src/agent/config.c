@@ -59,6 +59,10 @@
  *            pool allocator: alloc_fn=AllocSetAlloc(ctx=arg1,size=arg2)->ret
  *            (format/fnspec.h; commas inside the parentheses do not end the
  *            option). Each adds one; hooked by fnhook.c at start-up.
+ * builtin_fns 0: do not hook the allocators the program carries a copy of
+ *            (mimalloc's mi_malloc..., je_/_rjem_ prefixed jemalloc, tc_
+ *            tcmalloc, Rust's __rust_alloc... with a global allocator of
+ *            its own), which are hooked by default (fnhook.c)
  *
  * jemalloc's names are accepted too: prof, prof_active (active),
  * lg_prof_sample (sample = 2^N), lg_prof_interval (interval = 2^N, -1 off),
@@ -84,6 +88,7 @@ struct agent_config agent_config = {
 	.freeres = true,
 	.leak_kinds = true,
 	.stop_ptrace = true,
+	.builtin_fns = true,
 	.active = true,
 	/* Until the options are read, every allocation is tracked: the
 	 * constructor forgets those blocks if sampling is asked for. */
@@ -158,6 +163,7 @@ static const struct option {
 	{ "signal", T_SIGNAL, F(dump_signal), 0, 0 },
 	{ "final", T_BOOL, F(final), 0, 0 },
 	{ "mmap", T_BOOL, F(mmap), 0, 0 },
+	{ "builtin_fns", T_BOOL, F(builtin_fns), 0, 0 },
 	{ "prof_final", T_BOOL, F(final), 0, 0 },
 	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
 	{ "active", T_BOOL, F(active), 0, 0 },

@@ -233,12 +233,15 @@ __attribute__((used)) void agent_fnhook_post(struct fnhook *h, uintptr_t *regs, 
 		if (!ptr) {
 			if (ret)
 				made(h, ctx, ret, size);
-		} else if (ret) {
+		} else if (ret == ptr) {   /* in place: the block keeps its stack */
 			int r = -EAGAIN;
 			if (agent_poolrec_enter())
 				r = agent_poolrec_leave(agent_pool_chunk_change(ctx, ptr, ret, size));
 			if (r == -ENOENT)   /* not tracked (sampled out): maybe now */
 				made(h, ctx, ret, size);
+		} else if (ret) {          /* moved: a new block, as realloc's */
+			agent_poolrec_free(ctx, ptr);
+			made(h, ctx, ret, size);
 		} else if (!size) {
 			agent_poolrec_free(ctx, ptr);
 		}
@@ -259,22 +262,27 @@ __attribute__((used)) void agent_fnhook_post(struct fnhook *h, uintptr_t *regs, 
 
 struct found {
 	const char *name;
+	bool exe_only;           /* look in the program only */
+	bool seen_exe;
 	uintptr_t addr;
 	uint64_t size;
 	int count;               /* functions of that name at distinct addresses */
 	char module[256];
 };
 
-/* Looks name up in the ELF file at path (.symtab first, else .dynsym):
- * fills f (addresses relative to the file) and returns how many distinct
- * functions have the name, or -errno. */
-static int elf_lookup(const char *path, struct found *f)
+/* Calls fn(name, room, value, size, arg) for each function the ELF file
+ * at path defines, from .symtab (static functions too), else from
+ * .dynsym: name has at most room bytes, maybe not NUL-terminated before
+ * them. Returns 0 or -errno. */
+static int elf_each_func(const char *path,
+			 void (*fn)(const char *name, size_t room, uint64_t value, uint64_t size,
+				    void *arg),
+			 void *arg)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	int count = 0;
 	long m = -ENOMEM;
 	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr))
 		goto out;
@@ -290,53 +298,63 @@ static int elf_lookup(const char *path, struct found *f)
 	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
 		goto out;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
-	for (int pass = 0; pass < 2 && !count; pass++) {
-		uint32_t type = pass ? SHT_DYNSYM : SHT_SYMTAB;
-		for (int i = 0; i < eh->e_shnum; i++) {
-			if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
-			    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
-				continue;
-			const Elf64_Shdr *str = &sh[sh[i].sh_link];
-			if (str->sh_offset > len || str->sh_size > len - str->sh_offset)
-				continue;
-			const char *strs = (const char *)base + str->sh_offset;
-			const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
-			size_t nsym = sh[i].sh_size / sizeof *sym;
-			for (size_t k = 0; k < nsym; k++) {
-				if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
-				    sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= str->sh_size)
-					continue;
-				const char *nm = strs + sym[k].st_name;
-				size_t room = str->sh_size - sym[k].st_name;
-				size_t j = 0;
-				while (j < room && nm[j] && nm[j] == f->name[j])
-					j++;
-				if (j == room || nm[j] || f->name[j])
-					continue;
-				if (count && sym[k].st_value == f->addr)
-					continue;   /* an alias, or .dynsym's copy */
-				f->addr = sym[k].st_value;
-				f->size = sym[k].st_size;
-				count++;
-			}
-		}
+	bool symtab = false;
+	for (int i = 0; i < eh->e_shnum; i++)
+		symtab |= sh[i].sh_type == SHT_SYMTAB;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum ||
+		    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
+			continue;
+		const Elf64_Shdr *str = &sh[sh[i].sh_link];
+		if (str->sh_offset > len || str->sh_size > len - str->sh_offset)
+			continue;
+		const char *strs = (const char *)base + str->sh_offset;
+		const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+		size_t nsym = sh[i].sh_size / sizeof *sym;
+		for (size_t k = 0; k < nsym; k++)
+			if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_shndx != SHN_UNDEF &&
+			    sym[k].st_name < str->sh_size)
+				fn(strs + sym[k].st_name, str->sh_size - sym[k].st_name, sym[k].st_value,
+				   sym[k].st_size, arg);
 	}
 out:
 	if (!(m < 0 && m > -4096))
 		syscall(SYS_munmap, (void *)m, (size_t)st.st_size);
 	close(fd);
-	return count;
+	return 0;
+}
+
+/* name[0..room) is the NUL-terminated string want. */
+static bool name_is(const char *name, size_t room, const char *want)
+{
+	size_t j = 0;
+	while (j < room && name[j] && name[j] == want[j])
+		j++;
+	return j < room && !name[j] && !want[j];
+}
+
+static void match_one(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
+{
+	struct found *f = arg;
+	if (!name_is(name, room, f->name) || (f->count && value == f->addr))
+		return;   /* another name, or an alias, or .dynsym's copy */
+	f->addr = value;
+	f->size = size;
+	f->count++;
 }
 
 static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct found *f = arg;
 	const char *path = info->dlpi_name;
+	if (f->seen_exe && f->exe_only)
+		return 1;
 	if (!path || !*path) {
-		if (f->module[0])   /* only the first unnamed one is the program */
+		if (f->seen_exe)    /* only the first unnamed one is the program */
 			return 0;
 		path = "/proc/self/exe";
 	}
+	f->seen_exe = true;
 	if (info->dlpi_addr <= agent_self_lo && agent_self_lo - info->dlpi_addr < (1ull << 40)) {
 		/* ourselves: the agent's functions are not the program's */
 		for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -347,11 +365,10 @@ static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	agent_strlcpy(f->module, path, sizeof f->module);
-	int n = elf_lookup(path, f);
-	if (n <= 0)
+	elf_each_func(path, match_one, f);
+	if (!f->count)
 		return 0;
 	f->addr += info->dlpi_addr;
-	f->count = n;
 	return 1;
 }
 
@@ -572,13 +589,16 @@ static bool patch(uintptr_t fn, uintptr_t stub)
 	return true;
 }
 
-static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, const char *opt)
+/* Hooks the function spec names; a built-in one (profiles below) is
+ * looked for in the program only, and its absence is not worth a word. */
+static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin)
 {
-	struct found f = { .name = spec->name };
+	struct found f = { .name = spec->name, .exe_only = builtin };
 	dl_iterate_phdr(find_in_module, &f);
 	if (!f.count) {
-		agent_log("cannot hook '", spec->name,
-			  "': no function of that name in the program or its libraries");
+		if (!builtin)
+			agent_log("cannot hook '", spec->name,
+				  "': no function of that name in the program or its libraries");
 		return;
 	}
 	if (f.count > 1) {
@@ -587,7 +607,8 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, con
 	}
 	for (int i = 0; i < nhooks; i++)
 		if (hooks[i].fn == f.addr) {
-			say(spec->name, "it is named twice", NULL);
+			if (!builtin)
+				say(spec->name, "it is named twice", NULL);
 			return;
 		}
 	if (nhooks == MAX_HOOKS) {
@@ -622,13 +643,102 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, con
 		return;
 	}
 	nhooks++;
-	(void)opt;
+}
+
+/* ---------- built-in profiles ----------
+ * The allocators programs carry a copy of, under their own names, which
+ * an LD_PRELOAD malloc never sees: when the program itself defines the
+ * key function, its functions are hooked as malloc-like blocks (no pool),
+ * unless builtin_fns=0. Functions a version lacks are skipped. */
+static const struct profile {
+	const char *key;
+	const char *specs;   /* "KIND SPEC\n" lines, as agent_config.fns */
+} profiles[] = {
+	{ "mi_malloc",
+	  "alloc mi_malloc(size=arg1)->ret\n"
+	  "alloc mi_zalloc(size=arg1)->ret\n"
+	  "alloc mi_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc mi_mallocn(count=arg1,size=arg2)->ret\n"
+	  "alloc mi_malloc_aligned(size=arg1)->ret\n"
+	  "alloc mi_zalloc_aligned(size=arg1)->ret\n"
+	  "alloc mi_heap_malloc(size=arg2)->ret\n"
+	  "alloc mi_heap_zalloc(size=arg2)->ret\n"
+	  "realloc mi_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "free mi_free(ptr=arg1)\n" },
+	/* jemalloc built with a prefix: je_ (--with-jemalloc-prefix), _rjem_
+	 * (Rust's tikv-jemallocator) */
+	{ "je_malloc",
+	  "alloc je_malloc(size=arg1)->ret\n"
+	  "alloc je_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc je_mallocx(size=arg1)->ret\n"
+	  "alloc je_aligned_alloc(size=arg2)->ret\n"
+	  "realloc je_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "realloc je_rallocx(ptr=arg1,size=arg2)->ret\n"
+	  "free je_free(ptr=arg1)\n"
+	  "free je_dallocx(ptr=arg1)\n"
+	  "free je_sdallocx(ptr=arg1)\n" },
+	{ "_rjem_malloc",
+	  "alloc _rjem_malloc(size=arg1)->ret\n"
+	  "alloc _rjem_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc _rjem_mallocx(size=arg1)->ret\n"
+	  "realloc _rjem_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "realloc _rjem_rallocx(ptr=arg1,size=arg2)->ret\n"
+	  "free _rjem_free(ptr=arg1)\n"
+	  "free _rjem_dallocx(ptr=arg1)\n"
+	  "free _rjem_sdallocx(ptr=arg1)\n" },
+	/* gperftools' tcmalloc, statically linked (its tc_ entry points) */
+	{ "tc_malloc",
+	  "alloc tc_malloc(size=arg1)->ret\n"
+	  "alloc tc_calloc(count=arg1,size=arg2)->ret\n"
+	  "realloc tc_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "free tc_free(ptr=arg1)\n" },
+	/* Rust with a #[global_allocator] of its own (__rg_alloc: the
+	 * default one, __rdl_alloc, calls malloc, which is seen already) */
+	{ "__rg_alloc",
+	  "alloc __rust_alloc(size=arg1)->ret\n"
+	  "alloc __rust_alloc_zeroed(size=arg1)->ret\n"
+	  "realloc __rust_realloc(ptr=arg1,size=arg4)->ret\n"
+	  "free __rust_dealloc(ptr=arg1)\n" },
+};
+
+#define NPROFILES (sizeof profiles / sizeof profiles[0])
+
+static void match_keys(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
+{
+	bool *has = arg;
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (name[0] == profiles[i].key[0] && name_is(name, room, profiles[i].key))
+			has[i] = true;
+}
+
+/* Hooks each "KIND SPEC" line of lines. */
+static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
+{
+	while (*s) {
+		const char *e = s;
+		while (*e && *e != '\n')
+			e++;
+		const char *sp = s;
+		while (sp < e && *sp != ' ')
+			sp++;
+		struct fmt_fnspec spec;
+		int kind = fmt_fn_kind_parse(s, (size_t)(sp - s));
+		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &spec))
+			hook_one(dec, &spec, builtin);
+		s = *e ? e + 1 : e;
+	}
 }
 
 int agent_fnhook_install(void)
 {
-	const char *s = agent_config.fns;
-	if (!*s)
+	/* the profiles whose key the program defines: one pass over its symbols */
+	bool has[NPROFILES] = { false };
+	bool any = false;
+	if (agent_config.builtin_fns)
+		elf_each_func("/proc/self/exe", match_keys, has);
+	for (size_t i = 0; i < NPROFILES; i++)
+		any |= has[i];
+	if (!agent_config.fns[0] && !any)
 		return 0;
 	int threads = thread_count();
 	if (threads > 1) {
@@ -641,18 +751,9 @@ int agent_fnhook_install(void)
 	ZydisDecoder dec;
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
 		return 0;
-	while (*s) {
-		const char *e = s;
-		while (*e && *e != '\n')
-			e++;
-		const char *sp = s;
-		while (sp < e && *sp != ' ')
-			sp++;
-		struct fmt_fnspec spec;
-		int kind = fmt_fn_kind_parse(s, (size_t)(sp - s));
-		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &spec))
-			hook_one(&dec, &spec, s);
-		s = *e ? e + 1 : e;
-	}
+	hook_lines(&dec, agent_config.fns, false);
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (has[i])
+			hook_lines(&dec, profiles[i].specs, true);
 	return nhooks;
 }

@@ -64,6 +64,8 @@ static const char usage[] =
 	"  --reset-fn 'F(ctx=argN)', --destroy-fn 'F(ctx=argN)'\n"
 	"  --create-fn 'F(parent=argN,name=argN)->ret', --move-fn 'F(ctx=argN)->ret',\n"
 	"  --trim-fn 'F(ctx=argN,ptr=argN,size=argN)'   (each may be given again)\n"
+	"  --no-builtin-fns       do not hook the allocators PROG carries a copy of\n"
+	"                         (mimalloc, prefixed jemalloc, tcmalloc, Rust's)\n"
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
@@ -222,6 +224,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		} else if (!strncmp(a, "--", 2) && strstr(a, "-fn") && fn_opt(argc, argv, &i, o, &v)) {
 			if (!v)
 				return -1;
+		} else if (!strcmp(a, "--no-builtin-fns")) {
+			strncat(o->fns, ",builtin_fns=0", sizeof o->fns - strlen(o->fns) - 1);
 		} else if (!strcmp(a, "--no-follow-children")) {
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {

@@ -21,6 +21,19 @@
                      a loop back to its entry and a name that does not
                      exist are refused, each with its one line, and run
                      unhooked; the program prints the same as bare
+    allocfn:embedded tests/analyze/progs/embedded_mi.c, a program with its
+                     own copy of an allocator under mimalloc's names (a
+                     small test allocator over mmap, never malloc), run
+                     with no option: its leaks are found at the program's
+                     sites, as many bytes and blocks as it counts (frame
+                     #1 the mi_ function, #2 the site); with
+                     builtin_fns=0 none is (the profile finds them)
+    allocfn:rust     tests/analyze/progs/embedded_rust.rs, built by Debian's
+                     rustc: a #[global_allocator] of its own that never
+                     calls malloc; with no option its leaks are found at
+                     the program's sites (frame #1 __rust_alloc or
+                     __rust_alloc_zeroed), as many bytes and blocks as it
+                     counts
     allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
                      commas inside the parentheses), and a malformed spec
                      refused by `heaptrail run` before it starts anything
@@ -247,8 +260,94 @@ def test_options(suite):
     return problems, []
 
 
+def leaks_by_site(obj, prefix="mi_"):
+    """{site: (bytes, blocks)} of the definitely lost malloc-like records,
+    by the function above the allocator's (its last ::-separated name)."""
+    sites = {}
+    for r in obj.get("records", []):
+        if r.get("allocator") != "malloclike" or r["kind"] != "definitely_lost":
+            continue
+        stack = r.get("stack", [])
+        site = stack[1]["function"].split("::")[-1] if len(stack) > 1 and \
+            stack[0]["function"].startswith(prefix) else "?"
+        b, n = sites.get(site, (0, 0))
+        sites[site] = (b + r["bytes"], n + r["blocks"])
+    return sites
+
+
+def program_sites(stdout):
+    return {m.group(1).decode(): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(rb"^site (\w+) (\d+) (\d+)$", stdout, re.M)}
+
+
+def test_embedded(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_embedded"))
+    prog = os.path.join(work, "embedded_mi")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
+                         os.path.join(HERE, "progs", "embedded_mi.c")])
+    if rc != 0:
+        raise Failure("cc embedded_mi.c: %s" % rt.short(err, 600))
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = program_sites(bare)
+    if rc != 0 or len(want) != 3:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    problems, details = [], []
+    for opts, expect in (("", want), ("builtin_fns=0", {})):
+        out, jpath = os.path.join(work, "out" + opts), os.path.join(work, "out%s.json" % opts)
+        env = dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+        rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
+                                  prog], cwd=work, env=env)
+        if rc != 0 or stdout != bare or b"cannot hook" in err:
+            problems.append("%s: status %d, prints %s, says %s" % (opts or "no option", rc,
+                                                                 rt.short(stdout), rt.short(err)))
+        got = {}
+        if os.path.exists(jpath):
+            with open(jpath) as f:
+                got = leaks_by_site(json.load(f))
+        details.append("%s: heaptrail %s, program %s" % (opts or "no option", got, expect))
+        if got != expect:
+            problems.append("%s: leaks by site %s, expected %s" % (opts or "no option", got,
+                                                                  expect))
+    return problems, details
+
+
+def rustc():
+    """Debian's rustc (a rustup one earlier on PATH is not what CI has)."""
+    return "/usr/bin/rustc" if os.path.exists("/usr/bin/rustc") else shutil.which("rustc")
+
+
+def test_rust(suite):
+    if not rustc():
+        raise Skip("rustc not installed (Debian package rustc)")
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_rust"))
+    prog = os.path.join(work, "embedded_rust")
+    rc, _, err = rt.run([rustc(), "-g", "-C", "opt-level=1", "-o", prog,
+                         os.path.join(HERE, "progs", "embedded_rust.rs")], timeout=300)
+    if rc != 0:
+        raise Failure("rustc embedded_rust.rs: %s" % rt.short(err, 600))
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = program_sites(bare)
+    if rc != 0 or len(want) != 2:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
+                              prog], cwd=work)
+    problems = []
+    if rc != 0 or stdout != bare or b"cannot hook" in err:
+        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
+    got = {}
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = leaks_by_site(json.load(f), "__rust_alloc")
+    if got != want:
+        problems.append("leaks by site %s, the program %s" % (got, want))
+    return problems, ["heaptrail %s, program %s" % (got, want)]
+
+
 def collect(suite):
     return [("allocfn:pools", lambda: test_pools(suite)),
             ("allocfn:pprof", lambda: test_pprof(suite)),
             ("allocfn:edges", lambda: test_edges(suite)),
+            ("allocfn:embedded", lambda: test_embedded(suite)),
+            ("allocfn:rust", lambda: test_rust(suite)),
             ("allocfn:options", lambda: test_options(suite))]
