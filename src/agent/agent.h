@@ -150,6 +150,9 @@ static inline pid_t agent_gettid(void)
 	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_gettid) : "rcx", "r11", "memory");
 	return (pid_t)ret;
 }
+/* The number of threads of this process (/proc/self/task), -1 when it
+ * cannot tell. Not hook-safe (open). */
+int agent_thread_count(void);
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 /* A short lower-case description of an errno value (e > 0), without

@@ -32,7 +32,6 @@
  * elog(ERROR)) leaves at worst a stale mark that the next call overwrites.
  * Resets, destroys, creates and moves are always recorded.
  */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -355,15 +354,8 @@ static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
 		path = "/proc/self/exe";
 	}
 	f->seen_exe = true;
-	if (info->dlpi_addr <= agent_self_lo && agent_self_lo - info->dlpi_addr < (1ull << 40)) {
-		/* ourselves: the agent's functions are not the program's */
-		for (int i = 0; i < info->dlpi_phnum; i++) {
-			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			if (ph->p_type == PT_LOAD && agent_self_lo >= a && agent_self_lo < a + ph->p_memsz)
-				return 0;
-		}
-	}
+	if (info->dlpi_addr == agent_self_lo)
+		return 0;   /* ourselves (our ELF header is at our load address) */
 	agent_strlcpy(f->module, path, sizeof f->module);
 	elf_each_func(path, match_one, f);
 	if (!f->count)
@@ -406,6 +398,10 @@ static const char *hex(char *buf, uint64_t v)
 static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uint64_t size)
 {
 	char buf[64], num[24];
+	if (size == 0) {
+		say(name, "the symbol table gives no size for it, so its code cannot be checked", NULL);
+		return 0;
+	}
 	if (size < JMP_LEN) {
 		agent_put_dec(num, size);
 		agent_strlcpy(buf, num, sizeof buf);
@@ -544,27 +540,6 @@ static uint8_t *near_page(uintptr_t fn)
 		}
 	}
 	return NULL;
-}
-
-/* The number of threads of this process (1 when it cannot tell). */
-static int thread_count(void)
-{
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 1;
-	char buf[4096];
-	int n = 0;
-	long got;
-	while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-		for (long off = 0; off < got;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			if (d->d_name[0] != '.')
-				n++;
-			off += d->d_reclen;
-		}
-	}
-	close(fd);
-	return n ? n : 1;
 }
 
 /* Writes the jump at fn to stub. */
@@ -740,7 +715,7 @@ int agent_fnhook_install(void)
 		any |= has[i];
 	if (!agent_config.fns[0] && !any)
 		return 0;
-	int threads = thread_count();
+	int threads = agent_thread_count();
 	if (threads > 1) {
 		char num[24];
 		agent_put_dec(num, (uint64_t)threads);

@@ -86,45 +86,37 @@ _cache = {}
 _lock = threading.RLock()   # builds and the run are shared by two tests each
 
 
-def byname_build(suite):
+def once(key, make):
+    """make()'s value, made once per session (two tests share each)."""
     with _lock:
-        return _byname_build(suite)
+        if key not in _cache:
+            _cache[key] = make()
+        return _cache[key]
 
 
-def _byname_build(suite):
-    if "bin" in _cache:
-        return _cache["bin"]
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn"))
-    prog = os.path.join(work, "pools_byname")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-DPOOLS_BY_NAME", "-o", prog,
-                         os.path.join(HERE, "progs", "pools.c")])
+def build(suite, name, src, flags):
+    """(work dir, binary) of progs/SRC built with flags."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_" + name))
+    prog = os.path.join(work, name)
+    rc, _, err = rt.run([suite.cc, "-g", "-O1"] + flags + ["-o", prog,
+                                                         os.path.join(HERE, "progs", src)])
     if rc != 0:
-        raise Failure("cc -DPOOLS_BY_NAME pools.c: %s" % rt.short(err, 600))
-    _cache["bin"] = (work, prog)
-    return _cache["bin"]
+        raise Failure("cc %s %s: %s" % (" ".join(flags), src, rt.short(err, 600)))
+    return work, prog
+
+
+def byname_build(suite):
+    return once("bin", lambda: build(suite, "pools_byname", "pools.c", ["-DPOOLS_BY_NAME"]))
 
 
 def byname_run(suite):
     """(status, stdout, report JSON, outdir) of the unannotated build."""
-    with _lock:
-        return _byname_run(suite)
-
-
-def _byname_run(suite):
-    if "run" in _cache:
-        return _cache["run"]
-    work, prog = byname_build(suite)
-    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath] + POOL_FNS +
-                             ["--", prog], cwd=work)
-    if b"cannot hook" in err or b"ignoring" in err:
-        raise Failure("heaptrail refused a function: %s" % rt.short(err, 600))
-    if not os.path.exists(jpath):
-        raise Failure("heaptrail run wrote no JSON: %s" % rt.short(err, 600))
-    with open(jpath) as f:
-        obj = json.load(f)
-    _cache["run"] = (rc, stdout, obj, out)
-    return _cache["run"]
+    def make():
+        rc, stdout, obj, out, err = annotated.run_report(suite, byname_build(suite)[1], POOL_FNS)
+        if b"cannot hook" in err or b"ignoring" in err:
+            raise Failure("heaptrail refused a function: %s" % rt.short(err, 600))
+        return rc, stdout, obj, out
+    return once("run", make)
 
 
 def test_pools(suite):
@@ -170,16 +162,7 @@ def test_pprof(suite):
 
 
 def edges_build(suite):
-    with _lock:
-        if "edges" not in _cache:
-            work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_edges"))
-            prog = os.path.join(work, "allocfn_edges")
-            rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
-                                 os.path.join(HERE, "progs", "allocfn_edges.c")])
-            if rc != 0:
-                raise Failure("cc allocfn_edges.c: %s" % rt.short(err, 600))
-            _cache["edges"] = (work, prog)
-        return _cache["edges"]
+    return once("edges", lambda: build(suite, "edges", "allocfn_edges.c", []))
 
 
 def held(stdout):
@@ -281,12 +264,7 @@ def program_sites(stdout):
 
 
 def test_embedded(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_embedded"))
-    prog = os.path.join(work, "embedded_mi")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
-                         os.path.join(HERE, "progs", "embedded_mi.c")])
-    if rc != 0:
-        raise Failure("cc embedded_mi.c: %s" % rt.short(err, 600))
+    work, prog = build(suite, "embedded_mi", "embedded_mi.c", [])
     rc, bare, _ = rt.run([prog], cwd=work)
     want = program_sites(bare)
     if rc != 0 or len(want) != 3:

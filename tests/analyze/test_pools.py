@@ -87,15 +87,22 @@ def _ht_run(suite):
     if "ht" in _cache:
         return _cache["ht"]
     work, _, ht_bin = build(suite)
+    _cache["ht"] = run_report(suite, ht_bin, [])[:4]
+    return _cache["ht"]
+
+
+def run_report(suite, binary, extra):
+    """heaptrail run of binary with the options extra, in its directory:
+    (status, stdout, report JSON, outdir, stderr)."""
+    work = os.path.dirname(binary)
     out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath,
-                              "--", ht_bin], cwd=work)
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath] + extra +
+                             ["--", binary], cwd=work)
     if not os.path.exists(jpath):
         raise Failure("heaptrail run wrote no JSON: %s" % rt.short(err, 600))
     with open(jpath) as f:
         obj = json.load(f)
-    _cache["ht"] = (rc, stdout, obj, out)
-    return _cache["ht"]
+    return rc, stdout, obj, out, err
 
 
 def vg_run(suite):

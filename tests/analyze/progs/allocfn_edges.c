@@ -30,19 +30,22 @@ char arena[1 << 16] __attribute__((aligned(16)));
 size_t bump;
 long loops;
 
+/* rax = arena + bump; bump += (size + 15) & ~15; return */
+#define BUMP                                      \
+	"	movq bump(%rip), %rax\n"           \
+	"	leaq arena(%rip), %rdx\n"          \
+	"	addq $15, %rsi\n"                  \
+	"	andq $-16, %rsi\n"                 \
+	"	addq %rax, %rsi\n"                 \
+	"	movq %rsi, bump(%rip)\n"           \
+	"	addq %rdx, %rax\n"                 \
+	"	ret\n"
+
 __asm__(".text\n"
-	/* rax = arena + bump; bump += (size + 15) & ~15 */
 	".p2align 4\n"
 	".type rip_alloc, @function\n"
 	"rip_alloc:\n"
-	"	movq bump(%rip), %rax\n"
-	"	leaq arena(%rip), %rdx\n"
-	"	addq $15, %rsi\n"
-	"	andq $-16, %rsi\n"
-	"	addq %rax, %rsi\n"
-	"	movq %rsi, bump(%rip)\n"
-	"	addq %rdx, %rax\n"
-	"	ret\n"
+	BUMP
 	".size rip_alloc, .-rip_alloc\n"
 	/* size 0: NULL; else as rip_alloc */
 	".globl branch_alloc\n"
@@ -51,14 +54,7 @@ __asm__(".text\n"
 	"branch_alloc:\n"
 	"	testq %rsi, %rsi\n"
 	"	je 1f\n"
-	"	movq bump(%rip), %rax\n"
-	"	leaq arena(%rip), %rdx\n"
-	"	addq $15, %rsi\n"
-	"	andq $-16, %rsi\n"
-	"	addq %rax, %rsi\n"
-	"	movq %rsi, bump(%rip)\n"
-	"	addq %rdx, %rax\n"
-	"	ret\n"
+	BUMP
 	"1:	xorl %eax, %eax\n"
 	"	ret\n"
 	".size branch_alloc, .-branch_alloc\n"
@@ -77,14 +73,7 @@ __asm__(".text\n"
 	"	addq $1, loops(%rip)\n"
 	"	testq $3, loops(%rip)\n"
 	"	jne loop_alloc\n"
-	"	movq bump(%rip), %rax\n"
-	"	leaq arena(%rip), %rdx\n"
-	"	addq $15, %rsi\n"
-	"	andq $-16, %rsi\n"
-	"	addq %rax, %rsi\n"
-	"	movq %rsi, bump(%rip)\n"
-	"	addq %rdx, %rax\n"
-	"	ret\n"
+	BUMP
 	".size loop_alloc, .-loop_alloc\n");
 
 static char pool_a, pool_b, pool_c;
