@@ -261,6 +261,8 @@ __attribute__((used)) void agent_fnhook_post(struct fnhook *h, uintptr_t *regs, 
 
 struct found {
 	const char *name;
+	char mangled[FMT_FN_NAME_MAX + 64]; /* name's C++ mangling up to its
+					     * parameters ("" when too long) */
 	bool exe_only;           /* look in the program only */
 	bool seen_exe;
 	uintptr_t addr;
@@ -332,11 +334,56 @@ static bool name_is(const char *name, size_t room, const char *want)
 	return j < room && !name[j] && !want[j];
 }
 
+/* The start of the Itanium C++ ABI's mangling of a function named name
+ * (f, ns::f, Class::method: "_Z1f", "_ZN2ns1fE"), whatever its
+ * parameters: "" when it does not fit. */
+static void mangle_prefix(const char *name, char *out, size_t cap)
+{
+	bool nested = false;
+	for (const char *p = name; *p; p++)
+		nested |= p[0] == ':' && p[1] == ':';
+	size_t n = agent_strlcpy(out, nested ? "_ZN" : "_Z", cap);
+	for (const char *p = name; *p && n + 24 < cap;) {
+		size_t len = 0;
+		while (p[len] && p[len] != ':')
+			len++;
+		if (!len || len + n + 24 >= cap)
+			break;
+		n = (size_t)(agent_put_dec(out + n, len) - out);
+		agent_memcpy(out + n, p, len);
+		n += len;
+		out[n] = 0;
+		p += len;
+		if (*p == ':' && p[1] == ':')
+			p += 2;
+		else if (*p) {
+			break;
+		} else {
+			if (nested)
+				agent_strlcpy(out + n, "E", cap - n);
+			return;
+		}
+	}
+	out[0] = 0;
+}
+
+/* name[0..room) starts with the NUL-terminated string prefix. */
+static bool name_starts(const char *name, size_t room, const char *prefix)
+{
+	size_t j = 0;
+	while (prefix[j] && j < room && name[j] == prefix[j])
+		j++;
+	return !prefix[j];
+}
+
 static void match_one(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
 {
 	struct found *f = arg;
-	if (!name_is(name, room, f->name) || (f->count && value == f->addr))
-		return;   /* another name, or an alias, or .dynsym's copy */
+	if (!name_is(name, room, f->name) &&
+	    !(f->mangled[0] && name_starts(name, room, f->mangled)))
+		return;   /* another name */
+	if (f->count && value == f->addr)
+		return;   /* an alias, or .dynsym's copy */
 	f->addr = value;
 	f->size = size;
 	f->count++;
@@ -472,6 +519,28 @@ static size_t relocate(const ZydisDecoder *dec, const char *name, uintptr_t fn, 
 		char num[24];
 		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + off), n - off + 15, &ins, ops)))
 			return 0;
+		if (ins.meta.category == ZYDIS_CATEGORY_CALL) {
+			/* A call made from here would leave a return address in
+			 * our page, which no unwinder (a C++ exception's, ours)
+			 * knows: the call returns to F's own code after it
+			 * instead (push it, then jump), which needs that code
+			 * intact (past the 5-byte jump) and a target we know. */
+			ZyanU64 to;
+			uintptr_t back = fn + off + ins.length;
+			if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || back < fn + JMP_LEN ||
+			    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&ins, &ops[0], fn + off, &to))) {
+				say(name, "a call among its first bytes cannot be moved, at +", hex(num, off));
+				return 0;
+			}
+			if (len + 26 > cap)
+				return 0;
+			out[len] = 0x49, out[len + 1] = 0xbb;          /* mov $back, %r11 */
+			agent_memcpy(out + len + 2, &back, 8);
+			out[len + 10] = 0x41, out[len + 11] = 0x53;    /* push %r11 */
+			len = (size_t)(put_jmp_abs(out + len + 12, to) - out);
+			off += ins.length;
+			continue;
+		}
 		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE)) {
 			if (len + ins.length > cap)
 				return 0;
@@ -569,6 +638,7 @@ static bool patch(uintptr_t fn, uintptr_t stub)
 static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin)
 {
 	struct found f = { .name = spec->name, .exe_only = builtin };
+	mangle_prefix(spec->name, f.mangled, sizeof f.mangled);
 	dl_iterate_phdr(find_in_module, &f);
 	if (!f.count) {
 		if (!builtin)

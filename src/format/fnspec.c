@@ -55,7 +55,7 @@ int fmt_fn_kind_parse(const char *s, size_t n)
 static bool ident_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '.' || c == '$' || c == '@';
+	       c == '_' || c == '.' || c == '$' || c == '@' || c == ':';
 }
 
 const char *fmt_fnspec_parse(int kind, const char *s, size_t n, struct fmt_fnspec *out)

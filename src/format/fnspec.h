@@ -6,7 +6,8 @@
  *   AllocSetAlloc(ctx=arg1,size=arg2)->ret
  *   AllocSetFree(ctx=arg1,ptr=arg2)
  *
- * NAME(ROLE=argN,...) with N from 1 to 6 (the integer registers of the
+ * NAME(ROLE=argN,...) (NAME a C function's, a C++ function's mangled
+ * name, or its qualified name: ns::Class::method) with N from 1 to 6 (the integer registers of the
  * System V ABI), then "->ret" when the return value is the block (alloc,
  * realloc) or the pool (create, move). Which roles each kind takes, and
  * which it needs, is in the table of fnspec.c. Parsed by the CLI (to

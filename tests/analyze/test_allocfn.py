@@ -21,6 +21,12 @@
                      a loop back to its entry and a name that does not
                      exist are refused, each with its one line, and run
                      unhooked; the program prints the same as bare
+    allocfn:cxx      tests/analyze/progs/allocfn_cxx.cc: a C++ method hooked
+                     by its qualified name (mem::Pool::take) and a function
+                     whose displaced first bytes hold a call (pool_take);
+                     exceptions thrown by the method reach main through
+                     both hooks (the program prints the same as bare, exits
+                     0) and the pool holds what the program counts
     allocfn:embedded tests/analyze/progs/embedded_mi.c, a program with its
                      own copy of an allocator under mimalloc's names (a
                      small test allocator over mmap, never malloc), run
@@ -94,11 +100,11 @@ def once(key, make):
         return _cache[key]
 
 
-def build(suite, name, src, flags):
+def build(suite, name, src, flags, cc=None):
     """(work dir, binary) of progs/SRC built with flags."""
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_" + name))
     prog = os.path.join(work, name)
-    rc, _, err = rt.run([suite.cc, "-g", "-O1"] + flags + ["-o", prog,
+    rc, _, err = rt.run([cc or suite.cc, "-g", "-O1"] + flags + ["-o", prog,
                                                          os.path.join(HERE, "progs", src)])
     if rc != 0:
         raise Failure("cc %s %s: %s" % (" ".join(flags), src, rt.short(err, 600)))
@@ -243,6 +249,30 @@ def test_options(suite):
     return problems, []
 
 
+def test_cxx(suite):
+    work, prog = build(suite, "cxx", "allocfn_cxx.cc", [], suite.cxx)
+    rc, bare, err = rt.run([prog], cwd=work)
+    m = re.search(rb"^pool live (\d+) (\d+)$", bare, re.M)
+    if rc != 0 or not m or b"caught 5" not in bare:
+        raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
+                              "--alloc-fn", "mem::Pool::take(ctx=arg1,size=arg2)->ret",
+                              "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret", "--", prog],
+                             cwd=work)
+    problems = []
+    if rc != 0 or stdout != bare or b"cannot hook" in err:
+        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
+    got = []
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    want = [(int(m.group(1)), int(m.group(2)))]
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)]
+
+
 def leaks_by_site(obj, prefix="mi_"):
     """{site: (bytes, blocks)} of the definitely lost malloc-like records,
     by the function above the allocator's (its last ::-separated name)."""
@@ -326,6 +356,7 @@ def collect(suite):
     return [("allocfn:pools", lambda: test_pools(suite)),
             ("allocfn:pprof", lambda: test_pprof(suite)),
             ("allocfn:edges", lambda: test_edges(suite)),
+            ("allocfn:cxx", lambda: test_cxx(suite)),
             ("allocfn:embedded", lambda: test_embedded(suite)),
             ("allocfn:rust", lambda: test_rust(suite)),
             ("allocfn:options", lambda: test_options(suite))]

@@ -118,6 +118,9 @@ int main(void)
 	expect_int(spec(FMT_FNK_CREATE, "C->ret", &sp), 1, "create without arguments");
 	expect_int(spec(FMT_FNK_REALLOC, "R(ptr=arg1,size=arg3)->ret", &sp), 1, "realloc spec");
 	expect_int(spec(FMT_FNK_ALLOC, "(size=arg1)->ret", &sp), 0, "no name");
+	expect_int(spec(FMT_FNK_ALLOC, "mem::Pool::take(ctx=arg1,size=arg2)->ret", &sp), 1,
+		   "a C++ qualified name");
+	expect_int(!strcmp(sp.name, "mem::Pool::take"), 1, "its name whole");
 	expect_int(fmt_fn_kind_parse("destroy", 7), FMT_FNK_DESTROY, "kind destroy");
 	expect_int(fmt_fn_kind_parse("calloc", 6), -1, "no kind calloc");
 	return failures ? 1 : 0;
