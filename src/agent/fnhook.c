@@ -440,9 +440,36 @@ static const char *hex(char *buf, uint64_t v)
 	return buf;
 }
 
+/* Looks at the code [code, code+size) for a jump (not a call) into
+ * [lo, hi): -1 and its offset in *at when there is one, -2 and the offset
+ * when an instruction cannot be decoded, 0 when there is none. */
+static long branch_into(const ZydisDecoder *dec, uintptr_t code, uint64_t size, uintptr_t lo,
+			uintptr_t hi, size_t *at)
+{
+	ZydisDecodedInstruction ins;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	for (size_t off = 0; off < size; off += ins.length) {
+		*at = off;
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(code + off), size - off, &ins, ops)))
+			return -2;
+		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || ins.meta.category == ZYDIS_CATEGORY_CALL)
+			continue;
+		for (int i = 0; i < ins.operand_count_visible; i++) {
+			ZyanU64 to;
+			if (ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative &&
+			    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&ins, &ops[i], code + off, &to)) &&
+			    to >= lo && to < hi)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* How many bytes of F the jump displaces (whole instructions, >= 5), or
- * 0 after saying why F cannot be hooked. */
-static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uint64_t size)
+ * 0 after saying why F cannot be hooked. cold, when it was found, is F's
+ * part GCC moved away (NAME.cold), whose jumps into F are looked at too. */
+static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uint64_t size,
+		    const struct found *cold)
 {
 	char buf[64], num[24];
 	if (size == 0) {
@@ -468,32 +495,25 @@ static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uin
 		n += ins.length;
 	}
 	/* every branch of the function's, into the bytes the jump replaces */
-	for (size_t off = 0; off < size;) {
-		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + off), size - off, &ins, ops))) {
-			say(name, "cannot decode its instruction at +", hex(num, off));
-			return 0;
-		}
-		if ((ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && ins.meta.category != ZYDIS_CATEGORY_CALL) {
-			for (int i = 0; i < ins.operand_count_visible; i++) {
-				ZyanU64 to;
-				if (ops[i].type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !ops[i].imm.is_relative ||
-				    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&ins, &ops[i], fn + off, &to)))
-					continue;
-				if (to >= fn && to < fn + n) {
-					char at[24];
-					hex(at, off);
-					agent_strlcpy(buf, at, sizeof buf);
-					agent_strlcpy(buf + agent_strlen(buf), " jumps back into its first ",
-						      sizeof buf - agent_strlen(buf));
-					agent_put_dec(buf + agent_strlen(buf), n);
-					agent_strlcpy(buf + agent_strlen(buf), " bytes, which the hook replaces",
-						      sizeof buf - agent_strlen(buf));
-					say(name, "its branch at +", buf);
-					return 0;
-				}
-			}
-		}
-		off += ins.length;
+	size_t at;
+	long r = branch_into(dec, fn, size, fn, fn + n, &at);
+	if (r == -2) {
+		say(name, "cannot decode its instruction at +", hex(num, at));
+		return 0;
+	}
+	if (r == 0 && cold && branch_into(dec, cold->addr, cold->size, fn, fn + n, &at) == -1)
+		r = -3;
+	if (r < 0) {
+		char off[24];
+		hex(off, at);
+		agent_strlcpy(buf, off, sizeof buf);
+		agent_strlcpy(buf + agent_strlen(buf), " jumps back into its first ",
+			      sizeof buf - agent_strlen(buf));
+		agent_put_dec(buf + agent_strlen(buf), n);
+		agent_strlcpy(buf + agent_strlen(buf), " bytes, which the hook replaces",
+			      sizeof buf - agent_strlen(buf));
+		say(name, r == -3 ? "a branch of its .cold part at +" : "its branch at +", buf);
+		return 0;
 	}
 	return n;
 }
@@ -660,7 +680,14 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 		say(spec->name, "too many allocator functions", NULL);
 		return;
 	}
-	size_t n = check(dec, spec->name, f.addr, f.size);
+	/* GCC's NAME.cold: the unlikely paths, which jump back into F */
+	struct found cold = { .exe_only = builtin };
+	char cold_name[FMT_FN_NAME_MAX + 8];
+	agent_strlcpy(cold_name, spec->name, sizeof cold_name);
+	agent_strlcpy(cold_name + agent_strlen(cold_name), ".cold", 8);
+	cold.name = cold_name;
+	dl_iterate_phdr(find_in_module, &cold);
+	size_t n = check(dec, spec->name, f.addr, f.size, cold.count == 1 ? &cold : NULL);
 	if (!n)
 		return;
 	uint8_t *page = near_page(f.addr);

@@ -18,9 +18,10 @@
                      still work (the program checks every chunk is where
                      its own count says) and their chunks are recorded as
                      the program counts them; a 3-byte function, one with
-                     a loop back to its entry and a name that does not
-                     exist are refused, each with its one line, and run
-                     unhooked; the program prints the same as bare
+                     a loop back to its entry, one whose .cold part jumps
+                     back to its entry and a name that does not exist are
+                     refused, each with its one line, and run unhooked;
+                     the program prints the same as bare
     allocfn:cxx      tests/analyze/progs/allocfn_cxx.cc: a C++ method hooked
                      by its qualified name (mem::Pool::take) and a function
                      whose displaced first bytes hold a call (pool_take);
@@ -77,6 +78,7 @@ EDGE_FNS = [
     "--alloc-fn", "branch_alloc(ctx=arg1,size=arg2)->ret",
     "--free-fn", "short_free(ctx=arg1,ptr=arg2)",
     "--alloc-fn", "loop_alloc(ctx=arg1,size=arg2)->ret",
+    "--alloc-fn", "cold_alloc(ctx=arg1,size=arg2)->ret",
     "--free-fn", "no_such_function(ptr=arg1)",
 ]
 REFUSED = [
@@ -84,6 +86,8 @@ REFUSED = [
     "5-byte jump",
     "heaptrail: cannot hook 'loop_alloc': its branch at +0x13 jumps back into its first 8 "
     "bytes, which the hook replaces",
+    "heaptrail: cannot hook 'cold_alloc': a branch of its .cold part at +0x5 jumps back into "
+    "its first 5 bytes, which the hook replaces",
     "heaptrail: cannot hook 'no_such_function': no function of that name in the program or "
     "its libraries",
 ]

@@ -12,6 +12,9 @@
  *                           bytes: relocated as a longer jump.
  *   short_free(pool, ptr)   3 bytes (xor, ret): shorter than the jump.
  *   loop_alloc(pool, size)  a loop whose branch goes back to the entry.
+ *   cold_alloc(pool, size)  size 0 goes to cold_alloc.cold (GCC's name for
+ *                           a function's unlikely part, apart from it),
+ *                           which jumps back to cold_alloc's entry.
  *
  * Every function still works when it is refused. The program checks
  * every chunk is where its own count says, and prints what it holds:
@@ -25,6 +28,7 @@ void *rip_alloc(void *pool, size_t size);
 void *branch_alloc(void *pool, size_t size);
 long short_free(void *pool, void *ptr);
 void *loop_alloc(void *pool, size_t size);
+void *cold_alloc(void *pool, size_t size);
 
 char arena[1 << 16] __attribute__((aligned(16)));
 size_t bump;
@@ -74,7 +78,20 @@ __asm__(".text\n"
 	"	testq $3, loops(%rip)\n"
 	"	jne loop_alloc\n"
 	BUMP
-	".size loop_alloc, .-loop_alloc\n");
+	".size loop_alloc, .-loop_alloc\n"
+	".globl cold_alloc\n"
+	".p2align 4\n"
+	".type cold_alloc, @function\n"
+	"cold_alloc:\n"
+	"	testq %rsi, %rsi\n"
+	"	je cold_alloc.cold\n"
+	BUMP
+	".size cold_alloc, .-cold_alloc\n"
+	".type cold_alloc.cold, @function\n"
+	"cold_alloc.cold:\n"
+	"	movl $16, %esi\n"
+	"	jmp cold_alloc\n"
+	".size cold_alloc.cold, .-cold_alloc.cold\n");
 
 static char pool_a, pool_b, pool_c;
 
@@ -105,6 +122,7 @@ int main(void)
 	ok &= branch_alloc(&pool_b, 0) == NULL;
 	ok &= short_free(&pool_a, arena) == 0;
 	ok &= at_expected(loop_alloc(&pool_c, 40), 40) && loops == 4;
+	ok &= at_expected(cold_alloc(&pool_c, 0), 16);
 	printf("leak rip %zu %zu\n", rip_bytes, rip_blocks);
 	printf("leak branch %zu %zu\n", br_bytes, br_blocks);
 	printf("arena %s\n", ok ? "OK" : "BAD");
