@@ -67,7 +67,8 @@ static int nhooks;
 
 /* ---------- the entry every hook goes through ----------
  * Frame (from %rsp after the sub): 0..64 rdi rsi rdx rcx r8 r9 rax r10
- * (the arguments, regs[0..5] = arg1..arg6), 64 the nesting cookie,
+ * (the arguments, regs[0..5] = arg1..arg6), 64 the nesting cookie, 72 the
+ * return value for post (REG_RET),
  * 80..208 xmm0-7, 208..224 rax rdx returned, 224..256 xmm0-1 returned. */
 #define REG_COOKIE 8
 __asm__(".text\n"
@@ -118,10 +119,19 @@ extern char agent_fnhook_entry[];
 
 #define COOKIE 0x6865617074726c31ull   /* "heaptrl1" */
 
+#define REG_RET 9   /* where agent_fnhook_post puts the return value */
+
+/* The value of role (format/fnspec.h): an argument, or a word read at an
+ * argument or the return value plus an offset (0 when that is NULL). */
 static uintptr_t arg(const struct fnhook *h, const uintptr_t *regs, int role)
 {
 	int a = h->spec.arg[role];
-	return a ? regs[a - 1] : 0;
+	if (!a)
+		return 0;
+	uintptr_t v = regs[a == FMT_ARG_RET ? REG_RET : a - 1];
+	if (!h->spec.deref[role])
+		return v;
+	return v ? *(const uintptr_t *)(v + (intptr_t)h->spec.off[role]) : 0;
 }
 
 static bool allocates(int kind)
@@ -154,6 +164,7 @@ static void pool_op(int kind, uintptr_t ctx, uintptr_t ptr, size_t size)
 __attribute__((used)) uintptr_t agent_fnhook_pre(struct fnhook *h, uintptr_t *regs)
 {
 	int kind = h->spec.kind;
+	regs[REG_RET] = 0;   /* no return value yet: *(ret-K) reads nothing */
 	uintptr_t ctx = arg(h, regs, FMT_ROLE_CTX);
 	switch (kind) {
 	case FMT_FNK_ALLOC:
@@ -212,6 +223,7 @@ __attribute__((used)) void agent_fnhook_post(struct fnhook *h, uintptr_t *regs, 
 	if (!token)
 		return;
 	int kind = h->spec.kind;
+	regs[REG_RET] = ret;
 	uintptr_t ctx = arg(h, regs, FMT_ROLE_CTX);
 	if (allocates(kind)) {
 		agent_tls.fn_outer = 0;

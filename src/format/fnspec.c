@@ -58,6 +58,50 @@ static bool ident_char(char c)
 	       c == '_' || c == '.' || c == '$' || c == '@' || c == ':';
 }
 
+/* A role's value at s[*k..n): argN, or a word read at an address:
+ * *(argN), *(argN-K), *(argN+K), *(ret-K)... (ret: only for the kinds
+ * that return what they made, whose roles are read after the call).
+ * Moves *k past it; NULL or why it is malformed. */
+static const char *parse_value(int kind, const char *s, size_t n, size_t *k, signed char *arg,
+			       int *off, bool *deref)
+{
+	size_t i = *k;
+	bool star = n - i >= 2 && s[i] == '*' && s[i + 1] == '(';
+	if (star)
+		i += 2;
+	if (star && n - i >= 3 && same(s + i, 3, "ret")) {
+		if (!kinds[kind].ret)
+			return "*(ret...) only where the function returns what it made";
+		*arg = FMT_ARG_RET;
+		i += 3;
+	} else if (n - i >= 4 && same(s + i, 3, "arg") && s[i + 3] >= '1' &&
+		   s[i + 3] <= '0' + FMT_FN_MAX_ARG) {
+		/* read after the call, when the old block may be gone */
+		if (star && kind == FMT_FNK_REALLOC)
+			return "a realloc function's words are read at *(ret-K), after it";
+		*arg = (signed char)(s[i + 3] - '0');
+		i += 4;
+	} else {
+		return "arguments are arg1 to arg6, or *(argN-K) for a word read at argN-K";
+	}
+	*off = 0;
+	*deref = star;
+	if (star) {
+		int sign = 0;
+		if (i < n && (s[i] == '-' || s[i] == '+'))
+			sign = s[i++] == '-' ? -1 : 1;
+		int v = 0, digits = 0;
+		while (sign && i < n && s[i] >= '0' && s[i] <= '9' && v < 1 << 20)
+			v = v * 10 + (s[i++] - '0'), digits++;
+		if ((sign && !digits) || i >= n || s[i] != ')')
+			return "a word read is *(argN), *(argN-K) or *(argN+K), K in bytes";
+		*off = sign * v;
+		i++;
+	}
+	*k = i;
+	return NULL;
+}
+
 const char *fmt_fnspec_parse(int kind, const char *s, size_t n, struct fmt_fnspec *out)
 {
 	if (kind < 0 || kind >= FMT_FNK_COUNT)
@@ -91,12 +135,12 @@ const char *fmt_fnspec_parse(int kind, const char *s, size_t n, struct fmt_fnspe
 			if (seen & (1u << role))
 				return "a role given twice";
 			k++;
-			if (n - k < 4 || !same(s + k, 3, "arg") || s[k + 3] < '1' ||
-			    s[k + 3] > '0' + FMT_FN_MAX_ARG)
-				return "arguments are arg1 to arg6";
-			out->arg[role] = (signed char)(s[k + 3] - '0');
+			const char *why = parse_value(kind, s, n, &k, &out->arg[role], &out->off[role],
+						      &out->deref[role]);
+			if (why)
+				return why;
 			seen |= 1u << role;
-			i = k + 4;
+			i = k;
 			if (i < n && s[i] == ',')
 				i++;
 			else if (i < n && s[i] != ')')

@@ -35,11 +35,17 @@ enum fmt_fn_role {
 
 #define FMT_FN_NAME_MAX 128
 #define FMT_FN_MAX_ARG 6
+#define FMT_ARG_RET 7   /* arg[]: the return value (only in *(ret-K)) */
 
+/* A role's value is argument arg[role] (or the return value), or, when
+ * deref[role], the word at that value + off[role]: ctx=*(arg1-8) for an
+ * allocator that keeps the pool before each chunk (PostgreSQL's pfree). */
 struct fmt_fnspec {
 	int kind;
 	char name[FMT_FN_NAME_MAX];
-	signed char arg[FMT_ROLE_MAX];   /* 1..6: argN; 0: not given */
+	signed char arg[FMT_ROLE_MAX];   /* 1..6: argN, FMT_ARG_RET; 0: not given */
+	int off[FMT_ROLE_MAX];
+	bool deref[FMT_ROLE_MAX];
 	bool ret;                        /* "->ret" */
 };
 

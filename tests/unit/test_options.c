@@ -121,6 +121,20 @@ int main(void)
 	expect_int(spec(FMT_FNK_ALLOC, "mem::Pool::take(ctx=arg1,size=arg2)->ret", &sp), 1,
 		   "a C++ qualified name");
 	expect_int(!strcmp(sp.name, "mem::Pool::take"), 1, "its name whole");
+	expect_int(spec(FMT_FNK_FREE, "pfree(ctx=*(arg1-8),ptr=arg1)", &sp), 1, "ctx=*(arg1-8)");
+	expect_int(sp.arg[FMT_ROLE_CTX] * 1000 + sp.off[FMT_ROLE_CTX] + 100 * sp.deref[FMT_ROLE_CTX],
+		   1000 - 8 + 100, "its argument, offset and read");
+	expect_int(spec(FMT_FNK_ALLOC, "palloc(ctx=*(ret-8),size=arg1)->ret", &sp), 1,
+		   "ctx=*(ret-8)");
+	expect_int(sp.arg[FMT_ROLE_CTX], FMT_ARG_RET, "the return value");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg2+16),size=arg1)->ret", &sp), 1, "*(arg2+16)");
+	expect_int(sp.off[FMT_ROLE_CTX], 16, "+16");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg2),size=arg1)->ret", &sp), 1, "*(arg2)");
+	expect_int(spec(FMT_FNK_FREE, "f(ctx=*(ret-8),ptr=arg1)", &sp), 0, "*(ret) in a free");
+	expect_int(spec(FMT_FNK_REALLOC, "r(ctx=*(arg1-8),ptr=arg1,size=arg2)->ret", &sp), 0,
+		   "*(argN) in a realloc");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-),size=arg1)->ret", &sp), 0, "*(arg1-)");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-8,size=arg1)->ret", &sp), 0, "*(arg1-8 unclosed");
 	expect_int(fmt_fn_kind_parse("destroy", 7), FMT_FNK_DESTROY, "kind destroy");
 	expect_int(fmt_fn_kind_parse("calloc", 6), -1, "no kind calloc");
 	return failures ? 1 : 0;
