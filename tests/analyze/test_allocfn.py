@@ -28,6 +28,11 @@
                      exceptions thrown by the method reach main through
                      both hooks (the program prints the same as bare, exits
                      0) and the pool holds what the program counts
+    allocfn:header   tests/analyze/progs/allocfn_header.c: pools that keep
+                     their pool in the word before each chunk, named with
+                     ctx=*(ret-8) (alloc) and ctx=*(arg1-8) (free): each
+                     pool holds what the program counts, after frees and a
+                     reset
     allocfn:embedded tests/analyze/progs/embedded_mi.c, a program with its
                      own copy of an allocator under mimalloc's names (a
                      small test allocator over mmap, never malloc), run
@@ -277,6 +282,30 @@ def test_cxx(suite):
     return problems, ["pools: %s, program: %s" % (got, want)]
 
 
+def test_header(suite):
+    work, prog = build(suite, "header", "allocfn_header.c", [])
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = [(int(m.group(1)), int(m.group(2)))
+            for m in re.finditer(rb"^pool \w+ live (\d+) (\d+)$", bare, re.M)]
+    if rc != 0 or len(want) != 2:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
+                              "--alloc-fn", "hdr_alloc(ctx=*(ret-8),size=arg1)->ret",
+                              "--free-fn", "hdr_free(ctx=*(arg1-8),ptr=arg1)",
+                              "--reset-fn", "hdr_reset(ctx=arg1)", "--", prog], cwd=work)
+    problems = []
+    if rc != 0 or stdout != bare or b"cannot hook" in err:
+        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
+    got = []
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)]
+
+
 def leaks_by_site(obj, prefix="mi_"):
     """{site: (bytes, blocks)} of the definitely lost malloc-like records,
     by the function above the allocator's (its last ::-separated name)."""
@@ -361,6 +390,7 @@ def collect(suite):
             ("allocfn:pprof", lambda: test_pprof(suite)),
             ("allocfn:edges", lambda: test_edges(suite)),
             ("allocfn:cxx", lambda: test_cxx(suite)),
+            ("allocfn:header", lambda: test_header(suite)),
             ("allocfn:embedded", lambda: test_embedded(suite)),
             ("allocfn:rust", lambda: test_rust(suite)),
             ("allocfn:options", lambda: test_options(suite))]
