@@ -258,24 +258,33 @@ def test_options(suite):
     return problems, []
 
 
+def hooked_run(suite, work, prog, args, bare, env=None, name="out"):
+    """heaptrail run -q of prog with args: (problems, report JSON or {});
+    a problem when it fails, prints other than bare or refuses a hook."""
+    out, jpath = os.path.join(work, name), os.path.join(work, name + ".json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath] + args +
+                             ["--", prog], cwd=work, env=env or rt.RUN_ENV)
+    problems = []
+    if rc != 0 or stdout != bare or b"cannot hook" in err:
+        problems.append("%s: status %d, prints %s, says %s" % (name, rc, rt.short(stdout),
+                                                             rt.short(err)))
+    obj = {}
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            obj = json.load(f)
+    return problems, obj
+
+
 def test_cxx(suite):
     work, prog = build(suite, "cxx", "allocfn_cxx.cc", [], suite.cxx)
     rc, bare, err = rt.run([prog], cwd=work)
     m = re.search(rb"^pool live (\d+) (\d+)$", bare, re.M)
     if rc != 0 or not m or b"caught 5" not in bare:
         raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
-    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
-                              "--alloc-fn", "mem::Pool::take(ctx=arg1,size=arg2)->ret",
-                              "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret", "--", prog],
-                             cwd=work)
-    problems = []
-    if rc != 0 or stdout != bare or b"cannot hook" in err:
-        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
-    got = []
-    if os.path.exists(jpath):
-        with open(jpath) as f:
-            got = pools_held(json.load(f))
+    problems, obj = hooked_run(suite, work, prog,
+                               ["--alloc-fn", "mem::Pool::take(ctx=arg1,size=arg2)->ret",
+                                "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret"], bare)
+    got = pools_held(obj)
     want = [(int(m.group(1)), int(m.group(2)))]
     if got != want:
         problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
@@ -289,18 +298,11 @@ def test_header(suite):
             for m in re.finditer(rb"^pool \w+ live (\d+) (\d+)$", bare, re.M)]
     if rc != 0 or len(want) != 2:
         raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
-    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
-                              "--alloc-fn", "hdr_alloc(ctx=*(ret-8),size=arg1)->ret",
-                              "--free-fn", "hdr_free(ctx=*(arg1-8),ptr=arg1)",
-                              "--reset-fn", "hdr_reset(ctx=arg1)", "--", prog], cwd=work)
-    problems = []
-    if rc != 0 or stdout != bare or b"cannot hook" in err:
-        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
-    got = []
-    if os.path.exists(jpath):
-        with open(jpath) as f:
-            got = pools_held(json.load(f))
+    problems, obj = hooked_run(suite, work, prog,
+                               ["--alloc-fn", "hdr_alloc(ctx=*(ret-8),size=arg1)->ret",
+                                "--free-fn", "hdr_free(ctx=*(arg1-8),ptr=arg1)",
+                                "--reset-fn", "hdr_reset(ctx=arg1)"], bare)
+    got = pools_held(obj)
     if got != want:
         problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
     return problems, ["pools: %s, program: %s" % (got, want)]
@@ -334,17 +336,10 @@ def test_embedded(suite):
         raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
     problems, details = [], []
     for opts, expect in (("", want), ("builtin_fns=0", {})):
-        out, jpath = os.path.join(work, "out" + opts), os.path.join(work, "out%s.json" % opts)
-        env = dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
-        rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
-                                  prog], cwd=work, env=env)
-        if rc != 0 or stdout != bare or b"cannot hook" in err:
-            problems.append("%s: status %d, prints %s, says %s" % (opts or "no option", rc,
-                                                                 rt.short(stdout), rt.short(err)))
-        got = {}
-        if os.path.exists(jpath):
-            with open(jpath) as f:
-                got = leaks_by_site(json.load(f))
+        p, obj = hooked_run(suite, work, prog, [], bare, dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS=opts),
+                            "out" + opts.replace("=", ""))
+        problems += p
+        got = leaks_by_site(obj)
         details.append("%s: heaptrail %s, program %s" % (opts or "no option", got, expect))
         if got != expect:
             problems.append("%s: leaks by site %s, expected %s" % (opts or "no option", got,
@@ -370,16 +365,8 @@ def test_rust(suite):
     want = program_sites(bare)
     if rc != 0 or len(want) != 2:
         raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
-    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
-                              prog], cwd=work)
-    problems = []
-    if rc != 0 or stdout != bare or b"cannot hook" in err:
-        problems.append("status %d, prints %s, says %s" % (rc, rt.short(stdout), rt.short(err)))
-    got = {}
-    if os.path.exists(jpath):
-        with open(jpath) as f:
-            got = leaks_by_site(json.load(f), "__rust_alloc")
+    problems, obj = hooked_run(suite, work, prog, [], bare)
+    got = leaks_by_site(obj, "__rust_alloc")
     if got != want:
         problems.append("leaks by site %s, the program %s" % (got, want))
     return problems, ["heaptrail %s, program %s" % (got, want)]
