@@ -46,6 +46,10 @@
                      the program's sites (frame #1 __rust_alloc or
                      __rust_alloc_zeroed), as many bytes and blocks as it
                      counts
+    allocfn:threads  the edges program with a preloaded library whose
+                     constructor starts a thread before the agent's: no
+                     function is hooked, with one line saying why, and the
+                     program runs as bare
     allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
                      commas inside the parentheses), and a malformed spec
                      refused by `heaptrail run` before it starts anything
@@ -275,6 +279,35 @@ def hooked_run(suite, work, prog, args, bare, env=None, name="out"):
     return problems, obj
 
 
+def test_threads(suite):
+    work, prog = edges_build(suite)
+    lib = os.path.join(work, "libthread_first.so")
+    rc, _, err = rt.run([suite.cc, "-shared", "-fPIC", "-o", lib,
+                         os.path.join(HERE, "progs", "allocfn_thread_lib.c"), "-lpthread"])
+    if rc != 0:
+        raise Failure("cc allocfn_thread_lib.c: %s" % rt.short(err, 600))
+    rc, bare, _ = rt.run([prog], cwd=work)
+    out, jpath = os.path.join(work, "threads"), os.path.join(work, "threads.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
+                              "--alloc-fn", "rip_alloc(ctx=arg1,size=arg2)->ret", "--", prog],
+                             cwd=work, env=dict(rt.RUN_ENV, LD_PRELOAD=lib))
+    want = ("heaptrail: cannot hook allocator functions: the program already runs 2 threads "
+            "(hooks are written before main, with one)")
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("status %d, prints %s" % (rc, rt.short(stdout)))
+    lines = err.decode(errors="replace").split("\n")
+    if lines.count(want) != 1 or sum("cannot hook" in l for l in lines) != 1:
+        problems.append("said %s" % rt.short(err, 600))
+    got = None
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if got != []:
+        problems.append("pools in the report: %s" % got)
+    return problems, [l for l in lines if "cannot hook" in l]
+
+
 def test_cxx(suite):
     work, prog = build(suite, "cxx", "allocfn_cxx.cc", [], suite.cxx)
     rc, bare, err = rt.run([prog], cwd=work)
@@ -380,4 +413,5 @@ def collect(suite):
             ("allocfn:header", lambda: test_header(suite)),
             ("allocfn:embedded", lambda: test_embedded(suite)),
             ("allocfn:rust", lambda: test_rust(suite)),
+            ("allocfn:threads", lambda: test_threads(suite)),
             ("allocfn:options", lambda: test_options(suite))]
