@@ -516,6 +516,9 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_resolve_global(agent_attach_definition);
 		agent_config_load_from(opts, output);
 		agent_start_attached();
+		if (agent_config.fns[0])   /* fnhook.h: patched before main only */
+			agent_log("allocator functions by name are hooked by `heaptrail run` only, "
+				  "not at attach: ignored", NULL, NULL);
 	} else {
 		/* attached again after a detach: start afresh */
 		uint64_t old = agent_config.sample;

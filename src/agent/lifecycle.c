@@ -63,6 +63,7 @@
 #include "format/vocab.h"
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
+#include "agent/fnhook.h"
 #include "agent/lifecycle.h"
 #include "agent/pool.h"
 #include "agent/modules.h"
@@ -217,6 +218,8 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	start(true);
+	/* before main, while the program has one thread (fnhook.h) */
+	agent_fnhook_install();
 	/* the ld.so runs this before __libc_start_main registers _dl_fini:
 	 * these two are the last exit handlers of all (see exit_park) */
 	on_exit(exit_park, NULL);
@@ -422,31 +425,9 @@ __attribute__((destructor)) static void agent_destructor(void)
 
 /* ---------- the report ---------- */
 
-static int count_threads(void)
-{
-	char buf[4096];
-	int n = 0;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
-		if (r <= 0)
-			break;
-		for (long off = 0; off < r;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			if (d->d_name[0] != '.')
-				n++;
-			off += d->d_reclen;
-		}
-	}
-	close(fd);
-	return n;
-}
-
 static bool release_caches(void)
 {
-	if (!agent_config.freeres || count_threads() != 1)
+	if (!agent_config.freeres || agent_thread_count() != 1)
 		return false;
 	agent_tls.busy = 1;
 	void (*cxx_freeres)(void) =
