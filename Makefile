@@ -27,7 +27,7 @@ AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
 	-flto=auto -flto-partition=one -ffat-lto-objects
-AGENT_LIBS := -ldl -lpthread -lm -lZydis
+AGENT_LIBS := -ldl -lpthread -lm
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into
 # build/gen at build time; the generated code is never committed.

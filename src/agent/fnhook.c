@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <Zydis/Zydis.h>
 
 #include "agent/agent.h"
@@ -50,6 +51,44 @@
 #include "format/fnspec.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
+
+/* Zydis, loaded only when there is something to hook, and RTLD_LOCAL:
+ * the agent does not depend on it (an attach or a plain run loads
+ * nothing more into the program), and a program with a Zydis of its own
+ * keeps its own. The names below call through these pointers. */
+static struct {
+	__typeof__(ZydisDecoderInit) *decoder_init;
+	__typeof__(ZydisDecoderDecodeFull) *decode_full;
+	__typeof__(ZydisCalcAbsoluteAddress) *calc_absolute;
+	__typeof__(ZydisEncoderDecodedInstructionToEncoderRequest) *to_request;
+	__typeof__(ZydisEncoderEncodeInstructionAbsolute) *encode_absolute;
+} zy;
+#define ZYDIS_SONAME "libZydis.so.4.0"
+#define ZydisDecoderInit (*zy.decoder_init)
+#define ZydisDecoderDecodeFull (*zy.decode_full)
+#define ZydisCalcAbsoluteAddress (*zy.calc_absolute)
+#define ZydisEncoderDecodedInstructionToEncoderRequest (*zy.to_request)
+#define ZydisEncoderEncodeInstructionAbsolute (*zy.encode_absolute)
+
+static bool zydis_load(void)
+{
+	void *h = dlopen(ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (h) {
+		zy.decoder_init = (__typeof__(zy.decoder_init))dlsym(h, "ZydisDecoderInit");
+		zy.decode_full = (__typeof__(zy.decode_full))dlsym(h, "ZydisDecoderDecodeFull");
+		zy.calc_absolute = (__typeof__(zy.calc_absolute))dlsym(h, "ZydisCalcAbsoluteAddress");
+		zy.to_request = (__typeof__(zy.to_request))dlsym(
+			h, "ZydisEncoderDecodedInstructionToEncoderRequest");
+		zy.encode_absolute = (__typeof__(zy.encode_absolute))dlsym(
+			h, "ZydisEncoderEncodeInstructionAbsolute");
+	}
+	if (h && zy.decoder_init && zy.decode_full && zy.calc_absolute && zy.to_request &&
+	    zy.encode_absolute)
+		return true;
+	agent_log("cannot hook allocator functions: ", ZYDIS_SONAME,
+		  " (Debian package libzydis4.0) cannot be loaded");
+	return false;
+}
 
 #define JMP_LEN 5
 #define MAX_HOOKS 64
@@ -833,7 +872,8 @@ int agent_fnhook_install(void)
 		return 0;
 	}
 	ZydisDecoder dec;
-	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+	if (!zydis_load() ||
+	    ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
 		return 0;
 	hook_lines(&dec, agent_config.fns, false);
 	for (size_t i = 0; i < NPROFILES; i++)

@@ -33,6 +33,8 @@
                      ctx=*(ret-8) (alloc) and ctx=*(arg1-8) (free): each
                      pool holds what the program counts, after frees and a
                      reset
+    allocfn:unloaded a run with nothing to hook does not load Zydis (the
+                     agent loads it, RTLD_LOCAL, only to hook)
     allocfn:embedded tests/analyze/progs/embedded_mi.c, a program with its
                      own copy of an allocator under mimalloc's names (a
                      small test allocator over mmap, never malloc), run
@@ -380,6 +382,19 @@ def test_embedded(suite):
     return problems, details
 
 
+def test_unloaded(suite):
+    """Zydis is loaded only when there is something to hook."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "allocfn-unloaded"))
+    rc, maps, err = rt.run([suite.heaptrail, "run", "-q", "-o", os.path.join(work, "out"), "--",
+                            "cat", "/proc/self/maps"], env=rt.RUN_ENV)
+    if rc != 0 or b"libheaptrail" not in maps:
+        raise Failure("run cat /proc/self/maps: status %d, agent mapped: %s (%s)"
+                      % (rc, b"libheaptrail" in maps, rt.short(err)))
+    if b"libZydis" in maps:
+        return ["a run with nothing to hook maps libZydis"], []
+    return [], []
+
+
 def rustc():
     """Debian's rustc (a rustup one earlier on PATH is not what CI has)."""
     return "/usr/bin/rustc" if os.path.exists("/usr/bin/rustc") else shutil.which("rustc")
@@ -407,6 +422,7 @@ def test_rust(suite):
 
 def collect(suite):
     return [("allocfn:pools", lambda: test_pools(suite)),
+            ("allocfn:unloaded", lambda: test_unloaded(suite)),
             ("allocfn:pprof", lambda: test_pprof(suite)),
             ("allocfn:edges", lambda: test_edges(suite)),
             ("allocfn:cxx", lambda: test_cxx(suite)),
