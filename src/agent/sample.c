@@ -52,14 +52,30 @@ static void seed(void)
 	agent_tls.rng = s ? s : 1;
 }
 
+/* Uniform on (0, 1]. */
+static double uniform(void)
+{
+	return (double)((next_random() >> 11) + 1) * 0x1.0p-53;
+}
+
 /* Bytes to the next sample point: Exp(S), at least 1. */
 static int64_t draw(void)
 {
-	double u = (double)((next_random() >> 11) + 1) * 0x1.0p-53;  /* (0, 1] */
-	double d = -log(u) * (double)agent_config.sample;
+	double d = -log(uniform()) * (double)agent_config.sample;
+	agent_tls.sample_s = agent_config.sample;
 	return d >= 9e18 ? INT64_MAX : (int64_t)d + 1;
 }
 
+static void auto_look(void);
+
+/*
+ * A point that the countdown reaches was placed at the rate of the S it
+ * was drawn at (agent_tls.sample_s). When S has risen since (sample=auto,
+ * another thread's doing), the point is kept with probability
+ * S_old / S_new, and when it is not, the next one is Exp(S_new) further:
+ * a Poisson process of rate 1/S_old thinned so is one of rate 1/S_new,
+ * so the allocation in flight is sampled exactly as at the new S.
+ */
 bool agent_sample_slow(size_t n)
 {
 	if (AGENT_UNLIKELY(!agent_tls.rng)) {
@@ -71,22 +87,46 @@ bool agent_sample_slow(size_t n)
 			return false;
 		}
 	}
+	if (AGENT_UNLIKELY(agent_tls.sample_s < agent_config.sample)) {
+		double keep = (double)agent_tls.sample_s / (double)agent_config.sample;
+		if (uniform() > keep) {
+			int64_t at = agent_tls.sample_left, d = draw();
+			at = at > INT64_MAX - d ? INT64_MAX : at + d;
+			if ((uint64_t)n < (uint64_t)at) {
+				agent_tls.sample_left = at - (int64_t)n;
+				return false;
+			}
+		}
+	}
 	agent_tls.sample_left = draw();
+	if (AGENT_UNLIKELY(agent_config.sample_auto))
+		auto_look();
 	return true;
 }
 
-void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
+/* The chance that a block of n bytes is sampled at S: p(n) = 1 - exp(-n/S). */
+static double sampled_p(double n, double s)
 {
-	if (agent_config.sample <= 1) {
+	return -expm1(-n / s);
+}
+
+static void weight_at(size_t n, uint64_t sample, uint64_t *bytes, uint64_t *blocks_x1024)
+{
+	if (sample <= 1) {
 		*bytes = n;
 		*blocks_x1024 = 1024;
 		return;
 	}
-	double p = -expm1(-(double)n / (double)agent_config.sample);
+	double p = sampled_p((double)n, (double)sample);
 	if (p < 1e-12)
 		p = 1e-12;
 	*bytes = (uint64_t)((double)n / p + 0.5);
 	*blocks_x1024 = (uint64_t)(1024.0 / p + 0.5);
+}
+
+void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
+{
+	weight_at(n, agent_config.sample, bytes, blocks_x1024);
 }
 
 /* How much estimated allocation passes between two looks at the interval
@@ -122,9 +162,16 @@ void agent_sample_on_check(void (*fn)(void))
 	on_check = fn;
 }
 
+static _Atomic uint64_t auto_want;   /* S a thread's look asked for */
+static AGENT_NOINLINE void auto_raise_asked(void);
+
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
+	/* a raise asked for by auto_look is made here, where a dump could
+	 * be written too: out of every table lock */
+	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_config.sample))
+		auto_raise_asked();
 	/* the time triggers look before this event is estimated (in exact
 	 * mode it is already counted), so a row can show just before it;
 	 * when agent_time_turn says it is the thread's turn */
@@ -174,3 +221,223 @@ void agent_resample(uint64_t sample)
 	agent_tls.rng = 0;
 }
 
+
+/*
+ * sample=auto — S follows the heap.
+ *
+ * S starts at AGENT_SAMPLE_AUTO_MIN (4 KiB) and only ever rises, by
+ * powers of two, up to AGENT_SAMPLE_AUTO_MAX (512 KiB, the fixed default:
+ * auto never samples more coarsely than it). Two rules raise it, looked at
+ * by each thread every AUTO_WINDOW samples it takes:
+ *
+ *  - the heap: once the live table holds 4 N samples (N = AUTO_SAMPLES,
+ *    2,000), S doubles until it would hold fewer than 4 N, so the live
+ *    heap keeps between 2 N and 4 N samples once it is big enough (at 4
+ *    KiB, N samples are 8 MB; a smaller heap has fewer, at the finest S).
+ *    N = 2,000 puts the 90 % interval of the live heap within about
+ *    ±1.645/sqrt(2,000) = ±3.7 % (less with big blocks), and a leak of
+ *    a hundredth of the heap's rate still brings tens of samples a run;
+ *  - the cost: a thread that samples more than AUTO_RATE allocations a
+ *    second for longer than a burst of AUTO_BURST samples (the cost of a
+ *    sample is a stack walk and a table insert, about a microsecond:
+ *    AUTO_RATE is about 1 % of a core) doubles S. The heap rule cannot
+ *    make sampling dear (it only raises S), and a fine S costs little
+ *    when the allocation rate is low, which this rule checks.
+ *
+ * Raising S from S_old to S_new while sampled blocks are live: each live
+ * sampled block of n bytes is kept with probability
+ *     q(n) = p_new(n) / p_old(n) = (1 - exp(-n/S_new)) / (1 - exp(-n/S_old))
+ * and forgotten otherwise (it stays in the program's heap; its free is
+ * then a free of an untracked block, as for any unsampled one). A block
+ * is then recorded with probability p_old(n) q(n) = p_new(n): the set is
+ * distributed exactly as if it had been sampled at S_new all along, and
+ * the next dump, with S_new in its header, is unbiased by jeprof, pprof
+ * and heaptrail alike. One dump has one S: the thinning is made with
+ * every table lock held, as a dump's snapshot is taken.
+ *
+ * The cumulative columns (allocated so far per stack: raw sampled counts
+ * k blocks and b bytes) are thinned the same way, with the stack's mean
+ * size m = b / k standing for each block's (exact when a stack allocates
+ * one size, as most do): k' ~ Binomial(k, q(m)), b' = k' m. Readers
+ * scale a stack by its mean size too (jeprof, pprof), so the columns keep
+ * estimating what was allocated since the start. (Above 256 blocks the
+ * binomial is replaced by k q rounded at random: the same mean, a little
+ * less spread.) The agent's own estimates (the timeline, the peak, the
+ * exit report's totals) were weighted when each block was sampled; the
+ * live part is recomputed at S_new over the kept blocks.
+ *
+ * Which blocks are kept is decided by a hash of the address and a salt
+ * drawn per raise, not by a draw per visit: the thinning may see a block
+ * twice (table.h), and must decide the same way.
+ */
+#define AUTO_SAMPLES 2000
+#define AUTO_WINDOW 128
+#define AUTO_RATE 10000
+#define AUTO_BURST 20000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t agent_sample_auto_target(uint64_t s, size_t live_samples)
+{
+	uint64_t want = s;
+	while (want < AGENT_SAMPLE_AUTO_MAX && (double)live_samples * (double)s / (double)want >= 4.0 * AUTO_SAMPLES)
+		want *= 2;
+	return want;
+}
+
+/* Every AUTO_WINDOW samples of this thread: may ask for a raise (made by
+ * the next agent_sample_note, which may take locks; this may not). */
+static AGENT_NOINLINE void auto_look_slow(void)
+{
+	agent_tls.auto_n = 0;
+	uint64_t s = agent_config.sample, t = now_ns(), want;
+	if (agent_tls.auto_ns && t > agent_tls.auto_ns) {
+		/* samples over the budget, carried over windows: a burst
+		 * (filling a cache) is forgiven, a steady excess is not */
+		double allowed = (double)(t - agent_tls.auto_ns) * 1e-9 * AUTO_RATE;
+		double debt = (double)agent_tls.auto_debt + AUTO_WINDOW - allowed;
+		agent_tls.auto_debt = debt < 0 ? 0 : debt > 4e9 ? 4000000000u : (uint32_t)debt;
+	}
+	agent_tls.auto_ns = t;
+	want = agent_sample_auto_target(s, agent_live_count_racy());
+	if (agent_tls.auto_debt > AUTO_BURST) {
+		agent_tls.auto_debt = 0;
+		if (want == s && s < AGENT_SAMPLE_AUTO_MAX)
+			want = s * 2;
+	}
+	uint64_t cur = atomic_load_explicit(&auto_want, memory_order_relaxed);
+	while (want > s && want > cur &&
+	       !atomic_compare_exchange_weak_explicit(&auto_want, &cur, want, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+static void auto_look(void)
+{
+	if (++agent_tls.auto_n >= AUTO_WINDOW)
+		auto_look_slow();
+}
+
+double agent_sample_keep_p(size_t n, uint64_t s_old, uint64_t s_new)
+{
+	if (s_new <= s_old)
+		return 1.0;
+	if (s_old <= 1)
+		return sampled_p((double)n, (double)s_new);
+	if (n == 0)  /* the limit of q(n) as n -> 0 */
+		return (double)s_old / (double)s_new;
+	return sampled_p((double)n, (double)s_new) / sampled_p((double)n, (double)s_old);
+}
+
+struct thin {
+	uint64_t s_old, s_new, salt;
+	int64_t est_bytes, est_blocks;   /* the live estimates' change */
+};
+
+/* splitmix64's finalizer: the block's own uniform draw for this raise */
+static double block_u(uintptr_t addr, uint64_t salt)
+{
+	uint64_t z = (uint64_t)addr ^ salt;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)((z >> 11) + 1) * 0x1.0p-53;
+}
+
+static bool thin_keep(uintptr_t addr, size_t size, void *arg)
+{
+	const struct thin *t = arg;
+	return block_u(addr, t->salt) <= agent_sample_keep_p(size, t->s_old, t->s_new);
+}
+
+static void thin_count(uintptr_t addr, size_t size, void *arg)
+{
+	struct thin *t = arg;
+	uint64_t b, k;
+	weight_at(size, t->s_old, &b, &k);
+	t->est_bytes -= (int64_t)b;
+	t->est_blocks -= (int64_t)k;
+	if (thin_keep(addr, size, arg)) {
+		weight_at(size, t->s_new, &b, &k);
+		t->est_bytes += (int64_t)b;
+		t->est_blocks += (int64_t)k;
+	}
+}
+
+/* Binomial(k, q): one draw per block up to 256, then k q rounded at
+ * random (see above). */
+static uint64_t thin_count_of(uint64_t k, double q)
+{
+	if (k <= 256) {
+		uint64_t kept = 0;
+		for (uint64_t i = 0; i < k; i++)
+			kept += uniform() <= q;
+		return kept;
+	}
+	double x = (double)k * q;
+	uint64_t kept = (uint64_t)x;
+	return kept + (uniform() <= x - (double)kept);
+}
+
+static void thin_cumulative(const struct thin *t)
+{
+	uint32_t n = agent_stack_count();
+	for (uint32_t id = 1; id <= n; id++) {
+		struct agent_stack *st = agent_stack_get(id);
+		uint64_t k = atomic_load(&st->total_blocks), b = atomic_load(&st->total_bytes);
+		if (!k)
+			continue;
+		double m = (double)b / (double)k;
+		uint64_t kept = thin_count_of(k, agent_sample_keep_p((size_t)(m + 0.5), t->s_old, t->s_new));
+		uint64_t gone = k - kept;
+		uint64_t gone_b = kept ? (uint64_t)((double)gone * m + 0.5) : b;
+		if (gone_b > b)
+			gone_b = b;
+		/* sub, not store: a sample being counted now is not lost */
+		atomic_fetch_sub(&st->total_blocks, gone);
+		atomic_fetch_sub(&st->total_bytes, gone_b);
+	}
+}
+
+void agent_sample_raise(uint64_t s_new)
+{
+	int saved = agent_tls.busy;
+	agent_tls.busy = AGENT_BUSY_AGENT;
+	agent_tables_lock_all();
+	uint64_t s_old = agent_config.sample;
+	if (s_old > 1 && s_new > s_old) {
+		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random() };
+		if (!agent_tls.rng) {
+			seed();
+			t.salt = next_random();
+		}
+		agent_live_each_locked(thin_count, &t);
+		agent_live_thin_locked(thin_keep, &t);
+		agent_pool_thin_locked(thin_keep, &t);
+		thin_cumulative(&t);
+		agent_config.sample = s_new;
+		struct agent_counts *c = agent_my_counts();
+		agent_count(&c->est_bytes, (uint64_t)t.est_bytes);
+		agent_count(&c->est_blocks_x1024, (uint64_t)t.est_blocks);
+	}
+	agent_tables_unlock_all();
+	agent_tls.busy = saved;
+}
+
+static atomic_bool raising;
+
+static AGENT_NOINLINE void auto_raise_asked(void)
+{
+	if (agent_tls.tables_locked || agent_tls.busy == AGENT_BUSY_LOCKED ||
+	    atomic_exchange(&raising, true))
+		return;
+	uint64_t want = atomic_load(&auto_want);
+	if (agent_config.sample_auto && want > agent_config.sample)
+		agent_sample_raise(want);
+	atomic_store(&raising, false);
+}
