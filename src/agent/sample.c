@@ -169,8 +169,9 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
 	/* a raise asked for by auto_look is made here, where a dump could
-	 * be written too: out of every table lock */
-	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_config.sample))
+	 * be written too (a new block: out of every table lock) */
+	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_config.sample) &&
+	    sign > 0)
 		auto_raise_asked();
 	/* the time triggers look before this event is estimated (in exact
 	 * mode it is already counted), so a row can show just before it;
@@ -212,6 +213,7 @@ void agent_resample(uint64_t sample)
 			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
 				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
 	agent_config.sample = sample;
+	atomic_store(&auto_want, 0);  /* asked for at the old S */
 	if (sample > 1 && !agent_filter)
 		agent_filter_init();
 	agent_config.leak_kinds = false;  /* the blocks before now are gone */
@@ -439,5 +441,7 @@ static AGENT_NOINLINE void auto_raise_asked(void)
 	uint64_t want = atomic_load(&auto_want);
 	if (agent_config.sample_auto && want > agent_config.sample)
 		agent_sample_raise(want);
+	else if (!agent_config.sample_auto)
+		atomic_store(&auto_want, 0);  /* the program fixed S since */
 	atomic_store(&raising, false);
 }
