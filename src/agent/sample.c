@@ -239,12 +239,17 @@ void agent_resample(uint64_t sample)
  *    N = 2,000 puts the 90 % interval of the live heap within about
  *    ±1.645/sqrt(2,000) = ±3.7 % (less with big blocks), and a leak of
  *    a hundredth of the heap's rate still brings tens of samples a run;
- *  - the cost: a thread that samples more than AUTO_RATE allocations a
- *    second for longer than a burst of AUTO_BURST samples (the cost of a
- *    sample is a stack walk and a table insert, about a microsecond:
- *    AUTO_RATE is about 1 % of a core) doubles S. The heap rule cannot
- *    make sampling dear (it only raises S), and a fine S costs little
- *    when the allocation rate is low, which this rule checks.
+ *  - the cost: a thread that samples more than AUTO_RATE (2,000)
+ *    allocations a second, beyond a burst of AUTO_BURST (5,000) samples
+ *    (a program filling a cache at start-up: a one-time cost),
+ *    raises S at once to where its pace of the last window would fit
+ *    the rate (at least doubling it). A sample costs a stack walk and a
+ *    table insert: about 2,600 instructions on Debian's sqlite3, built
+ *    without frame pointers (callgrind, bench/auto), a microsecond or
+ *    so; 2,000 a second are then about 0.2 % of a core, and the burst
+ *    about 5 milliseconds once. The heap rule cannot make sampling dear
+ *    (it only raises S), and a fine S costs little while the allocation
+ *    rate is low, which this rule checks.
  *
  * Raising S from S_old to S_new while sampled blocks are live: each live
  * sampled block of n bytes is kept with probability
@@ -274,8 +279,8 @@ void agent_resample(uint64_t sample)
  */
 #define AUTO_SAMPLES 2000
 #define AUTO_WINDOW 128
-#define AUTO_RATE 10000
-#define AUTO_BURST 20000
+#define AUTO_RATE 2000
+#define AUTO_BURST 5000
 
 static uint64_t now_ns(void)
 {
@@ -298,19 +303,28 @@ static AGENT_NOINLINE void auto_look_slow(void)
 {
 	agent_tls.auto_n = 0;
 	uint64_t s = agent_config.sample, t = now_ns(), want;
+	double rate = 0;   /* this window's samples a second */
 	if (agent_tls.auto_ns && t > agent_tls.auto_ns) {
 		/* samples over the budget, carried over windows: a burst
 		 * (filling a cache) is forgiven, a steady excess is not */
-		double allowed = (double)(t - agent_tls.auto_ns) * 1e-9 * AUTO_RATE;
-		double debt = (double)agent_tls.auto_debt + AUTO_WINDOW - allowed;
+		double secs = (double)(t - agent_tls.auto_ns) * 1e-9;
+		double debt = (double)agent_tls.auto_debt + AUTO_WINDOW - secs * AUTO_RATE;
 		agent_tls.auto_debt = debt < 0 ? 0 : debt > 4e9 ? 4000000000u : (uint32_t)debt;
+		rate = AUTO_WINDOW / secs;
 	}
 	agent_tls.auto_ns = t;
 	want = agent_sample_auto_target(s, agent_live_count_racy());
 	if (agent_tls.auto_debt > AUTO_BURST) {
+		/* over budget: at once to an S at which this window's pace
+		 * would fit it */
 		agent_tls.auto_debt = 0;
-		if (want == s && s < AGENT_SAMPLE_AUTO_MAX)
-			want = s * 2;
+		uint64_t cost = s * 2;
+		while (cost < AGENT_SAMPLE_AUTO_MAX && rate * (double)s / (double)cost > AUTO_RATE)
+			cost *= 2;
+		if (cost > AGENT_SAMPLE_AUTO_MAX)
+			cost = AGENT_SAMPLE_AUTO_MAX;
+		if (cost > want)
+			want = cost;
 	}
 	uint64_t cur = atomic_load_explicit(&auto_want, memory_order_relaxed);
 	while (want > s && want > cur &&
@@ -413,11 +427,9 @@ void agent_sample_raise(uint64_t s_new)
 	agent_tables_lock_all();
 	uint64_t s_old = agent_config.sample;
 	if (s_old > 1 && s_new > s_old) {
-		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random() };
-		if (!agent_tls.rng) {
+		if (!agent_tls.rng)
 			seed();
-			t.salt = next_random();
-		}
+		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random() };
 		agent_live_each_locked(thin_count, &t);
 		agent_live_thin_locked(thin_keep, &t);
 		agent_pool_thin_locked(thin_keep, &t);
@@ -432,6 +444,11 @@ void agent_sample_raise(uint64_t s_new)
 }
 
 static atomic_bool raising;
+
+void agent_sample_forked(void)
+{
+	atomic_store(&raising, false);  /* the raiser was another thread */
+}
 
 static AGENT_NOINLINE void auto_raise_asked(void)
 {

@@ -96,6 +96,9 @@ void agent_resample(uint64_t sample);
  * sampled at s_new all along. A no-op unless s_new > S > 1. Not with a
  * table lock held. */
 void agent_sample_raise(uint64_t s_new);
+/* In a forked child: a raise under way in another thread of the parent
+ * is not under way here. */
+void agent_sample_forked(void);
 /* The probability with which a block of n bytes sampled at s_old is
  * kept when S rises to s_new: (1 - exp(-n/s_new)) / (1 - exp(-n/s_old)). */
 double agent_sample_keep_p(size_t n, uint64_t s_old, uint64_t s_new);
