@@ -244,10 +244,10 @@ void agent_resample(uint64_t sample)
  *    (a program filling a cache at start-up: a one-time cost),
  *    raises S at once to where its pace of the last window would fit
  *    the rate (at least doubling it). A sample costs a stack walk and a
- *    table insert: about 2,600 instructions on Debian's sqlite3, built
- *    without frame pointers (callgrind, bench/auto), a microsecond or
- *    so; 2,000 a second are then about 0.2 % of a core, and the burst
- *    about 5 milliseconds once. The heap rule cannot make sampling dear
+ *    table insert: about 1,800 instructions on Debian's sqlite3, built
+ *    without frame pointers (callgrind, bench/RESULTS.md), under a
+ *    microsecond; 2,000 a second are then about 0.1 % of a core, and the
+ *    burst a few milliseconds once. The heap rule cannot make sampling dear
  *    (it only raises S), and a fine S costs little while the allocation
  *    rate is low, which this rule checks.
  *
