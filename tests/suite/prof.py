@@ -225,7 +225,20 @@ class Prof:
         recorded blocks thinned) as the 2 GiB heap grows, to its ceiling
         of 512 KiB; the dump must be unbiased at the S it states, by all
         three readers, the freed site's allocated column included."""
-        return self.accuracy_runs("sample=auto", 512 * 1024)
+        problems, details = self.accuracy_runs("sample=auto,timeline=5", 512 * 1024)
+        # the timeline follows S too: its last "sample=" is the dumps'
+        for i in range(3):
+            out = os.path.join(self.prof_work(self.specs["prof_accuracy"], ".%d.auto" % i), "out")
+            tl = glob.glob(os.path.join(out, "*.timeline"))
+            said = []
+            if len(tl) == 1:
+                with open(tl[0]) as f:
+                    said = re.findall(r"sample=(\d+)", "".join(l for l in f if l.startswith("#")))
+            details.append("run %d: the timeline's S: %s" % (i + 1, said))
+            if not said or int(said[-1]) != 512 * 1024 or int(said[0]) != 4096:
+                problems.append("run %d: the timeline says S %s, want 4096 first and "
+                                "524288 last" % (i + 1, said or "nothing"))
+        return problems, details
 
     def accuracy_runs(self, options, period):
         self.require_export("heaptrail_dump")
