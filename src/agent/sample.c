@@ -263,13 +263,15 @@ void agent_resample(uint64_t sample)
  * every table lock held, as a dump's snapshot is taken.
  *
  * The cumulative columns (allocated so far per stack: raw sampled counts
- * k blocks and b bytes) are thinned the same way, with the stack's mean
- * size m = b / k standing for each block's (exact when a stack allocates
- * one size, as most do): k' ~ Binomial(k, q(m)), b' = k' m. Readers
- * scale a stack by its mean size too (jeprof, pprof), so the columns keep
- * estimating what was allocated since the start. (Above 256 blocks the
- * binomial is replaced by k q rounded at random: the same mean, a little
- * less spread.) The agent's own estimates (the timeline, the peak, the
+ * k blocks and b bytes) are thinned the same way: the samples still live
+ * exactly as above (kept or not with the block), the k_f freed ones, of
+ * b_f bytes, whose sizes are gone, with their mean size m = b_f / k_f
+ * standing for each one's (exact when a stack allocates one size, as
+ * most do): k_f' ~ Binomial(k_f, q(m)), b_f' = k_f' m. Readers scale a
+ * stack by its mean size too (jeprof, pprof), so the columns keep
+ * estimating what was allocated since the start, and never fall below
+ * what is in use. (Above 256 blocks the binomial is replaced by k_f q
+ * rounded at random: the same mean, a little less spread.) The agent's own estimates (the timeline, the peak, the
  * exit report's totals) were weighted when each block was sampled; the
  * live part is recomputed at S_new over the kept blocks.
  *
@@ -350,9 +352,16 @@ double agent_sample_keep_p(size_t n, uint64_t s_old, uint64_t s_new)
 	return sampled_p((double)n, (double)s_new) / sampled_p((double)n, (double)s_old);
 }
 
+/* A stack's recorded blocks at a raise: live, and live and kept. */
+struct thin_stack {
+	uint64_t n, bytes, kept_n, kept_bytes;
+};
+
 struct thin {
 	uint64_t s_old, s_new, salt;
 	int64_t est_bytes, est_blocks;   /* the live estimates' change */
+	struct thin_stack *per;          /* [1..nstacks], or NULL (no memory) */
+	uint32_t nstacks;
 };
 
 /* splitmix64's finalizer: the block's own uniform draw for this raise */
@@ -371,18 +380,39 @@ static bool thin_keep(uintptr_t addr, size_t size, void *arg)
 	return block_u(addr, t->salt) <= agent_sample_keep_p(size, t->s_old, t->s_new);
 }
 
-static void thin_count(uintptr_t addr, size_t size, void *arg)
+static bool thin_per_stack(uintptr_t addr, size_t size, uint32_t stack, struct thin *t)
+{
+	bool keep = thin_keep(addr, size, t);
+	if (t->per && stack && stack <= t->nstacks) {
+		struct thin_stack *p = &t->per[stack];
+		p->n++;
+		p->bytes += size;
+		p->kept_n += keep;
+		p->kept_bytes += keep ? size : 0;
+	}
+	return keep;
+}
+
+/* A live block of the live table: the estimates' change, and its stack's
+ * counts. */
+static void thin_count(uintptr_t addr, size_t size, uint32_t stack, void *arg)
 {
 	struct thin *t = arg;
 	uint64_t b, k;
 	weight_at(size, t->s_old, &b, &k);
 	t->est_bytes -= (int64_t)b;
 	t->est_blocks -= (int64_t)k;
-	if (thin_keep(addr, size, arg)) {
+	if (thin_per_stack(addr, size, stack, t)) {
 		weight_at(size, t->s_new, &b, &k);
 		t->est_bytes += (int64_t)b;
 		t->est_blocks += (int64_t)k;
 	}
+}
+
+/* A pool's chunk: in no estimate, in its stack's counts. */
+static void thin_count_chunk(uintptr_t addr, size_t size, uint32_t stack, void *arg)
+{
+	thin_per_stack(addr, size, stack, arg);
 }
 
 /* Binomial(k, q): one draw per block up to 256, then k q rounded at
@@ -400,20 +430,31 @@ static uint64_t thin_count_of(uint64_t k, double q)
 	return kept + (uniform() <= x - (double)kept);
 }
 
+/* A stack's allocated-so-far samples are its live ones, thinned block
+ * by block above, and the freed ones, thinned here by their mean size:
+ * so "allocated" never falls below "in use". */
 static void thin_cumulative(const struct thin *t)
 {
 	uint32_t n = agent_stack_count();
 	for (uint32_t id = 1; id <= n; id++) {
 		struct agent_stack *st = agent_stack_get(id);
 		uint64_t k = atomic_load(&st->total_blocks), b = atomic_load(&st->total_bytes);
+		struct thin_stack live = t->per && id <= t->nstacks ? t->per[id] : (struct thin_stack){ 0 };
 		if (!k)
 			continue;
-		double m = (double)b / (double)k;
-		uint64_t kept = thin_count_of(k, agent_sample_keep_p((size_t)(m + 0.5), t->s_old, t->s_new));
-		uint64_t gone = k - kept;
-		uint64_t gone_b = kept ? (uint64_t)((double)gone * m + 0.5) : b;
-		if (gone_b > b)
-			gone_b = b;
+		/* a block entered but not yet counted (its thread is between
+		 * the two) counts as freed: at most one per thread */
+		if (live.n > k || live.bytes > b)
+			live = (struct thin_stack){ 0 };
+		uint64_t fk = k - live.n, fb = b - live.bytes, kept = 0, kept_b = 0;
+		if (fk) {
+			double m = (double)fb / (double)fk;
+			kept = thin_count_of(fk, agent_sample_keep_p((size_t)(m + 0.5), t->s_old, t->s_new));
+			kept_b = kept == fk ? fb : (uint64_t)((double)kept * m + 0.5);
+			if (kept_b > fb)
+				kept_b = fb;
+		}
+		uint64_t gone = k - live.kept_n - kept, gone_b = b - live.kept_bytes - kept_b;
 		/* sub, not store: a sample being counted now is not lost */
 		atomic_fetch_sub(&st->total_blocks, gone);
 		atomic_fetch_sub(&st->total_bytes, gone_b);
@@ -424,13 +465,20 @@ void agent_sample_raise(uint64_t s_new)
 {
 	int saved = agent_tls.busy;
 	agent_tls.busy = AGENT_BUSY_AGENT;
+	/* mapped before the locks; a stack interned meanwhile (above
+	 * nstacks) has its cumulative counts thinned as if freed */
+	uint32_t nstacks = agent_stack_count();
+	size_t perlen = ((size_t)nstacks + 1) * sizeof(struct thin_stack);
+	struct thin_stack *per = agent_mmap(perlen);
 	agent_tables_lock_all();
 	uint64_t s_old = agent_config.sample;
 	if (s_old > 1 && s_new > s_old) {
 		if (!agent_tls.rng)
 			seed();
-		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random() };
+		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random(),
+				  .per = per, .nstacks = nstacks };
 		agent_live_each_locked(thin_count, &t);
+		agent_pool_each_locked(thin_count_chunk, &t);
 		agent_live_thin_locked(thin_keep, &t);
 		agent_pool_thin_locked(thin_keep, &t);
 		thin_cumulative(&t);
@@ -440,6 +488,8 @@ void agent_sample_raise(uint64_t s_new)
 		agent_count(&c->est_blocks_x1024, (uint64_t)t.est_blocks);
 	}
 	agent_tables_unlock_all();
+	if (per)
+		agent_munmap(per, perlen);
 	agent_tls.busy = saved;
 }
 

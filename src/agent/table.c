@@ -600,13 +600,15 @@ size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
 	return n;
 }
 
-void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, void *arg), void *arg)
+void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg)
 {
 	for (unsigned i = 0; i < NSHARDS; i++)
 		for (uint32_t j = 0; j < shards[i].cap; j++)
 			if (shards[i].e[j].key)
 				fn((uintptr_t)(shards[i].e[j].key & ADDR_MASK),
-				   (size_t)(shards[i].e[j].meta & SIZE_MAX_TRACKED), arg);
+				   (size_t)(shards[i].e[j].meta & SIZE_MAX_TRACKED),
+				   (uint32_t)(shards[i].e[j].meta >> SIZE_BITS), arg);
 }
 
 /* An erase shifts the run after slot j back into it, so j is looked at

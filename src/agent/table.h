@@ -76,7 +76,8 @@ struct agent_live_stats {
 void agent_live_stats_locked(struct agent_live_stats *st);
 
 /* With every table lock held: calls fn for every live block. */
-void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, void *arg), void *arg);
+void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg);
 /* With every table lock held: forgets the live blocks keep says no to
  * (sample.c thins the samples when S rises). keep may be asked more than
  * once about a block and must give the same answer each time. */

@@ -33,7 +33,9 @@
  *    and q = 1 when S does not rise;
  *  - end to end through the real tables: a stream of allocations of four
  *    sizes (one stack each), sampled by agent_sampled at S = 4 KiB and
- *    entered in the live table as the hooks do, half of them then freed;
+ *    entered in the live table as the hooks do, half of them then freed
+ *    (none of the largest: all its samples are live, so its allocated
+ *    column must thin exactly as its live blocks do);
  *    S raised to 64 KiB. Then, for each size n:
  *      - the live blocks still recorded number about L p(n) at 64 KiB
  *        (L: the true live count): sampled at 4 KiB then thinned, each
@@ -43,7 +45,8 @@
  *        within 4 standard errors of that estimate;
  *      - the stack's allocated-so-far counts, unbiased at 64 KiB the way
  *        jeprof and pprof do (by the mean size), estimate the true bytes
- *        allocated within 4 standard errors;
+ *        allocated within 4 standard errors, and are no fewer than the
+ *        blocks still recorded in use;
  *    and the agent's own live estimate (agent_counters_sum) equals the
  *    weights of the kept blocks at 64 KiB, summed here;
  *  - after the raise the sample points come at the new rate: the
@@ -146,7 +149,7 @@ static void test_raise(void)
 				more = true;
 				size_t n = raise_sizes[k];
 				uintptr_t a = (uintptr_t)(addr += (n + 4095) & ~(size_t)4095);
-				bool freed = (round + j) & 1;
+				bool freed = ((round + j) & 1) && k != NSIZES - 1;
 				all_b[k] += n;
 				if (!freed) {
 					live_n[k]++;
@@ -205,6 +208,9 @@ static void test_raise(void)
 		      "%zu-byte blocks: allocated so far estimated %.0f from %.0f samples of mean "
 		      "size %.1f, truly %llu (4 se: %.0f)", raise_sizes[k], est_all, kb, m,
 		      (unsigned long long)all_b[k], 4 * se_all);
+		check(kb >= kept && bb >= kept * n,
+		      "%zu-byte blocks: allocated so far (%.0f samples, %.0f bytes) holds what is "
+		      "in use (%.0f, %.0f)", raise_sizes[k], kb, bb, kept, kept * n);
 	}
 	struct agent_counts t;
 	agent_counters_sum(&t);
