@@ -7,7 +7,7 @@ the bytes it holds by its own count.
 
     estimates:server  25 runs of 30 s at once (they mostly sleep: about
                       1 s of CPU each): 20 with the defaults of a
-                      profiling run (`heaptrail run --every 10s`, no
+                      profiling run (`heaptrail run --every 60m`, no
                       --sample: sample=auto), 5 at --sample 512k.
                       With the defaults, every dump's S must be finer
                       than 16k (auto's rule: 2,000 samples of a 10 MB
@@ -106,8 +106,11 @@ def test_server(suite):
     for name, sample in runs:
         out = rt.fresh_dir(os.path.join(work, name))
         acc = os.path.join(work, name + ".acc")
-        # the defaults: a profiling run given no --sample
-        flags = ["--every", "10s"] if sample == "auto" else ["--sample", sample]
+        # the defaults: a profiling run given no --sample. --every makes
+        # it one; a period longer than the run keeps its dumps from
+        # meeting the program's own (one dump at a time: the other is
+        # refused, EBUSY, and a dump would lack its accounting line)
+        flags = ["--every", "60m"] if sample == "auto" else ["--sample", sample]
         p = subprocess.Popen([suite.heaptrail, "run", "-q"] + flags + ["-o", out, "--",
                               prog, str(SECONDS), acc], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=rt.RUN_ENV)
