@@ -182,10 +182,13 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 		s->trend = PROF_TREND_GROWING;
 	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
 		 late_range(s->values, n) * 2 < s->peak - s->first &&
-		 (double)(s->peak - s->first) > rise_noise)
+		 (double)(s->peak - s->first) > rise_noise &&
+		 (!sampled || s->late_slope + s->late_pm < s->slope))
 		/* flat later means the later half stays put, not only that its
 		 * fitted line is level: a site that jumps up and down (churn)
-		 * can fit a level line by chance */
+		 * can fit a level line by chance; sampled, the later half's
+		 * slope must also be clearly below the whole run's (a leak of
+		 * a few samples whose last came early looks flat later) */
 		s->trend = PROF_TREND_GREW_FLAT;
 	else if (sampled && s->slope > 0 &&
 		 (s->slope - all.pm_scatter > 0 || n < PROF_GROWTH_MIN_DUMPS) &&
