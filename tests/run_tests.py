@@ -103,7 +103,7 @@ from Debian's source by tests/tools/get-pprof into BUILD/tools.
                      times at the default S: each site's estimated share
                      within 3 points and the total within 5 %, by all
                      three readers; the runs sample differently
-  prof:accuracy-auto the same at sample=auto: S rises from 4 KiB to
+  prof:accuracy-auto the same at sample=auto: S rises from 8 KiB to
                      512 KiB as the heap grows, the samples thinned at
                      each step; the dump states 512 KiB and is unbiased
   prof:exact         the same at sample=1: every number exact

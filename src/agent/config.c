@@ -11,7 +11,7 @@
  * sample           mean bytes between sampled allocations (k/m/g suffixes;
  *                  default 512k, as jemalloc and Go); 1 = every allocation
  *                  (exact mode, needed for leak classification); auto =
- *                  start at 4k and raise it as the heap grows, within a
+ *                  start at 8k and raise it as the heap grows, within a
  *                  cost budget (sample.c, "sample=auto")
  * interval         write a heap dump every SIZE bytes allocated (0 = off)
  * peak             1: keep one dump of the heap at its peak, rewritten

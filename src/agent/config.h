@@ -45,8 +45,9 @@ struct agent_config {
 };
 extern struct agent_config agent_config;
 
-/* sample=auto: where `sample` starts and how far it may rise (sample.c) */
-#define AGENT_SAMPLE_AUTO_MIN (4u << 10)
+/* sample=auto: where `sample` starts and how far it may rise (sample.c
+ * says why 8 KiB) */
+#define AGENT_SAMPLE_AUTO_MIN (8u << 10)
 #define AGENT_SAMPLE_AUTO_MAX (512u << 10)
 
 /* Reads HEAPTRAIL_OPTIONS from the environment. Called once, from the

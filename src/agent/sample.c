@@ -227,15 +227,22 @@ void agent_resample(uint64_t sample)
 /*
  * sample=auto — S follows the heap.
  *
- * S starts at AGENT_SAMPLE_AUTO_MIN (4 KiB) and only ever rises, by
+ * S starts at AGENT_SAMPLE_AUTO_MIN (8 KiB) and only ever rises, by
  * powers of two, up to AGENT_SAMPLE_AUTO_MAX (512 KiB, the fixed default:
  * auto never samples more coarsely than it). Two rules raise it, looked at
  * by each thread every AUTO_WINDOW samples it takes:
  *
  *  - the heap: once the live table holds 4 N samples (N = AUTO_SAMPLES,
  *    2,000), S doubles until it would hold fewer than 4 N, so the live
- *    heap keeps between 2 N and 4 N samples once it is big enough (at 4
- *    KiB, N samples are 8 MB; a smaller heap has fewer, at the finest S).
+ *    heap keeps between 2 N and 4 N samples once it is big enough (at 8
+ *    KiB, N samples are 16 MB; a smaller heap has fewer, at the finest S).
+ *    Why not finer than 8 KiB: readers unbias a stack by its mean block
+ *    size (jeprof, pprof, heaptrail: the text format has one line per
+ *    stack), which is exact when the stack's blocks are all much smaller
+ *    or all much larger than S and biased low when their sizes spread
+ *    around S (a cache of 1 to 7 KiB blocks: -0.7 % at 4 KiB, -0.24 % at
+ *    8 KiB); at 4 KiB that bias was a third of the test server's 90 %
+ *    interval, and its intervals held the truth in 85 % of dumps, not 90.
  *    N = 2,000 puts the 90 % interval of the live heap within about
  *    ±1.645/sqrt(2,000) = ±3.7 % (less with big blocks), and a leak of
  *    a hundredth of the heap's rate still brings tens of samples a run;

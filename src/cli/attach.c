@@ -872,7 +872,7 @@ static const char attach_usage[] =
 	"  -o DIR                 where the agent writes its files (default a fresh\n"
 	"                         ./heaptrail-attach-PID)\n"
 	"  --sample SIZE|auto     sample every SIZE bytes on average (default auto:\n"
-	"                         from 4k, coarser as the heap grows, up to 512k);\n"
+	"                         from 8k, coarser as the heap grows, up to 512k);\n"
 	"                         1 tracks every allocation from the attach on\n"
 	"  --interval SIZE        write a heap dump every SIZE bytes allocated\n"
 	"  --peak                 keep a heap dump of the peak\n"

@@ -46,7 +46,7 @@ static const char usage[] =
 	"profiling (heap dumps while PROG runs; see the README):\n"
 	"  --sample SIZE|auto     sample allocations every SIZE bytes on average\n"
 	"                         (e.g. 512k) instead of tracking every one; auto:\n"
-	"                         from 4k, coarser as the heap grows (the default\n"
+	"                         from 8k, coarser as the heap grows (the default\n"
 	"                         with --interval, --peak or --every); leak kinds\n"
 	"                         need every one (the default otherwise, --sample 1)\n"
 	"  --interval SIZE        write a heap dump every SIZE bytes allocated\n"

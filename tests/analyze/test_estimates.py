@@ -11,7 +11,7 @@ the bytes it holds by its own count.
                       --sample: sample=auto), 5 at --sample 512k.
                       With the defaults, every dump's S must be finer
                       than 16k (auto's rule: 2,000 samples of a 10 MB
-                      heap want 5 KB, so it stays at its 4 KiB start),
+                      heap want 5 KB, so it stays at its 8 KiB start),
                       `heaptrail growth` must name both leaks
                       growing in at least 19 of the 20 runs and never
                       call the cache, the churn or the bursts growing;
@@ -33,7 +33,7 @@ the bytes it holds by its own count.
 
 Why auto sees what 512k cannot: growth needs some tens of samples of a
 leak over the run to call it (the slope's noise shrinks as sqrt(S / T),
-growth.c); 24 KB/s for 30 s is 720 KB, 176 samples at 4 KiB, 1.4 at
+growth.c); 24 KB/s for 30 s is 720 KB, 88 samples at 8 KiB, 1.4 at
 512 KiB. `growth` at 512k says as much ("a run about N times longer, or
 --sample 64k").
 """

@@ -55,7 +55,7 @@ process group):
                     behaviour; the @kinds; each process's summary adds up
                     to its in-use totals
   hostile:PROG[CASE]:sample   --every 50ms --timeline 10 (a profiling
-                    run's default, --sample auto: S from 4k, raised with
+                    run's default, --sample auto: S from 8k, raised with
                     the samples thinned as the heap grows): same
                     behaviour, a timeline was written
   hostile:PROG[CASE]:leaks    exact, with `heaptrail leaks --json PID`

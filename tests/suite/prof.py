@@ -221,7 +221,7 @@ class Prof:
         return self.accuracy_runs(None, 512 * 1024)
 
     def prof_accuracy_auto(self):
-        """The same at sample=auto: S starts at 4 KiB and is raised (the
+        """The same at sample=auto: S starts at 8 KiB and is raised (the
         recorded blocks thinned) as the 2 GiB heap grows, to its ceiling
         of 512 KiB; the dump must be unbiased at the S it states, by all
         three readers, the freed site's allocated column included."""
@@ -235,8 +235,8 @@ class Prof:
                 with open(tl[0]) as f:
                     said = re.findall(r"sample=(\d+)", "".join(l for l in f if l.startswith("#")))
             details.append("run %d: the timeline's S: %s" % (i + 1, said))
-            if not said or int(said[-1]) != 512 * 1024 or int(said[0]) != 4096:
-                problems.append("run %d: the timeline says S %s, want 4096 first and "
+            if not said or int(said[-1]) != 512 * 1024 or int(said[0]) != 8192:
+                problems.append("run %d: the timeline says S %s, want 8192 first and "
                                 "524288 last" % (i + 1, said or "nothing"))
         return problems, details
 

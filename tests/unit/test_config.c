@@ -9,7 +9,7 @@
  * malformed one is ignored); ranges (depth, peak_step, timeline,
  * error_exitcode); signals by number and name, faults refused; the run
  * id's characters; HEAPTRAIL_OUTPUT winning over output=; sample=0 read
- * as exact mode; sample=auto (4 KiB to start, a later size wins); classification off whenever sampling; and one stderr
+ * as exact mode; sample=auto (8 KiB to start, a later size wins); classification off whenever sampling; and one stderr
  * line per ignored option, naming it.
  *
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
@@ -153,12 +153,12 @@ int main(void)
 	EQ(agent_config.sample, 3 << 20, "sample");
 	EQ(agent_config.sample_auto, 0, "sample_auto (a size)");
 
-	/* sample=auto: sampling from 4 KiB; a later size, or jemalloc's
+	/* sample=auto: sampling from 8 KiB; a later size, or jemalloc's
 	 * lg_prof_sample, fixes S again; a later auto wins over a size */
 	opts = "sample=auto";
 	load(opts, NULL);
 	EQ(agent_config.sample_auto, 1, "sample_auto");
-	EQ(agent_config.sample, 4096, "sample (auto starts at 4 KiB)");
+	EQ(agent_config.sample, 8192, "sample (auto starts at 8 KiB)");
 	EQ(agent_config.leak_kinds, 0, "leak_kinds (auto samples)");
 	EQ(err_text[0], 0, "nothing on stderr");
 	opts = "sample=auto,sample=64k";
@@ -172,7 +172,7 @@ int main(void)
 	opts = "sample=1,sample=auto";
 	load(opts, NULL);
 	EQ(agent_config.sample_auto, 1, "sample_auto (1 then auto)");
-	EQ(agent_config.sample, 4096, "sample (1 then auto)");
+	EQ(agent_config.sample, 8192, "sample (1 then auto)");
 	opts = "sample=autox";
 	load(opts, NULL);
 	EQ(agent_config.sample_auto, 0, "sample_auto (autox: malformed)");
