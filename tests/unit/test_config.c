@@ -154,29 +154,28 @@ int main(void)
 	EQ(agent_config.sample_auto, 0, "sample_auto (a size)");
 
 	/* sample=auto: sampling from 8 KiB; a later size, or jemalloc's
-	 * lg_prof_sample, fixes S again; a later auto wins over a size */
-	opts = "sample=auto";
-	load(opts, NULL);
-	EQ(agent_config.sample_auto, 1, "sample_auto");
-	EQ(agent_config.sample, 8192, "sample (auto starts at 8 KiB)");
-	EQ(agent_config.leak_kinds, 0, "leak_kinds (auto samples)");
-	EQ(err_text[0], 0, "nothing on stderr");
-	opts = "sample=auto,sample=64k";
-	load(opts, NULL);
-	EQ(agent_config.sample_auto, 0, "sample_auto (then 64k)");
-	EQ(agent_config.sample, 65536, "sample (auto then 64k)");
-	opts = "sample=auto,lg_prof_sample:10";
-	load(opts, NULL);
-	EQ(agent_config.sample_auto, 0, "sample_auto (then lg_prof_sample)");
-	EQ(agent_config.sample, 1024, "sample (auto then 2^10)");
-	opts = "sample=1,sample=auto";
-	load(opts, NULL);
-	EQ(agent_config.sample_auto, 1, "sample_auto (1 then auto)");
-	EQ(agent_config.sample, 8192, "sample (1 then auto)");
-	opts = "sample=autox";
-	load(opts, NULL);
-	EQ(agent_config.sample_auto, 0, "sample_auto (autox: malformed)");
-	EQ(agent_config.sample, 512 * 1024, "sample (autox: ignored)");
+	 * lg_prof_sample, fixes S again; a later auto wins over a size;
+	 * "autox" is malformed (the default stays) */
+	static const struct {
+		const char *opts;
+		uint64_t sample;
+		bool is_auto;
+	} sample_cases[] = {
+		{ "sample=auto", 8192, true },
+		{ "sample=auto,sample=64k", 65536, false },
+		{ "sample=auto,lg_prof_sample:10", 1024, false },
+		{ "sample=1,sample=auto", 8192, true },
+		{ "sample=autox", 512 * 1024, false },
+	};
+	for (size_t i = 0; i < sizeof sample_cases / sizeof sample_cases[0]; i++) {
+		opts = sample_cases[i].opts;
+		load(opts, NULL);
+		EQ(agent_config.sample_auto, sample_cases[i].is_auto, "sample_auto");
+		EQ(agent_config.sample, sample_cases[i].sample, "sample");
+		EQ(agent_config.leak_kinds, 0, "leak_kinds (sampling)");
+		if (sample_cases[i].is_auto)
+			EQ(err_text[0], 0, "nothing on stderr");
+	}
 
 	/* jemalloc's names and its key:value form */
 	opts = "prof:true,prof_active:false,lg_prof_sample:10,lg_prof_interval:20,"
