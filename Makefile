@@ -22,7 +22,7 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # stack the call is made from (a leak check delivered to a 16 KiB thread
 # overflowed it in _dl_runtime_resolve's register save area) and takes
 # the loader's lock inside signal handlers.
-AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c
+AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c src/format/fnspec.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
@@ -55,7 +55,7 @@ AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi
 	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/pool.o \
 	$(B)/agent-obj/src/agent/config.o $(B)/agent-obj/src/agent/counters.o \
 	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/format/options.o \
-	$(B)/agent-obj/src/format/names.o
+	$(B)/agent-obj/src/format/names.o $(B)/agent-obj/src/format/fnspec.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
 # libunwind: the reference the unwinder is compared with (not the agent's)
 AGENT_UNIT_LIBS := $(AGENT_LIBS) -lunwind

@@ -28,8 +28,9 @@
  *   layer 3 process: lifecycle leakscan api attach
  *        (the constructor, fork, exit and its report, leak checks, the API,
  *        the agent loaded into a running process)
- *   layer 2 record:  hooks heapprofile triggers leakwriter
- *        (the allocator entry points, and the files written while the
+ *   layer 2 record:  hooks heapprofile triggers leakwriter poolrec fnhook
+ *        (the allocator entry points, pool operations and the allocator
+ *        functions hooked by name, and the files written while the
  *        program runs and at its end)
  *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld
  *        (what is recorded, and how: counters, stacks and live blocks,
@@ -85,6 +86,8 @@ struct agent_tls {
 	bool in_loader;          /* inside dlclose: the loader's list may be
 				  * half changed (hooks.c, dlclose) */
 	struct agent_defer *defer;
+	uintptr_t fn_outer;      /* the saved registers of this thread's hooked
+				  * allocator call in progress (fnhook.c), 0 none */
 };
 extern __thread struct agent_tls agent_tls;
 /* agent_tls.busy values: 1 = the agent's own work, whose nested
@@ -151,6 +154,9 @@ static inline pid_t agent_gettid(void)
 	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_gettid) : "rcx", "r11", "memory");
 	return (pid_t)ret;
 }
+/* The number of threads of this process (/proc/self/task), -1 when it
+ * cannot tell. Not hook-safe (open). */
+int agent_thread_count(void);
 /* Writes a message to stderr as one write(2). Signal-safe. */
 void agent_log(const char *a, const char *b, const char *c);
 /* A short lower-case description of an errno value (e > 0), without

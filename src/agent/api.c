@@ -11,6 +11,7 @@
 #include "agent/hooks.h"
 #include "agent/lifecycle.h"
 #include "agent/pool.h"
+#include "agent/poolrec.h"
 #include "agent/unwind.h"
 #include "agent/sample.h"
 #include "agent/table.h"
@@ -42,91 +43,35 @@ AGENT_API int heaptrail_reset(void)
 	return 0;
 }
 
-/* ---------- pools (pool.c keeps them) ----------
- * Each call runs as an allocator entry point does: with busy set, so a
- * signal handler's malloc meanwhile is deferred (hooks.c), and with the
- * pending work run on the way out. A call the agent cannot take (not
- * ready, or nested in the agent's own work) does nothing and says so. */
-
-static bool pool_enter(void)
-{
-	if (atomic_load_explicit(&agent_state, memory_order_acquire) != 2 || agent_tls.busy)
-		return false;
-	agent_tls.busy = AGENT_BUSY_HOOK;
-	return true;
-}
-
-static int pool_leave(int ret)
-{
-	agent_tls.busy = 0;
-	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
-		agent_run_pending();
-	return ret;
-}
-
-/* A new chunk [addr, addr+size) of the pool anchored at anchor (0: the
- * malloc-like pool), recorded with the caller's stack when the sampler
- * picks it. */
-static AGENT_NOINLINE int pool_alloc(uintptr_t anchor, uintptr_t addr, size_t size, int fn)
-{
-	if (!pool_enter())
-		return -EAGAIN;
-	int ret = 0;
-	if (!addr || !agent_recording() || !agent_sampled(size))
-		return pool_leave(0);
-	uint32_t id = agent_pool_find(anchor);
-	if (!id)
-		return pool_leave(-ENOENT);
-	uintptr_t pcs[AGENT_MAX_DEPTH];
-	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	uint32_t stack = agent_stack_intern_pool(fn, id, pcs, n);
-	if (stack)
-		ret = agent_pool_chunk_add(id, addr, size, stack);
-	if (!stack || ret == -ENOMEM) {
-		agent_count(&agent_my_counts()->dropped, 1);
-		return pool_leave(-ENOMEM);
-	}
-	if (ret == 0) {
-		struct agent_stack *s = agent_stack_get(stack);
-		agent_add_shared(&s->total_bytes, size);
-		agent_add_shared(&s->total_blocks, 1);
-	}
-	return pool_leave(ret);
-}
+/* ---------- pools (pool.c keeps them; poolrec.c records) ---------- */
 
 AGENT_API int heaptrail_pool_create(const void *pool, const void *parent, const char *name)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
 	long id = agent_pool_create((uintptr_t)pool, (uintptr_t)parent, name);
-	return pool_leave(id < 0 ? (int)id : 0);
+	return agent_poolrec_leave(id < 0 ? (int)id : 0);
 }
 
 AGENT_API int heaptrail_pool_name(const void *pool, const char *name)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
-	return pool_leave(agent_pool_rename((uintptr_t)pool, name));
+	return agent_poolrec_leave(agent_pool_rename((uintptr_t)pool, name));
 }
 
 AGENT_API int heaptrail_pool_alloc(const void *pool, const void *addr, size_t size)
 {
 	if (!pool)
 		return -EINVAL;
-	return pool_alloc((uintptr_t)pool, (uintptr_t)addr, size, FMT_FN_POOL);
+	return agent_poolrec_alloc((uintptr_t)pool, (uintptr_t)addr, size, FMT_FN_POOL, 0, false);
 }
 
 AGENT_API int heaptrail_pool_free(const void *pool, const void *addr)
 {
 	if (!pool)
 		return -EINVAL;
-	if (!pool_enter())
-		return -EAGAIN;
-	size_t size;
-	uint32_t stack;
-	int ret = agent_pool_chunk_remove((uintptr_t)pool, (uintptr_t)addr, &size, &stack);
-	/* an untracked chunk is the usual case when sampling */
-	return pool_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_free((uintptr_t)pool, (uintptr_t)addr);
 }
 
 AGENT_API int heaptrail_pool_change(const void *pool, const void *old, const void *addr,
@@ -134,69 +79,64 @@ AGENT_API int heaptrail_pool_change(const void *pool, const void *old, const voi
 {
 	if (!pool)
 		return -EINVAL;
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
 	int ret = agent_pool_chunk_change((uintptr_t)pool, (uintptr_t)old, (uintptr_t)addr, size);
-	return pool_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
 }
 
 AGENT_API int heaptrail_pool_trim(const void *pool, const void *addr, size_t size)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
-	return pool_leave(agent_pool_trim((uintptr_t)pool, (uintptr_t)addr, size));
+	return agent_poolrec_leave(agent_pool_trim((uintptr_t)pool, (uintptr_t)addr, size));
 }
 
 AGENT_API int heaptrail_pool_reset(const void *pool)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
-	return pool_leave(agent_pool_reset((uintptr_t)pool));
+	return agent_poolrec_leave(agent_pool_reset((uintptr_t)pool));
 }
 
 AGENT_API int heaptrail_pool_destroy(const void *pool)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
-	return pool_leave(agent_pool_destroy((uintptr_t)pool));
+	return agent_poolrec_leave(agent_pool_destroy((uintptr_t)pool));
 }
 
 AGENT_API int heaptrail_pool_move(const void *pool, const void *new_pool)
 {
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
-	return pool_leave(agent_pool_move((uintptr_t)pool, (uintptr_t)new_pool));
+	return agent_poolrec_leave(agent_pool_move((uintptr_t)pool, (uintptr_t)new_pool));
 }
 
 AGENT_API int heaptrail_pool_exists(const void *pool)
 {
-	if (!pool || !pool_enter())
+	if (!pool || !agent_poolrec_enter())
 		return 0;
-	return pool_leave(agent_pool_find((uintptr_t)pool) != 0);
+	return agent_poolrec_leave(agent_pool_find((uintptr_t)pool) != 0);
 }
 
 AGENT_API int heaptrail_block_alloc(const void *addr, size_t size)
 {
-	return pool_alloc(0, (uintptr_t)addr, size, FMT_FN_MALLOCLIKE);
+	return agent_poolrec_alloc(0, (uintptr_t)addr, size, FMT_FN_MALLOCLIKE, 0, false);
 }
 
 AGENT_API int heaptrail_block_free(const void *addr)
 {
-	if (!pool_enter())
-		return -EAGAIN;
-	size_t size;
-	uint32_t stack;
-	int ret = agent_pool_chunk_remove(0, (uintptr_t)addr, &size, &stack);
-	return pool_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_free(0, (uintptr_t)addr);
 }
 
 AGENT_API int heaptrail_block_resize(const void *addr, size_t old_size, size_t new_size)
 {
 	(void)old_size;
-	if (!pool_enter())
+	if (!agent_poolrec_enter())
 		return -EAGAIN;
 	int ret = agent_pool_chunk_change(0, (uintptr_t)addr, (uintptr_t)addr, new_size);
-	return pool_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
 }
 
 /* jemalloc's profiling controls, for programs written against jemalloc's

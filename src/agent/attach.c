@@ -11,15 +11,16 @@
  * GLOB_DAT relocation) of the allocator's entry points in every loaded
  * module but the loader is pointed at the agent's
  * hook of the same name. The frees first, then the allocations, so a
- * block the agent records is never released behind its back. A thread of
- * the agent's own, while attached, patches modules loaded later (every
- * 200 ms: hooking dlopen would make the agent its caller and change the
- * RUNPATH the loader searches); it is the only thread the attach adds,
- * and it ends at the detach.
+ * block the agent records is never released behind its back. Modules
+ * loaded later are patched at the program's next dlsym (see "modules
+ * loaded after the attach" below). The attach adds no thread.
+ *
+ * The attach also installs the handlers that write the report of a
+ * process killed by a fatal signal (lifecycle.c).
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
- * still holds the agent's value, allocations first, stops that thread
- * and the time triggers, writes a final dump and leaves the agent mapped but inert: its
+ * still holds the agent's value, allocations first, takes those handlers
+ * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
  * Calls through an allocator address the program saved before the attach
@@ -31,12 +32,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <pthread.h>
-#include <linux/futex.h>
+#include <stddef.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
-#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -104,9 +104,11 @@ static struct slot *slots;           /* MAX_SLOTS, mapped at the first attach */
 static size_t nslots;
 static struct { uintptr_t addr; const void *phdr; } *mods;  /* modules patched */
 static size_t nmods;
-static int patch_lock;               /* the start, the rescan thread, the stop */
+static int patch_lock;               /* the start, the program's dlsym, the stop */
 
-static atomic_int rescan_stop, rescan_tid;
+static atomic_bool watching;  /* patching modules loaded later */
+static unsigned long long seen_adds;  /* the loader's count of loads, when last patched */
+static unsigned long long loads_so_far(void);
 static struct timespec attached_at;
 static uint64_t patched_count;
 static uint64_t untracked_at_attach;  /* untracked_frees when it started */
@@ -334,10 +336,16 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Patches the modules not patched yet (all of them: every = true). */
+/* Patches the modules not patched yet (all of them: every = true).
+ * Nothing after the detach has begun (watching false). */
 static void patch_new(bool every)
 {
 	lock();
+	if (!every && !atomic_load(&watching)) {
+		unlock();
+		return;
+	}
+	seen_adds = loads_so_far();  /* before: a load meanwhile is seen next time */
 	struct patch_arg a = { FAM_FREE, every };
 	dl_iterate_phdr(patch_module, &a);
 	a.fam = FAM_ALLOC;
@@ -382,51 +390,37 @@ static void restore_all(void)
 	unlock();
 }
 
-/* ---------- the rescan thread ---------- */
-
-static void *rescan(void *arg)
+/* ---------- modules loaded after the attach ----------
+ *
+ * No thread watches for them: a second thread would switch glibc's
+ * allocator to its multi-threaded paths (arena locks, atomic fastbins)
+ * for the rest of the process's life, a cost the program would keep
+ * after the detach. And no hook on dlopen: the loader reads dlopen's
+ * return address to find the caller's RUNPATH and namespace. Programs
+ * reach the code of a module they loaded through dlsym, so the program's
+ * dlsym (hooks.c calls us first) patches the modules loaded since the
+ * last look; the loader's count of loads (dlpi_adds) tells, from the
+ * first module alone, whether there is any. The program's own thread
+ * calls dlsym where it may take the loader's locks anyway. */
+static int first_adds(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	agent_tls.busy = 1;
-	/* named, so that heaptrail never borrows it for a call (a detach run
-	 * on it would wait for itself to end) */
-	prctl(PR_SET_NAME, FMT_AGENT_THREAD, 0, 0, 0);
-	atomic_store(&rescan_tid, (int)syscall(SYS_gettid));
-	while (!atomic_load(&rescan_stop)) {
-		struct timespec t = { 0, 200 * 1000000 };
-		syscall(SYS_futex, &rescan_stop, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
-		if (atomic_load(&rescan_stop))
-			break;
-		patch_new(false);
-	}
-	atomic_store(&rescan_tid, 0);
-	return NULL;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+		*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
 }
 
-static void rescan_start(void)
+static unsigned long long loads_so_far(void)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	atomic_store(&rescan_stop, 0);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 128 * 1024);
-	if (pthread_create(&t, &attr, rescan, NULL) != 0)
-		agent_log("heaptrail: cannot start the module watcher: modules loaded from "
-			  "now on are not tracked", "", "");
-	pthread_attr_destroy(&attr);
+	unsigned long long adds = 0;
+	dl_iterate_phdr(first_adds, &adds);
+	return adds;
 }
 
-static void rescan_stop_wait(void)
+static void patch_loaded_since(void)
 {
-	atomic_store(&rescan_stop, 1);
-	syscall(SYS_futex, &rescan_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	for (int i = 0; i < 2000 && atomic_load(&rescan_tid); i++) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
-	}
+	if (!atomic_load(&watching) || loads_so_far() == seen_adds)
+		return;
+	patch_new(false);
 }
 
 /* ---------- the record of the attach ---------- */
@@ -522,6 +516,9 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_resolve_global(agent_attach_definition);
 		agent_config_load_from(opts, output);
 		agent_start_attached();
+		if (agent_config.fns[0])   /* fnhook.h: patched before main only */
+			agent_log("allocator functions by name are hooked by `heaptrail run` only, "
+				  "not at attach: ignored", NULL, NULL);
 	} else {
 		/* attached again after a detach: start afresh */
 		uint64_t old = agent_config.sample;
@@ -542,8 +539,10 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 	struct agent_counts c;
 	agent_counters_sum(&c);
 	untracked_at_attach = c.untracked_frees;
+	atomic_store(&watching, true);
+	agent_fatal_handlers(true);
 	patch_new(true);
-	rescan_start();
+	agent_hooks_on_dlsym(patch_loaded_since);
 	write_record(false);
 	if (dir_fd < 0)
 		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
@@ -563,8 +562,10 @@ AGENT_API int heaptrail_attach_stop(void)
 		return -ENOENT;
 	int busy = agent_tls.busy;
 	agent_tls.busy = 1;
-	rescan_stop_wait();
+	agent_hooks_on_dlsym(NULL);
+	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
+	agent_fatal_handlers(false);
 	agent_triggers_stop();
 	agent_tls.busy = 0;
 	agent_dump(NULL, "final");

@@ -56,6 +56,16 @@
  *                  them from an earlier run's files in the same directory.
  *                  `heaptrail run` passes a fresh one; children inherit it.
  *
+ * alloc_fn, free_fn, realloc_fn, reset_fn, destroy_fn, create_fn, move_fn,
+ * trim_fn    a function of the program's to hook as that operation of a
+ *            pool allocator: alloc_fn=AllocSetAlloc(ctx=arg1,size=arg2)->ret
+ *            (format/fnspec.h; commas inside the parentheses do not end the
+ *            option). Each adds one; hooked by fnhook.c at start-up.
+ * builtin_fns 0: do not hook the allocators the program carries a copy of
+ *            (mimalloc's mi_malloc..., je_/_rjem_ prefixed jemalloc, tc_
+ *            tcmalloc, Rust's __rust_alloc... with a global allocator of
+ *            its own), which are hooked by default (fnhook.c)
+ *
  * jemalloc's names are accepted too: prof, prof_active (active),
  * lg_prof_sample (sample = 2^N), lg_prof_interval (interval = 2^N, -1 off),
  * prof_gdump (peak), prof_final (final), prof_prefix (prefix), prof_leak
@@ -70,6 +80,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "format/fnspec.h"
 #include "format/options.h"
 #include "agent/banned.h"
 
@@ -79,6 +90,7 @@ struct agent_config agent_config = {
 	.freeres = true,
 	.leak_kinds = true,
 	.stop_ptrace = true,
+	.builtin_fns = true,
 	.active = true,
 	/* Until the options are read, every allocation is tracked: the
 	 * constructor forgets those blocks if sampling is asked for. */
@@ -153,6 +165,7 @@ static const struct option {
 	{ "signal", T_SIGNAL, F(dump_signal), 0, 0 },
 	{ "final", T_BOOL, F(final), 0, 0 },
 	{ "mmap", T_BOOL, F(mmap), 0, 0 },
+	{ "builtin_fns", T_BOOL, F(builtin_fns), 0, 0 },
 	{ "prof_final", T_BOOL, F(final), 0, 0 },
 	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
 	{ "active", T_BOOL, F(active), 0, 0 },
@@ -230,10 +243,43 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 	return true;
 }
 
+/* KIND_fn=SPEC: appended to agent_config.fns when well-formed. 1 when
+ * taken, 0 when the key is not one of these, -1 when refused (said). */
+static int apply_fn(const char *key, size_t klen, const char *val, size_t vlen)
+{
+	int kind;
+	if (!val || klen < 4 || !agent_strstarts(key + klen - 3, "_fn") ||
+	    (kind = fmt_fn_kind_parse(key, klen - 3)) < 0)
+		return 0;
+	struct fmt_fnspec spec;
+	const char *why = fmt_fnspec_parse(kind, val, vlen, &spec);
+	size_t have = agent_strlen(agent_config.fns), klen0 = klen - 3;
+	if (!why && have + klen0 + vlen + 3 > sizeof agent_config.fns)
+		why = "too many allocator functions";
+	if (why) {
+		char shown[256];
+		size_t n = vlen < sizeof shown - 4 ? vlen : sizeof shown - 4;
+		agent_memcpy(shown, val, n);
+		agent_memcpy(shown + n, "': ", 4);
+		agent_log("ignoring allocator function '", shown, why);
+		return -1;
+	}
+	char *p = agent_config.fns + have;
+	agent_memcpy(p, key, klen0);
+	p[klen0] = ' ';
+	agent_memcpy(p + klen0 + 1, val, vlen);
+	p[klen0 + 1 + vlen] = '\n';
+	p[klen0 + 2 + vlen] = 0;
+	return 1;
+}
+
 static void apply(const char *opt, size_t klen, const char *val, size_t vlen, void *arg)
 {
 	char shown[256];
 	bool refused = false;
+	int fn = apply_fn(opt, klen, val, vlen);
+	if (fn)
+		return;
 	if (val) {
 		for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
 			if (agent_strlen(options[i].name) == klen &&

@@ -27,6 +27,8 @@ struct agent_config {
 	bool peak;               /* keep a dump of the peak */
 	bool final;              /* dump at exit */
 	bool mmap;               /* record anonymous mmap/munmap/mremap (pool "[mmap]") */
+	bool builtin_fns;        /* hook the allocators the program carries a copy
+				  * of (mimalloc, jemalloc, Rust...: fnhook.c) */
 	int stop_signal;         /* signal that stops threads for the scan */
 	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
 	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */
@@ -42,6 +44,10 @@ struct agent_config {
 	char run_id[64];         /* the run these files belong to ("" = none) */
 	char output[4096];       /* directory for files; "" = current directory */
 	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
+	/* allocator functions by name (KIND_fn=SPEC, format/fnspec.h): one
+	 * "KIND SPEC\n" line each, in the order given, each already parsed
+	 * once (well-formed); fnhook.c hooks them at start-up */
+	char fns[4096];
 };
 extern struct agent_config agent_config;
 

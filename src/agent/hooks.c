@@ -805,6 +805,24 @@ DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
  * below. For a real handle glibc does not look at the caller. */
 
 void *agent_real_dlsym __attribute__((visibility("hidden")));
+/* agent_hooks_on_dlsym's function; the stub below tests it too */
+void (*agent_dlsym_seen)(void) __attribute__((visibility("hidden")));
+
+void agent_hooks_on_dlsym(void (*fn)(void))
+{
+	__atomic_store_n(&agent_dlsym_seen, fn, __ATOMIC_RELEASE);
+}
+
+/* Runs agent_dlsym_seen for a dlsym of the program's. */
+__attribute__((visibility("hidden"), used)) void agent_dlsym_note(void)
+{
+	void (*fn)(void) = __atomic_load_n(&agent_dlsym_seen, __ATOMIC_ACQUIRE);
+	if (!fn || agent_tls.busy || agent_tls.in_loader)
+		return;
+	agent_tls.busy = AGENT_BUSY_AGENT;
+	fn();
+	agent_tls.busy = 0;
+}
 
 static void *dlsym_unavailable(void *handle, const char *name)
 {
@@ -846,6 +864,7 @@ __attribute__((visibility("hidden"), used)) void *agent_dlsym_handle(void *handl
 {
 	void *(*real)(void *, const char *) =
 		(void *(*)(void *, const char *))agent_dlsym_resolve();
+	agent_dlsym_note();
 	void *f = real(handle, name);
 	if (!f || !name || !agent_ready())
 		return f;
@@ -865,7 +884,8 @@ __attribute__((visibility("hidden"), used)) void *agent_dlsym_handle(void *handl
 
 /* dlsym(handle, name): rdi = handle, rsi = name. RTLD_DEFAULT is 0 and
  * RTLD_NEXT -1; either goes to libc's dlsym by a jump (the return address
- * stays the caller's), anything else to agent_dlsym_handle. */
+ * stays the caller's), after agent_dlsym_note when agent_dlsym_seen is
+ * set; anything else to agent_dlsym_handle. */
 __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
@@ -879,6 +899,8 @@ __asm__(".text\n"
 	"1:	movq agent_real_dlsym(%rip), %rax\n"
 	"	testq %rax, %rax\n"
 	"	je 2f\n"
+	"	cmpq $0, agent_dlsym_seen(%rip)\n"
+	"	jne 2f\n"
 	"	jmp *%rax\n"
 	"2:	pushq %rdi\n"
 	"	.cfi_adjust_cfa_offset 8\n"
@@ -886,6 +908,7 @@ __asm__(".text\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	subq $8, %rsp\n"
 	"	.cfi_adjust_cfa_offset 8\n"
+	"	call agent_dlsym_note\n"
 	"	call agent_dlsym_resolve\n"
 	"	addq $8, %rsp\n"
 	"	.cfi_adjust_cfa_offset -8\n"

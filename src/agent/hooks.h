@@ -42,4 +42,10 @@ typedef int agent_leak_check_fn(int flags, uintptr_t stack_from, const uintptr_t
 				int nextra);
 void agent_pending_on_check(agent_leak_check_fn *fn);
 
+/* Called at the start of each of the program's dlsym calls, when set
+ * (attach.c, while attached: a module the program loaded since is
+ * patched before the program gets the address of its code). Not inside
+ * the agent nor inside dlclose. */
+void agent_hooks_on_dlsym(void (*fn)(void));
+
 #endif

@@ -64,6 +64,7 @@
 #include "format/vocab.h"
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
+#include "agent/fnhook.h"
 #include "agent/lifecycle.h"
 #include "agent/pool.h"
 #include "agent/modules.h"
@@ -219,6 +220,8 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	start(true);
+	/* before main, while the program has one thread (fnhook.h) */
+	agent_fnhook_install();
 	/* the ld.so runs this before __libc_start_main registers _dl_fini:
 	 * these two are the last exit handlers of all (see exit_park) */
 	on_exit(exit_park, NULL);
@@ -231,9 +234,9 @@ void agent_start_attached(void)
 	start(false);
 }
 
-/* What the constructor and an attach share. An attached agent installs
- * no fatal-signal handlers: it stays in the process, inert, after a
- * detach, and the program's own handlers must stay the ones that run. */
+/* What the constructor and an attach share. An attach installs the
+ * fatal-signal handlers itself (agent_fatal_handlers), and takes them
+ * away at the detach. */
 static void start(bool preloaded)
 {
 	libc_freeres = (void (*)(void))dlsym(RTLD_DEFAULT, "__libc_freeres");
@@ -424,31 +427,9 @@ __attribute__((destructor)) static void agent_destructor(void)
 
 /* ---------- the report ---------- */
 
-static int count_threads(void)
-{
-	char buf[4096];
-	int n = 0;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
-		if (r <= 0)
-			break;
-		for (long off = 0; off < r;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			if (d->d_name[0] != '.')
-				n++;
-			off += d->d_reclen;
-		}
-	}
-	close(fd);
-	return n;
-}
-
 static bool release_caches(void)
 {
-	if (!agent_config.freeres || count_threads() != 1)
+	if (!agent_config.freeres || agent_thread_count() != 1)
 		return false;
 	agent_tls.busy = 1;
 	void (*cxx_freeres)(void) =
@@ -792,6 +773,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+static unsigned fatal_installed;  /* bit i: fatal_signals[i] has fatal_handler */
+
 static void install_fatal_handlers(void)
 {
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
@@ -806,8 +789,35 @@ static void install_fatal_handlers(void)
 		sa.sa_sigaction = fatal_handler;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(sig, &sa, NULL) == 0)
+		if (sigaction(sig, &sa, NULL) == 0) {
 			agent_sig_hide_default(sig, fatal_handler);
+			fatal_installed |= 1u << i;
+		}
+	}
+}
+
+/* Attached, a process killed by a fatal signal gets its report as under
+ * `heaptrail run`; the detach puts the default disposition back where
+ * the handler is still the agent's (the program may have replaced it
+ * since). The program's sigaction is not hooked while attached: asked,
+ * it sees the agent's handler instead of SIG_DFL. */
+void agent_fatal_handlers(bool on)
+{
+	if (on) {
+		install_fatal_handlers();
+		return;
+	}
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+		struct sigaction cur, dfl;
+		if (!(fatal_installed & (1u << i)) || sigaction(fatal_signals[i], NULL, &cur))
+			continue;
+		fatal_installed &= ~(1u << i);
+		agent_sig_hide_default(fatal_signals[i], NULL);
+		if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != fatal_handler)
+			continue;
+		agent_memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction(fatal_signals[i], &dfl, NULL);
 	}
 }
 

@@ -77,6 +77,10 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 /* What the constructor starts, for an agent loaded into a running
  * process (attach.c), once the options are read. */
 void agent_start_attached(void);
+/* Attach and detach: the handlers that write the report of a process
+ * killed by a fatal signal, installed where the program left the default
+ * (on), or taken away where they are still the agent's (off). */
+void agent_fatal_handlers(bool on);
 
 /* The exit report of a process a signal is about to kill
  * ("exit signal N"), from that signal's handler. */

@@ -1,5 +1,6 @@
 /* os.c — the few OS and string helpers the agent needs, without libc's
  * allocating or locale-aware functions. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -339,4 +340,26 @@ void agent_arena_release(struct agent_arena *a)
 		agent_munmap(a->base, a->len);
 	a->base = NULL;
 	a->len = a->used = 0;
+}
+
+int agent_thread_count(void)
+{
+	char buf[4096];
+	int n = 0;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			if (d->d_name[0] != '.')
+				n++;
+			off += d->d_reclen;
+		}
+	}
+	close(fd);
+	return n;
 }

@@ -51,8 +51,18 @@ static inline uint64_t stack_key(int fn, uint32_t pool)
 
 static uint64_t stack_hash(uint64_t key, const uintptr_t *pcs, int depth)
 {
+	/* two pcs a round, each through its own multiply: a new stack is
+	 * hashed at every allocation whose walk the memo could not give */
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ key ^ ((uint64_t)depth << 40);
-	for (int i = 0; i < depth; i++) {
+	int i = 0;
+	for (; i + 2 <= depth; i += 2) {
+		h ^= pcs[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= pcs[i + 1];
+		h *= 0xc4ceb9fe1a85ec53ull;
+		h ^= h >> 32;
+	}
+	if (i < depth) {
 		h ^= pcs[i];
 		h *= 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
@@ -76,10 +86,11 @@ static bool stack_equal(const struct agent_stack *s, uint64_t h, uint64_t key,
 	if (s->hash != h || stack_key(s->fn, s->pool) != key || s->depth != depth)
 		return false;
 	const uintptr_t *q = agent_stack_pcs(s);
-	for (int i = 0; i < depth; i++)
-		if (q[i] != pcs[i])
+	int i = 0;
+	for (; i + 2 <= depth; i += 2)
+		if ((q[i] ^ pcs[i]) | (q[i + 1] ^ pcs[i + 1]))
 			return false;
-	return true;
+	return i == depth || q[i] == pcs[i];
 }
 
 static uint32_t index_find(struct stack_index *ix, uint64_t h, uint64_t key,

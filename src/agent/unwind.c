@@ -500,10 +500,43 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 	ms->win_walked += (uint64_t)walked;
 	ms->win_saved += (uint64_t)joined;
 	if (++ms->win_n == MEMO_WINDOW) {
-		ms->sparse = ms->win_saved < 2 * ms->win_walked;
+		if (ms->win_saved >= 2 * ms->win_walked)
+			ms->sparse = 0;
+		else
+			ms->sparse = ms->sparse ? (ms->sparse < 6 ? ms->sparse + 1 : 6) : 3;
 		ms->win_n = 0;
 		ms->win_saved = ms->win_walked = 0;
 	}
+}
+
+/* ---------- the thread's own rule cache (walk_memos.l1) ---------- */
+
+static inline unsigned l1_index(uint64_t key)
+{
+	return (unsigned)(key ^ (key >> 10)) & (MEMO_L1_SLOTS - 1);
+}
+
+/* Forgets the thread's rules of an older generation. */
+static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
+{
+	if (ms && AGENT_UNLIKELY(ms->l1_gen != gen)) {
+		agent_memset(ms->l1, 0, sizeof ms->l1);
+		ms->l1_gen = gen;
+	}
+}
+
+/* Keeps rule r of key in the thread's cache, when it is of the cache's
+ * generation (a walk that met an unloaded module has a newer one). */
+static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint32_t gen,
+			  struct packed r)
+{
+	if (!ms || gen != ms->l1_gen || kind_of(r.w0) == CFI_K_NONE)
+		return;
+	int64_t k = off_of(r.w0);
+	bool fast = kind_of(r.w0) == CFI_K_CFA_RSP && kind_of(r.w1) == CFI_BP_SAME && k >= 8 &&
+		    k < (1 << 24);
+	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
+	ms->l1[i].fast = fast ? (uint64_t)k : 0;
 }
 
 /* walk without a memo: the same steps, with nothing recorded and no
@@ -513,10 +546,12 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max)
+static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max,
+				     struct walk_memos *ms)
 {
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	l1_check_gen(ms, gen);
 	w->gen = gen;
 	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
 	stack_bounds(w, sp);
@@ -524,16 +559,36 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 	uintptr_t hi = w->f.lo + w->f.span + 8;
 	bool exact = true;
 	struct slot *c = w->cache;
-	int n = 0;
-	for (int budget = max + 64; n < max && budget > 0; budget--) {
-		struct packed r = { CFI_K_NONE, 0 };
-		if (AGENT_LIKELY(c))
-			r = cache_get(c, cache_key(pc, exact), gen);
-		if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
-			w->f.pc = pc, w->exact = exact;
-			r = rule_slow(w);
-			c = w->cache;
-			gen = w->gen;
+	int n = 0, skip = 64;  /* the agent's own frames first, 64 at most */
+	if (max <= 0)
+		return 0;
+	for (;;) {
+		struct packed r;
+		uint64_t key = cache_key(pc, exact);
+		unsigned i1 = l1_index(key);
+		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
+			uintptr_t k = ms->l1[i1].fast;
+			if (AGENT_LIKELY(k) && AGENT_LIKELY(sp + k <= hi)) {
+				/* the commonest frame, its rule checked once */
+				sp += k;
+				pc = *(const uintptr_t *)(sp - 8);
+				exact = false;
+				if (pc == 0)
+					break;
+				goto found;
+			}
+			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
+		} else {
+			r = (struct packed){ CFI_K_NONE, 0 };
+			if (AGENT_LIKELY(c))
+				r = cache_get(c, key, gen);
+			if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+				w->f.pc = pc, w->exact = exact;
+				r = rule_slow(w);
+				c = w->cache;
+				gen = w->gen;
+			}
+			l1_put(ms, i1, key, gen, r);
 		}
 		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
 		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
@@ -561,9 +616,18 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 			c = w->cache;
 			gen = w->gen;
 		}
-		if (n == 0 && pc - agent_self_lo < agent_self_hi - agent_self_lo)
-			continue;
-		pcs[n++] = pc;
+	found:
+		if (AGENT_UNLIKELY(skip)) {
+			if (pc - agent_self_lo < agent_self_hi - agent_self_lo) {
+				if (--skip)
+					continue;
+				break;
+			}
+			skip = 0;
+		}
+		pcs[n] = pc;
+		if (++n == max)
+			break;
 	}
 	return n;
 }
@@ -587,11 +651,12 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
 				       int max, struct walk_memos *ms)
 {
-	/* a memo that does not pay records one walk in 8 (memo_account) */
-	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & 7)))
-		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max) };
+	/* a memo that does not pay records one walk in 2^sparse (memo_account) */
+	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & ((1u << ms->sparse) - 1))))
+		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max, ms) };
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
+	l1_check_gen(ms, gen);
 	w->gen = gen;
 	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
@@ -620,14 +685,22 @@ static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr
 	bool exact = w->exact;
 	struct slot *c = w->cache;
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
-		struct packed r = { CFI_K_NONE, 0 };
-		if (AGENT_LIKELY(c))
-			r = cache_get(c, cache_key(pc, exact), gen);
-		if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
-			w->f.pc = pc, w->exact = exact;
-			r = rule_slow(w);
-			c = w->cache;
-			gen = w->gen;
+		struct packed r;
+		uint64_t key = cache_key(pc, exact);
+		unsigned i1 = l1_index(key);
+		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
+			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
+		} else {
+			r = (struct packed){ CFI_K_NONE, 0 };
+			if (AGENT_LIKELY(c))
+				r = cache_get(c, key, gen);
+			if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+				w->f.pc = pc, w->exact = exact;
+				r = rule_slow(w);
+				c = w->cache;
+				gen = w->gen;
+			}
+			l1_put(ms, i1, key, gen, r);
 		}
 		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
 		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);

@@ -62,6 +62,7 @@ struct walk_memo {
 #define MEMO_SCAN_MISSES 64
 #define MEMO_SCAN_HIT 32
 #define MEMO_WINDOW 64
+#define MEMO_L1_SLOTS 1024
 struct walk_join {
 	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
@@ -82,11 +83,19 @@ struct walk_memos {
 	unsigned scan_tick;
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
 	 * replays and joins against pcs walked while recording, over windows
-	 * of MEMO_WINDOW recorded walks. When it does not (sparse), only one
-	 * walk in 8 is recorded, which costs less than it saves. */
+	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
+	 * 2^sparse is recorded (sparse 0: every walk), which costs less than
+	 * it saves: one in 8 after the first window that does not pay, one
+	 * in 64 after four in a row. */
 	uint64_t win_saved, win_walked;
-	unsigned win_n, sparse_tick;
-	bool sparse;
+	unsigned win_n, sparse_tick, sparse;
+	/* The thread's own copy of the rules it used last (unwind.c,
+	 * walk_plain), read without the shared cache's sequence checks:
+	 * direct-mapped by return address; emptied when the generation
+	 * changes. fast: k for the commonest rule, CFA = rsp + k with rbp
+	 * unchanged and k checked once (8 <= k < 2^24), else 0. */
+	uint32_t l1_gen;
+	struct { uint64_t pc, w0, w1, fast; } l1[MEMO_L1_SLOTS];
 };
 
 /* Bumped whenever cached rules are forgotten: a memo of an older

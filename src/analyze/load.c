@@ -222,6 +222,15 @@ static bool location_is_alloc(const struct prof_profile *p, const struct prof_lo
 	return outer->symbolized && is_alloc_function(outer->function);
 }
 
+/* The agent's own frame further down a stack: the trampoline of an
+ * allocator function hooked by name (agent/fnhook.c), between the
+ * function and its caller. */
+static bool location_is_agent(const struct prof_profile *p, const struct prof_location *l)
+{
+	const char *base = base_name(p->frames[l->frames[0]].module);
+	return base && !strncmp(base, "libheaptrail", 12);
+}
+
 static void collect_warnings(struct prof_profile *p, struct symbolizer *sym)
 {
 	const char *const *w;
@@ -345,6 +354,8 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 				*slot = (uint32_t)p->nlocs++;
 			}
 			if (leading && location_is_alloc(p, &p->locs[*slot]))
+				continue;
+			if (!leading && location_is_agent(p, &p->locs[*slot]))
 				continue;
 			leading = false;
 			scratch[nl++] = *slot;

@@ -267,17 +267,6 @@ static bool futex_may_be_libc_lock(const char *maps, unsigned long addr)
 
 static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex);
 
-/* The agent's own thread (named FMT_AGENT_THREAD): never borrowed. */
-static bool agent_thread(pid_t pid, pid_t tid)
-{
-	char path[96], *comm;
-	snprintf(path, sizeof path, "/proc/%d/task/%d/comm", pid, tid);
-	comm = slurp(path, NULL);
-	bool is = comm && !strncmp(comm, FMT_AGENT_THREAD "\n", FMT_LEN(FMT_AGENT_THREAD) + 1);
-	free(comm);
-	return is;
-}
-
 /* A thread of pid blocked in a waiting system call, or 0. Second
  * choice: one waiting on a futex that is no lock of libc's (see above). */
 static pid_t pick_thread(pid_t pid, pid_t avoid)
@@ -301,7 +290,7 @@ static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
 	}
 	for (struct dirent *e; (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || tid == avoid || agent_thread(pid, tid))
+		if (tid <= 0 || tid == avoid)
 			continue;
 		char sp[160];
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
@@ -454,7 +443,7 @@ static int borrow_busy(struct target *t)
 	int found = -EAGAIN;
 	for (struct dirent *e; d && found && (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || agent_thread(t->pid, tid) || ptrace(PTRACE_SEIZE, tid, 0, 0))
+		if (tid <= 0 || ptrace(PTRACE_SEIZE, tid, 0, 0))
 			continue;
 		t->tid = tid;
 		clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
@@ -680,10 +669,18 @@ static void seize_error(pid_t pid, int e)
 		snprintf(yama, sizeof yama, "%.*s", (int)strcspn(y, "\n"), y);
 		free(y);
 	}
-	if (e == EPERM && *yama && strcmp(yama, "0"))
+	/* Yama's modes (Documentation/admin-guide/LSM/Yama.rst) */
+	static const char *const scope_says[] = {
+		[1] = "only a parent may trace its descendants: run heaptrail as root or "
+		      "with CAP_SYS_PTRACE, or start the program under `heaptrail run`",
+		[2] = "only root or CAP_SYS_PTRACE may trace: run heaptrail as root",
+		[3] = "no process may be traced until the next boot: start the program "
+		      "under `heaptrail run` instead",
+	};
+	int scope = *yama >= '1' && *yama <= '3' && !yama[1] ? *yama - '0' : 0;
+	if (e == EPERM && scope)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
-			  "%s (0 allows tracing your own processes; else run as root or with "
-			  "CAP_SYS_PTRACE)", pid, yama);
+			  "%d: %s", pid, scope, scope_says[scope]);
 	else if (e == EPERM)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);

@@ -28,6 +28,7 @@
 
 #include "analyze/report.h"
 #include "cli/cli.h"
+#include "format/fnspec.h"
 #include "format/options.h"
 #include "format/vocab.h"
 #include "render/render.h"
@@ -58,6 +59,15 @@ static const char usage[] =
 	"                         as the pool \"[mmap]\" (not in leak reports)\n"
 	"  --timeline MS          heap timeline period in ms (default 100 when\n"
 	"                         profiling; 0 off)\n"
+	"allocator functions by name (pools without annotations; see docs/usage.md):\n"
+	"  --alloc-fn 'F(ctx=argN,size=argN)->ret'      F hands out a block of pool ctx\n"
+	"  --free-fn 'F(ctx=argN,ptr=argN)'             F gives it back\n"
+	"  --realloc-fn 'F(ctx=argN,ptr=argN,size=argN)->ret'\n"
+	"  --reset-fn 'F(ctx=argN)', --destroy-fn 'F(ctx=argN)'\n"
+	"  --create-fn 'F(parent=argN,name=argN)->ret', --move-fn 'F(ctx=argN)->ret',\n"
+	"  --trim-fn 'F(ctx=argN,ptr=argN,size=argN)'   (each may be given again)\n"
+	"  --no-builtin-fns       do not hook the allocators PROG carries a copy of\n"
+	"                         (mimalloc, prefixed jemalloc, tcmalloc, Rust's)\n"
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
@@ -71,6 +81,7 @@ struct run_opts {
 	int depth;
 	int follow;
 	char profile[512];      /* agent options for the profiling flags */
+	char fns[4096];         /* agent options for the allocator functions */
 	int quiet;
 	char **prog;            /* PROG ARGS..., NULL-terminated */
 	struct cli_live_opts live;
@@ -121,6 +132,31 @@ const char *cli_check_profile_value(const char *key, const char *v, char *out, s
 		snprintf(out, cap, "%d", sig);
 	}
 	return NULL;
+}
+
+/* --KIND-fn SPEC (format/fnspec.h): 1 when argv[*i] is one (*v then the
+ * spec, or NULL after saying why it is refused), 0 when it is not. */
+static int fn_opt(int argc, char **argv, int *i, struct run_opts *o, const char **v)
+{
+	for (int k = 0; k < FMT_FNK_COUNT; k++) {
+		char flag[32];
+		snprintf(flag, sizeof flag, "--%s-fn", fmt_fn_kind_names[k]);
+		if (!(*v = cli_opt_value(argc, argv, i, flag)))
+			continue;
+		struct fmt_fnspec spec;
+		const char *why = *v[0] ? fmt_fnspec_parse(k, *v, strlen(*v), &spec) : "a spec is needed";
+		size_t n = strlen(o->fns);
+		if (!why && n + strlen(*v) + 16 >= sizeof o->fns)
+			why = "too many allocator functions";
+		if (why) {
+			cli_error("run: bad %s '%s': %s", flag, *v, why);
+			*v = NULL;
+			return 1;
+		}
+		snprintf(o->fns + n, sizeof o->fns - n, ",%s_fn=%s", fmt_fn_kind_names[k], *v);
+		return 1;
+	}
+	return 0;
 }
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
@@ -189,6 +225,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return -1;
 			}
 			add_option(o, key, num);
+		} else if (!strncmp(a, "--", 2) && strstr(a, "-fn") && fn_opt(argc, argv, &i, o, &v)) {
+			if (!v)
+				return -1;
+		} else if (!strcmp(a, "--no-builtin-fns")) {
+			strncat(o->fns, ",builtin_fns=0", sizeof o->fns - strlen(o->fns) - 1);
 		} else if (!strcmp(a, "--no-follow-children")) {
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -429,14 +470,14 @@ static void note_run_key(const char *key, size_t klen, const char *val, size_t v
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
 		       const char *path, int fd)
 {
-	char buf[PATH_MAX * 2], opts[1024];
+	char buf[PATH_MAX * 2 + sizeof o->fns], opts[1024 + sizeof o->fns];
 	const char *old = getenv("LD_PRELOAD");
 	snprintf(buf, sizeof buf, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("HEAPTRAIL_OUTPUT", outdir, 1);
 	/* exact mode unless --sample says otherwise (it comes later and wins) */
-	snprintf(opts, sizeof opts, "sample=1,depth=%d,follow_children=%d%s", o->depth, o->follow,
-		 o->profile);
+	snprintf(opts, sizeof opts, "sample=1,depth=%d,follow_children=%d%s%s", o->depth, o->follow,
+		 o->profile, o->fns);
 	/* a process whose report is lost exits with the error code itself */
 	if (o->error_exitcode > 0)
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",

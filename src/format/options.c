@@ -103,9 +103,11 @@ void fmt_options_each(const char *opts,
 {
 	const char *s = opts;
 	while (s && *s) {
+		/* a comma inside parentheses belongs to the value (alloc_fn=F(a,b)) */
 		const char *e = s;
-		while (*e && *e != ',')
-			e++;
+		int depth = 0;
+		for (; *e && (*e != ',' || depth > 0); e++)
+			depth += *e == '(' ? 1 : *e == ')' && depth > 0 ? -1 : 0;
 		if (e > s) {
 			size_t len = (size_t)(e - s), klen = 0;
 			while (klen < len && s[klen] != '=' && s[klen] != ':')

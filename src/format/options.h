@@ -5,7 +5,8 @@
  * it for a leak check. One parser, so the two never disagree.
  *
  * The string is comma-separated options, each "key=value" or jemalloc's
- * "key:value"; options apply in order, so a key given twice takes its
+ * "key:value" (a comma inside parentheses is part of a value:
+ * alloc_fn=F(ctx=arg1,size=arg2)->ret); options apply in order, so a key given twice takes its
  * last well-formed value, and a malformed or refused value leaves the
  * earlier one in place (the agent says so on stderr).
  *

@@ -104,9 +104,4 @@
 #define FMT_TIMELINE_SAMPLE  "sample="
 #define FMT_TIMELINE_RUN     "run="
 
-/* ---- attach ----
- * The name (/proc/PID/task/TID/comm) of the thread the agent runs while
- * attached: `heaptrail attach`, `dump` and `detach` never borrow it. */
-#define FMT_AGENT_THREAD     "heaptrail"
-
 #endif

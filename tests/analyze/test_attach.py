@@ -12,10 +12,19 @@ commands on stdin).
                     definitely lost exactly the blocks leaked since the
                     attach, and none that a block allocated before the
                     attach still points to
+    attach:plugin   --sample 1: a library the program loads with dlopen after
+                    the attach (tests/analyze/progs/attach_plugin.c) and
+                    reaches through dlsym allocates through its own GOT
+                    slots: its leak is reported, at its function, exactly;
+                    and the attach added no thread to the process
     attach:loop     attach, dump, detach, N times (HEAPTRAIL_ATTACH_LOOPS,
                     default 10): no hang, no crash, output unchanged
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
+    attach:crash    a process killed by SIGSEGV while attached writes its
+                    report (the blocks leaked since the attach) and dies of
+                    the signal as bare; the handler is there only while
+                    attached (SigCgt before, during, after a detach)
     attach:for      --for: heaptrail detaches by itself, final dump written;
                     `top` and `timeline` (text and SVG) say their figures are
                     "since attach at" the time in the attach record
@@ -31,11 +40,13 @@ commands on stdin).
                     attach borrows a thread stopped in the program's own
                     code; dump and detach; every round of its checksum
                     (integer and floating-point state) still agrees, its
-                    output equals the bare run's, and the detach does not
-                    wait on the agent's own thread
+                    output equals the bare run's, and the detach holds the
+                    borrowed thread less than 1.5 s
     attach:errors   no such pid, a zombie, a static binary, a process of
-                    another user, a seccomp filter refusing the injected mmap:
-                    one line each, exit 1, target untouched
+                    another user (also under each Yama ptrace_scope, its file
+                    faked in a mount namespace: this kernel has no Yama), a
+                    seccomp filter refusing the injected mmap: one line
+                    each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
 """
@@ -43,6 +54,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -53,6 +65,7 @@ _lock = threading.Lock()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG_SRC = os.path.join(HERE, "progs", "attach_target.c")
+PLUGIN_SRC = os.path.join(HERE, "progs", "attach_plugin.c")
 
 
 _built = {}
@@ -65,12 +78,15 @@ def build(suite):
     with _lock:
         if "ok" not in _built:
             os.makedirs(work, exist_ok=True)
-            tmp = prog + ".tmp"
-            rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", tmp, PROG_SRC],
-                                       env=os.environ)
-            if rc:
-                raise run_tests.Failure("build failed: %s" % run_tests.short(err))
-            os.rename(tmp, prog)
+            for src, out, flags in ((PLUGIN_SRC, os.path.join(work, "attach_plugin.so"),
+                                     ["-shared", "-fPIC"]),
+                                    (PROG_SRC, prog, ["-pthread"])):
+                tmp = out + ".tmp"
+                rc, _, err = run_tests.run([suite.cc, "-g", "-O1"] + flags + ["-o", tmp, src],
+                                           env=os.environ)
+                if rc:
+                    raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+                os.rename(tmp, out)
             _built["ok"] = True
     return work, prog
 
@@ -248,24 +264,10 @@ def test_exact(suite):
                            # array allocated before the attach
         rc, _, err = heaptrail(suite, "leaks", str(t.p.pid))
         expect_ok(problems, "leaks", rc, err)
-        checks = [f for f in os.listdir(out) if ".check-" in f and f.endswith(".leaks")]
-        if len(checks) != 1:
-            problems.append("want one leak check file, got %s" % os.listdir(out))
-        else:
-            rc, js, err = heaptrail(suite, "report", "--json", os.path.join(out, checks[0]))
-            if expect_ok(problems, "report --json", rc, err):
-                d = json.loads(js)
-                lost = {}
-                for r in d["records"]:
-                    if r["kind"] in ("definitely_lost", "indirectly_lost", "possibly_lost"):
-                        fns = [f.get("function") for f in r["stack"]]
-                        site = next((f for f in fns if f and f.startswith("cmd_")), fns[:3])
-                        key = (r["kind"], str(site))
-                        b, n = lost.get(key, (0, 0))
-                        lost[key] = (b + r["bytes"], n + r["blocks"])
-                want = {("definitely_lost", "cmd_leak"): (3700, 37)}
-                if lost != want:
-                    problems.append("lost %s, want %s" % (lost, want))
+        lost = lost_by_site(problems, suite, out, "cmd_")
+        want = {("definitely_lost", "cmd_leak"): (3700, 37)}
+        if lost is not None and lost != want:
+            problems.append("lost %s, want %s" % (lost, want))
         t.ask("drop")      # frees 3 blocks from before the attach, 11 from after
         rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
         expect_ok(problems, "detach", rc, err)
@@ -277,6 +279,59 @@ def test_exact(suite):
                             "allocated before the attach: %r" % rec)
         check_end(t, problems, ["ready", "ok 3", "ok 5", "ok", "ok 37", "ok 11", "ok 14",
                                 "done held=0 cached=256"])
+    finally:
+        t.kill()
+    return problems, []
+
+
+def lost_by_site(problems, suite, out, prefix):
+    """{(kind, first function of the stack starting with prefix): (bytes,
+    blocks)} over the lost records of the one leak check file in out."""
+    checks = [f for f in os.listdir(out) if ".check-" in f and f.endswith(".leaks")]
+    if len(checks) != 1:
+        problems.append("want one leak check file, got %s" % os.listdir(out))
+        return None
+    rc, js, err = heaptrail(suite, "report", "--json", os.path.join(out, checks[0]))
+    if not expect_ok(problems, "report --json", rc, err):
+        return None
+    lost = {}
+    for r in json.loads(js)["records"]:
+        if r["kind"] in ("definitely_lost", "indirectly_lost", "possibly_lost"):
+            fns = [f.get("function") for f in r["stack"]]
+            site = next((f for f in fns if f and f.startswith(prefix)), fns[:3])
+            key = (r["kind"], str(site))
+            b, n = lost.get(key, (0, 0))
+            lost[key] = (b + r["bytes"], n + r["blocks"])
+    return lost
+
+
+def test_plugin(suite):
+    work, prog = build(suite)
+    out = run_tests.fresh_dir(os.path.join(work, "plugin"))
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work)
+    try:
+        t.ask("pause")     # the slow leak stops: only the plugin leaks
+        time.sleep(0.3)
+        threads = len(os.listdir("/proc/%d/task" % t.p.pid))
+        rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out, str(t.p.pid))
+        if not expect_ok(problems, "attach", rc, err):
+            return problems, []
+        now = len(os.listdir("/proc/%d/task" % t.p.pid))
+        if now != threads:
+            problems.append("the attach changed the number of threads: %d -> %d"
+                            % (threads, now))
+        t.ask("plugin 23")  # 23 blocks of 300 bytes, lost
+        rc, _, err = heaptrail(suite, "leaks", str(t.p.pid))
+        expect_ok(problems, "leaks", rc, err)
+        lost = lost_by_site(problems, suite, out, "plugin_")
+        want = {("definitely_lost", "plugin_leak"): (23 * 300, 23)}
+        if lost is not None and lost != want:
+            problems.append("lost %s, want %s" % (lost, want))
+        rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+        expect_ok(problems, "detach", rc, err)
+        check_end(t, problems, ["ready", "ok", "ok 23", "done held=0 cached=256"])
     finally:
         t.kill()
     return problems, []
@@ -355,6 +410,63 @@ def test_exit(suite):
             got = blocks_at(json.loads(js)["records"], "cmd_leak")
             if got != (400, 4):
                 problems.append("exit report: cmd_leak has %s, want (400, 4)" % (got,))
+    finally:
+        t.kill()
+    return problems, []
+
+
+def catches(pid, sig):
+    """Does process pid have a handler for signal sig (SigCgt)?"""
+    with open("/proc/%d/status" % pid) as f:
+        for l in f:
+            if l.startswith("SigCgt:"):
+                return bool(int(l.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+def test_crash(suite):
+    work, prog = build(suite)
+    out = run_tests.fresh_dir(os.path.join(work, "crash"))
+    os.rmdir(out)
+    problems = []
+    t = Target(prog, work)
+    try:
+        pid = t.p.pid
+        if catches(pid, signal.SIGSEGV):
+            problems.append("the bare target catches SIGSEGV")
+        # attached, then detached: the disposition is the program's again
+        for i, what in enumerate(("first", "second")):
+            rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out + "-%d" % i,
+                                   str(pid))
+            if not expect_ok(problems, "attach", rc, err):
+                return problems, []
+            if not catches(pid, signal.SIGSEGV):
+                problems.append("%s attach: no SIGSEGV handler" % what)
+            if i == 0:
+                rc, _, err = heaptrail(suite, "detach", str(pid))
+                expect_ok(problems, "detach", rc, err)
+                if catches(pid, signal.SIGSEGV):
+                    problems.append("after the detach the target still catches SIGSEGV")
+        t.ask("leak 4")
+        t.p.stdin.write(b"crash\n")
+        t.p.stdin.flush()
+        try:
+            t.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            problems.append("the target did not die after crash")
+            return problems, []
+        if t.p.returncode != -signal.SIGSEGV:
+            problems.append("target exit status %d, want %d (SIGSEGV)"
+                            % (t.p.returncode, -signal.SIGSEGV))
+        path = os.path.join(out + "-1", "heaptrail.%d.leaks" % pid)
+        if not os.path.exists(path):
+            problems.append("no report %s: %s" % (path, os.listdir(out + "-1")))
+            return problems, []
+        rc, js, err = heaptrail(suite, "report", "--json", path)
+        if expect_ok(problems, "report", rc, err):
+            got = blocks_at(json.loads(js)["records"], "cmd_leak")
+            if got != (400, 4):
+                problems.append("crash report: cmd_leak has %s, want (400, 4)" % (got,))
     finally:
         t.kill()
     return problems, []
@@ -525,8 +637,8 @@ def test_cpu(suite):
         err = attach_dump_detach(suite, problems, t, out)
         took = time.monotonic() - t0
         if err is not None:
-            # a detach run on the agent's own thread waited ~2.7 s for
-            # that thread to end
+            # a detach run on the agent's module watcher thread (gone
+            # since) waited ~2.7 s for that thread to end
             m = re.search(rb"thread stopped ([0-9.]+) ms", err)
             if not m or float(m.group(1)) > 1500:
                 problems.append("detach held the thread %s (attach to detach: %.1f s): %s"
@@ -614,6 +726,21 @@ def test_errors(suite):
                                         str(t.p.pid)], env=os.environ)
             one_line_error(problems, "another user's process", rc, err,
                            r"not permitted|CAP_SYS_PTRACE|cannot read /proc")
+            # The same refusal under Yama: this kernel has none, so its
+            # setting is a file over /proc/sys/kernel in a mount namespace
+            # of the command's own; the error must say what each mode
+            # allows.
+            for scope, says in ((1, r"ptrace_scope is 1: only a parent may trace"),
+                                (2, r"ptrace_scope is 2: only root or CAP_SYS_PTRACE"),
+                                (3, r"ptrace_scope is 3: no process may be traced")):
+                rc, _, err = run_tests.run(
+                    ["unshare", "-m", "sh", "-c",
+                     "mount --make-rprivate / && mount -t tmpfs tmpfs /proc/sys/kernel && "
+                     "mkdir /proc/sys/kernel/yama && echo %d >/proc/sys/kernel/yama/ptrace_scope"
+                     " && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" % scope,
+                     "sh", suite.heaptrail, "attach", "-o",
+                     "/tmp/heaptrail-attach-test-%d" % t.p.pid, str(t.p.pid)], env=os.environ)
+                one_line_error(problems, "Yama ptrace_scope %d" % scope, rc, err, says)
             if "libheaptrail" in t.maps():
                 problems.append("another user's process got the agent")
             check_end(t, problems, ["ready", "done held=0 cached=256"])
@@ -655,8 +782,10 @@ def test_namespace(suite):
 def collect(suite):
     return [("attach:growth", lambda: test_growth(suite)),
             ("attach:exact", lambda: test_exact(suite)),
+            ("attach:plugin", lambda: test_plugin(suite)),
             ("attach:loop", lambda: test_loop(suite)),
             ("attach:exit", lambda: test_exit(suite)),
+            ("attach:crash", lambda: test_crash(suite)),
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
             ("attach:busy", lambda: test_busy(suite)),

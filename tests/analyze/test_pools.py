@@ -87,15 +87,22 @@ def _ht_run(suite):
     if "ht" in _cache:
         return _cache["ht"]
     work, _, ht_bin = build(suite)
+    _cache["ht"] = run_report(suite, ht_bin, [])[:4]
+    return _cache["ht"]
+
+
+def run_report(suite, binary, extra):
+    """heaptrail run of binary with the options extra, in its directory:
+    (status, stdout, report JSON, outdir, stderr)."""
+    work = os.path.dirname(binary)
     out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath,
-                              "--", ht_bin], cwd=work)
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", out, "--json", jpath] + extra +
+                             ["--", binary], cwd=work)
     if not os.path.exists(jpath):
         raise Failure("heaptrail run wrote no JSON: %s" % rt.short(err, 600))
     with open(jpath) as f:
         obj = json.load(f)
-    _cache["ht"] = (rc, stdout, obj, out)
-    return _cache["ht"]
+    return rc, stdout, obj, out, err
 
 
 def vg_run(suite):
@@ -167,7 +174,13 @@ def test_valgrind(suite):
 
 
 def test_per_pool(suite):
-    rc, out, obj, outdir = ht_run(suite)
+    return check_per_pool(suite, ht_run(suite))
+
+
+def check_per_pool(suite, run):
+    """The report of run (status, stdout, JSON, outdir) against the
+    program's own counts (test_allocfn runs the unannotated build)."""
+    rc, out, obj, outdir = run
     counts = program_counts(out.decode())
     problems, details = [], []
     lost = {}
@@ -238,11 +251,18 @@ def test_per_pool(suite):
 
 
 def test_pprof(suite):
-    import test_pprof
     work, _, ht_bin = build(suite)
-    out = rt.fresh_dir(os.path.join(work, "final"))
-    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "--final", "--sample", "1",
-                              "-o", out, "--", ht_bin], cwd=work)
+    return check_pprof(suite, ht_bin, [], os.path.join(work, "final"))
+
+
+def check_pprof(suite, binary, extra, out):
+    """A final dump of binary run with the options extra, in out, through
+    pprof and top, against the program's own counts."""
+    import test_pprof
+    work = os.path.dirname(binary)
+    out = rt.fresh_dir(out)
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "--final", "--sample", "1"] + extra +
+                             ["-o", out, "--", binary], cwd=work)
     counts = program_counts(stdout.decode())
     finals = [f for f in os.listdir(out) if f.endswith(".final.heap")]
     if len(finals) != 1:

@@ -281,5 +281,21 @@ int main(void)
 	EQ(agent_config.every_ms, 0, "every (ignored)");
 	EQ(lines(err_text), 3, "stderr lines");
 
+	/* allocator functions: each one kept, in order, whole (its commas
+	 * too); a malformed one said and dropped; on by default: the
+	 * built-in profiles */
+	opts = "alloc_fn=A(ctx=arg1,size=arg2)->ret,depth=9,free_fn=F(ptr=arg1),"
+	       "reset_fn=R(size=arg1),builtin_fns=0";
+	load(opts, NULL);
+	STR(agent_config.fns, "alloc A(ctx=arg1,size=arg2)->ret\nfree F(ptr=arg1)\n", "fns");
+	EQ(agent_config.depth, 9, "depth (between two functions)");
+	EQ(agent_config.builtin_fns, 0, "builtin_fns");
+	EQ(lines(err_text), 1, "stderr lines (the malformed reset_fn)");
+	check(strstr(err_text, "'R(size=arg1)'") != NULL, "%s: stderr names it: %s", opts, shown());
+	opts = "sample=1";
+	load(opts, NULL);
+	STR(agent_config.fns, "", "fns (none)");
+	EQ(agent_config.builtin_fns, 1, "builtin_fns (default)");
+
 	return failures ? 1 : 0;
 }

@@ -6,6 +6,7 @@
  *
  * Prints "ok - ..." / "not ok - ..." per check; exits 1 when one failed.
  */
+#include "format/fnspec.h"
 #include "format/options.h"
 
 #include <signal.h>
@@ -19,6 +20,24 @@ static void expect_int(int got, int want, const char *what)
 	printf("%s - %s: %d (expected %d)\n", got == want ? "ok" : "not ok", what, got, want);
 	if (got != want)
 		failures++;
+}
+
+struct seen {
+	int n;
+	char vals[8][64];
+};
+
+static void note(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n < 8)
+		snprintf(s->vals[s->n++], sizeof s->vals[0], "%.*s", (int)vlen, val ? val : "");
+}
+
+/* 1 when text parses as a spec of kind. */
+static int spec(int kind, const char *text, struct fmt_fnspec *out)
+{
+	return fmt_fnspec_parse(kind, text, strlen(text), out) == NULL;
 }
 
 static int parse(const char *s)
@@ -69,5 +88,54 @@ int main(void)
 	expect_int(fmt_leak_check_signal("xleak_check_signal=10"), def, "another key's suffix");
 	expect_int(fmt_leak_check_signal("leak_check_signal_x=10"), def, "a longer key");
 	expect_int(fmt_leak_check_signal(",,leak_check_signal=34,"), 34, "empty options around");
+
+	/* allocator functions (fnspec.h): commas inside parentheses stay in
+	 * the value */
+	struct seen seen = { 0 };
+	fmt_options_each("sample=1,alloc_fn=A(ctx=arg1,size=arg2)->ret,free_fn=F(ptr=arg3),depth=8",
+			 note, &seen);
+	expect_int(seen.n, 4, "options around two specs");
+	expect_int(!strcmp(seen.vals[1], "A(ctx=arg1,size=arg2)->ret"), 1, "alloc_fn's whole value");
+	expect_int(!strcmp(seen.vals[2], "F(ptr=arg3)"), 1, "free_fn's whole value");
+	expect_int(!strcmp(seen.vals[3], "8"), 1, "the option after them");
+	struct fmt_fnspec sp;
+	expect_int(spec(FMT_FNK_ALLOC, "AllocSetAlloc(ctx=arg1,size=arg2)->ret", &sp), 1, "alloc spec");
+	expect_int(sp.arg[FMT_ROLE_CTX] * 10 + sp.arg[FMT_ROLE_SIZE], 12, "its arguments");
+	expect_int(!strcmp(sp.name, "AllocSetAlloc") && sp.ret, 1, "its name and ->ret");
+	expect_int(spec(FMT_FNK_ALLOC, "mi_malloc(size=arg1)->ret", &sp), 1, "alloc without ctx");
+	expect_int(sp.arg[FMT_ROLE_CTX], 0, "no ctx");
+	expect_int(spec(FMT_FNK_ALLOC, "A(ctx=arg1,size=arg2)", &sp), 0, "alloc without ->ret");
+	expect_int(spec(FMT_FNK_ALLOC, "A(ctx=arg1)->ret", &sp), 0, "alloc without size");
+	expect_int(spec(FMT_FNK_ALLOC, "A(size=arg7)->ret", &sp), 0, "arg7");
+	expect_int(spec(FMT_FNK_ALLOC, "A(size=arg0)->ret", &sp), 0, "arg0");
+	expect_int(spec(FMT_FNK_ALLOC, "A(size=arg1,size=arg2)->ret", &sp), 0, "a role twice");
+	expect_int(spec(FMT_FNK_ALLOC, "A(ptr=arg1,size=arg2)->ret", &sp), 0, "ptr in alloc");
+	expect_int(spec(FMT_FNK_ALLOC, "A(size=arg1->ret", &sp), 0, "no ')'");
+	expect_int(spec(FMT_FNK_FREE, "F(ctx=arg1,ptr=arg2)", &sp), 1, "free spec");
+	expect_int(spec(FMT_FNK_FREE, "F(ctx=arg1,ptr=arg2)->ret", &sp), 0, "free with ->ret");
+	expect_int(spec(FMT_FNK_RESET, "R(ctx=arg1)", &sp), 1, "reset spec");
+	expect_int(spec(FMT_FNK_RESET, "R", &sp), 0, "reset without ctx");
+	expect_int(spec(FMT_FNK_CREATE, "C->ret", &sp), 1, "create without arguments");
+	expect_int(spec(FMT_FNK_REALLOC, "R(ptr=arg1,size=arg3)->ret", &sp), 1, "realloc spec");
+	expect_int(spec(FMT_FNK_ALLOC, "(size=arg1)->ret", &sp), 0, "no name");
+	expect_int(spec(FMT_FNK_ALLOC, "mem::Pool::take(ctx=arg1,size=arg2)->ret", &sp), 1,
+		   "a C++ qualified name");
+	expect_int(!strcmp(sp.name, "mem::Pool::take"), 1, "its name whole");
+	expect_int(spec(FMT_FNK_FREE, "pfree(ctx=*(arg1-8),ptr=arg1)", &sp), 1, "ctx=*(arg1-8)");
+	expect_int(sp.arg[FMT_ROLE_CTX] * 1000 + sp.off[FMT_ROLE_CTX] + 100 * sp.deref[FMT_ROLE_CTX],
+		   1000 - 8 + 100, "its argument, offset and read");
+	expect_int(spec(FMT_FNK_ALLOC, "palloc(ctx=*(ret-8),size=arg1)->ret", &sp), 1,
+		   "ctx=*(ret-8)");
+	expect_int(sp.arg[FMT_ROLE_CTX], FMT_ARG_RET, "the return value");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg2+16),size=arg1)->ret", &sp), 1, "*(arg2+16)");
+	expect_int(sp.off[FMT_ROLE_CTX], 16, "+16");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg2),size=arg1)->ret", &sp), 1, "*(arg2)");
+	expect_int(spec(FMT_FNK_FREE, "f(ctx=*(ret-8),ptr=arg1)", &sp), 0, "*(ret) in a free");
+	expect_int(spec(FMT_FNK_REALLOC, "r(ctx=*(arg1-8),ptr=arg1,size=arg2)->ret", &sp), 0,
+		   "*(argN) in a realloc");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-),size=arg1)->ret", &sp), 0, "*(arg1-)");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-8,size=arg1)->ret", &sp), 0, "*(arg1-8 unclosed");
+	expect_int(fmt_fn_kind_parse("destroy", 7), FMT_FNK_DESTROY, "kind destroy");
+	expect_int(fmt_fn_kind_parse("calloc", 6), -1, "no kind calloc");
 	return failures ? 1 : 0;
 }

@@ -7,10 +7,17 @@
  *   drop     frees every block "hold" allocated, answers "ok N"
  *   pause / resume   stops / restarts the slow leak and the churn, "ok"
  *   count    answers "ok N": blocks of 512 bytes the slow leak lost so far
+ *   plugin N loads attach_plugin.so (beside the program) with dlopen, finds
+ *            plugin_leak with dlsym and has it leak N blocks of 300
+ *            bytes, answers "ok N"
+ *   crash    dies of a SIGSEGV (a write through a null pointer)
  *   quit     ends: prints a summary, exits with status 3
  * Its output and exit status do not depend on timing. */
+#include <dlfcn.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +27,7 @@
 
 static atomic_int paused, quitting;
 static atomic_long slow_leaked;
+static char plugin_path[4096];
 static void **holder;  /* malloc'd at start-up: memory an attach never saw */
 static int nheld;
 void *cache[256];  /* global, read at the end: the cache is kept */
@@ -136,6 +144,12 @@ static void *commands(void *arg)
 			} else if (sscanf(buf, "hold %d", &k) == 1) {
 				cmd_hold(k);
 				printf("ok %d\n", k);
+			} else if (sscanf(buf, "plugin %d", &k) == 1) {
+				void *h = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+				void (*leak)(int) = h ? (void (*)(int))dlsym(h, "plugin_leak") : NULL;
+				if (leak)
+					leak(k);
+				printf(leak ? "ok %d\n" : "no plugin %d\n", k);
 			} else if (!strcmp(buf, "drop")) {
 				printf("ok %d\n", nheld);
 				while (nheld)
@@ -148,6 +162,9 @@ static void *commands(void *arg)
 				printf("ok\n");
 			} else if (!strcmp(buf, "count")) {
 				printf("ok %ld\n", atomic_load(&slow_leaked));
+			} else if (!strcmp(buf, "crash")) {
+				fflush(stdout);
+				*(volatile int *)(uintptr_t)k = 1;  /* k is 0 */
 			} else if (!strcmp(buf, "quit")) {
 				atomic_store(&quitting, 1);
 				fflush(stdout);
@@ -162,8 +179,11 @@ static void *commands(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	char exe[4096];
+	strncpy(exe, argv[0], sizeof exe - 1);
+	snprintf(plugin_path, sizeof plugin_path, "%s/attach_plugin.so", dirname(exe));
 	holder = malloc(4096 * sizeof *holder);
 	pthread_t t[4];
 	pthread_create(&t[0], NULL, slow_leaker, NULL);

@@ -33,6 +33,12 @@
  * (HEAPTRAIL_CREATE_MEMPOOL) and a reset is HEAPTRAIL_MEMPOOL_RESET;
  * under valgrind, which has neither, a reset is a destroy and a create.
  *
+ * Built with -DPOOLS_BY_NAME, the program has no annotation at all, and
+ * heaptrail learns the same from the functions it is told to hook
+ * (--alloc-fn arena_alloc..., test_allocfn.py): every pool operation
+ * is a function of its own that takes the arena (the trim and the slab's
+ * objects too), and none is inlined or cloned.
+ *
  * The program counts, per arena, the chunks it holds (given out, not
  * freed, reset or trimmed away) and those it lost on purpose (definitely
  * or indirectly), and prints them at the end:
@@ -43,14 +49,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef POOLS_BY_NAME
+#define VALGRIND_MEMPOOL_ALLOC(a, p, n) ((void)0)
+#define VALGRIND_MEMPOOL_FREE(a, p) ((void)0)
+#define VALGRIND_MEMPOOL_CHANGE(a, p, q, n) ((void)0)
+#define VALGRIND_MEMPOOL_TRIM(a, p, n) ((void)0)
+#define VALGRIND_DESTROY_MEMPOOL(a) ((void)0)
+#define VALGRIND_MOVE_MEMPOOL(a, b) ((void)0)
+#define VALGRIND_MALLOCLIKE_BLOCK(p, n, rz, z) ((void)0)
+#define VALGRIND_FREELIKE_BLOCK(p, rz) ((void)0)
+#define VALGRIND_RESIZEINPLACE_BLOCK(p, o, n, rz) ((void)0)
+#define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)0)
+#define POOL_CREATE(a, parent, name) ((void)0)
+#define POOL_RESET(a) ((void)0)
+#else
 #include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
+#endif
 
-#define NOINLINE __attribute__((noinline))
+/* noipa: hooked by name, each must stay a function of its own, with its
+ * arguments where the C signature puts them */
+#define NOINLINE __attribute__((noipa))
 #define SB 4096
 #define HDR 16
 
-#ifdef HEAPTRAIL_VALGRIND_H
+#if defined(POOLS_BY_NAME)
+#elif defined(HEAPTRAIL_VALGRIND_H)
 #define POOL_CREATE(a, parent, name) HEAPTRAIL_CREATE_MEMPOOL(a, parent, name)
 #define POOL_RESET(a) HEAPTRAIL_MEMPOOL_RESET(a)
 #else
@@ -239,6 +263,16 @@ NOINLINE struct arena *arena_move(struct arena *a)
 	return b;
 }
 
+/* Only the chunks inside [lo, lo+n) stay: live_bytes of them, in
+ * live_blocks chunks. */
+NOINLINE void arena_trim(struct arena *a, void *lo, size_t n, size_t live_bytes,
+			 size_t live_blocks)
+{
+	VALGRIND_MEMPOOL_TRIM(a, lo, n);
+	a->live_bytes = live_bytes;
+	a->live_blocks = live_blocks;
+}
+
 static void lost(struct arena *a, size_t n)
 {
 	a->lost_bytes += n;
@@ -329,9 +363,7 @@ NOINLINE void use_scratch(struct arena *scratch)
 		c[i] = arena_alloc(scratch, n[i]);
 	scratch_keep[0] = c[1];
 	scratch_keep[1] = c[2];
-	VALGRIND_MEMPOOL_TRIM(scratch, c[1], (size_t)(c[3] - c[1]));
-	scratch->live_bytes = n[1] + n[2];
-	scratch->live_blocks = 2;
+	arena_trim(scratch, c[1], (size_t)(c[3] - c[1]), n[1] + n[2], 2);
 }
 
 NOINLINE void use_tmp(struct arena *tmp)
@@ -372,18 +404,40 @@ NOINLINE void drop_orphan(void)
 	orphan = NULL;
 }
 
+/* The slab's objects: each operation a function (hooked by name). */
+size_t slab_objects;   /* not static: its stores stay */
+
+NOINLINE void *obj_new(char *at, size_t n)
+{
+	VALGRIND_MALLOCLIKE_BLOCK(at, n, 0, 0);
+	slab_objects++;
+	return at;
+}
+
+NOINLINE void obj_delete(void *p)
+{
+	VALGRIND_FREELIKE_BLOCK(p, 0);
+	slab_objects--;
+}
+
+NOINLINE void *obj_resize(void *p, size_t old, size_t n)
+{
+	VALGRIND_RESIZEINPLACE_BLOCK(p, old, n, 0);
+	if (n > old)
+		memset((char *)p + old, 0, n - old);
+	return p;
+}
+
 NOINLINE void use_slab(void)
 {
 	slab = malloc(1024);
 	char *o[5];
-	for (int i = 0; i < 5; i++) {
-		o[i] = (char *)slab + 64 + i * 128;
-		VALGRIND_MALLOCLIKE_BLOCK(o[i], 48, 0, 0);
-	}
+	for (int i = 0; i < 5; i++)
+		o[i] = obj_new((char *)slab + 64 + i * 128, 48);
 	objs[0] = o[0];
 	objs[1] = o[1];
-	VALGRIND_FREELIKE_BLOCK(o[2], 0);
-	VALGRIND_RESIZEINPLACE_BLOCK(o[3], 48, 100, 0);
+	obj_delete(o[2]);
+	obj_resize(o[3], 48, 100);
 	/* o[3] (now 100 bytes) and o[4] are lost */
 	like_lost_bytes = 100 + 48;
 	like_lost_blocks = 2;

@@ -1,0 +1,883 @@
+/*
+ * fnhook.c — allocator functions hooked by name (fnhook.h).
+ *
+ * A hooked function F starts with `jmp rel32` to a stub in a page of ours
+ * mapped within ±2 GiB of F:
+ *
+ *   F:      jmp stub                     (5 bytes; the rest of the
+ *                                         displaced instructions left as is)
+ *   stub:   mov $hook, %r11 ; jmp *agent_fnhook_entry
+ *   orig:   F's first instructions, relocated by Zydis ; jmp *(F + n)
+ *
+ * agent_fnhook_entry (below, with call-frame information, so the unwinder
+ * walks through it to F's caller) saves the argument registers, calls
+ * agent_fnhook_pre, calls orig with the arguments as they came, then calls
+ * agent_fnhook_post with the return value, and returns it. Frees, resets,
+ * destroys and trims are recorded before F runs (the address cannot be
+ * reused in between), allocations after it, with the stack of F's caller
+ * and F itself as the frame above pool_alloc.
+ *
+ * What this costs the hooked function: arguments passed on the stack are
+ * not passed on (F is called from our frame, not its caller's): only
+ * functions whose arguments all travel in registers (at most six integer
+ * or pointer ones and eight floating ones, System V) may be hooked; the
+ * spec language names arguments arg1..arg6 only. That holds for the
+ * allocators this is for (AllocSetAlloc, mi_malloc, __rust_alloc...).
+ *
+ * Nesting: an allocation or free made while an allocation of the same
+ * thread is in a hooked alloc or realloc function is the allocator's own
+ * business (a realloc that allocates and frees), not recorded. The
+ * outer call is known by the address of its saved registers and a cookie
+ * written beside them, so a longjmp out of a hooked function (PostgreSQL's
+ * elog(ERROR)) leaves at worst a stale mark that the next call overwrites.
+ * Resets, destroys, creates and moves are always recorded.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dlfcn.h>
+#include <Zydis/Zydis.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/fnhook.h"
+#include "agent/pool.h"
+#include "agent/poolrec.h"
+#include "format/fnspec.h"
+#include "format/leakfile.h"
+#include "agent/banned.h"
+
+/* Zydis, loaded only when there is something to hook, and RTLD_LOCAL:
+ * the agent does not depend on it (an attach or a plain run loads
+ * nothing more into the program), and a program with a Zydis of its own
+ * keeps its own. The names below call through these pointers. */
+static struct {
+	__typeof__(ZydisDecoderInit) *decoder_init;
+	__typeof__(ZydisDecoderDecodeFull) *decode_full;
+	__typeof__(ZydisCalcAbsoluteAddress) *calc_absolute;
+	__typeof__(ZydisEncoderDecodedInstructionToEncoderRequest) *to_request;
+	__typeof__(ZydisEncoderEncodeInstructionAbsolute) *encode_absolute;
+} zy;
+#define ZYDIS_SONAME "libZydis.so.4.0"
+#define ZydisDecoderInit (*zy.decoder_init)
+#define ZydisDecoderDecodeFull (*zy.decode_full)
+#define ZydisCalcAbsoluteAddress (*zy.calc_absolute)
+#define ZydisEncoderDecodedInstructionToEncoderRequest (*zy.to_request)
+#define ZydisEncoderEncodeInstructionAbsolute (*zy.encode_absolute)
+
+static bool zydis_load(void)
+{
+	void *h = dlopen(ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (h) {
+		zy.decoder_init = (__typeof__(zy.decoder_init))dlsym(h, "ZydisDecoderInit");
+		zy.decode_full = (__typeof__(zy.decode_full))dlsym(h, "ZydisDecoderDecodeFull");
+		zy.calc_absolute = (__typeof__(zy.calc_absolute))dlsym(h, "ZydisCalcAbsoluteAddress");
+		zy.to_request = (__typeof__(zy.to_request))dlsym(
+			h, "ZydisEncoderDecodedInstructionToEncoderRequest");
+		zy.encode_absolute = (__typeof__(zy.encode_absolute))dlsym(
+			h, "ZydisEncoderEncodeInstructionAbsolute");
+	}
+	if (h && zy.decoder_init && zy.decode_full && zy.calc_absolute && zy.to_request &&
+	    zy.encode_absolute)
+		return true;
+	agent_log("cannot hook allocator functions: ", ZYDIS_SONAME,
+		  " (Debian package libzydis4.0) cannot be loaded");
+	return false;
+}
+
+#define JMP_LEN 5
+#define MAX_HOOKS 64
+#define STUB_LEN 32      /* the stub; orig follows */
+#define PAGE 4096
+
+struct fnhook {
+	uintptr_t orig;          /* first: agent_fnhook_entry calls *(%rbx) */
+	uintptr_t fn;            /* F */
+	struct fmt_fnspec spec;
+};
+
+static struct fnhook hooks[MAX_HOOKS];
+static int nhooks;
+
+/* ---------- the entry every hook goes through ----------
+ * Frame (from %rsp after the sub): 0..64 rdi rsi rdx rcx r8 r9 rax r10
+ * (the arguments, regs[0..5] = arg1..arg6), 64 the nesting cookie, 72 the
+ * return value for post (REG_RET),
+ * 80..208 xmm0-7, 208..224 rax rdx returned, 224..256 xmm0-1 returned. */
+#define REG_COOKIE 8
+__asm__(".text\n"
+	".globl agent_fnhook_entry\n"
+	".hidden agent_fnhook_entry\n"
+	".type agent_fnhook_entry, @function\n"
+	".p2align 4\n"
+	"agent_fnhook_entry:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n	.cfi_adjust_cfa_offset 8\n	.cfi_rel_offset %rbp, 0\n"
+	"	mov %rsp, %rbp\n	.cfi_def_cfa_register %rbp\n"
+	"	push %rbx\n	.cfi_offset %rbx, -24\n"
+	"	push %r12\n	.cfi_offset %r12, -32\n"
+	"	sub $256, %rsp\n"
+	"	mov %r11, %rbx\n"
+	"	mov %rdi, 0(%rsp)\n	mov %rsi, 8(%rsp)\n	mov %rdx, 16(%rsp)\n"
+	"	mov %rcx, 24(%rsp)\n	mov %r8, 32(%rsp)\n	mov %r9, 40(%rsp)\n"
+	"	mov %rax, 48(%rsp)\n	mov %r10, 56(%rsp)\n"
+	"	movdqu %xmm0, 80(%rsp)\n	movdqu %xmm1, 96(%rsp)\n"
+	"	movdqu %xmm2, 112(%rsp)\n	movdqu %xmm3, 128(%rsp)\n"
+	"	movdqu %xmm4, 144(%rsp)\n	movdqu %xmm5, 160(%rsp)\n"
+	"	movdqu %xmm6, 176(%rsp)\n	movdqu %xmm7, 192(%rsp)\n"
+	"	mov %rbx, %rdi\n	mov %rsp, %rsi\n"
+	"	call agent_fnhook_pre\n"
+	"	mov %rax, %r12\n"
+	"	movdqu 80(%rsp), %xmm0\n	movdqu 96(%rsp), %xmm1\n"
+	"	movdqu 112(%rsp), %xmm2\n	movdqu 128(%rsp), %xmm3\n"
+	"	movdqu 144(%rsp), %xmm4\n	movdqu 160(%rsp), %xmm5\n"
+	"	movdqu 176(%rsp), %xmm6\n	movdqu 192(%rsp), %xmm7\n"
+	"	mov 0(%rsp), %rdi\n	mov 8(%rsp), %rsi\n	mov 16(%rsp), %rdx\n"
+	"	mov 24(%rsp), %rcx\n	mov 32(%rsp), %r8\n	mov 40(%rsp), %r9\n"
+	"	mov 48(%rsp), %rax\n	mov 56(%rsp), %r10\n"
+	"	call *(%rbx)\n"
+	"	mov %rax, 208(%rsp)\n	mov %rdx, 216(%rsp)\n"
+	"	movdqu %xmm0, 224(%rsp)\n	movdqu %xmm1, 240(%rsp)\n"
+	"	mov %rbx, %rdi\n	mov %rsp, %rsi\n	mov %rax, %rdx\n	mov %r12, %rcx\n"
+	"	call agent_fnhook_post\n"
+	"	mov 208(%rsp), %rax\n	mov 216(%rsp), %rdx\n"
+	"	movdqu 224(%rsp), %xmm0\n	movdqu 240(%rsp), %xmm1\n"
+	"	lea -16(%rbp), %rsp\n"
+	"	pop %r12\n	.cfi_restore %r12\n"
+	"	pop %rbx\n	.cfi_restore %rbx\n"
+	"	pop %rbp\n	.cfi_restore %rbp\n	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size agent_fnhook_entry, .-agent_fnhook_entry\n");
+extern char agent_fnhook_entry[];
+
+#define COOKIE 0x6865617074726c31ull   /* "heaptrl1" */
+
+#define REG_RET 9   /* where agent_fnhook_post puts the return value */
+
+/* The value of role (format/fnspec.h): an argument, or a word read at an
+ * argument or the return value plus an offset (0 when that is NULL). */
+static uintptr_t arg(const struct fnhook *h, const uintptr_t *regs, int role)
+{
+	int a = h->spec.arg[role];
+	if (!a)
+		return 0;
+	uintptr_t v = regs[a == FMT_ARG_RET ? REG_RET : a - 1];
+	if (!h->spec.deref[role])
+		return v;
+	return v ? *(const uintptr_t *)(v + (intptr_t)h->spec.off[role]) : 0;
+}
+
+static bool allocates(int kind)
+{
+	return kind == FMT_FNK_ALLOC || kind == FMT_FNK_REALLOC;
+}
+
+/* Inside a hooked allocation of this thread's (see the top). */
+static bool nested(uintptr_t *regs)
+{
+	uintptr_t outer = agent_tls.fn_outer;
+	return outer && (uintptr_t)regs < outer &&
+	       ((uintptr_t *)outer)[REG_COOKIE] == (outer ^ COOKIE);
+}
+
+static void pool_op(int kind, uintptr_t ctx, uintptr_t ptr, size_t size)
+{
+	if (!agent_poolrec_enter())
+		return;
+	switch (kind) {
+	case FMT_FNK_RESET: agent_pool_reset(ctx); break;
+	case FMT_FNK_DESTROY: agent_pool_destroy(ctx); break;
+	case FMT_FNK_TRIM: agent_pool_trim(ctx, ptr, size); break;
+	}
+	agent_poolrec_leave(0);
+}
+
+/* Before F runs: returns the token agent_fnhook_post gets, 1 when it has
+ * something to record. */
+__attribute__((used)) uintptr_t agent_fnhook_pre(struct fnhook *h, uintptr_t *regs)
+{
+	int kind = h->spec.kind;
+	regs[REG_RET] = 0;   /* no return value yet: *(ret-K) reads nothing */
+	uintptr_t ctx = arg(h, regs, FMT_ROLE_CTX);
+	switch (kind) {
+	case FMT_FNK_ALLOC:
+	case FMT_FNK_REALLOC:
+		if (nested(regs))
+			return 0;
+		agent_tls.fn_outer = (uintptr_t)regs;
+		regs[REG_COOKIE] = (uintptr_t)regs ^ COOKIE;
+		return 1;
+	case FMT_FNK_FREE: {
+		uintptr_t ptr = arg(h, regs, FMT_ROLE_PTR);
+		if (ptr && !nested(regs))
+			agent_poolrec_free(ctx, ptr);
+		return 0;
+	}
+	case FMT_FNK_CREATE:
+	case FMT_FNK_MOVE:
+		return 1;
+	default:
+		pool_op(kind, ctx, arg(h, regs, FMT_ROLE_PTR), arg(h, regs, FMT_ROLE_SIZE));
+		return 0;
+	}
+}
+
+static void made(struct fnhook *h, uintptr_t ctx, uintptr_t addr, size_t size)
+{
+	agent_poolrec_alloc(ctx, addr, size, ctx ? FMT_FN_POOL : FMT_FN_MALLOCLIKE, h->fn + 1, true);
+}
+
+static void created(struct fnhook *h, const uintptr_t *regs, uintptr_t pool)
+{
+	char name[AGENT_POOL_NAME_MAX];
+	const char *from = (const char *)arg(h, regs, FMT_ROLE_NAME);
+	size_t n = 0;
+	if (from)
+		while (n < sizeof name - 1 && from[n])
+			n++, name[n - 1] = from[n - 1];
+	name[n] = 0;
+	if (!agent_poolrec_enter())
+		return;
+	uintptr_t parent = arg(h, regs, FMT_ROLE_PARENT);
+	long r = agent_pool_create(pool, parent, from ? name : NULL);
+	if (r == -EEXIST) {   /* the address of a pool never destroyed */
+		agent_pool_destroy(pool);
+		r = agent_pool_create(pool, parent, from ? name : NULL);
+	}
+	if (r == -ENOENT)     /* a parent we never saw made */
+		agent_pool_create(pool, 0, from ? name : NULL);
+	agent_poolrec_leave(0);
+}
+
+/* After F returned ret. */
+__attribute__((used)) void agent_fnhook_post(struct fnhook *h, uintptr_t *regs, uintptr_t ret,
+					     uintptr_t token)
+{
+	if (!token)
+		return;
+	int kind = h->spec.kind;
+	regs[REG_RET] = ret;
+	uintptr_t ctx = arg(h, regs, FMT_ROLE_CTX);
+	if (allocates(kind)) {
+		agent_tls.fn_outer = 0;
+		regs[REG_COOKIE] = 0;
+	}
+	switch (kind) {
+	case FMT_FNK_ALLOC: {
+		size_t size = arg(h, regs, FMT_ROLE_SIZE);
+		if (h->spec.arg[FMT_ROLE_COUNT])
+			size *= arg(h, regs, FMT_ROLE_COUNT);
+		if (ret)
+			made(h, ctx, ret, size);
+		break;
+	}
+	case FMT_FNK_REALLOC: {
+		uintptr_t ptr = arg(h, regs, FMT_ROLE_PTR);
+		size_t size = arg(h, regs, FMT_ROLE_SIZE);
+		if (!ptr) {
+			if (ret)
+				made(h, ctx, ret, size);
+		} else if (ret == ptr) {   /* in place: the block keeps its stack */
+			int r = -EAGAIN;
+			if (agent_poolrec_enter())
+				r = agent_poolrec_leave(agent_pool_chunk_change(ctx, ptr, ret, size));
+			if (r == -ENOENT)   /* not tracked (sampled out): maybe now */
+				made(h, ctx, ret, size);
+		} else if (ret) {          /* moved: a new block, as realloc's */
+			agent_poolrec_free(ctx, ptr);
+			made(h, ctx, ret, size);
+		} else if (!size) {
+			agent_poolrec_free(ctx, ptr);
+		}
+		break;
+	}
+	case FMT_FNK_CREATE:
+		if (ret)
+			created(h, regs, ret);
+		break;
+	case FMT_FNK_MOVE:
+		if (ret && ret != ctx && agent_poolrec_enter())
+			agent_poolrec_leave(agent_pool_move(ctx, ret));
+		break;
+	}
+}
+
+/* ---------- finding a function by name ---------- */
+
+struct found {
+	const char *name;
+	char mangled[FMT_FN_NAME_MAX + 64]; /* name's C++ mangling up to its
+					     * parameters ("" when too long) */
+	bool exe_only;           /* look in the program only */
+	bool seen_exe;
+	uintptr_t addr;
+	uint64_t size;
+	int count;               /* functions of that name at distinct addresses */
+	char module[256];
+};
+
+/* Calls fn(name, room, value, size, arg) for each function the ELF file
+ * at path defines, from .symtab (static functions too), else from
+ * .dynsym: name has at most room bytes, maybe not NUL-terminated before
+ * them. Returns 0 or -errno. */
+static int elf_each_func(const char *path,
+			 void (*fn)(const char *name, size_t room, uint64_t value, uint64_t size,
+				    void *arg),
+			 void *arg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	long m = -ENOMEM;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr))
+		goto out;
+	m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m < 0 && m > -4096)
+		goto out;
+	const unsigned char *base = (const unsigned char *)m;
+	size_t len = (size_t)st.st_size;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	if (base[EI_MAG0] != ELFMAG0 || base[EI_MAG1] != ELFMAG1 || base[EI_MAG2] != ELFMAG2 ||
+	    base[EI_MAG3] != ELFMAG3 || base[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
+	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
+		goto out;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+	bool symtab = false;
+	for (int i = 0; i < eh->e_shnum; i++)
+		symtab |= sh[i].sh_type == SHT_SYMTAB;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum ||
+		    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
+			continue;
+		const Elf64_Shdr *str = &sh[sh[i].sh_link];
+		if (str->sh_offset > len || str->sh_size > len - str->sh_offset)
+			continue;
+		const char *strs = (const char *)base + str->sh_offset;
+		const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+		size_t nsym = sh[i].sh_size / sizeof *sym;
+		for (size_t k = 0; k < nsym; k++)
+			if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_shndx != SHN_UNDEF &&
+			    sym[k].st_name < str->sh_size)
+				fn(strs + sym[k].st_name, str->sh_size - sym[k].st_name, sym[k].st_value,
+				   sym[k].st_size, arg);
+	}
+out:
+	if (!(m < 0 && m > -4096))
+		syscall(SYS_munmap, (void *)m, (size_t)st.st_size);
+	close(fd);
+	return 0;
+}
+
+/* name[0..room) is the NUL-terminated string want. */
+static bool name_is(const char *name, size_t room, const char *want)
+{
+	size_t j = 0;
+	while (j < room && name[j] && name[j] == want[j])
+		j++;
+	return j < room && !name[j] && !want[j];
+}
+
+/* The start of the Itanium C++ ABI's mangling of a function named name
+ * (f, ns::f, Class::method: "_Z1f", "_ZN2ns1fE"), whatever its
+ * parameters: "" when it does not fit. */
+static void mangle_prefix(const char *name, char *out, size_t cap)
+{
+	bool nested = false;
+	for (const char *p = name; *p; p++)
+		nested |= p[0] == ':' && p[1] == ':';
+	size_t n = agent_strlcpy(out, nested ? "_ZN" : "_Z", cap);
+	for (const char *p = name; *p && n + 24 < cap;) {
+		size_t len = 0;
+		while (p[len] && p[len] != ':')
+			len++;
+		if (!len || len + n + 24 >= cap)
+			break;
+		n = (size_t)(agent_put_dec(out + n, len) - out);
+		agent_memcpy(out + n, p, len);
+		n += len;
+		out[n] = 0;
+		p += len;
+		if (*p == ':' && p[1] == ':')
+			p += 2;
+		else if (*p) {
+			break;
+		} else {
+			if (nested)
+				agent_strlcpy(out + n, "E", cap - n);
+			return;
+		}
+	}
+	out[0] = 0;
+}
+
+/* name[0..room) starts with the NUL-terminated string prefix. */
+static bool name_starts(const char *name, size_t room, const char *prefix)
+{
+	size_t j = 0;
+	while (prefix[j] && j < room && name[j] == prefix[j])
+		j++;
+	return !prefix[j];
+}
+
+static void match_one(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
+{
+	struct found *f = arg;
+	if (!name_is(name, room, f->name) &&
+	    !(f->mangled[0] && name_starts(name, room, f->mangled)))
+		return;   /* another name */
+	if (f->count && value == f->addr)
+		return;   /* an alias, or .dynsym's copy */
+	f->addr = value;
+	f->size = size;
+	f->count++;
+}
+
+static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct found *f = arg;
+	const char *path = info->dlpi_name;
+	if (f->seen_exe && f->exe_only)
+		return 1;
+	if (!path || !*path) {
+		if (f->seen_exe)    /* only the first unnamed one is the program */
+			return 0;
+		path = "/proc/self/exe";
+	}
+	f->seen_exe = true;
+	if (info->dlpi_addr == agent_self_lo)
+		return 0;   /* ourselves (our ELF header is at our load address) */
+	agent_strlcpy(f->module, path, sizeof f->module);
+	elf_each_func(path, match_one, f);
+	if (!f->count)
+		return 0;
+	f->addr += info->dlpi_addr;
+	return 1;
+}
+
+/* ---------- checking and relocating the first instructions ---------- */
+
+static void say(const char *name, const char *what, const char *more)
+{
+	char line[512];
+	size_t n = agent_strlcpy(line, "cannot hook '", sizeof line);
+	n += agent_strlcpy(line + n, name, sizeof line - n);
+	if (n < sizeof line)
+		n += agent_strlcpy(line + n, "': ", sizeof line - n);
+	if (n < sizeof line)
+		agent_strlcpy(line + n, what, sizeof line - n);
+	agent_log(line, more, NULL);
+}
+
+static const char *hex(char *buf, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[20];
+	int n = 0;
+	do
+		tmp[n++] = digits[v & 15];
+	while (v >>= 4);
+	buf[0] = '0', buf[1] = 'x';
+	for (int i = 0; i < n; i++)
+		buf[2 + i] = tmp[n - 1 - i];
+	buf[2 + n] = 0;
+	return buf;
+}
+
+/* Looks at the code [code, code+size) for a jump (not a call) into
+ * [lo, hi): -1 and its offset in *at when there is one, -2 and the offset
+ * when an instruction cannot be decoded, 0 when there is none. */
+static long branch_into(const ZydisDecoder *dec, uintptr_t code, uint64_t size, uintptr_t lo,
+			uintptr_t hi, size_t *at)
+{
+	ZydisDecodedInstruction ins;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	for (size_t off = 0; off < size; off += ins.length) {
+		*at = off;
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(code + off), size - off, &ins, ops)))
+			return -2;
+		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || ins.meta.category == ZYDIS_CATEGORY_CALL)
+			continue;
+		for (int i = 0; i < ins.operand_count_visible; i++) {
+			ZyanU64 to;
+			if (ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative &&
+			    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&ins, &ops[i], code + off, &to)) &&
+			    to >= lo && to < hi)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* How many bytes of F the jump displaces (whole instructions, >= 5), or
+ * 0 after saying why F cannot be hooked. cold, when it was found, is F's
+ * part GCC moved away (NAME.cold), whose jumps into F are looked at too. */
+static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uint64_t size,
+		    const struct found *cold)
+{
+	char buf[64], num[24];
+	if (size == 0) {
+		say(name, "the symbol table gives no size for it, so its code cannot be checked", NULL);
+		return 0;
+	}
+	if (size < JMP_LEN) {
+		agent_put_dec(num, size);
+		agent_strlcpy(buf, num, sizeof buf);
+		agent_strlcpy(buf + agent_strlen(buf), " bytes long, shorter than the 5-byte jump",
+			      sizeof buf - agent_strlen(buf));
+		say(name, "the function is ", buf);
+		return 0;
+	}
+	ZydisDecodedInstruction ins;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	size_t n = 0;
+	while (n < JMP_LEN) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + n), size - n, &ins, ops))) {
+			say(name, "cannot decode its instruction at +", hex(num, n));
+			return 0;
+		}
+		n += ins.length;
+	}
+	/* every branch of the function's, into the bytes the jump replaces */
+	size_t at;
+	long r = branch_into(dec, fn, size, fn, fn + n, &at);
+	if (r == -2) {
+		say(name, "cannot decode its instruction at +", hex(num, at));
+		return 0;
+	}
+	if (r == 0 && cold && branch_into(dec, cold->addr, cold->size, fn, fn + n, &at) == -1)
+		r = -3;
+	if (r < 0) {
+		char off[24];
+		hex(off, at);
+		agent_strlcpy(buf, off, sizeof buf);
+		agent_strlcpy(buf + agent_strlen(buf), " jumps back into its first ",
+			      sizeof buf - agent_strlen(buf));
+		agent_put_dec(buf + agent_strlen(buf), n);
+		agent_strlcpy(buf + agent_strlen(buf), " bytes, which the hook replaces",
+			      sizeof buf - agent_strlen(buf));
+		say(name, r == -3 ? "a branch of its .cold part at +" : "its branch at +", buf);
+		return 0;
+	}
+	return n;
+}
+
+/* Writes `jmp *0(%rip)` to `to` at p; returns the end. */
+static uint8_t *put_jmp_abs(uint8_t *p, uintptr_t to)
+{
+	static const uint8_t op[6] = { 0xff, 0x25, 0, 0, 0, 0 };
+	agent_memcpy(p, op, 6);
+	agent_memcpy(p + 6, &to, 8);
+	return p + 14;
+}
+
+/* Relocates F's first n bytes to out (at most cap), then a jump back to
+ * F + n; returns the length, or 0 after saying why not. */
+static size_t relocate(const ZydisDecoder *dec, const char *name, uintptr_t fn, size_t n, uint8_t *out,
+		       size_t cap)
+{
+	size_t len = 0;
+	for (size_t off = 0; off < n;) {
+		ZydisDecodedInstruction ins;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		char num[24];
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + off), n - off + 15, &ins, ops)))
+			return 0;
+		if (ins.meta.category == ZYDIS_CATEGORY_CALL) {
+			/* A call made from here would leave a return address in
+			 * our page, which no unwinder (a C++ exception's, ours)
+			 * knows: the call returns to F's own code after it
+			 * instead (push it, then jump), which needs that code
+			 * intact (past the 5-byte jump) and a target we know. */
+			ZyanU64 to;
+			uintptr_t back = fn + off + ins.length;
+			if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || back < fn + JMP_LEN ||
+			    ZYAN_FAILED(ZydisCalcAbsoluteAddress(&ins, &ops[0], fn + off, &to))) {
+				say(name, "a call among its first bytes cannot be moved, at +", hex(num, off));
+				return 0;
+			}
+			if (len + 26 > cap)
+				return 0;
+			out[len] = 0x49, out[len + 1] = 0xbb;          /* mov $back, %r11 */
+			agent_memcpy(out + len + 2, &back, 8);
+			out[len + 10] = 0x41, out[len + 11] = 0x53;    /* push %r11 */
+			len = (size_t)(put_jmp_abs(out + len + 12, to) - out);
+			off += ins.length;
+			continue;
+		}
+		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE)) {
+			if (len + ins.length > cap)
+				return 0;
+			agent_memcpy(out + len, (const void *)(fn + off), ins.length);
+			len += ins.length;
+			off += ins.length;
+			continue;
+		}
+		ZydisEncoderRequest req;
+		if (ZYAN_FAILED(ZydisEncoderDecodedInstructionToEncoderRequest(&ins, ops,
+									       ins.operand_count_visible, &req))) {
+			say(name, "cannot re-encode its instruction at +", hex(num, off));
+			return 0;
+		}
+		for (int i = 0; i < ins.operand_count_visible; i++) {
+			ZyanU64 abs;
+			bool rip = ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP;
+			bool rel = ops[i].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[i].imm.is_relative;
+			if (!rip && !rel)
+				continue;
+			if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&ins, &ops[i], fn + off, &abs))) {
+				say(name, "cannot relocate its instruction at +", hex(num, off));
+				return 0;
+			}
+			if (rip)
+				req.operands[i].mem.displacement = (ZyanI64)abs;
+			else
+				req.operands[i].imm.u = abs;
+		}
+		if (ins.meta.category == ZYDIS_CATEGORY_COND_BR || ins.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+		    ins.meta.category == ZYDIS_CATEGORY_CALL) {
+			req.branch_type = ZYDIS_BRANCH_TYPE_NONE;
+			req.branch_width = ZYDIS_BRANCH_WIDTH_NONE;
+		}
+		ZyanUSize got = cap - len;
+		if (ZYAN_FAILED(ZydisEncoderEncodeInstructionAbsolute(&req, out + len, &got,
+								      (uintptr_t)(out + len)))) {
+			say(name, "cannot relocate its instruction at +", hex(num, off));
+			return 0;
+		}
+		len += got;
+		off += ins.length;
+	}
+	if (len + 14 > cap)
+		return 0;
+	return (size_t)(put_jmp_abs(out + len, fn + n) - out);
+}
+
+/* A page within reach of a rel32 jump from fn (the jump's end), RW. */
+static uint8_t *near_page(uintptr_t fn)
+{
+	const uintptr_t step = 1u << 20, reach = (1u << 31) - 2 * step;
+	uintptr_t start = fn & ~(step - 1);
+	for (uintptr_t d = step; d < reach; d += step) {
+		for (int side = 0; side < 2; side++) {
+			uintptr_t want = side ? start + d : start - d;
+			if (side == 0 && start < d)
+				continue;
+			long r = syscall(SYS_mmap, (void *)want, PAGE, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (r < 0 && r > -4096)
+				continue;
+			if ((uintptr_t)r == want)
+				return (uint8_t *)r;
+			syscall(SYS_munmap, (void *)r, PAGE);   /* an old kernel took it as a hint */
+		}
+	}
+	return NULL;
+}
+
+/* Writes the jump at fn to stub. */
+static bool patch(uintptr_t fn, uintptr_t stub)
+{
+	uintptr_t lo = fn & ~(uintptr_t)(PAGE - 1), hi = (fn + JMP_LEN + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return false;
+	uint8_t jmp[JMP_LEN] = { 0xe9 };
+	int32_t rel = (int32_t)((intptr_t)stub - (intptr_t)(fn + JMP_LEN));
+	agent_memcpy(jmp + 1, &rel, 4);
+	if ((fn & 7) <= 8 - JMP_LEN) {
+		/* one aligned 8-byte store: a thread reaching F sees the old
+		 * first instruction or the whole jump, never half of it */
+		uint64_t *word = (uint64_t *)(fn & ~(uintptr_t)7), v = *word;
+		agent_memcpy((uint8_t *)&v + (fn & 7), jmp, JMP_LEN);
+		__atomic_store_n(word, v, __ATOMIC_SEQ_CST);
+	} else {
+		agent_memcpy((void *)fn, jmp, JMP_LEN);
+	}
+	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+	return true;
+}
+
+/* Hooks the function spec names; a built-in one (profiles below) is
+ * looked for in the program only, and its absence is not worth a word. */
+static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin)
+{
+	struct found f = { .name = spec->name, .exe_only = builtin };
+	mangle_prefix(spec->name, f.mangled, sizeof f.mangled);
+	dl_iterate_phdr(find_in_module, &f);
+	if (!f.count) {
+		if (!builtin)
+			agent_log("cannot hook '", spec->name,
+				  "': no function of that name in the program or its libraries");
+		return;
+	}
+	if (f.count > 1) {
+		say(spec->name, "several functions have that name in ", f.module);
+		return;
+	}
+	for (int i = 0; i < nhooks; i++)
+		if (hooks[i].fn == f.addr) {
+			if (!builtin)
+				say(spec->name, "it is named twice", NULL);
+			return;
+		}
+	if (nhooks == MAX_HOOKS) {
+		say(spec->name, "too many allocator functions", NULL);
+		return;
+	}
+	/* GCC's NAME.cold: the unlikely paths, which jump back into F */
+	struct found cold = { .exe_only = builtin };
+	char cold_name[FMT_FN_NAME_MAX + 8];
+	agent_strlcpy(cold_name, spec->name, sizeof cold_name);
+	agent_strlcpy(cold_name + agent_strlen(cold_name), ".cold", 8);
+	cold.name = cold_name;
+	dl_iterate_phdr(find_in_module, &cold);
+	size_t n = check(dec, spec->name, f.addr, f.size, cold.count == 1 ? &cold : NULL);
+	if (!n)
+		return;
+	uint8_t *page = near_page(f.addr);
+	if (!page) {
+		say(spec->name, "no free memory within 2 GiB of it for the trampoline", NULL);
+		return;
+	}
+	struct fnhook *h = &hooks[nhooks];
+	size_t len = relocate(dec, spec->name, f.addr, n, page + STUB_LEN, PAGE - STUB_LEN);
+	if (!len) {
+		syscall(SYS_munmap, page, PAGE);
+		return;
+	}
+	/* the stub: mov $h, %r11; jmp *agent_fnhook_entry */
+	page[0] = 0x49, page[1] = 0xbb;
+	uintptr_t hp = (uintptr_t)h;
+	agent_memcpy(page + 2, &hp, 8);
+	put_jmp_abs(page + 10, (uintptr_t)agent_fnhook_entry);
+	h->orig = (uintptr_t)(page + STUB_LEN);
+	h->fn = f.addr;
+	h->spec = *spec;
+	if (mprotect(page, PAGE, PROT_READ | PROT_EXEC) || !patch(f.addr, (uintptr_t)page)) {
+		say(spec->name, "cannot write its code: ", agent_strerror(errno));
+		syscall(SYS_munmap, page, PAGE);
+		return;
+	}
+	nhooks++;
+}
+
+/* ---------- built-in profiles ----------
+ * The allocators programs carry a copy of, under their own names, which
+ * an LD_PRELOAD malloc never sees: when the program itself defines the
+ * key function, its functions are hooked as malloc-like blocks (no pool),
+ * unless builtin_fns=0. Functions a version lacks are skipped. */
+static const struct profile {
+	const char *key;
+	const char *specs;   /* "KIND SPEC\n" lines, as agent_config.fns */
+} profiles[] = {
+	{ "mi_malloc",
+	  "alloc mi_malloc(size=arg1)->ret\n"
+	  "alloc mi_zalloc(size=arg1)->ret\n"
+	  "alloc mi_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc mi_mallocn(count=arg1,size=arg2)->ret\n"
+	  "alloc mi_malloc_aligned(size=arg1)->ret\n"
+	  "alloc mi_zalloc_aligned(size=arg1)->ret\n"
+	  "alloc mi_heap_malloc(size=arg2)->ret\n"
+	  "alloc mi_heap_zalloc(size=arg2)->ret\n"
+	  "realloc mi_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "free mi_free(ptr=arg1)\n" },
+	/* jemalloc built with a prefix: je_ (--with-jemalloc-prefix), _rjem_
+	 * (Rust's tikv-jemallocator) */
+	{ "je_malloc",
+	  "alloc je_malloc(size=arg1)->ret\n"
+	  "alloc je_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc je_mallocx(size=arg1)->ret\n"
+	  "alloc je_aligned_alloc(size=arg2)->ret\n"
+	  "realloc je_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "realloc je_rallocx(ptr=arg1,size=arg2)->ret\n"
+	  "free je_free(ptr=arg1)\n"
+	  "free je_dallocx(ptr=arg1)\n"
+	  "free je_sdallocx(ptr=arg1)\n" },
+	{ "_rjem_malloc",
+	  "alloc _rjem_malloc(size=arg1)->ret\n"
+	  "alloc _rjem_calloc(count=arg1,size=arg2)->ret\n"
+	  "alloc _rjem_mallocx(size=arg1)->ret\n"
+	  "realloc _rjem_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "realloc _rjem_rallocx(ptr=arg1,size=arg2)->ret\n"
+	  "free _rjem_free(ptr=arg1)\n"
+	  "free _rjem_dallocx(ptr=arg1)\n"
+	  "free _rjem_sdallocx(ptr=arg1)\n" },
+	/* gperftools' tcmalloc, statically linked (its tc_ entry points) */
+	{ "tc_malloc",
+	  "alloc tc_malloc(size=arg1)->ret\n"
+	  "alloc tc_calloc(count=arg1,size=arg2)->ret\n"
+	  "realloc tc_realloc(ptr=arg1,size=arg2)->ret\n"
+	  "free tc_free(ptr=arg1)\n" },
+	/* Rust with a #[global_allocator] of its own (__rg_alloc: the
+	 * default one, __rdl_alloc, calls malloc, which is seen already) */
+	{ "__rg_alloc",
+	  "alloc __rust_alloc(size=arg1)->ret\n"
+	  "alloc __rust_alloc_zeroed(size=arg1)->ret\n"
+	  "realloc __rust_realloc(ptr=arg1,size=arg4)->ret\n"
+	  "free __rust_dealloc(ptr=arg1)\n" },
+};
+
+#define NPROFILES (sizeof profiles / sizeof profiles[0])
+
+static void match_keys(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
+{
+	bool *has = arg;
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (name[0] == profiles[i].key[0] && name_is(name, room, profiles[i].key))
+			has[i] = true;
+}
+
+/* Hooks each "KIND SPEC" line of lines. */
+static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
+{
+	while (*s) {
+		const char *e = s;
+		while (*e && *e != '\n')
+			e++;
+		const char *sp = s;
+		while (sp < e && *sp != ' ')
+			sp++;
+		struct fmt_fnspec spec;
+		int kind = fmt_fn_kind_parse(s, (size_t)(sp - s));
+		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &spec))
+			hook_one(dec, &spec, builtin);
+		s = *e ? e + 1 : e;
+	}
+}
+
+int agent_fnhook_install(void)
+{
+	/* the profiles whose key the program defines: one pass over its symbols */
+	bool has[NPROFILES] = { false };
+	bool any = false;
+	if (agent_config.builtin_fns)
+		elf_each_func("/proc/self/exe", match_keys, has);
+	for (size_t i = 0; i < NPROFILES; i++)
+		any |= has[i];
+	if (!agent_config.fns[0] && !any)
+		return 0;
+	int threads = agent_thread_count();
+	if (threads > 1) {
+		char num[24];
+		agent_put_dec(num, (uint64_t)threads);
+		agent_log("cannot hook allocator functions: the program already runs ", num,
+			  " threads (hooks are written before main, with one)");
+		return 0;
+	}
+	ZydisDecoder dec;
+	if (!zydis_load() ||
+	    ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return 0;
+	hook_lines(&dec, agent_config.fns, false);
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (has[i])
+			hook_lines(&dec, profiles[i].specs, true);
+	return nhooks;
+}

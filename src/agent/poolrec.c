@@ -1,0 +1,72 @@
+/* poolrec.c — recording pool operations (poolrec.h). */
+#include <errno.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/hooks.h"
+#include "agent/pool.h"
+#include "agent/poolrec.h"
+#include "agent/sample.h"
+#include "agent/table.h"
+#include "agent/unwind.h"
+#include "agent/banned.h"
+
+bool agent_poolrec_enter(void)
+{
+	if (atomic_load_explicit(&agent_state, memory_order_acquire) != 2 || agent_tls.busy)
+		return false;
+	agent_tls.busy = AGENT_BUSY_HOOK;
+	return true;
+}
+
+int agent_poolrec_leave(int ret)
+{
+	agent_tls.busy = 0;
+	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
+		agent_run_pending();
+	return ret;
+}
+
+AGENT_NOINLINE int agent_poolrec_alloc(uintptr_t anchor, uintptr_t addr, size_t size, int fn,
+				       uintptr_t first_pc, bool make)
+{
+	if (!agent_poolrec_enter())
+		return -EAGAIN;
+	int ret = 0;
+	if (!addr || !agent_recording() || !agent_sampled(size))
+		return agent_poolrec_leave(0);
+	uint32_t id = agent_pool_find(anchor);
+	if (!id && make && anchor && agent_pool_create(anchor, 0, NULL) > 0)
+		id = agent_pool_find(anchor);
+	if (!id)
+		return agent_poolrec_leave(-ENOENT);
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	int first = first_pc != 0;
+	pcs[0] = first_pc;
+	int n = first + agent_unwind_cfi(pcs + first, agent_config.depth - first);
+	uint32_t stack = agent_stack_intern_pool(fn, id, pcs, n);
+	if (stack)
+		ret = agent_pool_chunk_add(id, addr, size, stack);
+	if (!stack || ret == -ENOMEM) {
+		agent_count(&agent_my_counts()->dropped, 1);
+		return agent_poolrec_leave(-ENOMEM);
+	}
+	if (ret == 0) {
+		struct agent_stack *s = agent_stack_get(stack);
+		agent_add_shared(&s->total_bytes, size);
+		agent_add_shared(&s->total_blocks, 1);
+	}
+	return agent_poolrec_leave(ret);
+}
+
+int agent_poolrec_free(uintptr_t anchor, uintptr_t addr)
+{
+	if (!agent_poolrec_enter())
+		return -EAGAIN;
+	size_t size;
+	uint32_t stack;
+	int ret = agent_pool_chunk_remove(anchor, addr, &size, &stack);
+	/* an untracked chunk is the usual case when sampling */
+	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+}

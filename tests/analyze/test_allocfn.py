@@ -1,0 +1,433 @@
+"""Allocator functions hooked by name (issue 15): --alloc-fn, --free-fn...
+
+    allocfn:pools    tests/analyze/progs/pools.c built with -DPOOLS_BY_NAME
+                     (no annotation at all) under `heaptrail run` with its
+                     arena functions named: the leak summary equals
+                     valgrind's on the annotated build (the oracle), and
+                     per pool the bytes and blocks lost and held, the
+                     tree's parents, `report --pool` are what the program
+                     counts itself (test_pools' checks, on this run)
+    allocfn:pprof    a final dump of that build, hooked by name: the
+                     in-use bytes and objects of each pool's samples (pprof
+                     label pool=NAME, `top --pool`) are what the program
+                     holds in the pool; `collapsed` shows a superblock's
+                     stack from arena_alloc to its caller, no agent frame
+    allocfn:edges    tests/analyze/progs/allocfn_edges.c: functions whose
+                     first instructions are RIP-relative (one static, from
+                     .symtab) or a short conditional jump are hooked and
+                     still work (the program checks every chunk is where
+                     its own count says) and their chunks are recorded as
+                     the program counts them; a 3-byte function, one with
+                     a loop back to its entry, one whose .cold part jumps
+                     back to its entry and a name that does not exist are
+                     refused, each with its one line, and run unhooked;
+                     the program prints the same as bare
+    allocfn:cxx      tests/analyze/progs/allocfn_cxx.cc: a C++ method hooked
+                     by its qualified name (mem::Pool::take) and a function
+                     whose displaced first bytes hold a call (pool_take);
+                     exceptions thrown by the method reach main through
+                     both hooks (the program prints the same as bare, exits
+                     0) and the pool holds what the program counts
+    allocfn:header   tests/analyze/progs/allocfn_header.c: pools that keep
+                     their pool in the word before each chunk, named with
+                     ctx=*(ret-8) (alloc) and ctx=*(arg1-8) (free): each
+                     pool holds what the program counts, after frees and a
+                     reset
+    allocfn:unloaded a run with nothing to hook does not load Zydis (the
+                     agent loads it, RTLD_LOCAL, only to hook)
+    allocfn:embedded tests/analyze/progs/embedded_mi.c, a program with its
+                     own copy of an allocator under mimalloc's names (a
+                     small test allocator over mmap, never malloc), run
+                     with no option: its leaks are found at the program's
+                     sites, as many bytes and blocks as it counts (frame
+                     #1 the mi_ function, #2 the site); with
+                     builtin_fns=0 none is (the profile finds them)
+    allocfn:rust     tests/analyze/progs/embedded_rust.rs, built by Debian's
+                     rustc: a #[global_allocator] of its own that never
+                     calls malloc; with no option its leaks are found at
+                     the program's sites (frame #1 __rust_alloc or
+                     __rust_alloc_zeroed), as many bytes and blocks as it
+                     counts
+    allocfn:threads  the edges program with a preloaded library whose
+                     constructor starts a thread before the agent's: no
+                     function is hooked, with one line saying why, and the
+                     program runs as bare
+    allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
+                     commas inside the parentheses), and a malformed spec
+                     refused by `heaptrail run` before it starts anything
+"""
+import json
+import os
+import re
+import shutil
+import threading
+
+import run_tests as rt
+from run_tests import Failure, Skip
+import test_pools as annotated
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# pools.c's operations, each a function taking the arena first
+POOL_FNS = [
+    "--create-fn", "arena_create_sized(parent=arg1,name=arg2)->ret",
+    "--alloc-fn", "arena_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "arena_free(ctx=arg1,ptr=arg2)",
+    "--realloc-fn", "arena_grow(ctx=arg1,ptr=arg2,size=arg4)->ret",
+    "--reset-fn", "arena_reset(ctx=arg1)",
+    "--destroy-fn", "arena_destroy(ctx=arg1)",
+    "--move-fn", "arena_move(ctx=arg1)->ret",
+    "--trim-fn", "arena_trim(ctx=arg1,ptr=arg2,size=arg3)",
+    # the slab's objects: malloc-like blocks, no pool
+    "--alloc-fn", "obj_new(size=arg2)->ret",
+    "--free-fn", "obj_delete(ptr=arg1)",
+    "--realloc-fn", "obj_resize(ptr=arg1,size=arg3)->ret",
+]
+
+EDGE_FNS = [
+    "--alloc-fn", "rip_alloc(ctx=arg1,size=arg2)->ret",
+    "--alloc-fn", "branch_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "short_free(ctx=arg1,ptr=arg2)",
+    "--alloc-fn", "loop_alloc(ctx=arg1,size=arg2)->ret",
+    "--alloc-fn", "cold_alloc(ctx=arg1,size=arg2)->ret",
+    "--free-fn", "no_such_function(ptr=arg1)",
+]
+REFUSED = [
+    "heaptrail: cannot hook 'short_free': the function is 3 bytes long, shorter than the "
+    "5-byte jump",
+    "heaptrail: cannot hook 'loop_alloc': its branch at +0x13 jumps back into its first 8 "
+    "bytes, which the hook replaces",
+    "heaptrail: cannot hook 'cold_alloc': a branch of its .cold part at +0x5 jumps back into "
+    "its first 5 bytes, which the hook replaces",
+    "heaptrail: cannot hook 'no_such_function': no function of that name in the program or "
+    "its libraries",
+]
+
+_cache = {}
+_lock = threading.RLock()   # builds and the run are shared by two tests each
+
+
+def once(key, make):
+    """make()'s value, made once per session (two tests share each)."""
+    with _lock:
+        if key not in _cache:
+            _cache[key] = make()
+        return _cache[key]
+
+
+def build(suite, name, src, flags, cc=None):
+    """(work dir, binary) of progs/SRC built with flags."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_" + name))
+    prog = os.path.join(work, name)
+    rc, _, err = rt.run([cc or suite.cc, "-g", "-O1"] + flags + ["-o", prog,
+                                                         os.path.join(HERE, "progs", src)])
+    if rc != 0:
+        raise Failure("cc %s %s: %s" % (" ".join(flags), src, rt.short(err, 600)))
+    return work, prog
+
+
+def byname_build(suite):
+    return once("bin", lambda: build(suite, "pools_byname", "pools.c", ["-DPOOLS_BY_NAME"]))
+
+
+def byname_run(suite):
+    """(status, stdout, report JSON, outdir) of the unannotated build."""
+    def make():
+        rc, stdout, obj, out, err = annotated.run_report(suite, byname_build(suite)[1], POOL_FNS)
+        if b"cannot hook" in err or b"ignoring" in err:
+            raise Failure("heaptrail refused a function: %s" % rt.short(err, 600))
+        return rc, stdout, obj, out
+    return once("run", make)
+
+
+def test_pools(suite):
+    if not shutil.which("valgrind"):
+        raise Skip("valgrind not installed")
+    work, prog = byname_build(suite)
+    rc, bare, err = rt.run([prog], cwd=work)
+    run = byname_run(suite)
+    problems, details = [], []
+    if rc != 0 or run[0] != 0:
+        problems.append("status bare %d, under heaptrail %d" % (rc, run[0]))
+    if run[1] != bare:
+        problems.append("under heaptrail the program prints %s" % rt.short(run[1]))
+    vg = annotated.vg_run(suite)
+    want = vg["procs"][0]["kinds"] if len(vg["procs"]) == 1 else {}
+    got = run[2].get("summary", {})
+    for k in annotated.KINDS4:
+        w = tuple(want.get(k, (0, 0)))
+        g = (got.get(k, {}).get("bytes"), got.get(k, {}).get("blocks"))
+        details.append("%s: valgrind (annotated build) %s, heaptrail by name %s" % (k, w, g))
+        if w != g or w == (0, 0):
+            problems.append("%s: heaptrail by name says %s bytes/blocks, valgrind %s" %
+                            (k, g, w))
+    p2, d2 = annotated.check_per_pool(suite, run)
+    return problems + p2, details + d2
+
+
+def test_pprof(suite):
+    work, prog = byname_build(suite)
+    final = os.path.join(work, "final")
+    problems, details = annotated.check_pprof(suite, prog, POOL_FNS, final)
+    # the superblocks' stacks go from the hooked function to its caller,
+    # without the trampoline between them
+    dump = [os.path.join(final, f) for f in os.listdir(final) if f.endswith(".final.heap")][0]
+    rc, text, err = rt.run([suite.heaptrail, "collapsed", dump])
+    lines = text.decode(errors="replace").split("\n")
+    if rc != 0 or not any(";fill_cache;arena_alloc;new_superblock " in l for l in lines):
+        problems.append("collapsed: status %d, no fill_cache;arena_alloc;new_superblock: %s" %
+                        (rc, rt.short(text, 600)))
+    if any("agent_" in l or "libheaptrail" in l for l in lines):
+        problems.append("collapsed shows the agent's frames: %s" % rt.short(text, 600))
+    return problems, details
+
+
+def edges_build(suite):
+    return once("edges", lambda: build(suite, "edges", "allocfn_edges.c", []))
+
+
+def held(stdout):
+    """{'rip': (bytes, blocks), 'branch': ...} as the program prints them."""
+    return {m.group(1): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(rb"^leak (\w+) (\d+) (\d+)$", stdout, re.M)}
+
+
+def pools_held(obj):
+    """[(bytes, blocks)] of the report's pools, in the order they were made."""
+    return [(p["bytes"], p["blocks"]) for p in sorted(obj.get("pools", []),
+                                                      key=lambda p: p["id"])]
+
+
+def test_edges(suite):
+    work, prog = edges_build(suite)
+    rc, bare, err = rt.run([prog], cwd=work)
+    if rc != 0 or b"arena OK" not in bare:
+        raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
+    counts = held(bare)
+    out, jpath = os.path.join(work, "out"), os.path.join(work, "out.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath] +
+                             EDGE_FNS + ["--", prog], cwd=work)
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("under heaptrail: status %d, prints %s" % (rc, rt.short(stdout)))
+    lines = err.decode(errors="replace").split("\n")
+    for want in REFUSED:
+        if lines.count(want) != 1:
+            problems.append("not said once: %s" % want)
+    said = [l for l in lines if "cannot hook" in l]
+    if len(said) != len(REFUSED):
+        problems.append("%d refusals, %d expected: %s" % (len(said), len(REFUSED), said))
+    if not os.path.exists(jpath):
+        raise Failure("no JSON report: %s" % rt.short(err, 600))
+    with open(jpath) as f:
+        obj = json.load(f)
+    # rip_alloc's pool (pool_a) is made first, then branch_alloc's; the
+    # refused loop_alloc's chunk is not recorded
+    got = pools_held(obj)
+    want = [counts.get(b"rip"), counts.get(b"branch")]
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)] + said
+
+
+def test_options(suite):
+    work, prog = edges_build(suite)
+    rc, bare, _ = rt.run([prog], cwd=work)
+    counts = held(bare)
+    env = dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS="alloc_fn=rip_alloc(ctx=arg1,size=arg2)->ret,"
+               "free_fn=short_free(ctx=arg1,ptr=arg2),depth=32")
+    out, jpath = os.path.join(work, "env"), os.path.join(work, "env.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath, "--",
+                              prog], cwd=work, env=env)
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("HEAPTRAIL_OPTIONS: status %d, prints %s" % (rc, rt.short(stdout)))
+    if err.count(b"cannot hook") != 1 or REFUSED[0].encode() not in err:
+        problems.append("HEAPTRAIL_OPTIONS: said %s" % rt.short(err, 600))
+    if b"ignoring" in err:
+        problems.append("HEAPTRAIL_OPTIONS: an option was not understood: %s" % rt.short(err))
+    got = []
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if got != [counts.get(b"rip")]:
+        problems.append("HEAPTRAIL_OPTIONS: pools hold %s, the program %s" %
+                        (got, counts.get(b"rip")))
+    for flag, spec, why in (("--alloc-fn", "rip_alloc(ctx=arg1,size=arg9)->ret", "arg1 to arg6"),
+                            ("--free-fn", "f(ctx=arg1)", "needs ptr=argN"),
+                            ("--alloc-fn", "a(size=arg1)", "needs size=argN and ->ret")):
+        rc, stdout, err = rt.run([suite.heaptrail, "run", "-o", os.path.join(work, "bad"), flag,
+                                  spec, "--", prog], cwd=work)
+        text = err.decode(errors="replace").strip()
+        if rc == 0 or stdout or len(text.split("\n")) != 1 or spec not in text or why not in text:
+            problems.append("%s '%s': status %d, says %s" % (flag, spec, rc, rt.short(err)))
+    return problems, []
+
+
+def hooked_run(suite, work, prog, args, bare, env=None, name="out"):
+    """heaptrail run -q of prog with args: (problems, report JSON or {});
+    a problem when it fails, prints other than bare or refuses a hook."""
+    out, jpath = os.path.join(work, name), os.path.join(work, name + ".json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath] + args +
+                             ["--", prog], cwd=work, env=env or rt.RUN_ENV)
+    problems = []
+    if rc != 0 or stdout != bare or b"cannot hook" in err:
+        problems.append("%s: status %d, prints %s, says %s" % (name, rc, rt.short(stdout),
+                                                             rt.short(err)))
+    obj = {}
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            obj = json.load(f)
+    return problems, obj
+
+
+def test_threads(suite):
+    work, prog = edges_build(suite)
+    lib = os.path.join(work, "libthread_first.so")
+    rc, _, err = rt.run([suite.cc, "-shared", "-fPIC", "-o", lib,
+                         os.path.join(HERE, "progs", "allocfn_thread_lib.c"), "-lpthread"])
+    if rc != 0:
+        raise Failure("cc allocfn_thread_lib.c: %s" % rt.short(err, 600))
+    rc, bare, _ = rt.run([prog], cwd=work)
+    out, jpath = os.path.join(work, "threads"), os.path.join(work, "threads.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath,
+                              "--alloc-fn", "rip_alloc(ctx=arg1,size=arg2)->ret", "--", prog],
+                             cwd=work, env=dict(rt.RUN_ENV, LD_PRELOAD=lib))
+    want = ("heaptrail: cannot hook allocator functions: the program already runs 2 threads "
+            "(hooks are written before main, with one)")
+    problems = []
+    if rc != 0 or stdout != bare:
+        problems.append("status %d, prints %s" % (rc, rt.short(stdout)))
+    lines = err.decode(errors="replace").split("\n")
+    if lines.count(want) != 1 or sum("cannot hook" in l for l in lines) != 1:
+        problems.append("said %s" % rt.short(err, 600))
+    got = None
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if got != []:
+        problems.append("pools in the report: %s" % got)
+    return problems, [l for l in lines if "cannot hook" in l]
+
+
+def test_cxx(suite):
+    work, prog = build(suite, "cxx", "allocfn_cxx.cc", [], suite.cxx)
+    rc, bare, err = rt.run([prog], cwd=work)
+    m = re.search(rb"^pool live (\d+) (\d+)$", bare, re.M)
+    if rc != 0 or not m or b"caught 5" not in bare:
+        raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
+    problems, obj = hooked_run(suite, work, prog,
+                               ["--alloc-fn", "mem::Pool::take(ctx=arg1,size=arg2)->ret",
+                                "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret"], bare)
+    got = pools_held(obj)
+    want = [(int(m.group(1)), int(m.group(2)))]
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)]
+
+
+def test_header(suite):
+    work, prog = build(suite, "header", "allocfn_header.c", [])
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = [(int(m.group(1)), int(m.group(2)))
+            for m in re.finditer(rb"^pool \w+ live (\d+) (\d+)$", bare, re.M)]
+    if rc != 0 or len(want) != 2:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    problems, obj = hooked_run(suite, work, prog,
+                               ["--alloc-fn", "hdr_alloc(ctx=*(ret-8),size=arg1)->ret",
+                                "--free-fn", "hdr_free(ctx=*(arg1-8),ptr=arg1)",
+                                "--reset-fn", "hdr_reset(ctx=arg1)"], bare)
+    got = pools_held(obj)
+    if got != want:
+        problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    return problems, ["pools: %s, program: %s" % (got, want)]
+
+
+def leaks_by_site(obj, prefix="mi_"):
+    """{site: (bytes, blocks)} of the definitely lost malloc-like records,
+    by the function above the allocator's (its last ::-separated name)."""
+    sites = {}
+    for r in obj.get("records", []):
+        if r.get("allocator") != "malloclike" or r["kind"] != "definitely_lost":
+            continue
+        stack = r.get("stack", [])
+        site = stack[1]["function"].split("::")[-1] if len(stack) > 1 and \
+            stack[0]["function"].startswith(prefix) else "?"
+        b, n = sites.get(site, (0, 0))
+        sites[site] = (b + r["bytes"], n + r["blocks"])
+    return sites
+
+
+def program_sites(stdout):
+    return {m.group(1).decode(): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(rb"^site (\w+) (\d+) (\d+)$", stdout, re.M)}
+
+
+def test_embedded(suite):
+    work, prog = build(suite, "embedded_mi", "embedded_mi.c", [])
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = program_sites(bare)
+    if rc != 0 or len(want) != 3:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    problems, details = [], []
+    for opts, expect in (("", want), ("builtin_fns=0", {})):
+        p, obj = hooked_run(suite, work, prog, [], bare, dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS=opts),
+                            "out" + opts.replace("=", ""))
+        problems += p
+        got = leaks_by_site(obj)
+        details.append("%s: heaptrail %s, program %s" % (opts or "no option", got, expect))
+        if got != expect:
+            problems.append("%s: leaks by site %s, expected %s" % (opts or "no option", got,
+                                                                  expect))
+    return problems, details
+
+
+def test_unloaded(suite):
+    """Zydis is loaded only when there is something to hook."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "allocfn-unloaded"))
+    rc, maps, err = rt.run([suite.heaptrail, "run", "-q", "-o", os.path.join(work, "out"), "--",
+                            "cat", "/proc/self/maps"], env=rt.RUN_ENV)
+    if rc != 0 or b"libheaptrail" not in maps:
+        raise Failure("run cat /proc/self/maps: status %d, agent mapped: %s (%s)"
+                      % (rc, b"libheaptrail" in maps, rt.short(err)))
+    if b"libZydis" in maps:
+        return ["a run with nothing to hook maps libZydis"], []
+    return [], []
+
+
+def rustc():
+    """Debian's rustc (a rustup one earlier on PATH is not what CI has)."""
+    return "/usr/bin/rustc" if os.path.exists("/usr/bin/rustc") else shutil.which("rustc")
+
+
+def test_rust(suite):
+    if not rustc():
+        raise Skip("rustc not installed (Debian package rustc)")
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_rust"))
+    prog = os.path.join(work, "embedded_rust")
+    rc, _, err = rt.run([rustc(), "-g", "-C", "opt-level=1", "-o", prog,
+                         os.path.join(HERE, "progs", "embedded_rust.rs")], timeout=300)
+    if rc != 0:
+        raise Failure("rustc embedded_rust.rs: %s" % rt.short(err, 600))
+    rc, bare, _ = rt.run([prog], cwd=work)
+    want = program_sites(bare)
+    if rc != 0 or len(want) != 2:
+        raise Failure("bare: status %d, prints %s" % (rc, rt.short(bare)))
+    problems, obj = hooked_run(suite, work, prog, [], bare)
+    got = leaks_by_site(obj, "__rust_alloc")
+    if got != want:
+        problems.append("leaks by site %s, the program %s" % (got, want))
+    return problems, ["heaptrail %s, program %s" % (got, want)]
+
+
+def collect(suite):
+    return [("allocfn:pools", lambda: test_pools(suite)),
+            ("allocfn:unloaded", lambda: test_unloaded(suite)),
+            ("allocfn:pprof", lambda: test_pprof(suite)),
+            ("allocfn:edges", lambda: test_edges(suite)),
+            ("allocfn:cxx", lambda: test_cxx(suite)),
+            ("allocfn:header", lambda: test_header(suite)),
+            ("allocfn:embedded", lambda: test_embedded(suite)),
+            ("allocfn:rust", lambda: test_rust(suite)),
+            ("allocfn:threads", lambda: test_threads(suite)),
+            ("allocfn:options", lambda: test_options(suite))]
