@@ -103,6 +103,9 @@ from Debian's source by tests/tools/get-pprof into BUILD/tools.
                      times at the default S: each site's estimated share
                      within 3 points and the total within 5 %, by all
                      three readers; the runs sample differently
+  prof:accuracy-auto the same at sample=auto: S rises from 8 KiB to
+                     512 KiB as the heap grows, the samples thinned at
+                     each step; the dump states 512 KiB and is unbiased
   prof:exact         the same at sample=1: every number exact
   prof:cache         prof_cache with every trigger (interval, every, peak,
                      signal sent by the runner, API, final): each dump
@@ -207,7 +210,7 @@ def collect_tests(suite):
                  "cancel-in-dump", "stop-transparent") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
-    for name in ("accuracy", "cache", "run-flags", "timeline", "transparent",
+    for name in ("accuracy", "accuracy-auto", "cache", "run-flags", "timeline", "transparent",
                  "readers", "exact", "aliases", "api", "api-bare", "mallctl",
                  "mallctl-bare", "mallctl-jemalloc", "bad-options"):
         label = name

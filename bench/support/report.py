@@ -12,7 +12,7 @@ import csv
 import sys
 
 WORKLOADS = ["churn", "threads", "deep", "sqlite3", "gcc"]
-TOOLS = ["bare", "ht-exact", "ht-sample", "ht-run", "heaptrack", "memcheck",
+TOOLS = ["bare", "ht-exact", "ht-sample", "ht-auto", "ht-run", "heaptrack", "memcheck",
          "lsan", "jemalloc", "je-prof", "je-prof-exact"]
 # each peer is set against the heaptrail mode that does the same job
 PEERS = [("heaptrack", "ht-exact"), ("memcheck", "ht-exact"), ("lsan", "ht-exact"),
@@ -21,6 +21,7 @@ LABEL = {
     "bare": "bare",
     "ht-exact": "**heaptrail exact**",
     "ht-sample": "heaptrail sampling (512 KiB)",
+    "ht-auto": "heaptrail sampling (auto)",
     "ht-run": "heaptrail run -q (+ report)",
     "heaptrack": "heaptrack",
     "memcheck": "valgrind memcheck",
@@ -276,6 +277,11 @@ def main():
         if w in T.workloads and "ht-sample" in T.tools:
             g = T.ratio(w, "ht-sample")
             p(row(["sampling on %s ≤ %g× bare" % (w, lim), fmt_ratio(g) if g else "–", verdict(g, lim)]))
+    for w, lim in (("sqlite3", 1.02),):
+        if w in T.workloads and "ht-auto" in T.tools:
+            g = T.ratio(w, "ht-auto")
+            p(row(["sampling, sample=auto, on %s ≤ %g× bare" % (w, lim), fmt_ratio(g) if g else "–",
+                   verdict(g, lim)]))
     if "sqlite3" in T.workloads and "ht-exact" in T.tools:
         g = T.rss_ratio("sqlite3", "ht-exact")
         p(row(["exact peak RSS on sqlite3 ≤ 1.5× bare", fmt_ratio(g) if g else "–", verdict(g, 1.5)]))

@@ -71,6 +71,10 @@ struct agent_tls {
 				  * compared unsigned: a size of 2^63 or more
 				  * (malloc(SIZE_MAX)) is never below it */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
+	uint64_t sample_s;       /* the S sample_left was drawn at (sample.c: auto) */
+	uint64_t auto_ns;        /* sample=auto: when this thread last looked at its rate */
+	uint32_t auto_n;         /* sample=auto: samples since that look */
+	uint32_t auto_debt;      /* sample=auto: samples over the rate budget (sample.c) */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
 	int time_left;           /* recorded events until the next look at the clock */
 	uint64_t time_tsc;       /* the TSC at this thread's last look at it */

@@ -181,8 +181,10 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 	if (!strcmp(name, "prof.reset")) {
 		if (newp && (newlen != sizeof(size_t) || *(size_t *)newp > 62))
 			return EINVAL;
-		if (newp)
+		if (newp) {
+			agent_config.sample_auto = false;  /* the program chose S */
 			agent_resample((uint64_t)1 << *(size_t *)newp);
+		}
 		agent_reset_cumulative();
 		return 0;
 	}

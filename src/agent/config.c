@@ -10,7 +10,9 @@
  * prefix           path prefix of heap dump names (default OUTPUT/heaptrail)
  * sample           mean bytes between sampled allocations (k/m/g suffixes;
  *                  default 512k, as jemalloc and Go); 1 = every allocation
- *                  (exact mode, needed for leak classification)
+ *                  (exact mode, needed for leak classification); auto =
+ *                  start at 8k and raise it as the heap grows, within a
+ *                  cost budget (sample.c, "sample=auto")
  * interval         write a heap dump every SIZE bytes allocated (0 = off)
  * peak             1: keep one dump of the heap at its peak, rewritten
  *                  when the peak has grown by peak_step percent (default 10)
@@ -215,7 +217,15 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
 		((char *)&agent_config + o->offset)[vlen] = 0;
 		return true;
-	case T_SIZE: if (!fmt_opt_size(val, vlen, &v)) return false; break;
+	case T_SIZE:
+		if (o->offset == offsetof(struct agent_config, sample) && vlen == 4 &&
+		    agent_strstarts(val, "auto")) {
+			agent_config.sample_auto = true;
+			return true;
+		}
+		if (!fmt_opt_size(val, vlen, &v))
+			return false;
+		break;
 	case T_BOOL: if (!parse_bool(val, vlen, &v)) return false; break;
 	case T_DURATION: if (!fmt_opt_duration(val, vlen, &v)) return false; break;
 	case T_LG: if (!parse_lg(val, vlen, &v)) return false; break;
@@ -228,6 +238,8 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 		return parse_bool(val, vlen, &v);
 	}
 	store(o, v);
+	if (o->offset == offsetof(struct agent_config, sample))
+		agent_config.sample_auto = false;  /* a fixed size given later wins */
 	return true;
 }
 
@@ -296,9 +308,12 @@ void agent_config_load_from(const char *s, const char *out)
 	agent_config.stop_signal = SIGRTMAX - 1;
 	agent_config.leak_check_signal = fmt_leak_check_signal_default();
 	agent_config.sample = 512 * 1024;
+	agent_config.sample_auto = false;
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);
+	if (agent_config.sample_auto)
+		agent_config.sample = AGENT_SAMPLE_AUTO_MIN;
 	if (agent_config.sample == 0)
 		agent_config.sample = 1;
 	/* Classifying needs every block: only in exact mode. */

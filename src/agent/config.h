@@ -4,7 +4,9 @@
  *
  * Not quite fixed after that: a program's mallctl("prof.reset") with a
  * new lg_sample changes `sample` and turns `leak_kinds` off
- * (agent_resample, sample.c: the blocks recorded before are forgotten).
+ * (agent_resample, sample.c: the blocks recorded before are forgotten),
+ * and with sample=auto the sampler raises `sample` as the heap grows
+ * (agent_sample_raise, sample.c: the recorded blocks are thinned).
  * Every other field keeps its value for the life of the process (a forked
  * child inherits them). Before the constructor the fields hold config.c's
  * defaults, with `sample` 1: the first allocations, which may come
@@ -33,6 +35,7 @@ struct agent_config {
 	int dump_signal;         /* dump on this signal; 0 = none */
 	int peak_step;           /* percent the peak must grow by to be dumped again */
 	uint64_t sample;         /* mean bytes between samples; 1 = exact */
+	bool sample_auto;        /* sample=auto: `sample` follows the heap (sample.c) */
 	uint64_t interval;       /* dump every this many bytes allocated; 0 = off */
 	uint64_t every_ms;       /* dump every this many ms; 0 = off */
 	uint64_t timeline_ms;    /* timeline period; 0 = off */
@@ -47,6 +50,11 @@ struct agent_config {
 	char fns[4096];
 };
 extern struct agent_config agent_config;
+
+/* sample=auto: where `sample` starts and how far it may rise (sample.c
+ * says why 8 KiB) */
+#define AGENT_SAMPLE_AUTO_MIN (8u << 10)
+#define AGENT_SAMPLE_AUTO_MAX (512u << 10)
 
 /* Reads HEAPTRAIL_OPTIONS from the environment. Called once, from the
  * constructor (the only place the agent calls getenv). Unknown options are

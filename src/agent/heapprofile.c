@@ -201,6 +201,7 @@ static int dump_now(const char *path, const char *kind)
 	 * exactly the sum of the lines, as readers check. */
 #define ALL FMT_KIND_REACHABLE
 	agent_tables_lock_all();
+	uint64_t sample = agent_config.sample;  /* sample=auto raises it under these locks */
 	agent_live_per_stack_locked(live, nstacks);
 	agent_pool_per_stack_locked(live, nstacks, true);
 	for (uint32_t id = 1; id <= nstacks; id++) {
@@ -229,7 +230,7 @@ static int dump_now(const char *path, const char *kind)
 	agent_put(&w, FMT_HEAP_HEADER " ");
 	put_counts(&w, in_n, in_b, all_n, all_b);
 	agent_put(&w, " " FMT_HEAP_V2 "/");
-	agent_put_u64(&w, agent_config.sample);
+	agent_put_u64(&w, sample);
 	agent_put(&w, "\n");
 	put_when(&w);
 	for (uint32_t id = 1; id <= nstacks; id++) {

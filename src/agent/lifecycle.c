@@ -58,6 +58,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/sample.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
 #include "format/vocab.h"
@@ -143,6 +144,7 @@ static void fork_child(void)
 	atomic_store(&agent_pending, (atomic_load(&agent_pending) & AGENT_PENDING_WORK) |
 				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));
 	agent_tls.rng = 0;  /* draw different samples from the parent */
+	agent_sample_forked();
 	agent_triggers_start();
 	if (!agent_config.follow_children)
 		reports_enabled = false;

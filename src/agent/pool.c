@@ -560,6 +560,32 @@ void agent_pool_per_stack_locked(struct agent_kinds *out, uint32_t nstacks, bool
 	}
 }
 
+void agent_pool_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg)
+{
+	for (uint32_t id = 1; id <= npools; id++) {
+		struct agent_pool *p = pool_get(id);
+		for (uint32_t i = 0; p->e && i < p->cap; i++)
+			if (p->e[i].addr)
+				fn(p->e[i].addr, p->e[i].size, p->e[i].stack, arg);
+	}
+}
+
+/* chunk_erase moves later chunks back, into slot i or, wrapping, into a
+ * slot already passed: keep answers the same for the same chunk. */
+void agent_pool_thin_locked(bool (*keep)(uintptr_t addr, size_t size, void *arg), void *arg)
+{
+	for (uint32_t id = 1; id <= npools; id++) {
+		struct agent_pool *p = pool_get(id);
+		for (uint32_t i = 0; p->e && i < p->cap;) {
+			if (!p->e[i].addr || keep(p->e[i].addr, p->e[i].size, arg))
+				i++;
+			else
+				chunk_erase(p, i);
+		}
+	}
+}
+
 void agent_pool_clear_locked(void)
 {
 	for (uint32_t id = 1; id <= npools; id++)

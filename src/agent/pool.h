@@ -107,6 +107,13 @@ struct agent_pool_snap {
 };
 struct agent_pool_snap *agent_pool_snapshot(uint32_t *n, size_t *maplen);
 
+/* With every table lock held: calls fn for every chunk of every pool,
+ * and forgets the chunks keep says no to (the same contract as
+ * agent_live_thin_locked, table.h). */
+void agent_pool_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg);
+void agent_pool_thin_locked(bool (*keep)(uintptr_t addr, size_t size, void *arg), void *arg);
+
 /* Forgets every chunk (a forked child that keeps no records). */
 void agent_pool_clear_locked(void);
 

@@ -52,14 +52,30 @@ static void seed(void)
 	agent_tls.rng = s ? s : 1;
 }
 
+/* Uniform on (0, 1]. */
+static double uniform(void)
+{
+	return (double)((next_random() >> 11) + 1) * 0x1.0p-53;
+}
+
 /* Bytes to the next sample point: Exp(S), at least 1. */
 static int64_t draw(void)
 {
-	double u = (double)((next_random() >> 11) + 1) * 0x1.0p-53;  /* (0, 1] */
-	double d = -log(u) * (double)agent_config.sample;
+	double d = -log(uniform()) * (double)agent_config.sample;
+	agent_tls.sample_s = agent_config.sample;
 	return d >= 9e18 ? INT64_MAX : (int64_t)d + 1;
 }
 
+static void auto_look(void);
+
+/*
+ * A point that the countdown reaches was placed at the rate of the S it
+ * was drawn at (agent_tls.sample_s). When S has risen since (sample=auto,
+ * another thread's doing), the point is kept with probability
+ * S_old / S_new, and when it is not, the next one is Exp(S_new) further:
+ * a Poisson process of rate 1/S_old thinned so is one of rate 1/S_new,
+ * so the allocation in flight is sampled exactly as at the new S.
+ */
 bool agent_sample_slow(size_t n)
 {
 	if (AGENT_UNLIKELY(!agent_tls.rng)) {
@@ -71,22 +87,46 @@ bool agent_sample_slow(size_t n)
 			return false;
 		}
 	}
+	if (AGENT_UNLIKELY(agent_tls.sample_s < agent_config.sample)) {
+		double keep = (double)agent_tls.sample_s / (double)agent_config.sample;
+		if (uniform() > keep) {
+			int64_t at = agent_tls.sample_left, d = draw();
+			at = at > INT64_MAX - d ? INT64_MAX : at + d;
+			if ((uint64_t)n < (uint64_t)at) {
+				agent_tls.sample_left = at - (int64_t)n;
+				return false;
+			}
+		}
+	}
 	agent_tls.sample_left = draw();
+	if (AGENT_UNLIKELY(agent_config.sample_auto))
+		auto_look();
 	return true;
 }
 
-void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
+/* The chance that a block of n bytes is sampled at S: p(n) = 1 - exp(-n/S). */
+static double sampled_p(double n, double s)
 {
-	if (agent_config.sample <= 1) {
+	return -expm1(-n / s);
+}
+
+static void weight_at(size_t n, uint64_t sample, uint64_t *bytes, uint64_t *blocks_x1024)
+{
+	if (sample <= 1) {
 		*bytes = n;
 		*blocks_x1024 = 1024;
 		return;
 	}
-	double p = -expm1(-(double)n / (double)agent_config.sample);
+	double p = sampled_p((double)n, (double)sample);
 	if (p < 1e-12)
 		p = 1e-12;
 	*bytes = (uint64_t)((double)n / p + 0.5);
 	*blocks_x1024 = (uint64_t)(1024.0 / p + 0.5);
+}
+
+void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
+{
+	weight_at(n, agent_config.sample, bytes, blocks_x1024);
 }
 
 /* How much estimated allocation passes between two looks at the interval
@@ -122,9 +162,17 @@ void agent_sample_on_check(void (*fn)(void))
 	on_check = fn;
 }
 
+static _Atomic uint64_t auto_want;   /* S a thread's look asked for */
+static AGENT_NOINLINE void auto_raise_asked(void);
+
 void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 {
 	uint64_t bytes = n, blocks = 1024;
+	/* a raise asked for by auto_look is made here, where a dump could
+	 * be written too (a new block: out of every table lock) */
+	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_config.sample) &&
+	    sign > 0)
+		auto_raise_asked();
 	/* the time triggers look before this event is estimated (in exact
 	 * mode it is already counted), so a row can show just before it;
 	 * when agent_time_turn says it is the thread's turn */
@@ -165,6 +213,7 @@ void agent_resample(uint64_t sample)
 			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
 				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
 	agent_config.sample = sample;
+	atomic_store(&auto_want, 0);  /* asked for at the old S */
 	if (sample > 1 && !agent_filter)
 		agent_filter_init();
 	agent_config.leak_kinds = false;  /* the blocks before now are gone */
@@ -174,3 +223,299 @@ void agent_resample(uint64_t sample)
 	agent_tls.rng = 0;
 }
 
+
+/*
+ * sample=auto — S follows the heap.
+ *
+ * S starts at AGENT_SAMPLE_AUTO_MIN (8 KiB) and only ever rises, by
+ * powers of two, up to AGENT_SAMPLE_AUTO_MAX (512 KiB, the fixed default:
+ * auto never samples more coarsely than it). Two rules raise it, looked at
+ * by each thread every AUTO_WINDOW samples it takes:
+ *
+ *  - the heap: once the live table holds 4 N samples (N = AUTO_SAMPLES,
+ *    2,000), S doubles until it would hold fewer than 4 N, so the live
+ *    heap keeps between 2 N and 4 N samples once it is big enough (at 8
+ *    KiB, N samples are 16 MB; a smaller heap has fewer, at the finest S).
+ *    Why not finer than 8 KiB: readers unbias a stack by its mean block
+ *    size (jeprof, pprof, heaptrail: the text format has one line per
+ *    stack), which is exact when the stack's blocks are all much smaller
+ *    or all much larger than S and biased low when their sizes spread
+ *    around S (a cache of 1 to 7 KiB blocks: -0.7 % at 4 KiB, -0.24 % at
+ *    8 KiB); at 4 KiB that bias was a third of the test server's 90 %
+ *    interval, and its intervals held the truth in 85 % of dumps, not 90.
+ *    N = 2,000 puts the 90 % interval of the live heap within about
+ *    ±1.645/sqrt(2,000) = ±3.7 % (less with big blocks), and a leak of
+ *    a hundredth of the heap's rate still brings tens of samples a run;
+ *  - the cost: a thread that samples more than AUTO_RATE (2,000)
+ *    allocations a second, beyond a burst of AUTO_BURST (5,000) samples
+ *    (a program filling a cache at start-up: a one-time cost),
+ *    raises S at once to where its pace of the last window would fit
+ *    the rate (at least doubling it). A sample costs a stack walk and a
+ *    table insert: about 1,800 instructions on Debian's sqlite3, built
+ *    without frame pointers (callgrind, bench/RESULTS.md), under a
+ *    microsecond; 2,000 a second are then about 0.1 % of a core, and the
+ *    burst a few milliseconds once. The heap rule cannot make sampling dear
+ *    (it only raises S), and a fine S costs little while the allocation
+ *    rate is low, which this rule checks.
+ *
+ * Raising S from S_old to S_new while sampled blocks are live: each live
+ * sampled block of n bytes is kept with probability
+ *     q(n) = p_new(n) / p_old(n) = (1 - exp(-n/S_new)) / (1 - exp(-n/S_old))
+ * and forgotten otherwise (it stays in the program's heap; its free is
+ * then a free of an untracked block, as for any unsampled one). A block
+ * is then recorded with probability p_old(n) q(n) = p_new(n): the set is
+ * distributed exactly as if it had been sampled at S_new all along, and
+ * the next dump, with S_new in its header, is unbiased by jeprof, pprof
+ * and heaptrail alike. One dump has one S: the thinning is made with
+ * every table lock held, as a dump's snapshot is taken.
+ *
+ * The cumulative columns (allocated so far per stack: raw sampled counts
+ * k blocks and b bytes) are thinned the same way: the samples still live
+ * exactly as above (kept or not with the block), the k_f freed ones, of
+ * b_f bytes, whose sizes are gone, with their mean size m = b_f / k_f
+ * standing for each one's (exact when a stack allocates one size, as
+ * most do): k_f' ~ Binomial(k_f, q(m)), b_f' = k_f' m. Readers scale a
+ * stack by its mean size too (jeprof, pprof), so the columns keep
+ * estimating what was allocated since the start, and never fall below
+ * what is in use. (Above 256 blocks the binomial is replaced by k_f q
+ * rounded at random: the same mean, a little less spread.) The agent's own estimates (the timeline, the peak, the
+ * exit report's totals) were weighted when each block was sampled; the
+ * live part is recomputed at S_new over the kept blocks.
+ *
+ * Which blocks are kept is decided by a hash of the address and a salt
+ * drawn per raise, not by a draw per visit: the thinning may see a block
+ * twice (table.h), and must decide the same way.
+ */
+#define AUTO_SAMPLES 2000
+#define AUTO_WINDOW 128
+#define AUTO_RATE 2000
+#define AUTO_BURST 5000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t agent_sample_auto_target(uint64_t s, size_t live_samples)
+{
+	uint64_t want = s;
+	while (want < AGENT_SAMPLE_AUTO_MAX && (double)live_samples * (double)s / (double)want >= 4.0 * AUTO_SAMPLES)
+		want *= 2;
+	return want;
+}
+
+/* Every AUTO_WINDOW samples of this thread: may ask for a raise (made by
+ * the next agent_sample_note, which may take locks; this may not). */
+static AGENT_NOINLINE void auto_look_slow(void)
+{
+	agent_tls.auto_n = 0;
+	uint64_t s = agent_config.sample, t = now_ns(), want;
+	double rate = 0;   /* this window's samples a second */
+	if (agent_tls.auto_ns && t > agent_tls.auto_ns) {
+		/* samples over the budget, carried over windows: a burst
+		 * (filling a cache) is forgiven, a steady excess is not */
+		double secs = (double)(t - agent_tls.auto_ns) * 1e-9;
+		double debt = (double)agent_tls.auto_debt + AUTO_WINDOW - secs * AUTO_RATE;
+		agent_tls.auto_debt = debt < 0 ? 0 : debt > 4e9 ? 4000000000u : (uint32_t)debt;
+		rate = AUTO_WINDOW / secs;
+	}
+	agent_tls.auto_ns = t;
+	want = agent_sample_auto_target(s, agent_live_count_racy());
+	if (agent_tls.auto_debt > AUTO_BURST) {
+		/* over budget: at once to an S at which this window's pace
+		 * would fit it */
+		agent_tls.auto_debt = 0;
+		uint64_t cost = s * 2;
+		while (cost < AGENT_SAMPLE_AUTO_MAX && rate * (double)s / (double)cost > AUTO_RATE)
+			cost *= 2;
+		if (cost > AGENT_SAMPLE_AUTO_MAX)
+			cost = AGENT_SAMPLE_AUTO_MAX;
+		if (cost > want)
+			want = cost;
+	}
+	uint64_t cur = atomic_load_explicit(&auto_want, memory_order_relaxed);
+	while (want > s && want > cur &&
+	       !atomic_compare_exchange_weak_explicit(&auto_want, &cur, want, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+static void auto_look(void)
+{
+	if (++agent_tls.auto_n >= AUTO_WINDOW)
+		auto_look_slow();
+}
+
+double agent_sample_keep_p(size_t n, uint64_t s_old, uint64_t s_new)
+{
+	if (s_new <= s_old)
+		return 1.0;
+	if (s_old <= 1)
+		return sampled_p((double)n, (double)s_new);
+	if (n == 0)  /* the limit of q(n) as n -> 0 */
+		return (double)s_old / (double)s_new;
+	return sampled_p((double)n, (double)s_new) / sampled_p((double)n, (double)s_old);
+}
+
+/* A stack's recorded blocks at a raise: live, and live and kept. */
+struct thin_stack {
+	uint64_t n, bytes, kept_n, kept_bytes;
+};
+
+struct thin {
+	uint64_t s_old, s_new, salt;
+	int64_t est_bytes, est_blocks;   /* the live estimates' change */
+	struct thin_stack *per;          /* [1..nstacks], or NULL (no memory) */
+	uint32_t nstacks;
+};
+
+/* splitmix64's finalizer: the block's own uniform draw for this raise */
+static double block_u(uintptr_t addr, uint64_t salt)
+{
+	uint64_t z = (uint64_t)addr ^ salt;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)((z >> 11) + 1) * 0x1.0p-53;
+}
+
+static bool thin_keep(uintptr_t addr, size_t size, void *arg)
+{
+	const struct thin *t = arg;
+	return block_u(addr, t->salt) <= agent_sample_keep_p(size, t->s_old, t->s_new);
+}
+
+static bool thin_per_stack(uintptr_t addr, size_t size, uint32_t stack, struct thin *t)
+{
+	bool keep = thin_keep(addr, size, t);
+	if (t->per && stack && stack <= t->nstacks) {
+		struct thin_stack *p = &t->per[stack];
+		p->n++;
+		p->bytes += size;
+		p->kept_n += keep;
+		p->kept_bytes += keep ? size : 0;
+	}
+	return keep;
+}
+
+/* A live block of the live table: the estimates' change, and its stack's
+ * counts. */
+static void thin_count(uintptr_t addr, size_t size, uint32_t stack, void *arg)
+{
+	struct thin *t = arg;
+	uint64_t b, k;
+	weight_at(size, t->s_old, &b, &k);
+	t->est_bytes -= (int64_t)b;
+	t->est_blocks -= (int64_t)k;
+	if (thin_per_stack(addr, size, stack, t)) {
+		weight_at(size, t->s_new, &b, &k);
+		t->est_bytes += (int64_t)b;
+		t->est_blocks += (int64_t)k;
+	}
+}
+
+/* A pool's chunk: in no estimate, in its stack's counts. */
+static void thin_count_chunk(uintptr_t addr, size_t size, uint32_t stack, void *arg)
+{
+	thin_per_stack(addr, size, stack, arg);
+}
+
+/* Binomial(k, q): one draw per block up to 256, then k q rounded at
+ * random (see above). */
+static uint64_t thin_count_of(uint64_t k, double q)
+{
+	if (k <= 256) {
+		uint64_t kept = 0;
+		for (uint64_t i = 0; i < k; i++)
+			kept += uniform() <= q;
+		return kept;
+	}
+	double x = (double)k * q;
+	uint64_t kept = (uint64_t)x;
+	return kept + (uniform() <= x - (double)kept);
+}
+
+/* A stack's allocated-so-far samples are its live ones, thinned block
+ * by block above, and the freed ones, thinned here by their mean size:
+ * so "allocated" never falls below "in use". */
+static void thin_cumulative(const struct thin *t)
+{
+	uint32_t n = agent_stack_count();
+	for (uint32_t id = 1; id <= n; id++) {
+		struct agent_stack *st = agent_stack_get(id);
+		uint64_t k = atomic_load(&st->total_blocks), b = atomic_load(&st->total_bytes);
+		struct thin_stack live = t->per && id <= t->nstacks ? t->per[id] : (struct thin_stack){ 0 };
+		if (!k)
+			continue;
+		/* a block entered but not yet counted (its thread is between
+		 * the two) counts as freed: at most one per thread */
+		if (live.n > k || live.bytes > b)
+			live = (struct thin_stack){ 0 };
+		uint64_t fk = k - live.n, fb = b - live.bytes, kept = 0, kept_b = 0;
+		if (fk) {
+			double m = (double)fb / (double)fk;
+			kept = thin_count_of(fk, agent_sample_keep_p((size_t)(m + 0.5), t->s_old, t->s_new));
+			kept_b = kept == fk ? fb : (uint64_t)((double)kept * m + 0.5);
+			if (kept_b > fb)
+				kept_b = fb;
+		}
+		uint64_t gone = k - live.kept_n - kept, gone_b = b - live.kept_bytes - kept_b;
+		/* sub, not store: a sample being counted now is not lost */
+		atomic_fetch_sub(&st->total_blocks, gone);
+		atomic_fetch_sub(&st->total_bytes, gone_b);
+	}
+}
+
+void agent_sample_raise(uint64_t s_new)
+{
+	int saved = agent_tls.busy;
+	agent_tls.busy = AGENT_BUSY_AGENT;
+	/* mapped before the locks; a stack interned meanwhile (above
+	 * nstacks) has its cumulative counts thinned as if freed */
+	uint32_t nstacks = agent_stack_count();
+	size_t perlen = ((size_t)nstacks + 1) * sizeof(struct thin_stack);
+	struct thin_stack *per = agent_mmap(perlen);
+	agent_tables_lock_all();
+	uint64_t s_old = agent_config.sample;
+	if (s_old > 1 && s_new > s_old) {
+		if (!agent_tls.rng)
+			seed();
+		struct thin t = { .s_old = s_old, .s_new = s_new, .salt = next_random(),
+				  .per = per, .nstacks = nstacks };
+		agent_live_each_locked(thin_count, &t);
+		agent_pool_each_locked(thin_count_chunk, &t);
+		agent_live_thin_locked(thin_keep, &t);
+		agent_pool_thin_locked(thin_keep, &t);
+		thin_cumulative(&t);
+		agent_config.sample = s_new;
+		struct agent_counts *c = agent_my_counts();
+		agent_count(&c->est_bytes, (uint64_t)t.est_bytes);
+		agent_count(&c->est_blocks_x1024, (uint64_t)t.est_blocks);
+	}
+	agent_tables_unlock_all();
+	if (per)
+		agent_munmap(per, perlen);
+	agent_tls.busy = saved;
+}
+
+static atomic_bool raising;
+
+void agent_sample_forked(void)
+{
+	atomic_store(&raising, false);  /* the raiser was another thread */
+}
+
+static AGENT_NOINLINE void auto_raise_asked(void)
+{
+	if (agent_tls.tables_locked || agent_tls.busy == AGENT_BUSY_LOCKED ||
+	    atomic_exchange(&raising, true))
+		return;
+	uint64_t want = atomic_load(&auto_want);
+	if (agent_config.sample_auto && want > agent_config.sample)
+		agent_sample_raise(want);
+	else if (!agent_config.sample_auto)
+		atomic_store(&auto_want, 0);  /* the program fixed S since */
+	atomic_store(&raising, false);
+}

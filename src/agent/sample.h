@@ -90,4 +90,20 @@ void agent_sample_on_time(void (*fn)(size_t n, int sign, bool counted));
  * recorded so far (jemalloc's prof.reset with lg_sample). */
 void agent_resample(uint64_t sample);
 
+/* sample=auto (sample.c): raises S to s_new (> S, sampling mode), with
+ * every table lock taken here, thinning the recorded blocks and the
+ * per-stack allocated-so-far counts so that they are distributed as if
+ * sampled at s_new all along. A no-op unless s_new > S > 1. Not with a
+ * table lock held. */
+void agent_sample_raise(uint64_t s_new);
+/* In a forked child: a raise under way in another thread of the parent
+ * is not under way here. */
+void agent_sample_forked(void);
+/* The probability with which a block of n bytes sampled at s_old is
+ * kept when S rises to s_new: (1 - exp(-n/s_new)) / (1 - exp(-n/s_old)). */
+double agent_sample_keep_p(size_t n, uint64_t s_old, uint64_t s_new);
+/* The S the heap rule wants at S = s with live_samples blocks recorded
+ * (s when it is content). */
+uint64_t agent_sample_auto_target(uint64_t s, size_t live_samples);
+
 #endif

@@ -611,6 +611,46 @@ size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
 	return n;
 }
 
+void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg)
+{
+	for (unsigned i = 0; i < NSHARDS; i++)
+		for (uint32_t j = 0; j < shards[i].cap; j++)
+			if (shards[i].e[j].key)
+				fn((uintptr_t)(shards[i].e[j].key & ADDR_MASK),
+				   (size_t)(shards[i].e[j].meta & SIZE_MAX_TRACKED),
+				   (uint32_t)(shards[i].e[j].meta >> SIZE_BITS), arg);
+}
+
+/* An erase shifts the run after slot j back into it, so j is looked at
+ * again; and the run may wrap from the last slot to the first, moving a
+ * block seen at the start back into view at the end: hence keep's
+ * contract (the same answer for the same block). */
+void agent_live_thin_locked(bool (*keep)(uintptr_t addr, size_t size, void *arg), void *arg)
+{
+	for (unsigned i = 0; i < NSHARDS; i++) {
+		struct live_shard *sh = &shards[i];
+		for (uint32_t j = 0; j < sh->cap;) {
+			uint64_t k = sh->e[j].key;
+			uintptr_t a = (uintptr_t)(k & ADDR_MASK);
+			if (!k || keep(a, (size_t)(sh->e[j].meta & SIZE_MAX_TRACKED), arg)) {
+				j++;
+				continue;
+			}
+			live_erase(sh, j);
+			filter_add(a, -1);
+		}
+	}
+}
+
+size_t agent_live_count_racy(void)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < NSHARDS; i++)
+		n += *(volatile uint32_t *)&shards[i].count;
+	return n;
+}
+
 void agent_live_clear_locked(void)
 {
 	for (unsigned i = 0; i < NSHARDS; i++) {

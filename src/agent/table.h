@@ -75,6 +75,17 @@ struct agent_live_stats {
 };
 void agent_live_stats_locked(struct agent_live_stats *st);
 
+/* With every table lock held: calls fn for every live block. */
+void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t stack, void *arg),
+			    void *arg);
+/* With every table lock held: forgets the live blocks keep says no to
+ * (sample.c thins the samples when S rises). keep may be asked more than
+ * once about a block and must give the same answer each time. */
+void agent_live_thin_locked(bool (*keep)(uintptr_t addr, size_t size, void *arg), void *arg);
+/* The number of live blocks, read without the locks: a moment's figure,
+ * give or take the blocks going in and out meanwhile. Hook-safe. */
+size_t agent_live_count_racy(void);
+
 /* With every table lock held: forgets every live block. */
 void agent_live_clear_locked(void);
 

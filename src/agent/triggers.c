@@ -84,6 +84,7 @@ static bool timeline_on;
 static char timeline_path[4352];
 static uint64_t timeline_dev, timeline_ino;
 static uint64_t timeline_last_ms;
+static uint64_t timeline_sample;   /* the S the file last said */
 
 static uint64_t rss_bytes(void)
 {
@@ -169,7 +170,8 @@ static void open_timeline(void)
 		timeline_dev = w.dev;
 		timeline_ino = w.ino;
 		agent_put(&w, FMT_TIMELINE_HEADER ": " FMT_TIMELINE_COLUMNS "; " FMT_TIMELINE_SAMPLE);
-		agent_put_u64(&w, agent_config.sample);
+		timeline_sample = agent_config.sample;
+		agent_put_u64(&w, timeline_sample);
 		if (agent_config.run_id[0]) {
 			agent_put(&w, " " FMT_TIMELINE_RUN);
 			agent_put(&w, agent_config.run_id);
@@ -244,6 +246,19 @@ static void timeline_row(uint64_t ms, int64_t dbytes, int64_t dblocks, uint64_t 
 	int64_t bytes = (int64_t)t.est_bytes - dbytes;
 	int64_t blocks = (int64_t)t.est_blocks_x1024 / 1024 - dblocks;
 	uint64_t alloc = t.bytes_allocated >= dalloc ? t.bytes_allocated - dalloc : 0;
+	uint64_t sample = agent_config.sample;
+	if (sample != timeline_sample) {
+		/* sample=auto raised S: "# sample=S" before the row, which the
+		 * reader takes as the file's S from then on (the largest yet,
+		 * so the peak's bound stays a bound) */
+		timeline_sample = sample;
+		agent_strlcpy(line, "# " FMT_TIMELINE_SAMPLE, sizeof line);
+		n = agent_strlen(line);
+		put_num(line, &n, sample);
+		line[n++] = '\n';
+		timeline_append(line, n);
+		n = 0;
+	}
 	put_num(line, &n, ms);
 	line[n++] = ' ';
 	put_num(line, &n, bytes > 0 ? (uint64_t)bytes : 0);

@@ -151,7 +151,20 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	 * on half the points, is wide: asking it to exclude zero too would
 	 * miss small leaks) */
 	double k99 = PROF_GROWTH_Z / PROF_Z90;  /* 90 % half-widths -> 99 % */
+	/* and its floor rose: the later half's lowest value above the first
+	 * half's. A leak's samples stay (its estimate only steps up); a
+	 * site that comes and goes (a buffer held a moment now and then)
+	 * returns to its floor, however its visits fall against the dumps,
+	 * whose slope over a few visits can look sure by chance */
+	int64_t floor_early = s->values[0], floor_late = s->values[from];
+	for (size_t i = 1; i < from; i++)
+		if (s->values[i] < floor_early)
+			floor_early = s->values[i];
+	for (size_t i = from + 1; i < n; i++)
+		if (s->values[i] < floor_late)
+			floor_late = s->values[i];
 	bool sure = n >= PROF_GROWTH_MIN_DUMPS && s->slope - k99 * s->slope_pm > 0 &&
+		    floor_late > floor_early &&
 		    change >= visible && s->late_slope > 0 &&
 		    s->late_slope + s->late_pm >= 0.5 * s->slope &&
 		    (s->late_slope + s->late_pm) * span / 2 >= visible;
@@ -182,10 +195,13 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 		s->trend = PROF_TREND_GROWING;
 	else if ((double)(s->peak - s->first) >= visible && fabs(late_change) < visible &&
 		 late_range(s->values, n) * 2 < s->peak - s->first &&
-		 (double)(s->peak - s->first) > rise_noise)
+		 (double)(s->peak - s->first) > rise_noise &&
+		 (!sampled || s->late_slope + s->late_pm < s->slope))
 		/* flat later means the later half stays put, not only that its
 		 * fitted line is level: a site that jumps up and down (churn)
-		 * can fit a level line by chance */
+		 * can fit a level line by chance; sampled, the later half's
+		 * slope must also be clearly below the whole run's (a leak of
+		 * a few samples whose last came early looks flat later) */
 		s->trend = PROF_TREND_GREW_FLAT;
 	else if (sampled && s->slope > 0 &&
 		 (s->slope - all.pm_scatter > 0 || n < PROF_GROWTH_MIN_DUMPS) &&

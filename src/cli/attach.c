@@ -868,7 +868,8 @@ static const char attach_usage[] =
 	"usage: heaptrail attach [options] PID\n"
 	"  -o DIR                 where the agent writes its files (default a fresh\n"
 	"                         ./heaptrail-attach-PID)\n"
-	"  --sample SIZE          sample every SIZE bytes on average (default 512k);\n"
+	"  --sample SIZE|auto     sample every SIZE bytes on average (default auto:\n"
+	"                         from 8k, coarser as the heap grows, up to 512k);\n"
 	"                         1 tracks every allocation from the attach on\n"
 	"  --interval SIZE        write a heap dump every SIZE bytes allocated\n"
 	"  --peak                 keep a heap dump of the peak\n"
@@ -1084,7 +1085,7 @@ int cmd_attach(int argc, char **argv)
 		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	char all[1200];
 	snprintf(all, sizeof all, "%s%s%s,follow_children=0,run=%016llx%s",
-		 has_sample ? "" : "sample=512k", has_every ? "" : ",every=10s",
+		 has_sample ? "" : "sample=auto", has_every ? "" : ",every=10s",
 		 has_timeline ? "" : ",timeline=100", (unsigned long long)id, opts);
 	if (all[0] == ',')
 		memmove(all, all + 1, strlen(all));

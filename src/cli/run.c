@@ -45,9 +45,11 @@ static const char usage[] =
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
 	"  -q, --quiet            print only the summary, not every record\n"
 	"profiling (heap dumps while PROG runs; see the README):\n"
-	"  --sample SIZE          sample allocations every SIZE bytes on average\n"
-	"                         (e.g. 512k) instead of tracking every one; leak\n"
-	"                         kinds need every one (the default, --sample 1)\n"
+	"  --sample SIZE|auto     sample allocations every SIZE bytes on average\n"
+	"                         (e.g. 512k) instead of tracking every one; auto:\n"
+	"                         from 8k, coarser as the heap grows (the default\n"
+	"                         with --interval, --peak or --every); leak kinds\n"
+	"                         need every one (the default otherwise, --sample 1)\n"
 	"  --interval SIZE        write a heap dump every SIZE bytes allocated\n"
 	"  --peak                 keep a heap dump of the peak\n"
 	"  --every DURATION       write a heap dump every DURATION (10s, 500ms)\n"
@@ -106,8 +108,10 @@ const char *cli_check_profile_value(const char *key, const char *v, char *out, s
 	uint64_t x;
 	snprintf(out, cap, "%s", v);
 	if (!strcmp(key, "sample")) {
+		if (!strcmp(v, "auto"))
+			return NULL;
 		if (!fmt_opt_size(v, n, &x) || x == 0)
-			return "want a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
+			return "want 'auto' or a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
 	} else if (!strcmp(key, "interval")) {
 		if (!fmt_opt_size(v, n, &x) || x == 0)
 			return "want a size in bytes, e.g. 64m, 1g";
@@ -240,6 +244,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			return -1;
 		}
 	}
+	/* dumps while it runs sample with S following the heap, unless told
+	 * otherwise; without them, exact mode (leak kinds need it) */
+	if ((strstr(o->profile, ",interval=") || strstr(o->profile, ",peak=") ||
+	     strstr(o->profile, ",every=")) && !strstr(o->profile, ",sample="))
+		add_option(o, "sample", "auto");
 	/* profiling gets a timeline unless told otherwise */
 	if (o->profile[0] && !strstr(o->profile, ",timeline="))
 		add_option(o, "timeline", "100");

@@ -97,7 +97,8 @@
 /* ---- timeline ---- */
 #define FMT_TIMELINE_MAGIC   "# heaptrail timeline"
 #define FMT_TIMELINE_VERSION 1
-/* the first line: magic, version, the columns, then "; sample=S [run=ID]" */
+/* the first line: magic, version, the columns, then "; sample=S [run=ID]";
+ * with sample=auto, a line "# sample=S" before the first row at a new S */
 #define FMT_TIMELINE_HEADER  FMT_TIMELINE_MAGIC " " FMT_STR(FMT_TIMELINE_VERSION)
 #define FMT_TIMELINE_COLUMNS "ms live_bytes live_blocks allocated_bytes rss_bytes"
 #define FMT_TIMELINE_SAMPLE  "sample="

@@ -5,7 +5,8 @@ commands on stdin).
 
     attach:growth   attach while it runs; `heaptrail growth` names the slow
                     leak alone as growing, at the rate the program reports;
-                    detach; a second attach and dump work; the program ends
+                    detach; a second attach (defaults: --sample auto, its
+                    dumps at 8 KiB on this small heap) and dump work; the program ends
                     with its own output and exit status
     attach:exact    --sample 1: a leak check after the attach reports as
                     definitely lost exactly the blocks leaked since the
@@ -230,6 +231,14 @@ def test_growth(suite):
             if not any(n.endswith(".api.heap") for n in names) or \
                not any(n.endswith(".final.heap") for n in names):
                 problems.append("second attach: want a dump and a final dump, got %s" % names)
+            # no --sample: auto, which starts at 8 KiB, and this small heap
+            # (far below auto's 8,000 samples) gives it no cause to rise
+            dumps = [n for n in names if n.endswith(".heap")]
+            for n in dumps:
+                with open(os.path.join(out2, n)) as f:
+                    if not f.readline().rstrip().endswith("@ heap_v2/8192"):
+                        problems.append("second attach (default --sample auto): %s is not "
+                                        "at S = 8192" % n)
         check_end(t, problems, ["ready", "ok %d" % c0, "ok %d" % c1, "done held=0 cached=256"])
     finally:
         t.kill()

@@ -6,8 +6,13 @@ dumps its heap every second (heaptrail_dump) and writes beside each dump
 the bytes it holds by its own count.
 
     estimates:server  25 runs of 30 s at once (they mostly sleep: about
-                      1 s of CPU each): 20 at --sample 16k, 5 at 512k.
-                      At 16k, `heaptrail growth` must name both leaks
+                      1 s of CPU each): 20 with the defaults of a
+                      profiling run (`heaptrail run --every 60m`, no
+                      --sample: sample=auto), 5 at --sample 512k.
+                      With the defaults, every dump's S must be finer
+                      than 16k (auto's rule: 2,000 samples of a 10 MB
+                      heap want 5 KB, so it stays at its 8 KiB start),
+                      `heaptrail growth` must name both leaks
                       growing in at least 19 of the 20 runs and never
                       call the cache, the churn or the bursts growing;
                       leak_session's slope must have a median within
@@ -22,13 +27,15 @@ the bytes it holds by its own count.
                       listed, rightly). And the
                       90 % interval `heaptrail top` gives for the live
                       heap must hold the program's own figure in 82 % to
-                      98 % of the 16k dumps looked at (every other one:
-                      300 dumps; they are correlated, hence the band).
+                      98 % of the default runs' API dumps looked at
+                      (every other one: 300 dumps; they are correlated,
+                      hence the band).
 
-Why 16k: growth needs some tens of samples of a leak over the run to
-call it (the slope's noise shrinks as sqrt(S / T), growth.c); 24 KB/s
-for 30 s is 720 KB, 44 samples at 16 KiB. `growth` at 512k says as much
-("a run about N times longer, or --sample 64k").
+Why auto sees what 512k cannot: growth needs some tens of samples of a
+leak over the run to call it (the slope's noise shrinks as sqrt(S / T),
+growth.c); 24 KB/s for 30 s is 720 KB, 88 samples at 8 KiB, 1.4 at
+512 KiB. `growth` at 512k says as much ("a run about N times longer, or
+--sample 64k").
 """
 import os
 import re
@@ -92,14 +99,19 @@ def live_interval(suite, dump):
 
 def test_server(suite):
     work, prog = build(suite)
-    runs = [("s16k-%02d" % i, "16k") for i in range(RUNS)] + \
+    runs = [("auto-%02d" % i, "auto") for i in range(RUNS)] + \
            [("s512k-%02d" % i, "512k") for i in range(RUNS_DEFAULT)]
     procs = []
     t0 = time.time()
     for name, sample in runs:
         out = rt.fresh_dir(os.path.join(work, name))
         acc = os.path.join(work, name + ".acc")
-        p = subprocess.Popen([suite.heaptrail, "run", "-q", "--sample", sample, "-o", out, "--",
+        # the defaults: a profiling run given no --sample. --every makes
+        # it one; a period longer than the run keeps its dumps from
+        # meeting the program's own (one dump at a time: the other is
+        # refused, EBUSY, and a dump would lack its accounting line)
+        flags = ["--every", "60m"] if sample == "auto" else ["--sample", sample]
+        p = subprocess.Popen([suite.heaptrail, "run", "-q"] + flags + ["-o", out, "--",
                               prog, str(SECONDS), acc], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=rt.RUN_ENV)
         procs.append((name, sample, out, acc, p))
@@ -116,13 +128,19 @@ def test_server(suite):
                                                                 rt.short(err)))
     details.append("%d runs of %d s in %.0f s" % (len(runs), SECONDS, time.time() - t0))
 
-    named, wrong, slopes = 0, [], []
+    named, wrong, slopes, periods = 0, [], [], set()
     for name, sample, out, acc, p in procs:
+        if sample == "auto":
+            for f in os.listdir(out):
+                if f.endswith(".heap"):
+                    with open(os.path.join(out, f)) as h:
+                        m = re.search(r"@ heap_v2/(\d+)", h.readline())
+                    periods.add(int(m.group(1)) if m else None)
         rows, text = growth_rows(suite, out)
         for site in NOT_LEAKS:
             if rows.get(site, ("",))[0] == "growing":
                 wrong.append("%s: %s called growing" % (name, site))
-        if sample == "16k":
+        if sample == "auto":
             if all(rows.get(l, ("",))[0] == "growing" for l in LEAKS):
                 named += 1
             else:
@@ -145,7 +163,11 @@ def test_server(suite):
     if named < RUNS - 1:
         problems.append("both leaks named growing in %d of %d runs, want at least %d" % (
             named, RUNS, RUNS - 1))
-    details.append("both leaks named in %d of %d runs at 16k" % (named, RUNS))
+    details.append("both leaks named in %d of %d runs with the defaults" % (named, RUNS))
+    details.append("S of the default runs' dumps: %s" % sorted(periods, key=str))
+    if not periods or not all(p and 1 < p < 16384 for p in periods):
+        problems.append("the default runs' dumps have S %s, want auto's, finer than 16k" %
+                        sorted(periods, key=str))
     if slopes:
         # each slope's own 90 % interval should hold the true rate about
         # 9 times in 10 (at least 15 of 20 here), and the median be close
@@ -163,7 +185,7 @@ def test_server(suite):
     # the live heap's 90 % intervals against the program's own count
     jobs = []
     for name, sample, out, acc, p in procs:
-        if sample != "16k":
+        if sample != "auto":
             continue
         dumps = sorted(f for f in os.listdir(out) if f.endswith(".api.heap"))
         with open(acc) as f:

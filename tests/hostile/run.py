@@ -54,8 +54,10 @@ process group):
   hostile:PROG[CASE]:exact    heaptrail run -o OUT --json J: same
                     behaviour; the @kinds; each process's summary adds up
                     to its in-use totals
-  hostile:PROG[CASE]:sample   --sample 64k --every 50ms --timeline 10:
-                    same behaviour, a timeline was written
+  hostile:PROG[CASE]:sample   --every 50ms --timeline 10 (a profiling
+                    run's default, --sample auto: S from 8k, raised with
+                    the samples thinned as the heap grows): same
+                    behaviour, a timeline was written
   hostile:PROG[CASE]:leaks    exact, with `heaptrail leaks --json PID`
                     calls every 100 ms while it runs: same behaviour,
                     the @kinds at exit, @leaks-calls / @leaks-refused
@@ -523,8 +525,7 @@ class Hostile:
                                 (label, secs, bare_secs, prog.max_extra))
         elif mode == "sample":
             rc, out, err, secs = run_group(self.ht_cmd(
-                outdir, jpath, ["--sample", "64k", "--every", "50ms",
-                                "--timeline", "10"], prog, case),
+                outdir, jpath, ["--every", "50ms", "--timeline", "10"], prog, case),
                 w, prog.timeout,
                 env=self.env(prog))
             same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)

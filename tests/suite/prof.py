@@ -218,6 +218,29 @@ class Prof:
     def prof_accuracy(self):
         """prof_accuracy three times at the default S: shares within 3
         points, total within 5 %, by all three readers."""
+        return self.accuracy_runs(None, 512 * 1024)
+
+    def prof_accuracy_auto(self):
+        """The same at sample=auto: S starts at 8 KiB and is raised (the
+        recorded blocks thinned) as the 2 GiB heap grows, to its ceiling
+        of 512 KiB; the dump must be unbiased at the S it states, by all
+        three readers, the freed site's allocated column included."""
+        problems, details = self.accuracy_runs("sample=auto,timeline=5", 512 * 1024)
+        # the timeline follows S too: its last "sample=" is the dumps'
+        for i in range(3):
+            out = os.path.join(self.prof_work(self.specs["prof_accuracy"], ".%d.auto" % i), "out")
+            tl = glob.glob(os.path.join(out, "*.timeline"))
+            said = []
+            if len(tl) == 1:
+                with open(tl[0]) as f:
+                    said = re.findall(r"sample=(\d+)", "".join(l for l in f if l.startswith("#")))
+            details.append("run %d: the timeline's S: %s" % (i + 1, said))
+            if not said or int(said[-1]) != 512 * 1024 or int(said[0]) != 8192:
+                problems.append("run %d: the timeline says S %s, want 8192 first and "
+                                "524288 last" % (i + 1, said or "nothing"))
+        return problems, details
+
+    def accuracy_runs(self, options, period):
         self.require_export("heaptrail_dump")
         spec = self.specs["prof_accuracy"]
         bare_rc, bare_out = self.bare(spec, "fp")
@@ -226,7 +249,7 @@ class Prof:
         headers = []
         for i in range(3):
             label = "run %d" % (i + 1)
-            r = self.prof_run(spec, ".%d" % i)
+            r = self.prof_run(spec, ".%d%s" % (i, ".auto" if options else ""), options)
             if r["status"] != bare_rc or r["stdout"] != bare_out:
                 problems.append("%s: status %d, stdout %s the bare run's" % (
                     label, r["status"], "differs from"
@@ -238,7 +261,7 @@ class Prof:
                     label, len(api), r["outdir"]))
                 continue
             path = api[0]["path"]
-            prof = read_dump(path, problems, 512 * 1024)
+            prof = read_dump(path, problems, period)
             if prof is None:
                 continue
             headers.append(prof.header)

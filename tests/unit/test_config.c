@@ -9,7 +9,7 @@
  * malformed one is ignored); ranges (depth, peak_step, timeline,
  * error_exitcode); signals by number and name, faults refused; the run
  * id's characters; HEAPTRAIL_OUTPUT winning over output=; sample=0 read
- * as exact mode; classification off whenever sampling; and one stderr
+ * as exact mode; sample=auto (8 KiB to start, a later size wins); classification off whenever sampling; and one stderr
  * line per ignored option, naming it.
  *
  * Prints "ok - ..." / "not ok - ..." per check and exits 1 when one failed.
@@ -151,6 +151,31 @@ int main(void)
 	load(opts, NULL);
 	EQ(agent_config.every_ms, 500, "every");
 	EQ(agent_config.sample, 3 << 20, "sample");
+	EQ(agent_config.sample_auto, 0, "sample_auto (a size)");
+
+	/* sample=auto: sampling from 8 KiB; a later size, or jemalloc's
+	 * lg_prof_sample, fixes S again; a later auto wins over a size;
+	 * "autox" is malformed (the default stays) */
+	static const struct {
+		const char *opts;
+		uint64_t sample;
+		bool is_auto;
+	} sample_cases[] = {
+		{ "sample=auto", 8192, true },
+		{ "sample=auto,sample=64k", 65536, false },
+		{ "sample=auto,lg_prof_sample:10", 1024, false },
+		{ "sample=1,sample=auto", 8192, true },
+		{ "sample=autox", 512 * 1024, false },
+	};
+	for (size_t i = 0; i < sizeof sample_cases / sizeof sample_cases[0]; i++) {
+		opts = sample_cases[i].opts;
+		load(opts, NULL);
+		EQ(agent_config.sample_auto, sample_cases[i].is_auto, "sample_auto");
+		EQ(agent_config.sample, sample_cases[i].sample, "sample");
+		EQ(agent_config.leak_kinds, 0, "leak_kinds (sampling)");
+		if (sample_cases[i].is_auto)
+			EQ(err_text[0], 0, "nothing on stderr");
+	}
 
 	/* jemalloc's names and its key:value form */
 	opts = "prof:true,prof_active:false,lg_prof_sample:10,lg_prof_interval:20,"
