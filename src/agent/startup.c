@@ -129,13 +129,48 @@ static char bypass_path[512];
 /* The program calls the first malloc in the global scope: when that is
  * not ours (another allocator preloaded before the agent, or one linked
  * into the program), the agent sees almost nothing. */
+/* Where a PLT entry at p jumps (jmp *GOT(%rip), after an endbr64 or a
+ * bnd prefix), or p when it is no such entry. */
+static uintptr_t plt_target(uintptr_t p)
+{
+	const unsigned char *c = (const unsigned char *)p;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		c += 4;
+	if (c[0] == 0xf2)
+		c++;
+	if (c[0] != 0xff || c[1] != 0x25)
+		return p;
+	int32_t disp;
+	agent_memcpy(&disp, c + 2, 4);
+	return *(const uintptr_t *)(c + 6 + disp);
+}
+
+static bool in_agent(uintptr_t p)
+{
+	return p - agent_self_lo < agent_self_hi - agent_self_lo;
+}
+
 void agent_hooks_check_bypass(void)
 {
 	/* (&malloc here would be the GOT's answer, the same first malloc) */
 	uintptr_t first = (uintptr_t)dlsym(RTLD_DEFAULT, "malloc");
-	if (!first || first - agent_self_lo < agent_self_hi - agent_self_lo)
+	if (!first || in_agent(first))
 		return;
-	Dl_info info;
+	Dl_info info, to_info;
+	/* A non-PIE executable that takes malloc's address (python3) answers
+	 * with its own PLT entry, the function's canonical address, which
+	 * jumps through its GOT to the first real malloc: ours, most likely.
+	 * A jump that stays in the executable is lazy binding's stub, not
+	 * resolved yet: then nothing can be told, and nothing is said. */
+	uintptr_t to = plt_target(first);
+	if (to != first) {
+		if (in_agent(to))
+			return;
+		if (dladdr((void *)first, &info) && dladdr((void *)to, &to_info) &&
+		    info.dli_fbase == to_info.dli_fbase)
+			return;
+		first = to;
+	}
 	const char *path = dladdr((void *)first, &info) && info.dli_fname && info.dli_fname[0]
 				   ? info.dli_fname : "another object";
 	agent_strlcpy(bypass_path, path, sizeof bypass_path);

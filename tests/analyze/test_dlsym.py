@@ -11,6 +11,11 @@
     host:dlsym-ctypes  python3 leaking through ctypes (CDLL("libc.so.6")
                        .malloc): the 30 blocks of 4,000 bytes it drops are
                        one record definitely lost
+    host:canonical-plt a -no-pie program that takes malloc's address
+                       (tests/analyze/progs/nopie_malloc_addr.c; Debian's
+                       python3 is built so too): no warning about another
+                       allocator, and its 7 leaked blocks of 1,000 bytes are
+                       found, through the pointer and the direct calls alike
 """
 import os
 import re
@@ -96,6 +101,27 @@ def test_ctypes(suite):
     return problems, [text[-1500:]]
 
 
+def test_canonical_plt(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "nopie"))
+    prog = os.path.join(work, "nopie_malloc_addr")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-fno-pie", "-no-pie", "-o", prog,
+                         os.path.join(HERE, "progs", "nopie_malloc_addr.c")], env=os.environ)
+    if rc:
+        raise Failure("build failed: %s" % rt.short(err))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-o", os.path.join(work, "run"), "--",
+                             prog], env=rt.RUN_ENV, timeout=60)
+    text = (hout + herr).decode(errors="replace")
+    problems = []
+    if rc != 0 or hout != b"done\n":
+        problems.append("status %d, stdout %r" % (rc, hout[:200]))
+    if "not heaptrail's" in text or "was that of" in text:
+        problems.append("warned about another allocator")
+    if not re.search(r"definitely lost: 7,000 bytes in 7 blocks", text):
+        problems.append("the summary does not say 7,000 bytes in 7 blocks definitely lost")
+    return problems, [text[-1200:]]
+
+
 def collect(suite):
     return [("host:dlsym-handle", lambda: test_handle(suite)),
-            ("host:dlsym-ctypes", lambda: test_ctypes(suite))]
+            ("host:dlsym-ctypes", lambda: test_ctypes(suite)),
+            ("host:canonical-plt", lambda: test_canonical_plt(suite))]
