@@ -396,9 +396,13 @@ static void put_unsure(FILE *out, const struct prof_growth *g)
 			if (g->sites[i].need > need)
 				need = g->sites[i].need;
 		}
-	if (g->sampled && g->ndumps < PROF_GROWTH_MIN_DUMPS)
-		fprintf(out, "\n%zu dumps: a sampled run needs at least %d to call a site growing\n",
+	if (g->sampled && g->ndumps < PROF_GROWTH_MIN_DUMPS) {
+		/* the dumps are what is missing, whatever the samples say */
+		fprintf(out, "\n%zu dumps: a sampled run needs at least %d to call a site growing "
+			"(a longer run, or dumps more often: --every)\n",
 			g->ndumps, PROF_GROWTH_MIN_DUMPS);
+		return;
+	}
 	if (!n)
 		return;
 	double k = ceil(need * need * 1.2);  /* some margin: the slope itself is noisy */

@@ -20,6 +20,10 @@
                    Exact (the same counts, every block recorded): the
                    small rise is a real, steady one, and growing too; the
                    step of 512 bytes is flat.
+    growth:few-dumps  the first four of those sampled dumps: fewer than a
+                   sampled verdict needs, so no site is growing, and the
+                   one advice line asks for more dumps, not for more
+                   samples (the leak's slope is sure enough already)
 """
 import os
 import re
@@ -36,8 +40,8 @@ ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|s
                  r"(\S+)\s*$")
 
 
-def write_dumps(work, sample):
-    for i, small in enumerate(SMALL_SERIES):
+def write_dumps(work, sample, ndumps=len(SMALL_SERIES)):
+    for i, small in enumerate(SMALL_SERIES[:ndumps]):
         rows = ((i * 20, LEAK), (small, SMALL), (100, FLAT), (STEP_SERIES[i], STEP))
         n = sum(v for v, _ in rows)
         with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
@@ -90,5 +94,21 @@ def test_noise(suite):
     return problems, details
 
 
+def test_few_dumps(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-few-dumps"))
+    write_dumps(work, 65536, 4)
+    rows, text = verdicts(suite, work)
+    problems = []
+    if any(v[0] == "growing" for v in rows.values()):
+        problems.append("a site called growing from 4 sampled dumps")
+    if not re.search(r"^4 dumps: a sampled run needs at least 5 to call a site growing "
+                     r"\(a longer run, or dumps more often: --every\)$", text, re.M):
+        problems.append("no line asking for more dumps")
+    if "to be sure" in text:
+        problems.append("advice about samples where dumps are missing")
+    return problems, [text]
+
+
 def collect(suite):
-    return [("growth:noise", lambda: test_noise(suite))]
+    return [("growth:noise", lambda: test_noise(suite)),
+            ("growth:few-dumps", lambda: test_few_dumps(suite))]
