@@ -111,11 +111,11 @@ $(AGENT_UNIT_LIB): $(AGENT_UNIT_OBJ) Makefile
 	rm -f $@
 	$(AR) rcs $@ $(AGENT_UNIT_OBJ)
 
-$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(AGENT_UNIT_LIB)
+$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(AGENT_UNIT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(AGENT_UNIT_LIB) $(AGENT_UNIT_LIBS)
 
-$(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c $(LIB_OBJ)
+$(UNIT_SRC:tests/unit/%.c=$(B)/tests/%): $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LIB_OBJ) $(CLI_LIBS)
 

@@ -539,6 +539,27 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
 	ms->l1[i].fast = fast ? (uint64_t)k : 0;
 }
 
+/* The rule of (pc, exact) when the thread's cache has none: from the
+ * shared cache, else from cfi.c (rule_slow, which may move the walk to a
+ * newer generation and cache table: *c and *gen follow), then kept in the
+ * thread's cache at index i1. */
+static inline __attribute__((always_inline)) struct packed rule_miss(
+	struct walk *w, struct walk_memos *ms, unsigned i1, uint64_t key, uintptr_t pc, bool exact,
+	struct slot **c, uint32_t *gen)
+{
+	struct packed r = { CFI_K_NONE, 0 };
+	if (AGENT_LIKELY(*c))
+		r = cache_get(*c, key, *gen);
+	if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+		w->f.pc = pc, w->exact = exact;
+		r = rule_slow(w);
+		*c = w->cache;
+		*gen = w->gen;
+	}
+	l1_put(ms, i1, key, *gen, r);
+	return r;
+}
+
 /* walk without a memo: the same steps, with nothing recorded and no
  * joins tried, so that the loop keeps its few registers in registers
  * (the memo's bookkeeping spills them: about twice the instructions per
@@ -579,16 +600,7 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 			}
 			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
 		} else {
-			r = (struct packed){ CFI_K_NONE, 0 };
-			if (AGENT_LIKELY(c))
-				r = cache_get(c, key, gen);
-			if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
-				w->f.pc = pc, w->exact = exact;
-				r = rule_slow(w);
-				c = w->cache;
-				gen = w->gen;
-			}
-			l1_put(ms, i1, key, gen, r);
+			r = rule_miss(w, ms, i1, key, pc, exact, &c, &gen);
 		}
 		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
 		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
@@ -691,16 +703,7 @@ static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
 			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
 		} else {
-			r = (struct packed){ CFI_K_NONE, 0 };
-			if (AGENT_LIKELY(c))
-				r = cache_get(c, key, gen);
-			if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
-				w->f.pc = pc, w->exact = exact;
-				r = rule_slow(w);
-				c = w->cache;
-				gen = w->gen;
-			}
-			l1_put(ms, i1, key, gen, r);
+			r = rule_miss(w, ms, i1, key, pc, exact, &c, &gen);
 		}
 		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
 		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);

@@ -23,24 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "check.h"
 
 /* hooks.c's, which this test does not link */
 __thread struct agent_tls agent_tls;
 
-static int failures;
 static struct agent_config initial;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s - ", ok ? "ok" : "not ok");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	if (!ok)
-		failures++;
-}
 
 #define EQ(got, want, what) \
 	check((uint64_t)(got) == (uint64_t)(want), "%s: %s = %llu (expected %llu)", opts, what, \

@@ -66,6 +66,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "check.h"
 
 /* hooks.c's, dump.c's and startup.c's, which this test does not link */
 __thread struct agent_tls agent_tls;
@@ -73,20 +74,6 @@ char agent_boot_buf[AGENT_BOOT_SIZE];
 
 void agent_triggers_check(void)
 {
-}
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s - ", ok ? "ok" : "not ok");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	if (!ok)
-		failures++;
 }
 
 static void weight(uint64_t sample, size_t n, uint64_t want_bytes, uint64_t want_blocks)

@@ -32,34 +32,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check.h"
 
 /* startup.c's, which this test does not link: the bootstrap buffer is
  * never used here, and no signal handler's frees wait for the locks. */
 __thread struct agent_tls agent_tls;
 char agent_boot_buf[AGENT_BOOT_SIZE];
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s - ", ok ? "ok" : "not ok");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	if (!ok)
-		failures++;
-}
-
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 /* ---------- a simulated heap with a direct-mapped reference ----------
  * Addresses are base + 16 * k; ref[k] is the (size, stack) the table

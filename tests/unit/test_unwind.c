@@ -43,6 +43,7 @@
 #include <unistd.h>
 #if __has_include(<zlib.h>)
 #include <zlib.h>
+#include "check.h"
 #define HAVE_ZLIB 1
 #endif
 
@@ -51,21 +52,6 @@
 uintptr_t agent_self_lo, agent_self_hi;
 
 #define MAXF 256
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	failures += !ok;
-}
 
 /* ---- capturing both lists from one call site --------------------------- */
 
