@@ -141,6 +141,13 @@ class Target:
             return f.read()
 
 
+def new_dir(path):
+    """path, emptied of an earlier run and not made: attach makes it."""
+    run_tests.fresh_dir(path)
+    os.rmdir(path)
+    return path
+
+
 def heaptrail(suite, *args, timeout=60):
     return run_tests.run([suite.heaptrail] + list(args), timeout=timeout)
 
@@ -247,8 +254,7 @@ def test_growth(suite):
 
 def test_exact(suite):
     work, prog = build(suite)
-    out = run_tests.fresh_dir(os.path.join(work, "exact"))
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "exact"))
     problems = []
     t = Target(prog, work)
     try:
@@ -307,8 +313,7 @@ def lost_by_site(problems, suite, out, prefix):
 
 def test_plugin(suite):
     work, prog = build(suite)
-    out = run_tests.fresh_dir(os.path.join(work, "plugin"))
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "plugin"))
     problems = []
     t = Target(prog, work)
     try:
@@ -386,9 +391,7 @@ def blocks_at(records, fn):
 
 def test_exit(suite):
     work, prog = build(suite)
-    out = os.path.join(work, "exit")
-    run_tests.fresh_dir(out)
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "exit"))
     problems = []
     t = Target(prog, work)
     try:
@@ -426,8 +429,7 @@ def catches(pid, sig):
 
 def test_crash(suite):
     work, prog = build(suite)
-    out = run_tests.fresh_dir(os.path.join(work, "crash"))
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "crash"))
     problems = []
     t = Target(prog, work)
     try:
@@ -497,9 +499,7 @@ def check_since(suite, problems, out, pid):
 
 def test_for(suite):
     work, prog = build(suite)
-    out = os.path.join(work, "for")
-    run_tests.fresh_dir(out)
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "for"))
     problems = []
     t = Target(prog, work)
     try:
@@ -527,9 +527,7 @@ def test_for(suite):
 
 def test_preloaded(suite):
     work, prog = build(suite)
-    out = os.path.join(work, "preloaded")
-    run_tests.fresh_dir(out)
-    os.rmdir(out)
+    out = new_dir(os.path.join(work, "preloaded"))
     problems = []
     t = Target(prog, work, argv=[suite.heaptrail, "run", "-q", "--sample", "64k", "-o", out,
                                  "--", prog])
@@ -577,8 +575,7 @@ def build_prog(suite, name):
 def attach_dump_detach(suite, problems, t, out):
     """attach --sample 4k -o OUT, dump, detach on the running target t;
     the detach's stderr, or None when the attach failed."""
-    run_tests.fresh_dir(out)
-    os.rmdir(out)
+    new_dir(out)
     time.sleep(0.3)
     rc, _, err = heaptrail(suite, "attach", "--sample", "4k", "-o", out, str(t.p.pid))
     if not expect_ok(problems, "attach", rc, err):
