@@ -46,6 +46,7 @@
 #include "agent/attach.h"
 #include "agent/pool.h"
 #include "agent/config.h"
+#include "agent/fnhook.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
 #include "agent/hooks.h"
@@ -483,10 +484,12 @@ static void write_record(bool detached)
 
 /* Starts recording in a process the agent was just loaded into (or
  * loaded and detached from before). opts: HEAPTRAIL_OPTIONS syntax;
- * output: the directory for the files. Returns 0, -EALREADY when already
+ * output: the directory for the files; pc and sp: where the thread
+ * running this call was when heaptrail borrowed it (0: unknown). Returns 0, -EALREADY when already
  * attached, -EPERM when the agent was preloaded, -ENOMEM, -ENOENT when
  * the agent's own entry points cannot be found. */
-AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
+AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintptr_t pc,
+				     uintptr_t sp)
 {
 	if (!agent_attach_loaded_late())
 		return -EPERM;
@@ -516,9 +519,6 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 		agent_resolve_global(agent_attach_definition);
 		agent_config_load_from(opts, output);
 		agent_start_attached();
-		if (agent_config.fns[0])   /* fnhook.h: patched before main only */
-			agent_log("allocator functions by name are hooked by `heaptrail run` only, "
-				  "not at attach: ignored", NULL, NULL);
 	} else {
 		/* attached again after a detach: start afresh */
 		uint64_t old = agent_config.sample;
@@ -543,6 +543,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output)
 	agent_fatal_handlers(true);
 	patch_new(true);
 	agent_hooks_on_dlsym(patch_loaded_since);
+	agent_fnhook_install(pc, sp);
 	write_record(false);
 	if (dir_fd < 0)
 		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
@@ -565,6 +566,7 @@ AGENT_API int heaptrail_attach_stop(void)
 	agent_hooks_on_dlsym(NULL);
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
+	agent_fnhook_remove();
 	agent_fatal_handlers(false);
 	agent_triggers_stop();
 	agent_tls.busy = 0;

@@ -309,6 +309,8 @@ void agent_config_load_from(const char *s, const char *out)
 	agent_config.leak_check_signal = fmt_leak_check_signal_default();
 	agent_config.sample = 512 * 1024;
 	agent_config.sample_auto = false;
+	agent_config.fns[0] = 0;      /* an attach after a detach names its own */
+	agent_config.builtin_fns = true;
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);

@@ -48,6 +48,8 @@
 #include "agent/fnhook.h"
 #include "agent/pool.h"
 #include "agent/poolrec.h"
+#include "agent/procmaps.h"
+#include "agent/stopworld.h"
 #include "format/fnspec.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
@@ -99,6 +101,11 @@ struct fnhook {
 	uintptr_t orig;          /* first: agent_fnhook_entry calls *(%rbx) */
 	uintptr_t fn;            /* F */
 	struct fmt_fnspec spec;
+	uint8_t *page;           /* the stub and orig, kept after a detach
+				  * (a thread may still run in it) */
+	uint8_t saved[JMP_LEN];  /* F's bytes the jump replaced */
+	bool want;               /* to be hooked by this install */
+	bool on;                 /* F jumps to the stub */
 };
 
 static struct fnhook hooks[MAX_HOOKS];
@@ -682,30 +689,66 @@ static uint8_t *near_page(uintptr_t fn)
 	return NULL;
 }
 
-/* Writes the jump at fn to stub. */
-static bool patch(uintptr_t fn, uintptr_t stub)
+/* Stores the n bytes b at p, which lie in one aligned 8-byte word, with
+ * one store of that word: a thread fetching them sees all old or all new. */
+static void store_in_word(uintptr_t p, const uint8_t *b, size_t n)
 {
+	uint64_t *word = (uint64_t *)(p & ~(uintptr_t)7), v = *word;
+	agent_memcpy((uint8_t *)&v + (p & 7), b, n);
+	__atomic_store_n(word, v, __ATOMIC_SEQ_CST);
+}
+
+/* Whether the 5 bytes at fn can be replaced while a thread may reach F
+ * (never inside them): at most the first two have to change at once. */
+static bool replaceable_live(uintptr_t fn)
+{
+	return (fn & 7) != 7;
+}
+
+/* Writes bytes[0..JMP_LEN) at fn; false (errno set) when the page
+ * cannot be made writable. A thread reaching F meanwhile runs the old
+ * code or the new, never a mix (replaceable_live): one store when the
+ * five bytes lie in one word, else `jmp .` first (the thread waits on
+ * it), then the last three bytes, then the first two. */
+static bool write_entry(uintptr_t fn, const uint8_t *bytes)
+{
+	static const uint8_t wait_here[2] = { 0xeb, 0xfe };
 	uintptr_t lo = fn & ~(uintptr_t)(PAGE - 1), hi = (fn + JMP_LEN + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
 	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return false;
-	uint8_t jmp[JMP_LEN] = { 0xe9 };
-	int32_t rel = (int32_t)((intptr_t)stub - (intptr_t)(fn + JMP_LEN));
-	agent_memcpy(jmp + 1, &rel, 4);
 	if ((fn & 7) <= 8 - JMP_LEN) {
-		/* one aligned 8-byte store: a thread reaching F sees the old
-		 * first instruction or the whole jump, never half of it */
-		uint64_t *word = (uint64_t *)(fn & ~(uintptr_t)7), v = *word;
-		agent_memcpy((uint8_t *)&v + (fn & 7), jmp, JMP_LEN);
-		__atomic_store_n(word, v, __ATOMIC_SEQ_CST);
+		store_in_word(fn, bytes, JMP_LEN);
+	} else if (replaceable_live(fn)) {
+		store_in_word(fn, wait_here, 2);
+		agent_memcpy((void *)(fn + 2), bytes + 2, JMP_LEN - 2);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		store_in_word(fn, bytes, 2);
 	} else {
-		agent_memcpy((void *)fn, jmp, JMP_LEN);
+		agent_memcpy((void *)fn, bytes, JMP_LEN);
 	}
 	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
 	return true;
 }
 
-/* Hooks the function spec names; a built-in one (profiles below) is
- * looked for in the program only, and its absence is not worth a word. */
+/* Points F at its stub; false after saying why not. */
+static bool switch_on(struct fnhook *h)
+{
+	uint8_t jmp[JMP_LEN] = { 0xe9 };
+	int32_t rel = (int32_t)((intptr_t)h->page - (intptr_t)(h->fn + JMP_LEN));
+	agent_memcpy(jmp + 1, &rel, 4);
+	agent_memcpy(h->saved, (const void *)h->fn, JMP_LEN);
+	if (!write_entry(h->fn, jmp)) {
+		say(h->spec.name, "cannot write its code: ", agent_strerror(errno));
+		h->want = false;
+		return false;
+	}
+	h->on = true;
+	return true;
+}
+
+/* Finds the function spec names and makes its stub (F is not written
+ * yet: see commit); a built-in one (profiles below) is looked for in the
+ * program only, and its absence is not worth a word. */
 static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin)
 {
 	struct found f = { .name = spec->name, .exe_only = builtin };
@@ -723,8 +766,13 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 	}
 	for (int i = 0; i < nhooks; i++)
 		if (hooks[i].fn == f.addr) {
-			if (!builtin)
-				say(spec->name, "it is named twice", NULL);
+			if (hooks[i].want) {
+				if (!builtin)
+					say(spec->name, "it is named twice", NULL);
+			} else {   /* hooked by an attach, put back by its detach */
+				hooks[i].spec = *spec;
+				hooks[i].want = true;
+			}
 			return;
 		}
 	if (nhooks == MAX_HOOKS) {
@@ -757,15 +805,163 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 	uintptr_t hp = (uintptr_t)h;
 	agent_memcpy(page + 2, &hp, 8);
 	put_jmp_abs(page + 10, (uintptr_t)agent_fnhook_entry);
-	h->orig = (uintptr_t)(page + STUB_LEN);
-	h->fn = f.addr;
-	h->spec = *spec;
-	if (mprotect(page, PAGE, PROT_READ | PROT_EXEC) || !patch(f.addr, (uintptr_t)page)) {
+	if (mprotect(page, PAGE, PROT_READ | PROT_EXEC)) {
 		say(spec->name, "cannot write its code: ", agent_strerror(errno));
 		syscall(SYS_munmap, page, PAGE);
 		return;
 	}
+	h->orig = (uintptr_t)(page + STUB_LEN);
+	h->fn = f.addr;
+	h->spec = *spec;
+	h->page = page;
+	h->want = true;
+	h->on = false;
 	nhooks++;
+}
+
+/* ---------- writing the jumps while other threads run ----------
+ * Every other thread is stopped (stopworld.h) while the jumps are
+ * written. A thread must not be inside F's first 5 bytes then, nor come
+ * back into them later: its pc, and every word of its stack above its
+ * stack pointer (a signal frame keeps the pc the handler interrupted), is
+ * looked at. A function some thread is inside is tried again after 2 ms,
+ * up to 50 times, as are all when a thread could not be stopped (the
+ * fallback's signal waits while a thread blocks it). A thread left blocked in a system call (not stopped: the
+ * stop would make its call fail) runs no program code, but may come back
+ * from its call meanwhile and reach F: write_entry's order keeps that
+ * safe. */
+
+#define TRIES 50
+#define STACK_LOOK (8u << 20)   /* bytes of a stack looked at, at most */
+#define MAX_STOPPED 4096        /* threads (stopworld.c's limit) */
+
+/* The thread running the install when it is not where its registers
+ * say (an attach's calls run on a page of heaptrail's): where it was. */
+static struct agent_stopped borrowed;
+
+struct readable {
+	struct agent_stopped *th;
+	int nth;
+	uintptr_t *top;          /* per thread: the end of its stack's mapping,
+				  * then borrowed's */
+};
+
+static void stack_tops(const struct agent_maps_line *m, void *arg)
+{
+	struct readable *r = arg;
+	if (m->perms[0] != 'r')
+		return;
+	for (int i = 0; i <= r->nth; i++) {
+		uintptr_t sp = i < r->nth ? r->th[i].sp : borrowed.sp;
+		if (sp >= m->start && sp < m->end)
+			r->top[i] = m->end;
+	}
+}
+
+/* Whether a thread may be inside, or come back into, the first bytes of
+ * h's function. */
+static bool in_first_bytes(const struct fnhook *h, const struct agent_stopped *th, int nth,
+			   const uintptr_t *top)
+{
+	uintptr_t lo = h->fn + 1, hi = h->fn + JMP_LEN;
+	for (int i = 0; i <= nth; i++) {
+		const struct agent_stopped *t = i < nth ? &th[i] : &borrowed;
+		if (t->state == AGENT_STOP_STOPPED && t->nregs > 16 && t->regs[16] >= lo &&
+		    t->regs[16] < hi)   /* regs[16]: rip, in user_regs_struct and gregs */
+			return true;
+		if (!t->sp || !top[i])
+			continue;
+		uintptr_t end = top[i] - t->sp > STACK_LOOK ? t->sp + STACK_LOOK : top[i];
+		for (uintptr_t a = (t->sp + 7) & ~(uintptr_t)7; a + 8 <= end; a += 8) {
+			uintptr_t w = *(const uintptr_t *)a;
+			if (w >= lo && w < hi)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Stops the other threads and writes the jumps no thread is in the way
+ * of; returns how many are left to write. */
+static int commit_round(bool last)
+{
+	int todo = 0;
+	for (int i = 0; i < nhooks; i++)
+		todo += hooks[i].want && !hooks[i].on;
+	if (!todo)
+		return 0;
+	struct agent_stopped *th;
+	int nth;
+	int missing = agent_stopworld_stop(0, &th, &nth);
+	int unknown = 0, left = 0;
+	bool blocked = false;
+	for (int i = 0; i < nth; i++) {
+		if (th[i].state == AGENT_STOP_STOPPED || th[i].state == AGENT_STOP_GONE)
+			continue;
+		if (th[i].sp)
+			blocked = true;
+		else
+			unknown++;
+	}
+	static uintptr_t *top;
+	static char buf[4096];
+	if (!top)
+		top = agent_mmap((MAX_STOPPED + 1) * sizeof *top);
+	bool stopped = missing >= 0 && !unknown && top && nth <= MAX_STOPPED;
+	if (stopped) {
+		struct readable r = { th, nth, top };
+		agent_memset(top, 0, (size_t)(nth + 1) * sizeof *top);
+		agent_maps_read(buf, sizeof buf, stack_tops, &r);
+	} else if (!last && missing >= 0) {
+		/* a thread just made blocks every signal for a moment */
+		agent_stopworld_resume();
+		return todo;
+	} else {
+		char num[24], line[128];
+		agent_put_dec(num, (uint64_t)(unknown ? unknown : 1));
+		agent_strlcpy(line, unknown ? num : "the other", sizeof line);
+		agent_strlcpy(line + agent_strlen(line), unknown ? " thread(s) of the program" : " threads",
+			      sizeof line - agent_strlen(line));
+		agent_log("cannot hook allocator functions: ", line, " could not be stopped");
+	}
+	for (int i = 0; i < nhooks; i++) {
+		struct fnhook *h = &hooks[i];
+		if (!h->want || h->on)
+			continue;
+		if (!stopped) {
+			h->want = false;
+		} else if (in_first_bytes(h, th, nth, top)) {
+			if (last) {
+				h->want = false;
+				say(h->spec.name, "a thread of the program stayed inside its first bytes", NULL);
+			} else {
+				left++;
+			}
+		} else if (blocked && !replaceable_live(h->fn)) {
+			h->want = false;
+			say(h->spec.name, "a thread of the program blocked in a system call may run it while "
+				"its first bytes are written", NULL);
+		} else {
+			switch_on(h);
+		}
+	}
+	agent_stopworld_resume();
+	return left;
+}
+
+/* Writes the jump of every hook made and not written yet. */
+static void commit(bool alone)
+{
+	if (alone) {
+		for (int i = 0; i < nhooks; i++)
+			if (hooks[i].want && !hooks[i].on)
+				switch_on(&hooks[i]);
+		return;
+	}
+	for (int t = 0; t < TRIES && commit_round(t == TRIES - 1); t++) {
+		struct timespec ts = { 0, 2000000 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
 }
 
 /* ---------- built-in profiles ----------
@@ -852,8 +1048,11 @@ static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 	}
 }
 
-int agent_fnhook_install(void)
+int agent_fnhook_install(uintptr_t pc, uintptr_t sp)
 {
+	borrowed = (struct agent_stopped){ .state = pc ? AGENT_STOP_STOPPED : AGENT_STOP_GONE,
+					   .nregs = pc ? 17 : 0, .sp = sp > 128 ? sp - 128 : sp };
+	borrowed.regs[16] = pc;
 	/* the profiles whose key the program defines: one pass over its symbols */
 	bool has[NPROFILES] = { false };
 	bool any = false;
@@ -863,14 +1062,8 @@ int agent_fnhook_install(void)
 		any |= has[i];
 	if (!agent_config.fns[0] && !any)
 		return 0;
-	int threads = agent_thread_count();
-	if (threads > 1) {
-		char num[24];
-		agent_put_dec(num, (uint64_t)threads);
-		agent_log("cannot hook allocator functions: the program already runs ", num,
-			  " threads (hooks are written before main, with one)");
-		return 0;
-	}
+	/* Zydis is loaded, and every stub made, before any thread is stopped:
+	 * a stopped thread may hold the loader's lock or malloc's */
 	ZydisDecoder dec;
 	if (!zydis_load() ||
 	    ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
@@ -879,5 +1072,39 @@ int agent_fnhook_install(void)
 	for (size_t i = 0; i < NPROFILES; i++)
 		if (has[i])
 			hook_lines(&dec, profiles[i].specs, true);
-	return nhooks;
+	commit(agent_thread_count() == 1 && !pc);
+	int on = 0;
+	for (int i = 0; i < nhooks; i++)
+		on += hooks[i].on;
+	return on;
+}
+
+void agent_fnhook_remove(void)
+{
+	int on = 0;
+	for (int i = 0; i < nhooks; i++) {
+		hooks[i].want = false;
+		on += hooks[i].on;
+	}
+	if (!on)
+		return;
+	/* No thread can be inside a jump, only before it or in the stub: the
+	 * threads are stopped as for the install, and write_entry's order
+	 * keeps a thread that comes back from a system call safe. */
+	struct agent_stopped *th;
+	int nth;
+	int missing = agent_stopworld_stop(0, &th, &nth);
+	bool all = missing == 0;
+	for (int i = 0; i < nth && all; i++)
+		all = th[i].state == AGENT_STOP_STOPPED || th[i].state == AGENT_STOP_GONE;
+	for (int i = 0; i < nhooks; i++) {
+		struct fnhook *h = &hooks[i];
+		if (h->on && (all || replaceable_live(h->fn)) && write_entry(h->fn, h->saved))
+			h->on = false;
+	}
+	agent_stopworld_resume();
+	for (int i = 0; i < nhooks; i++)
+		if (hooks[i].on)   /* its stub records nothing once detached */
+			say(hooks[i].spec.name, "left hooked: not every thread could be stopped to put "
+				"its first bytes back", NULL);
 }

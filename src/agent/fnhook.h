@@ -16,18 +16,27 @@
  * cannot be decoded or relocated.
  *
  * Patching code is safe only while no other thread can be executing the
- * bytes being replaced: the constructor hooks before main, when the
- * program has one thread (the start-up is refused otherwise: see
- * fnhook.c).
+ * bytes being replaced: when the program runs other threads (an attach,
+ * or a library that started one before the agent's constructor), they
+ * are stopped while the jumps are written, and a function that one of
+ * them is inside (its pc, or a pc a signal frame on its stack keeps) is
+ * tried again, then refused (fnhook.c). A detach puts the first bytes
+ * back; the stubs stay mapped, for a thread still in one.
  */
 #ifndef HEAPTRAIL_AGENT_FNHOOK_H
 #define HEAPTRAIL_AGENT_FNHOOK_H
 
 #include "agent/agent.h"
 
-/* Hooks every function agent_config.fns names; says on stderr what it
- * refused. Returns how many were hooked. Not hook-safe (opens files,
- * mmap, mprotect); call once, from the constructor. */
-int agent_fnhook_install(void);
+/* Hooks every function agent_config.fns names, and the built-in
+ * profiles' the program defines; says on stderr what it refused. Returns
+ * how many are hooked. pc and sp: where the calling thread's own code is
+ * when the call runs elsewhere (an attach's), else 0. Not hook-safe
+ * (opens files, mmap, mprotect, stops threads); from the constructor, or
+ * an attach (again after a detach). */
+int agent_fnhook_install(uintptr_t pc, uintptr_t sp);
+
+/* Puts back the first bytes of every hooked function (a detach). */
+void agent_fnhook_remove(void);
 
 #endif

@@ -73,7 +73,9 @@ static struct {
 /* Returns the number of threads that could not be stopped. */
 static int stop_world(pid_t skip)
 {
-	return agent_stopworld_stop(skip, &stop.slots, &stop.nslots);
+	int missing = agent_stopworld_stop(skip, &stop.slots, &stop.nslots);
+	agent_stopworld_warn();
+	return missing;
 }
 
 static void resume_world(void)

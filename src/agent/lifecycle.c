@@ -220,8 +220,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (!agent_config.follow_children)
 		drop_self_from_preload();
 	start(true);
-	/* before main, while the program has one thread (fnhook.h) */
-	agent_fnhook_install();
+	agent_fnhook_install(0, 0);
 	/* the ld.so runs this before __libc_start_main registers _dl_fini:
 	 * these two are the last exit handlers of all (see exit_park) */
 	on_exit(exit_park, NULL);

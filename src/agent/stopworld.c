@@ -794,9 +794,6 @@ int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthrea
 		} else {
 			stop.method = AGENT_STOP_SIGNAL;
 			missing = stop_signal(self, skip);
-			for (int i = 0; i < stop.nslots; i++)
-				if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING)
-					warn_unstopped(stop.slots[i].tid);
 		}
 	}
 	lower_to_red_zone();
@@ -804,6 +801,15 @@ int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthrea
 	*nthreads = stop.nslots;
 	errno = saved_errno;
 	return missing;
+}
+
+void agent_stopworld_warn(void)
+{
+	if (stop.method != AGENT_STOP_SIGNAL)
+		return;
+	for (int i = 0; i < stop.nslots; i++)
+		if (atomic_load(&stop.slots[i].state) == AGENT_STOP_WAITING)
+			warn_unstopped(stop.slots[i].tid);
 }
 
 int agent_stopworld_method(void)

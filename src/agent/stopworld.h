@@ -32,6 +32,9 @@ void agent_stopworld_init(int sig);
  * hook-safe; the caller must not hold a lock the stop takes (none: it
  * makes only system calls). Saves errno. */
 int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads);
+/* While stopped: says on stderr (once per thread) which threads the
+ * fallback's signal could not stop, for a leak scan. */
+void agent_stopworld_warn(void);
 /* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
 int agent_stopworld_method(void);
 /* Lets every stopped thread go on; returns when the tracer has gone. */

@@ -606,8 +606,9 @@ static long remote_syscall(struct target *t, long nr, const long *a, int *gone)
 	return (long)r.rax;
 }
 
-/* Calls fn(a0, a1) in the thread on the private page; returns rax. */
-static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret)
+/* Calls fn(a0, a1, a2, a3) in the thread on the private page; returns rax. */
+static int remote_call4(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
+			uint64_t a3, uint64_t *ret)
 {
 	struct user_regs_struct r = t->saved;
 	uint64_t sp = (t->page + PAGE_SIZE_INJ - 64) & ~(uint64_t)15;
@@ -619,6 +620,8 @@ static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, 
 	r.rsp = sp;
 	r.rdi = a0;
 	r.rsi = a1;
+	r.rdx = a2;
+	r.rcx = a3;
 	r.rax = 0;
 	r.orig_rax = (unsigned long long)-1;
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
@@ -643,6 +646,11 @@ static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, 
 	}
 	*ret = r.rax;
 	return 0;
+}
+
+static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret)
+{
+	return remote_call4(t, fn, a0, a1, 0, 0, ret);
 }
 
 static void read_string(struct target *t, uint64_t addr, char *out, size_t cap)
@@ -880,6 +888,9 @@ static const char attach_usage[] =
 	"                         while attached (until --for ends, or until the\n"
 	"                         process exits or heaptrail is interrupted)\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
+	"  --alloc-fn SPEC, --free-fn SPEC, ... (as `heaptrail run`'s): allocator\n"
+	"                         functions hooked by name while attached\n"
+	"  --no-builtin-fns       no built-in profile (embedded mimalloc, jemalloc...)\n"
 	CLI_LIVE_PUSH_HELP;
 
 static int do_attach(long pid, const char *opts, const char *outdir, double *stopped_ms)
@@ -981,7 +992,9 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 		cli_error("the agent loaded into process %ld is not in its memory map", pid);
 		goto out;
 	}
-	e = remote_call(&t, ab + start_off, s_opts, s_out, &rv);
+	/* where the borrowed thread is, which the agent must know before it
+	 * rewrites code (allocator functions hooked by name) */
+	e = remote_call4(&t, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp, &rv);
 	if (e) {
 		cli_error("the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;
@@ -1028,7 +1041,7 @@ static int detach_now(long pid, bool quiet)
 int cmd_attach(int argc, char **argv)
 {
 	const char *outdir = NULL, *v;
-	char opts[1024] = "", val[64];
+	char opts[1024] = "", fns[4096] = "", val[64];
 	bool has_sample = false, has_every = false, has_timeline = false;
 	uint64_t for_ms = 0;
 	long pid = -1;
@@ -1039,6 +1052,11 @@ int cmd_attach(int argc, char **argv)
 		if (lr < 0)
 			return 2;
 		if (lr > 0)
+			continue;
+		int fr = cli_fn_opt(argc, argv, &i, "attach", fns, sizeof fns);
+		if (fr < 0)
+			return 2;
+		if (fr > 0)
 			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(attach_usage, stdout);
@@ -1083,10 +1101,10 @@ int cmd_attach(int argc, char **argv)
 	uint64_t id = 0;
 	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
 		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-	char all[1200];
-	snprintf(all, sizeof all, "%s%s%s,follow_children=0,run=%016llx%s",
+	char all[1200 + sizeof fns];
+	snprintf(all, sizeof all, "%s%s%s,follow_children=0,run=%016llx%s%s",
 		 has_sample ? "" : "sample=auto", has_every ? "" : ",every=10s",
-		 has_timeline ? "" : ",timeline=100", (unsigned long long)id, opts);
+		 has_timeline ? "" : ",timeline=100", (unsigned long long)id, opts, fns);
 	if (all[0] == ',')
 		memmove(all, all + 1, strlen(all));
 	/* the directory, absolute: the target's working directory is not ours */

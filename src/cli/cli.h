@@ -128,6 +128,11 @@ int cli_find_agent(char *out, size_t cap);
  * signal) as the agent will parse it; writes what to pass into out.
  * Returns NULL, or why the value is bad. */
 const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap);
+/* --KIND-fn SPEC (format/fnspec.h) or --no-builtin-fns at argv[*i]:
+ * appends the agent option to fns (cap bytes) and returns 1; returns -1
+ * after saying why it is refused (cmd: "run", "attach"), 0 when argv[*i]
+ * is not one. */
+int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap);
 /* mkdir -p with the last one 0700 (fresh: must not exist). 0 or -errno. */
 int cli_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */

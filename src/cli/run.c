@@ -134,26 +134,28 @@ const char *cli_check_profile_value(const char *key, const char *v, char *out, s
 	return NULL;
 }
 
-/* --KIND-fn SPEC (format/fnspec.h): 1 when argv[*i] is one (*v then the
- * spec, or NULL after saying why it is refused), 0 when it is not. */
-static int fn_opt(int argc, char **argv, int *i, struct run_opts *o, const char **v)
+int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap)
 {
 	for (int k = 0; k < FMT_FNK_COUNT; k++) {
 		char flag[32];
 		snprintf(flag, sizeof flag, "--%s-fn", fmt_fn_kind_names[k]);
-		if (!(*v = cli_opt_value(argc, argv, i, flag)))
+		const char *v = cli_opt_value(argc, argv, i, flag);
+		if (!v)
 			continue;
 		struct fmt_fnspec spec;
-		const char *why = *v[0] ? fmt_fnspec_parse(k, *v, strlen(*v), &spec) : "a spec is needed";
-		size_t n = strlen(o->fns);
-		if (!why && n + strlen(*v) + 16 >= sizeof o->fns)
+		const char *why = v[0] ? fmt_fnspec_parse(k, v, strlen(v), &spec) : "a spec is needed";
+		size_t n = strlen(fns);
+		if (!why && n + strlen(v) + 16 >= cap)
 			why = "too many allocator functions";
 		if (why) {
-			cli_error("run: bad %s '%s': %s", flag, *v, why);
-			*v = NULL;
-			return 1;
+			cli_error("%s: bad %s '%s': %s", cmd, flag, v, why);
+			return -1;
 		}
-		snprintf(o->fns + n, sizeof o->fns - n, ",%s_fn=%s", fmt_fn_kind_names[k], *v);
+		snprintf(fns + n, cap - n, ",%s_fn=%s", fmt_fn_kind_names[k], v);
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--no-builtin-fns")) {
+		strncat(fns, ",builtin_fns=0", cap - strlen(fns) - 1);
 		return 1;
 	}
 	return 0;
@@ -225,11 +227,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				return -1;
 			}
 			add_option(o, key, num);
-		} else if (!strncmp(a, "--", 2) && strstr(a, "-fn") && fn_opt(argc, argv, &i, o, &v)) {
-			if (!v)
+		} else if ((r = cli_fn_opt(argc, argv, &i, "run", o->fns, sizeof o->fns))) {
+			if (r < 0)
 				return -1;
-		} else if (!strcmp(a, "--no-builtin-fns")) {
-			strncat(o->fns, ",builtin_fns=0", sizeof o->fns - strlen(o->fns) - 1);
 		} else if (!strcmp(a, "--no-follow-children")) {
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {

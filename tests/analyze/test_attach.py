@@ -49,6 +49,18 @@ commands on stdin).
                     each, exit 1, target untouched
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
+    attach:fnhook   allocator functions named at the attach
+                    (tests/analyze/progs/attach_pools.c: three threads call
+                    its pool_get/pool_put without a pause): the jumps are
+                    written while they run (their first bytes change, then
+                    are put back at the detach); a leak check sees exactly
+                    the chunks kept (reachable) and lost since the attach,
+                    at their sites; pool_get_zeroed, whose address + 2 a
+                    thread keeps on its stack as a signal frame would, is
+                    refused with one line; a second attach reuses the
+                    trampolines and sees only its own chunks; every chunk
+                    the threads check is intact, the output is the bare
+                    run's, no thread added
 """
 import json
 import os
@@ -66,6 +78,7 @@ _lock = threading.Lock()
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG_SRC = os.path.join(HERE, "progs", "attach_target.c")
 PLUGIN_SRC = os.path.join(HERE, "progs", "attach_plugin.c")
+POOLS_SRC = os.path.join(HERE, "progs", "attach_pools.c")
 
 
 _built = {}
@@ -776,6 +789,82 @@ def test_namespace(suite):
     return problems, []
 
 
+def pool_records(problems, suite, out, sites):
+    """{(kind, site): (bytes, blocks)} of the pool chunks in the records
+    of the leak check file in out whose stack holds one of sites."""
+    path = os.path.join(out, next((f for f in os.listdir(out) if ".check-" in f), "none"))
+    rc, js, err = heaptrail(suite, "report", "--json", path)
+    if not expect_ok(problems, "report --json %s" % path, rc, err):
+        return None
+    got = {}
+    for r in json.loads(js)["records"]:
+        fns = [f.get("function") for f in r["stack"]]
+        site = next((f for f in fns if f in sites), None)
+        if site and r.get("pool"):
+            b, n = got.get((r["kind"], site), (0, 0))
+            got[(r["kind"], site)] = (b + r["bytes"], n + r["blocks"])
+    return got
+
+
+def test_fnhook(suite):
+    work = os.path.join(build(suite)[0], "fnhook")
+    run_tests.fresh_dir(work)
+    prog = os.path.join(work, "attach_pools")
+    rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, POOLS_SRC])
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    fns = ["--alloc-fn", "pool_get(ctx=arg1,size=arg2)->ret",
+           "--free-fn", "pool_put(ctx=arg1,ptr=arg2)",
+           "--alloc-fn", "pool_get_zeroed(ctx=arg1,size=arg2)->ret"]
+    sites = ("keep_site", "lose_site")
+    problems = []
+    t = Target(prog, work)
+    try:
+        bare = t.ask("code")
+        threads = len(os.listdir("/proc/%d/task" % t.p.pid))
+        cycles = [(50, 20, {("still_reachable", "keep_site"): (50 * 777, 50),
+                            ("definitely_lost", "lose_site"): (20 * 555, 20)}),
+                  (10, 3, {("still_reachable", "keep_site"): (10 * 777, 10),
+                           ("definitely_lost", "lose_site"): (3 * 555, 3)})]
+        for i, (keep, lose, want) in enumerate(cycles):
+            out = new_dir(os.path.join(work, "out%d" % i))
+            rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out, *fns,
+                                   str(t.p.pid))
+            if not expect_ok(problems, "attach %d" % i, rc, err):
+                return problems, []
+            hooked = t.ask("code")
+            if not hooked.startswith("ok e9") or hooked == bare:
+                problems.append("attach %d: pool_get starts with %s, want a jump (bare %s)"
+                                % (i, hooked, bare))
+            t.ask("keep %d" % keep)
+            t.ask("lose %d" % lose)
+            rc, _, err = heaptrail(suite, "leaks", "--show-leak-kinds=all", str(t.p.pid))
+            expect_ok(problems, "leaks %d" % i, rc, err)
+            got = pool_records(problems, suite, out, sites)
+            if got is not None and got != want:
+                problems.append("attach %d: %s, want %s" % (i, got, want))
+            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+            expect_ok(problems, "detach %d" % i, rc, err)
+            back = t.ask("code")
+            if back != bare:
+                problems.append("after detach %d pool_get starts with %s, bare %s"
+                                % (i, back, bare))
+        now = len(os.listdir("/proc/%d/task" % t.p.pid))
+        if now != threads:
+            problems.append("threads: %d before, %d after" % (threads, now))
+        rc, err = t.finish()
+        refused = ("heaptrail: cannot hook 'pool_get_zeroed': a thread of the program "
+                   "stayed inside its first bytes")
+        if rc != 0 or t.out[-1] != "done ok kept=60":
+            problems.append("target: exit %d, output %s" % (rc, t.out))
+        if err.splitlines() != [refused] * len(cycles):
+            problems.append("target's stderr %r, want %r once per attach"
+                            % (err[:600], refused))
+    finally:
+        t.kill()
+    return problems, []
+
+
 def collect(suite):
     return [("attach:growth", lambda: test_growth(suite)),
             ("attach:exact", lambda: test_exact(suite)),
@@ -788,4 +877,5 @@ def collect(suite):
             ("attach:busy", lambda: test_busy(suite)),
             ("attach:cpu", lambda: test_cpu(suite)),
             ("attach:errors", lambda: test_errors(suite)),
-            ("attach:namespace", lambda: test_namespace(suite))]
+            ("attach:namespace", lambda: test_namespace(suite)),
+            ("attach:fnhook", lambda: test_fnhook(suite))]

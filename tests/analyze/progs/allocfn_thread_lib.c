@@ -1,8 +1,9 @@
 /*
  * allocfn_thread_lib — a library whose constructor starts a thread: put
  * in LD_PRELOAD after the agent, it runs before the agent's constructor,
- * so the program already has two threads when heaptrail would write its
- * hooks, which it must then refuse (test_allocfn.py, allocfn:threads).
+ * so the program already has two threads when heaptrail writes its
+ * hooks, which it must then do with the other one stopped
+ * (test_allocfn.py, allocfn:threads).
  */
 #include <pthread.h>
 #include <unistd.h>
