@@ -65,6 +65,10 @@
  *            (mimalloc's mi_malloc..., je_/_rjem_ prefixed jemalloc, tc_
  *            tcmalloc, Rust's __rust_alloc... with a global allocator of
  *            its own), which are hooked by default (fnhook.c)
+ * debug_dir  where separate debug files are looked for by build-id
+ *            (DIR/.build-id/xx/yyyy.debug), for the symbols of a stripped
+ *            binary the functions above are named in (default
+ *            /usr/lib/debug, where Debian's -dbgsym packages put them)
  *
  * jemalloc's names are accepted too: prof, prof_active (active),
  * lg_prof_sample (sample = 2^N), lg_prof_interval (interval = 2^N, -1 off),
@@ -166,6 +170,7 @@ static const struct option {
 	{ "final", T_BOOL, F(final), 0, 0 },
 	{ "mmap", T_BOOL, F(mmap), 0, 0 },
 	{ "builtin_fns", T_BOOL, F(builtin_fns), 0, 0 },
+	{ "debug_dir", T_PATH, F(debug_dir), 0, 0 },
 	{ "prof_final", T_BOOL, F(final), 0, 0 },
 	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
 	{ "active", T_BOOL, F(active), 0, 0 },
@@ -200,7 +205,7 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 	uint64_t v;
 	switch (o->type) {
 	case T_PATH:
-		if (vlen >= sizeof agent_config.output)
+		if (vlen >= o->width)
 			return false;
 		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
 		((char *)&agent_config + o->offset)[vlen] = 0;

@@ -48,6 +48,7 @@ struct agent_config {
 	 * "KIND SPEC\n" line each, in the order given, each already parsed
 	 * once (well-formed); fnhook.c hooks them at start-up */
 	char fns[4096];
+	char debug_dir[1024];    /* separate debug files; "" = /usr/lib/debug */
 };
 extern struct agent_config agent_config;
 

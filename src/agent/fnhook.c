@@ -44,6 +44,7 @@
 #include <Zydis/Zydis.h>
 
 #include "agent/agent.h"
+#include "agent/buildid.h"
 #include "agent/config.h"
 #include "agent/fnhook.h"
 #include "agent/pool.h"
@@ -329,20 +330,20 @@ struct found {
 	char module[256];
 };
 
-/* Calls fn(name, room, value, size, arg) for each function the ELF file
- * at path defines, from .symtab (static functions too), else from
- * .dynsym: name has at most room bytes, maybe not NUL-terminated before
- * them. Returns 0 or -errno. */
-static int elf_each_func(const char *path,
-			 void (*fn)(const char *name, size_t room, uint64_t value, uint64_t size,
-				    void *arg),
-			 void *arg)
+typedef void each_func_fn(const char *name, size_t room, uint64_t value, uint64_t size, void *arg);
+
+/* Calls fn(name, room, value, size, arg) for each function the symbol
+ * table of type (SHT_SYMTAB, SHT_DYNSYM) of the ELF file at path defines:
+ * name has at most room bytes, maybe not NUL-terminated before them.
+ * Returns 0, -ENOENT when the file has no such table, or -errno. */
+static int elf_funcs(const char *path, uint32_t type, each_func_fn *fn, void *arg)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
 	long m = -ENOMEM;
+	int ret = -ENOENT;
 	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr))
 		goto out;
 	m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -357,16 +358,14 @@ static int elf_each_func(const char *path,
 	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
 		goto out;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
-	bool symtab = false;
-	for (int i = 0; i < eh->e_shnum; i++)
-		symtab |= sh[i].sh_type == SHT_SYMTAB;
 	for (int i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum ||
+		if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
 		    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
 			continue;
 		const Elf64_Shdr *str = &sh[sh[i].sh_link];
 		if (str->sh_offset > len || str->sh_size > len - str->sh_offset)
 			continue;
+		ret = 0;
 		const char *strs = (const char *)base + str->sh_offset;
 		const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
 		size_t nsym = sh[i].sh_size / sizeof *sym;
@@ -380,7 +379,43 @@ out:
 	if (!(m < 0 && m > -4096))
 		syscall(SYS_munmap, (void *)m, (size_t)st.st_size);
 	close(fd);
-	return 0;
+	return ret;
+}
+
+/* The separate debug file of the module info describes, by its build-id
+ * (DEBUG_DIR/.build-id/xx/yyyy.debug, as Debian's -dbgsym packages lay
+ * them out), into out; false when it has no build-id. */
+static bool debug_file(const struct dl_phdr_info *info, char *out, size_t cap)
+{
+	char hex[41] = "";
+	for (int i = 0; i < info->dlpi_phnum && !hex[0]; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE)
+			agent_build_id_in_notes(info->dlpi_addr + ph->p_vaddr,
+						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex);
+	}
+	size_t n = agent_strlen(hex);
+	if (n < 4 || cap < 1100)
+		return false;
+	size_t k = agent_strlcpy(out, agent_config.debug_dir[0] ? agent_config.debug_dir
+							       : "/usr/lib/debug", cap);
+	k += agent_strlcpy(out + k, "/.build-id/", cap - k);
+	out[k++] = hex[0], out[k++] = hex[1], out[k++] = '/';
+	k += agent_strlcpy(out + k, hex + 2, cap - k);
+	agent_strlcpy(out + k, ".debug", cap - k);
+	return true;
+}
+
+/* Calls fn for each function the module info describes (path, its ELF
+ * file) defines: from its .symtab (static functions too), else from its
+ * separate debug file's, else from its .dynsym. */
+static void each_func(const struct dl_phdr_info *info, const char *path, each_func_fn *fn,
+		      void *arg)
+{
+	char debug[1100];
+	if (elf_funcs(path, SHT_SYMTAB, fn, arg) == -ENOENT &&
+	    !(debug_file(info, debug, sizeof debug) && elf_funcs(debug, SHT_SYMTAB, fn, arg) == 0))
+		elf_funcs(path, SHT_DYNSYM, fn, arg);
 }
 
 /* name[0..room) is the NUL-terminated string want. */
@@ -462,7 +497,7 @@ static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (info->dlpi_addr == agent_self_lo)
 		return 0;   /* ourselves (our ELF header is at our load address) */
 	agent_strlcpy(f->module, path, sizeof f->module);
-	elf_each_func(path, match_one, f);
+	each_func(info, path, match_one, f);
 	if (!f->count)
 		return 0;
 	f->addr += info->dlpi_addr;
@@ -1048,6 +1083,13 @@ static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 	}
 }
 
+/* The profiles whose key the program (the first module) defines. */
+static int program_keys(struct dl_phdr_info *info, size_t size, void *has)
+{
+	each_func(info, "/proc/self/exe", match_keys, has);
+	return 1;
+}
+
 int agent_fnhook_install(uintptr_t pc, uintptr_t sp)
 {
 	borrowed = (struct agent_stopped){ .state = pc ? AGENT_STOP_STOPPED : AGENT_STOP_GONE,
@@ -1057,7 +1099,7 @@ int agent_fnhook_install(uintptr_t pc, uintptr_t sp)
 	bool has[NPROFILES] = { false };
 	bool any = false;
 	if (agent_config.builtin_fns)
-		elf_each_func("/proc/self/exe", match_keys, has);
+		dl_iterate_phdr(program_keys, has);
 	for (size_t i = 0; i < NPROFILES; i++)
 		any |= has[i];
 	if (!agent_config.fns[0] && !any)

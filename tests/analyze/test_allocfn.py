@@ -53,6 +53,12 @@
                      hook is written with that thread stopped (by ptrace,
                      and by the fallback's signal), and records what the
                      program counts; the program runs as bare
+    allocfn:debug-file  that build stripped of every symbol table but
+                     .dynsym: with its symbols in a separate debug file
+                     found by build-id (debug_dir=DIR/.build-id/xx/y.debug,
+                     Debian's -dbgsym layout) its pools hold what the
+                     unstripped run's do; without, each function is
+                     refused and no pool is made
     allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
                      commas inside the parentheses), and a malformed spec
                      refused by `heaptrail run` before it starts anything
@@ -390,6 +396,48 @@ def test_unloaded(suite):
     return [], []
 
 
+def test_debug_file(suite):
+    """pools.c's unannotated build stripped (its arena functions are in no
+    symbol table left), its symbols in a separate debug file by build-id."""
+    work, prog = byname_build(suite)
+    dbg = rt.fresh_dir(os.path.join(work, "debug"))
+    stripped = os.path.join(dbg, "pools_stripped")
+    m = re.search(rb"Build ID: ([0-9a-f]+)", rt.run(["readelf", "-n", prog])[1])
+    if not m:
+        raise Failure("no build-id in %s" % prog)
+    bid = m.group(1).decode()
+    debug = os.path.join(dbg, "lib", ".build-id", bid[:2], bid[2:] + ".debug")
+    os.makedirs(os.path.dirname(debug))
+    for cmd in (["objcopy", "--only-keep-debug", prog, debug],
+                ["objcopy", "--strip-all", prog, stripped]):
+        rc, _, err = rt.run(cmd)
+        if rc:
+            raise Failure("%s: %s" % (" ".join(cmd), rt.short(err)))
+    rc, bare, _ = rt.run([stripped], cwd=work)
+    _, _, want_obj, _ = byname_run(suite)
+    want = pools_held(want_obj)
+    problems, notes = [], []
+    for where, opts in (("no debug file", ""), ("debug file", "debug_dir=" + os.path.join(dbg, "lib"))):
+        out, jpath = os.path.join(dbg, "out"), os.path.join(dbg, "out.json")
+        rt.fresh_dir(out)
+        env = dict(rt.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
+        rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--json", jpath] +
+                                 POOL_FNS + ["--", stripped], cwd=work, env=env)
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+        refused = [l for l in err.decode(errors="replace").split("\n") if "cannot hook" in l]
+        notes.append("%s: pools %s, %d refused" % (where, got, len(refused)))
+        if rc != 0 or stdout != bare:
+            problems.append("%s: status %d, prints %s" % (where, rc, rt.short(stdout)))
+        if where == "debug file" and (got != want or refused):
+            problems.append("with the debug file: pools %s (want %s), refused %s"
+                            % (got, want, refused))
+        if where == "no debug file" and (got or len(refused) != len(POOL_FNS) // 2):
+            problems.append("without it: pools %s, refused %d of %d"
+                            % (got, len(refused), len(POOL_FNS) // 2))
+    return problems, notes
+
+
 def rustc():
     """Debian's rustc (a rustup one earlier on PATH is not what CI has)."""
     return "/usr/bin/rustc" if os.path.exists("/usr/bin/rustc") else shutil.which("rustc")
@@ -425,4 +473,5 @@ def collect(suite):
             ("allocfn:embedded", lambda: test_embedded(suite)),
             ("allocfn:rust", lambda: test_rust(suite)),
             ("allocfn:threads", lambda: test_threads(suite)),
-            ("allocfn:options", lambda: test_options(suite))]
+            ("allocfn:options", lambda: test_options(suite)),
+            ("allocfn:debug-file", lambda: test_debug_file(suite))]
