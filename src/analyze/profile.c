@@ -307,6 +307,40 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
 	return 0;
 }
 
+int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err)
+{
+	regex_t re;
+	if (regcomp(&re, hide, REG_EXTENDED | REG_NOSUB)) {
+		snprintf(errbuf, sizeof errbuf, "bad regular expression '%s'", hide);
+		*err = errbuf;
+		return -EINVAL;
+	}
+	bool *hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden);
+	if (!hidden) {
+		regfree(&re);
+		*err = "out of memory";
+		return -ENOMEM;
+	}
+	for (size_t f = 0; f < p->nframes; f++)
+		hidden[f] = !regexec(&re, p->frames[f].function, 0, NULL, 0);
+	regfree(&re);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct prof_sample *s = &p->samples[i];
+		uint32_t n = 0;
+		for (uint32_t k = 0; k < s->nframes; k++)
+			n += !hidden[s->frames[k]];
+		if (!n)
+			continue;   /* nothing would be left: kept as it is */
+		n = 0;
+		for (uint32_t k = 0; k < s->nframes; k++)
+			if (!hidden[s->frames[k]])
+				s->frames[n++] = s->frames[k];
+		s->nframes = n;
+	}
+	free(hidden);
+	return 0;
+}
+
 size_t prof_profile_warnings(const struct prof_profile *p, const char *const **out)
 {
 	*out = p->priv ? p->priv->warnings : NULL;

@@ -119,6 +119,13 @@ int prof_profile_delta(struct prof_profile *p, const struct prof_profile *base);
 int prof_profile_filter(struct prof_profile *p, const char *focus, const char *ignore,
 			const char **err);
 
+/* Removes the frames whose function matches hide (a POSIX extended
+ * regex) from every stack, as pprof's -hide does: an allocator's own
+ * wrappers (palloc, pstrdup...) hidden, the site is their caller. A stack
+ * whose every frame matches is left whole. Returns 0, -EINVAL with *err
+ * set for a bad regex, or -ENOMEM. */
+int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err);
+
 /* Symbolization notes ("no debug info for 'x'"), owned by p. */
 size_t prof_profile_warnings(const struct prof_profile *p, const char *const **out);
 

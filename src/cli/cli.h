@@ -75,6 +75,7 @@ struct cli_prof_opts {
 	bool lines;              /* --lines: by source line instead of function */
 	long nodecount;          /* -n N; 0 = the command's default */
 	const char *focus, *ignore;
+	const char *hide;        /* --hide RE: frames removed from every stack */
 	const char *output;      /* -o FILE */
 	bool bytes;              /* --bytes: exact integers instead of KiB/MiB */
 	struct prof_load_opts load;
@@ -89,6 +90,8 @@ struct cli_prof_opts {
 	"  --base OLD             subtract the dump OLD first (what changed since)\n" \
 	"  --focus RE             keep only stacks with a function matching RE\n" \
 	"  --ignore RE            drop stacks with a function matching RE\n" \
+	"  --hide RE              remove frames matching RE from every stack (an\n" \
+	"                         allocator's wrappers: the site is their caller)\n" \
 	"  --pool NAME            only the blocks of the memory pool NAME\n" \
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n" \
 	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
@@ -103,6 +106,9 @@ void cli_prof_opts_release(struct cli_prof_opts *o);
 /* Loads one dump as o says (binary path); applies --base and --focus /
  * --ignore. Prints the error and returns -1 on failure. */
 int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_profile *p);
+/* Applies --focus, --ignore and --hide to p. Prints the error and
+ * returns -1 on failure (p is left to the caller). */
+int cli_prof_filter(const struct cli_prof_opts *o, struct prof_profile *p);
 /* Prints p's symbolization notes on stderr ("heaptrail: note: ..."). */
 void cli_prof_notes(const struct prof_profile *p);
 /* Writes data to path whole (a temporary file renamed into place), or to

@@ -24,6 +24,8 @@ static const char flame_usage[] =
 	"  --width N              the image width in pixels (default 1200)\n"
 	"  --focus RE             keep only stacks with a function matching RE\n"
 	"  --ignore RE            drop stacks with a function matching RE\n"
+	"  --hide RE              remove frames matching RE from every stack (an\n"
+	"                         allocator's wrappers: the site is their caller)\n"
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n";
 
 static int flame_extra(int argc, char **argv, int *i, void *ctx)

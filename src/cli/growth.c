@@ -25,6 +25,8 @@ static const char usage[] =
 	"  --lines                by source line instead of by function\n"
 	"  -n N                   at most N sites in each part (default 10)\n"
 	"  --focus RE, --ignore RE  only stacks with / without a function matching RE\n"
+	"  --hide RE              remove frames matching RE from every stack (an\n"
+	"                         allocator's wrappers: the site is their caller)\n"
 	"  --binary-path DIRS     directories searched first for the dumps' binaries\n"
 	"  --bytes                exact byte counts instead of KiB/MiB\n";
 
@@ -57,10 +59,8 @@ int cmd_growth(int argc, char **argv)
 		goto out_series;
 	}
 	for (size_t i = 0; i < n; i++)
-		if ((o.focus || o.ignore) && prof_profile_filter(&ps[i], o.focus, o.ignore, &err)) {
-			cli_error("%s", err);
+		if (cli_prof_filter(&o, &ps[i]))
 			goto out_series;
-		}
 	long pid = ps[0].pid;
 	if (o.nargs == 1 && n > 1) {
 		/* a directory of several processes' dumps (a program that forks):

@@ -23,6 +23,8 @@ static const char pprof_usage[] =
 	"                         the sample type pprof shows by default (in-use space)\n"
 	"  --focus RE             keep only stacks with a function matching RE\n"
 	"  --ignore RE            drop stacks with a function matching RE\n"
+	"  --hide RE              remove frames matching RE from every stack (an\n"
+	"                         allocator's wrappers: the site is their caller)\n"
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n"
 	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
 	"  To see what changed between two dumps, write both and use\n"

@@ -76,6 +76,8 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 			o->focus = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--ignore"))) {
 			o->ignore = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--hide"))) {
+			o->hide = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--pool"))) {
 			if (!*v)
 				goto missing;
@@ -147,9 +149,19 @@ int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_p
 			return -1;
 		}
 	}
-	if ((o->focus || o->ignore) && prof_profile_filter(p, o->focus, o->ignore, &err)) {
-		cli_error("%s", err);
+	if (cli_prof_filter(o, p)) {
 		prof_profile_release(p);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_prof_filter(const struct cli_prof_opts *o, struct prof_profile *p)
+{
+	const char *err;
+	if (((o->focus || o->ignore) && prof_profile_filter(p, o->focus, o->ignore, &err)) ||
+	    (o->hide && prof_profile_hide(p, o->hide, &err))) {
+		cli_error("%s", err);
 		return -1;
 	}
 	return 0;

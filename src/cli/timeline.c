@@ -25,7 +25,8 @@ static const char timeline_usage[] =
 	"                         timelines (default: the one with the highest peak)\n"
 	"  -n N                   allocation sites to list at the peak (default 10)\n"
 	CLI_PROF_VALUE_HELP
-	"  --lines, --focus RE, --ignore RE, --binary-path DIRS, --bytes   as for top\n";
+	"  --lines, --focus RE, --ignore RE, --hide RE, --binary-path DIRS, --bytes\n"
+	"                         as for top\n";
 
 struct timeline_args {
 	const char *svg;
@@ -289,12 +290,8 @@ int cmd_timeline(int argc, char **argv)
 	}
 	if ((have_dump = peak_dump(dir, c.pid, &o.load, &dump, &ndumps)) < 0)
 		goto out;
-	const char *err;
-	if (have_dump && (o.focus || o.ignore) &&
-	    prof_profile_filter(&dump, o.focus, o.ignore, &err)) {
-		cli_error("%s", err);
+	if (have_dump && cli_prof_filter(&o, &dump))
 		goto out;
-	}
 	struct render_timeline_opts ro = { .name = c.path, .dump_ms = have_dump ? dump.ms : -1 };
 	char since[96];
 	if (c.pid > 0 && !cli_attach_label(c.path, c.pid, since, sizeof since))

@@ -26,7 +26,7 @@ static const char diff_usage[] =
 	CLI_PROF_VALUE_HELP
 	"  --lines                by source line instead of by function\n"
 	"  -n N                   at most N sites that grew and N that shrank (default 20)\n"
-	"  --focus RE, --ignore RE, --binary-path DIRS   as for top\n"
+	"  --focus RE, --ignore RE, --hide RE, --binary-path DIRS   as for top\n"
 	"  --bytes                exact byte counts instead of KiB/MiB\n";
 
 static bool sort_cum;

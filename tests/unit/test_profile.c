@@ -28,6 +28,7 @@
  *
  * Prints "ok - ..." / "not ok - ..." per check; exits 1 when one failed.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,51 @@ static void test_exact(const char *path)
 		expect_i64(p.samples[1].frames[0], p.samples[0].frames[0],
 			   "subtract: the base's frames matched by name");
 	}
+	prof_profile_release(&p);
+}
+
+/* prof_profile_hide, on the exact dump: hiding prof+0x100 (s1's and s3's
+ * leaf) makes prog+0x200 s1's leaf (flat 400 in use, 1000 allocated) and
+ * prog+0x400 s3's (flat 50 allocated); a regex matching every frame of
+ * s2 leaves it whole; a bad regex is refused. */
+static void test_hide(const char *path)
+{
+	struct prof_load_opts o = { .no_symbolize = true };
+	struct prof_profile p;
+	const char *err = NULL;
+	if (prof_profile_load(&p, path, &o, &err)) {
+		printf("not ok - load the exact dump: %s\n", err);
+		failures++;
+		return;
+	}
+	if (prof_profile_hide(&p, "0x100$", &err)) {
+		printf("not ok - hide: %s\n", err);
+		failures++;
+	} else {
+		expect_i64(p.samples[0].nframes, 1, "hide: s1's frames left");
+		expect_str(leaf_name(&p, 0), "prog+0x200", "hide: s1's leaf");
+		expect_str(leaf_name(&p, 2), "prog+0x400", "hide: s3's leaf");
+		expect_i64(p.total[PROF_INUSE_SPACE], 464, "hide: in-use space unchanged");
+		struct prof_table t;
+		if (prof_table_build(&t, &p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT)) {
+			printf("not ok - table\n");
+			failures++;
+		} else {
+			expect_i64(row(&t, "prog+0x200")->flat[PROF_INUSE_SPACE], 400, "hide: 0x200 flat");
+			expect_i64(row(&t, "prog+0x200")->flat[PROF_ALLOC_SPACE], 1000,
+				   "hide: 0x200 allocated flat");
+			expect_i64(row(&t, "prog+0x400")->flat[PROF_ALLOC_SPACE], 50,
+				   "hide: 0x400 allocated flat");
+			prof_table_release(&t);
+		}
+	}
+	if (prof_profile_hide(&p, "prog", &err)) {
+		printf("not ok - hide all: %s\n", err);
+		failures++;
+	} else {
+		expect_i64(p.samples[1].nframes, 2, "hide: a stack hidden whole stays whole");
+	}
+	expect_i64(prof_profile_hide(&p, "(", &err), -EINVAL, "hide: bad regex");
 	prof_profile_release(&p);
 }
 
@@ -379,6 +425,7 @@ int main(void)
 	exact = write_dump(dir, "exact.heap", exact_dump);
 	const char *sampled = write_dump(dir, "sampled.heap", sampled_dump);
 	test_exact(exact);
+	test_hide(exact);
 	test_sampled(sampled);
 	test_unbias();
 	test_interval();
