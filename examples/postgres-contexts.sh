@@ -10,24 +10,13 @@ B=$(cd "${1:-build}" && pwd)
 W=${2:-/tmp/ht-postgres}
 PG=/usr/lib/postgresql/15/bin
 [ -x $PG/postgres ] || { echo "needs postgresql-15 (apt-get install postgresql-15)" >&2; exit 2; }
-rm -rf "$W" && mkdir -p "$W/data" && chown -R postgres "$W"
+rm -rf "$W" && mkdir -p "$W/data" && cp "$(dirname "$0")/postgres.options" "$W/" &&
+	chown -R postgres "$W"
 as_pg() { runuser -u postgres -- "$@"; }
 as_pg $PG/initdb -D "$W/data" -A trust >/dev/null
 
 as_pg "$B/heaptrail" run -q -o "$W/out" --sample 16k --every 2s \
-  --create-fn  'AllocSetContextCreateInternal(name=arg2)->ret' \
-  --alloc-fn   'MemoryContextAlloc(ctx=arg1,size=arg2)->ret' \
-  --alloc-fn   'MemoryContextAllocZero(ctx=arg1,size=arg2)->ret' \
-  --alloc-fn   'MemoryContextAllocZeroAligned(ctx=arg1,size=arg2)->ret' \
-  --alloc-fn   'MemoryContextAllocExtended(ctx=arg1,size=arg2)->ret' \
-  --alloc-fn   'palloc(ctx=*(ret-8),size=arg1)->ret' \
-  --alloc-fn   'palloc0(ctx=*(ret-8),size=arg1)->ret' \
-  --alloc-fn   'palloc_extended(ctx=*(ret-8),size=arg1)->ret' \
-  --realloc-fn 'repalloc(ctx=*(ret-8),ptr=arg1,size=arg2)->ret' \
-  --free-fn    'pfree(ctx=*(arg1-8),ptr=arg1)' \
-  --reset-fn   'MemoryContextReset(ctx=arg1)' \
-  --reset-fn   'MemoryContextResetOnly(ctx=arg1)' \
-  --destroy-fn 'MemoryContextDelete(ctx=arg1)' \
+  --options-file "$W/postgres.options" \
   -- $PG/postgres -D "$W/data" -p 5499 -k "$W" 2>"$W/server.log" &
 sleep 5
 

@@ -891,6 +891,7 @@ static const char attach_usage[] =
 	"  --alloc-fn SPEC, --free-fn SPEC, ... (as `heaptrail run`'s): allocator\n"
 	"                         functions hooked by name while attached\n"
 	"  --no-builtin-fns       no built-in profile (embedded mimalloc, jemalloc...)\n"
+	"  --options-file FILE    more options, one per line, as for heaptrail run\n"
 	CLI_LIVE_PUSH_HELP;
 
 static int do_attach(long pid, const char *opts, const char *outdir, double *stopped_ms)
@@ -1038,8 +1039,48 @@ static int detach_now(long pid, bool quiet)
 	return r ? 1 : 0;
 }
 
+/* argv with each --options-file FILE replaced by the file's options;
+ * NULL after saying why not. */
+static char **expand_options_files(int *argc, char **argv)
+{
+	int n = 0, cap = *argc + 1;
+	char **out = malloc((size_t)cap * sizeof *out);
+	for (int i = 0; out && i < *argc; i++) {
+		const char *v = i ? cli_opt_value(*argc, argv, &i, "--options-file") : NULL;
+		int fargc = 0;
+		char **fargv = NULL;
+		if (v && (!*v || cli_read_options_file(v, "attach", &fargc, &fargv))) {
+			if (!*v)
+				cli_error("attach: option '--options-file' needs a value");
+			free(out);
+			return NULL;
+		}
+		if (n + fargc + (*argc - i) + 1 > cap) {
+			char **nv = realloc(out, (size_t)(cap = n + fargc + *argc + 1) * sizeof *out);
+			if (!nv)
+				free(out);
+			if (!(out = nv))
+				break;
+		}
+		if (v)
+			for (int k = 1; k < fargc; k++)
+				out[n++] = fargv[k];
+		else
+			out[n++] = argv[i];
+	}
+	if (!out) {
+		cli_error("attach: out of memory");
+		return NULL;
+	}
+	out[n] = NULL;
+	*argc = n;
+	return out;
+}
+
 int cmd_attach(int argc, char **argv)
 {
+	if (!(argv = expand_options_files(&argc, argv)))
+		return 2;
 	const char *outdir = NULL, *v;
 	char opts[1024] = "", fns[4096] = "", val[64];
 	bool has_sample = false, has_every = false, has_timeline = false;

@@ -65,6 +65,63 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
+int cli_read_options_file(const char *path, const char *cmd, int *argc, char ***argv)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		cli_error("%s: cannot read the options file '%s': %s", cmd, path, strerror(errno));
+		return -1;
+	}
+	int n = 1, cap = 16;
+	char **v = malloc((size_t)cap * sizeof *v), *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	bool ok = v != NULL;
+	if (ok)
+		v[0] = (char *)cmd;
+	while (ok && (len = getline(&line, &lcap, f)) >= 0) {
+		char *s = line, *e = line + len;
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		*e = 0;
+		if (s == e || *s == '#')
+			continue;
+		/* "--flag VALUE": the value is the rest of the line, spaces and all */
+		char *sp = s + strcspn(s, " \t");
+		char *val = NULL;
+		if (*sp) {
+			*sp = 0;
+			val = sp + 1;
+			while (*val == ' ' || *val == '\t')
+				val++;
+		}
+		if (n + 3 > cap) {
+			char **nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
+			if (!nv) {
+				ok = false;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[n++] = strdup(s)) || (val && !(v[n++] = strdup(val))))
+			ok = false;
+	}
+	free(line);
+	if (ferror(f) || !ok) {
+		cli_error("%s: cannot read the options file '%s': %s", cmd, path,
+			  ok ? strerror(errno) : "out of memory");
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	v[n] = NULL;
+	*argc = n;
+	*argv = v;
+	return 0;
+}
+
 void cli_report_opts_init(struct cli_report_opts *o)
 {
 	memset(o, 0, sizeof *o);

@@ -68,6 +68,8 @@ static const char usage[] =
 	"  --trim-fn 'F(ctx=argN,ptr=argN,size=argN)'   (each may be given again)\n"
 	"  --no-builtin-fns       do not hook the allocators PROG carries a copy of\n"
 	"                         (mimalloc, prefixed jemalloc, tcmalloc, Rust's)\n"
+	"  --options-file FILE    more options, one per line (\"--alloc-fn SPEC\"; the\n"
+	"                         value is the rest of the line; # comments)\n"
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
@@ -161,11 +163,12 @@ int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct run_opts *o)
+/* The options in argv[1..argc) into o, up to the program (or "--"):
+ * returns the index where they end, or -1 after saying why. nested: argv
+ * comes from an options file. */
+static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 {
 	const char *v;
-	*o = (struct run_opts){ .error_exitcode = -1, .depth = 64, .follow = 1 };
-	cli_report_opts_init(&o->report);
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -179,12 +182,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			return -1;
 		if (r > 0)
 			continue;
-		if (!strcmp(a, "--")) {
-			i++;
+		if (!strcmp(a, "--") || a[0] != '-') {
+			if (nested)
+				break;   /* the caller says it is not an option */
+			i += a[0] == '-';
 			break;
 		}
-		if (a[0] != '-')
-			break;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage, stdout);
 			exit(0);
@@ -234,7 +237,21 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			o->follow = 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = 1;
-		} else {
+		} else if ((v = cli_opt_value(argc, argv, &i, "--options-file")) && *v) {
+			int fargc, end;
+			char **fargv;
+			if (nested) {
+				cli_error("run: an options file cannot name another ('%s')", v);
+				return -1;
+			}
+			if (cli_read_options_file(v, "run", &fargc, &fargv) ||
+			    (end = parse_loop(fargc, fargv, o, true)) < 0)
+				return -1;
+			if (end < fargc) {
+				cli_error("run: %s: '%s' is not an option of heaptrail run", v, fargv[end]);
+				return -1;
+			}
+		} else if (!v) {
 			cli_error("run: unknown option '%s'", a);
 			fputs(usage, stderr);
 			return -1;
@@ -244,6 +261,16 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			return -1;
 		}
 	}
+	return i;
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+	*o = (struct run_opts){ .error_exitcode = -1, .depth = 64, .follow = 1 };
+	cli_report_opts_init(&o->report);
+	int i = parse_loop(argc, argv, o, false);
+	if (i < 0)
+		return -1;
 	/* dumps while it runs sample with S following the heap, unless told
 	 * otherwise; without them, exact mode (leak kinds need it) */
 	if ((strstr(o->profile, ",interval=") || strstr(o->profile, ",peak=") ||

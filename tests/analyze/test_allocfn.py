@@ -60,7 +60,9 @@
                      unstripped run's do; without, each function is
                      refused and no pool is made
     allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
-                     commas inside the parentheses), and a malformed spec
+                     commas inside the parentheses) and from an options
+                     file (--options-file), and a malformed spec, a file
+                     naming a program or another file, a missing file,
                      refused by `heaptrail run` before it starts anything
 """
 import json
@@ -260,6 +262,37 @@ def test_options(suite):
     if got != [counts.get(b"rip")]:
         problems.append("HEAPTRAIL_OPTIONS: pools hold %s, the program %s" %
                         (got, counts.get(b"rip")))
+    # the same from an options file (comments, blank lines, spaces before
+    # the value); then files that must be refused, with one line each
+    opts = os.path.join(work, "edges.options")
+    with open(opts, "w") as f:
+        f.write("# edges.c's pools\n\n--alloc-fn   rip_alloc(ctx=arg1,size=arg2)->ret\n"
+                "  --free-fn short_free(ctx=arg1,ptr=arg2)\n--depth 32\n")
+    out, jpath = os.path.join(work, "file"), os.path.join(work, "file.json")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "--options-file", opts, "-o", out,
+                              "--json", jpath, "--", prog], cwd=work, env=rt.RUN_ENV)
+    got = []
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            got = pools_held(json.load(f))
+    if rc != 0 or stdout != bare or err.count(b"cannot hook") != 1 or \
+            got != [counts.get(b"rip")]:
+        problems.append("--options-file: status %d, pools %s (the program %s), said %s"
+                        % (rc, got, counts.get(b"rip"), rt.short(err, 400)))
+    for text, why in (("--alloc-fn f(size=arg9)->ret\n", "arg1 to arg6"),
+                      ("--depth 32\n" + prog + "\n", "is not an option of heaptrail run"),
+                      ("--options-file " + opts + "\n", "cannot name another")):
+        with open(opts, "w") as f:
+            f.write(text)
+        rc, stdout, err = rt.run([suite.heaptrail, "run", "--options-file", opts, "--", prog],
+                                 cwd=work)
+        said = err.decode(errors="replace").strip()
+        if rc == 0 or stdout or len(said.split("\n")) != 1 or why not in said:
+            problems.append("options file %r: status %d, says %s" % (text, rc, rt.short(err)))
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "--options-file",
+                              os.path.join(work, "none.options"), "--", prog], cwd=work)
+    if rc == 0 or stdout or b"cannot read the options file" not in err:
+        problems.append("a missing options file: status %d, says %s" % (rc, rt.short(err)))
     for flag, spec, why in (("--alloc-fn", "rip_alloc(ctx=arg1,size=arg9)->ret", "arg1 to arg6"),
                             ("--free-fn", "f(ctx=arg1)", "needs ptr=argN"),
                             ("--alloc-fn", "a(size=arg1)", "needs size=argN and ->ret")):

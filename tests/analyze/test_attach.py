@@ -57,8 +57,9 @@ commands on stdin).
                     the chunks kept (reachable) and lost since the attach,
                     at their sites; pool_get_zeroed, whose address + 2 a
                     thread keeps on its stack as a signal frame would, is
-                    refused with one line; a second attach reuses the
-                    trampolines and sees only its own chunks; every chunk
+                    refused with one line; a second attach (the functions
+                    named in an --options-file) reuses the trampolines and
+                    sees only its own chunks; every chunk
                     the threads check is intact, the output is the bare
                     run's, no thread added
 """
@@ -828,7 +829,13 @@ def test_fnhook(suite):
                            ("definitely_lost", "lose_site"): (3 * 555, 3)})]
         for i, (keep, lose, want) in enumerate(cycles):
             out = new_dir(os.path.join(work, "out%d" % i))
-            rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out, *fns,
+            given = fns
+            if i:   # the second time from an options file
+                given = ["--options-file", os.path.join(work, "pools.options")]
+                with open(given[1], "w") as f:
+                    f.write("# pool functions\n" + "".join("%s %s\n" % (fns[k], fns[k + 1])
+                                                           for k in range(0, len(fns), 2)))
+            rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out, *given,
                                    str(t.p.pid))
             if not expect_ok(problems, "attach %d" % i, rc, err):
                 return problems, []
