@@ -117,6 +117,9 @@ static int build_mappings(struct prof_profile *p, const struct fmt_heap_dump *d,
 			free(file);
 			if (rc == -ENOEXEC && !hex[0])
 				goto keep_map; /* not an ELF file (a font, a locale archive) */
+			if (rc == -ENOENT && !m->exec && !bid)
+				goto keep_map; /* gone and holds no code: a deleted file's or
+						* a SysV shared memory segment's data */
 			if (rc && rc != -ENOEXEC)
 				bias = m->start - m->offset; /* file missing: a guess for the range */
 			mods[nmods] = (struct sym_module){

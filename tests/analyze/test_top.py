@@ -20,6 +20,9 @@
                      "grew, then flat", churn is not growing
     growth:errors    fewer than three dumps, dumps of two processes, no
                      dumps in the directory: one-line errors
+    top:data-maps    a dump whose maps list data mappings of files that are
+                     gone (a SysV shared memory segment, a deleted file):
+                     top shows the same rows and says nothing about them
     dump:metadata    the agent's '#' lines: every dump says when it was
                      taken (times increase with the sequence number, pid
                      as in the name), how much memory the agent maps
@@ -250,6 +253,28 @@ def test_growth(suite):
     return problems, details
 
 
+def test_data_maps(suite):
+    _, heaps, _ = common.dumps(suite)
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "top-data-maps"))
+    dump = os.path.join(work, "with-shm.heap")
+    with open(heaps[-1]) as f:
+        text = f.read()
+    if "MAPPED_LIBRARIES:" not in text:
+        raise Failure("no MAPPED_LIBRARIES in %s" % heaps[-1])
+    with open(dump, "w") as f:
+        f.write(text.rstrip("\n") + "\n"
+                "7f8083d6f000-7f8083d70000 rw-s 00000000 00:01 32    /SYSV00a9006e (deleted)\n"
+                "7f8083d70000-7f8083d80000 rw-p 00000000 08:01 99    /tmp/gone.dat (deleted)\n")
+    base, with_shm = ht_top(suite, heaps[-1]), ht_top(suite, dump)
+    _, _, err = heaptrail(suite, ["top", dump])
+    problems = []
+    if with_shm["rows"] != base["rows"]:
+        problems.append("rows differ: %s vs %s" % (with_shm["rows"][:3], base["rows"][:3]))
+    if "SYSV" in err or "gone.dat" in err:
+        problems.append("top said: %s" % err.strip())
+    return problems, []
+
+
 def test_growth_errors(suite):
     problems = []
     _, heaps, _ = common.dumps(suite)
@@ -308,4 +333,5 @@ def collect(suite):
             ("top:jemalloc", lambda: test_jemalloc(suite)),
             ("diff:pprof", lambda: test_diff_pprof(suite)),
             ("growth:sites", lambda: test_growth(suite)),
+            ("top:data-maps", lambda: test_data_maps(suite)),
             ("growth:errors", lambda: test_growth_errors(suite))]
