@@ -323,7 +323,8 @@ struct found {
 	char mangled[FMT_FN_NAME_MAX + 64]; /* name's C++ mangling up to its
 					     * parameters ("" when too long) */
 	bool exe_only;           /* look in the program only */
-	bool seen_exe;
+	bool active;             /* looked for in the module being read */
+	bool done;               /* found (the first module that has it wins) */
 	uintptr_t addr;
 	uint64_t size;
 	int count;               /* functions of that name at distinct addresses */
@@ -482,26 +483,49 @@ static void match_one(const char *name, size_t room, uint64_t value, uint64_t si
 	f->count++;
 }
 
+/* Every name looked for at once: each module's symbols are read once. */
+struct finds {
+	struct found *f;
+	int n;
+	bool seen_exe;
+};
+
+static void match_active(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
+{
+	struct finds *b = arg;
+	for (int i = 0; i < b->n; i++) {
+		struct found *f = &b->f[i];
+		if (f->active && (name[0] == f->name[0] || name[0] == f->mangled[0]))
+			match_one(name, room, value, size, f);
+	}
+}
+
 static int find_in_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct found *f = arg;
+	struct finds *b = arg;
 	const char *path = info->dlpi_name;
-	if (f->seen_exe && f->exe_only)
-		return 1;
 	if (!path || !*path) {
-		if (f->seen_exe)    /* only the first unnamed one is the program */
+		if (b->seen_exe)    /* only the first unnamed one is the program */
 			return 0;
 		path = "/proc/self/exe";
 	}
-	f->seen_exe = true;
+	bool exe = !b->seen_exe;
+	b->seen_exe = true;
 	if (info->dlpi_addr == agent_self_lo)
 		return 0;   /* ourselves (our ELF header is at our load address) */
-	agent_strlcpy(f->module, path, sizeof f->module);
-	each_func(info, path, match_one, f);
-	if (!f->count)
-		return 0;
-	f->addr += info->dlpi_addr;
-	return 1;
+	int want = 0;
+	for (int i = 0; i < b->n; i++)
+		want += b->f[i].active = !b->f[i].done && (exe || !b->f[i].exe_only);
+	if (!want)
+		return 1;
+	each_func(info, path, match_active, b);
+	for (int i = 0; i < b->n; i++)
+		if (b->f[i].active && b->f[i].count) {
+			b->f[i].done = true;
+			b->f[i].addr += info->dlpi_addr;
+			agent_strlcpy(b->f[i].module, path, sizeof b->f[i].module);
+		}
+	return 0;
 }
 
 /* ---------- checking and relocating the first instructions ---------- */
@@ -784,11 +808,10 @@ static bool switch_on(struct fnhook *h)
 /* Finds the function spec names and makes its stub (F is not written
  * yet: see commit); a built-in one (profiles below) is looked for in the
  * program only, and its absence is not worth a word. */
-static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin)
+static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin,
+		     const struct found *found, const struct found *cold)
 {
-	struct found f = { .name = spec->name, .exe_only = builtin };
-	mangle_prefix(spec->name, f.mangled, sizeof f.mangled);
-	dl_iterate_phdr(find_in_module, &f);
+	struct found f = *found;
 	if (!f.count) {
 		if (!builtin)
 			agent_log("cannot hook '", spec->name,
@@ -814,14 +837,7 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 		say(spec->name, "too many allocator functions", NULL);
 		return;
 	}
-	/* GCC's NAME.cold: the unlikely paths, which jump back into F */
-	struct found cold = { .exe_only = builtin };
-	char cold_name[FMT_FN_NAME_MAX + 8];
-	agent_strlcpy(cold_name, spec->name, sizeof cold_name);
-	agent_strlcpy(cold_name + agent_strlen(cold_name), ".cold", 8);
-	cold.name = cold_name;
-	dl_iterate_phdr(find_in_module, &cold);
-	size_t n = check(dec, spec->name, f.addr, f.size, cold.count == 1 ? &cold : NULL);
+	size_t n = check(dec, spec->name, f.addr, f.size, cold->count == 1 ? cold : NULL);
 	if (!n)
 		return;
 	uint8_t *page = near_page(f.addr);
@@ -1065,9 +1081,22 @@ static void match_keys(const char *name, size_t room, uint64_t value, uint64_t s
 			has[i] = true;
 }
 
-/* Hooks each "KIND SPEC" line of lines. */
+/* Hooks each "KIND SPEC" line of lines: the functions they name (and
+ * their GCC .cold parts: the unlikely paths, which jump back into F) are
+ * looked for together, in one reading of each module's symbols. */
 static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 {
+	enum { MAX_SPECS = 72 };   /* said below */
+	struct batch {
+		struct fmt_fnspec spec[MAX_SPECS];
+		char cold_name[MAX_SPECS][FMT_FN_NAME_MAX + 8];
+		struct found f[2 * MAX_SPECS];   /* F, then its .cold part */
+	} *b = agent_mmap(sizeof *b);
+	if (!b) {
+		agent_log("cannot hook allocator functions: out of memory", NULL, NULL);
+		return;
+	}
+	int n = 0;
 	while (*s) {
 		const char *e = s;
 		while (*e && *e != '\n')
@@ -1075,12 +1104,28 @@ static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 		const char *sp = s;
 		while (sp < e && *sp != ' ')
 			sp++;
-		struct fmt_fnspec spec;
 		int kind = fmt_fn_kind_parse(s, (size_t)(sp - s));
-		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &spec))
-			hook_one(dec, &spec, builtin);
+		if (n == MAX_SPECS) {
+			agent_log("cannot hook allocator functions: more than ", "72", " named");
+			break;
+		}
+		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &b->spec[n])) {
+			struct found *f = &b->f[2 * n], *cold = f + 1;
+			f->name = b->spec[n].name;
+			f->exe_only = cold->exe_only = builtin;
+			mangle_prefix(f->name, f->mangled, sizeof f->mangled);
+			agent_strlcpy(b->cold_name[n], f->name, sizeof b->cold_name[n]);
+			agent_strlcpy(b->cold_name[n] + agent_strlen(b->cold_name[n]), ".cold", 8);
+			cold->name = b->cold_name[n];
+			n++;
+		}
 		s = *e ? e + 1 : e;
 	}
+	struct finds all = { b->f, 2 * n, false };
+	dl_iterate_phdr(find_in_module, &all);
+	for (int i = 0; i < n; i++)
+		hook_one(dec, &b->spec[i], builtin, &b->f[2 * i], &b->f[2 * i + 1]);
+	agent_munmap(b, sizeof *b);
 }
 
 /* The profiles whose key the program (the first module) defines. */
