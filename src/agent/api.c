@@ -64,7 +64,7 @@ AGENT_API int heaptrail_pool_alloc(const void *pool, const void *addr, size_t si
 {
 	if (!pool)
 		return -EINVAL;
-	return agent_poolrec_alloc((uintptr_t)pool, (uintptr_t)addr, size, FMT_FN_POOL, 0, false);
+	return agent_poolrec_alloc((uintptr_t)pool, (uintptr_t)addr, size, FMT_FN_POOL, 0, false, 0);
 }
 
 AGENT_API int heaptrail_pool_free(const void *pool, const void *addr)
@@ -122,7 +122,7 @@ AGENT_API int heaptrail_pool_exists(const void *pool)
 
 AGENT_API int heaptrail_block_alloc(const void *addr, size_t size)
 {
-	return agent_poolrec_alloc(0, (uintptr_t)addr, size, FMT_FN_MALLOCLIKE, 0, false);
+	return agent_poolrec_alloc(0, (uintptr_t)addr, size, FMT_FN_MALLOCLIKE, 0, false, 0);
 }
 
 AGENT_API int heaptrail_block_free(const void *addr)

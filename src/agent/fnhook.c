@@ -173,7 +173,7 @@ extern char agent_fnhook_entry[];
 static uintptr_t arg(const struct fnhook *h, const uintptr_t *regs, int role)
 {
 	int a = h->spec.arg[role];
-	if (!a)
+	if (!a || a == FMT_ARG_CTX)   /* *(ctx+K): poolrec.c reads it */
 		return 0;
 	uintptr_t v = regs[a == FMT_ARG_RET ? REG_RET : a - 1];
 	if (!h->spec.deref[role])
@@ -238,7 +238,10 @@ __attribute__((used)) uintptr_t agent_fnhook_pre(struct fnhook *h, uintptr_t *re
 
 static void made(struct fnhook *h, uintptr_t ctx, uintptr_t addr, size_t size)
 {
-	agent_poolrec_alloc(ctx, addr, size, ctx ? FMT_FN_POOL : FMT_FN_MALLOCLIKE, h->fn + 1, true);
+	uintptr_t name_at = ctx && h->spec.arg[FMT_ROLE_NAME] == FMT_ARG_CTX
+				    ? ctx + (uintptr_t)(intptr_t)h->spec.off[FMT_ROLE_NAME] : 0;
+	agent_poolrec_alloc(ctx, addr, size, ctx ? FMT_FN_POOL : FMT_FN_MALLOCLIKE, h->fn + 1, true,
+			    name_at);
 }
 
 static void created(struct fnhook *h, const uintptr_t *regs, uintptr_t pool)

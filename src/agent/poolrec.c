@@ -1,5 +1,8 @@
 /* poolrec.c — recording pool operations (poolrec.h). */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -28,8 +31,41 @@ int agent_poolrec_leave(int ret)
 	return ret;
 }
 
+/* Copies n bytes at the program's address from into to, through the
+ * kernel: false when they are not all readable (no fault). */
+static bool read_safely(void *to, uintptr_t from, size_t n)
+{
+	struct iovec local = { to, n }, remote = { (void *)from, n };
+	return syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n;
+}
+
+/* The pool name whose address is the word at name_at, into name ("" when
+ * it cannot be read), up to its first byte that is not printable ASCII. */
+static void name_from(uintptr_t name_at, char *name)
+{
+	uintptr_t p;
+	name[0] = 0;
+	if (!read_safely(&p, name_at, sizeof p) || !p)
+		return;
+	/* byte by byte up to the end of p's page, then the next page's */
+	size_t n = 0;
+	while (n < AGENT_POOL_NAME_MAX - 1) {
+		size_t page_left = 4096 - ((p + n) & 4095), want = AGENT_POOL_NAME_MAX - 1 - n;
+		size_t k = want < page_left ? want : page_left;
+		if (!read_safely(name + n, p + n, k))
+			break;
+		size_t end = 0;   /* printable ASCII only: memory read on trust */
+		while (end < k && name[n + end] >= 0x20 && name[n + end] < 0x7f)
+			end++;
+		n += end;
+		if (end < k)
+			break;
+	}
+	name[n] = 0;
+}
+
 AGENT_NOINLINE int agent_poolrec_alloc(uintptr_t anchor, uintptr_t addr, size_t size, int fn,
-				       uintptr_t first_pc, bool make)
+				       uintptr_t first_pc, bool make, uintptr_t name_at)
 {
 	if (!agent_poolrec_enter())
 		return -EAGAIN;
@@ -37,8 +73,13 @@ AGENT_NOINLINE int agent_poolrec_alloc(uintptr_t anchor, uintptr_t addr, size_t 
 	if (!addr || !agent_recording() || !agent_sampled(size))
 		return agent_poolrec_leave(0);
 	uint32_t id = agent_pool_find(anchor);
-	if (!id && make && anchor && agent_pool_create(anchor, 0, NULL) > 0)
-		id = agent_pool_find(anchor);
+	if (!id && make && anchor) {
+		char name[AGENT_POOL_NAME_MAX] = "";
+		if (name_at)
+			name_from(name_at, name);
+		if (agent_pool_create(anchor, 0, name[0] ? name : NULL) > 0)
+			id = agent_pool_find(anchor);
+	}
 	if (!id)
 		return agent_poolrec_leave(-ENOENT);
 	uintptr_t pcs[AGENT_MAX_DEPTH];

@@ -25,10 +25,13 @@ int agent_poolrec_leave(int ret);
  * picks it; fn (FMT_FN_POOL, FMT_FN_MALLOCLIKE) is its frame #0. first_pc,
  * when not 0, is put before the caller's frames (fnhook.c: the hooked
  * function, whose frame is not live yet). With make, a pool that does not
- * exist is created (unnamed, no parent). Returns 0 or -errno; does its
- * own enter and leave (-EAGAIN when it cannot). */
+ * exist is created (no parent), unnamed, or, when name_at is not 0, named
+ * by the C string whose address is the word at name_at (both read
+ * without trusting them: a bad address gives no name, never a fault).
+ * Returns 0 or -errno; does its own enter and leave (-EAGAIN when it
+ * cannot). */
 int agent_poolrec_alloc(uintptr_t anchor, uintptr_t addr, size_t size, int fn,
-			uintptr_t first_pc, bool make);
+			uintptr_t first_pc, bool make, uintptr_t name_at);
 
 /* The chunk at addr of pool anchor (0: malloc-like) goes back: 0 or
  * -errno (an untracked chunk when sampling is 0). Own enter and leave. */

@@ -21,10 +21,10 @@ static const struct {
 	bool ret;
 	const char *why;   /* said when a needed role or ->ret is missing */
 } kinds[FMT_FNK_COUNT] = {
-	[FMT_FNK_ALLOC] = { R(CTX) | R(SIZE) | R(COUNT), R(SIZE), true,
+	[FMT_FNK_ALLOC] = { R(CTX) | R(SIZE) | R(COUNT) | R(NAME), R(SIZE), true,
 			    "an alloc function needs size=argN and ->ret" },
 	[FMT_FNK_FREE] = { R(CTX) | R(PTR), R(PTR), false, "a free function needs ptr=argN" },
-	[FMT_FNK_REALLOC] = { R(CTX) | R(PTR) | R(SIZE), R(PTR) | R(SIZE), true,
+	[FMT_FNK_REALLOC] = { R(CTX) | R(PTR) | R(SIZE) | R(NAME), R(PTR) | R(SIZE), true,
 			      "a realloc function needs ptr=argN, size=argN and ->ret" },
 	[FMT_FNK_RESET] = { R(CTX), R(CTX), false, "a reset function needs ctx=argN" },
 	[FMT_FNK_DESTROY] = { R(CTX), R(CTX), false, "a destroy function needs ctx=argN" },
@@ -62,14 +62,23 @@ static bool ident_char(char c)
  * *(argN), *(argN-K), *(argN+K), *(ret-K)... (ret: only for the kinds
  * that return what they made, whose roles are read after the call).
  * Moves *k past it; NULL or why it is malformed. */
-static const char *parse_value(int kind, const char *s, size_t n, size_t *k, signed char *arg,
-			       int *off, bool *deref)
+static const char *parse_value(int kind, int role, const char *s, size_t n, size_t *k,
+			       signed char *arg, int *off, bool *deref)
 {
 	size_t i = *k;
 	bool star = n - i >= 2 && s[i] == '*' && s[i + 1] == '(';
 	if (star)
 		i += 2;
-	if (star && n - i >= 3 && same(s + i, 3, "ret")) {
+	/* the name of a pool first met in an alloc or realloc function */
+	bool pool_name = role == FMT_ROLE_NAME && kind != FMT_FNK_CREATE;
+	if (pool_name != (star && n - i >= 3 && same(s + i, 3, "ctx")))
+		return pool_name ? "an alloc or realloc function's name is *(ctx+K): the word at "
+				   "the pool + K, the address of its name"
+				 : "ctx is a base only for name=*(ctx+K)";
+	if (pool_name) {
+		*arg = FMT_ARG_CTX;
+		i += 3;
+	} else if (star && n - i >= 3 && same(s + i, 3, "ret")) {
 		if (!kinds[kind].ret)
 			return "*(ret...) only where the function returns what it made";
 		*arg = FMT_ARG_RET;
@@ -135,8 +144,8 @@ const char *fmt_fnspec_parse(int kind, const char *s, size_t n, struct fmt_fnspe
 			if (seen & (1u << role))
 				return "a role given twice";
 			k++;
-			const char *why = parse_value(kind, s, n, &k, &out->arg[role], &out->off[role],
-						      &out->deref[role]);
+			const char *why = parse_value(kind, role, s, n, &k, &out->arg[role],
+						      &out->off[role], &out->deref[role]);
 			if (why)
 				return why;
 			seen |= 1u << role;
@@ -159,5 +168,7 @@ const char *fmt_fnspec_parse(int kind, const char *s, size_t n, struct fmt_fnspe
 	}
 	if ((seen & kinds[kind].needs) != kinds[kind].needs || (kinds[kind].ret && !out->ret))
 		return kinds[kind].why;
+	if (out->arg[FMT_ROLE_NAME] == FMT_ARG_CTX && !out->arg[FMT_ROLE_CTX])
+		return "name=*(ctx+K) needs ctx=...";
 	return 0;
 }

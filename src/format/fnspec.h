@@ -6,6 +6,11 @@
  *   AllocSetAlloc(ctx=arg1,size=arg2)->ret
  *   AllocSetFree(ctx=arg1,ptr=arg2)
  *
+ * An alloc or realloc function may say where a pool it first meets (one
+ * made before heaptrail was there, at an attach) keeps its name:
+ * name=*(ctx+K), the word at the pool's value + K being the address of a
+ * C string (PostgreSQL 15: palloc(ctx=*(ret-8),size=arg1,name=*(ctx+56))).
+ *
  * NAME(ROLE=argN,...) (NAME a C function's, a C++ function's mangled
  * name, or its qualified name: ns::Class::method) with N from 1 to 6 (the integer registers of the
  * System V ABI), then "->ret" when the return value is the block (alloc,
@@ -36,6 +41,7 @@ enum fmt_fn_role {
 #define FMT_FN_NAME_MAX 128
 #define FMT_FN_MAX_ARG 6
 #define FMT_ARG_RET 7   /* arg[]: the return value (only in *(ret-K)) */
+#define FMT_ARG_CTX 8   /* arg[]: the pool's value (only name=*(ctx+K)) */
 
 /* A role's value is argument arg[role] (or the return value), or, when
  * deref[role], the word at that value + off[role]: ctx=*(arg1-8) for an

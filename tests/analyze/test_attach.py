@@ -57,9 +57,12 @@ commands on stdin).
                     the chunks kept (reachable) and lost since the attach,
                     at their sites; pool_get_zeroed, whose address + 2 a
                     thread keeps on its stack as a signal frame would, is
-                    refused with one line; a second attach (the functions
-                    named in an --options-file) reuses the trampolines and
-                    sees only its own chunks; every chunk
+                    refused with one line; pools made before the attach
+                    are named from their memory (name=*(ctx+8)); a second
+                    attach (the functions named in an --options-file, the
+                    names looked for at an unmapped address: a pool first
+                    met then has no name, and no fault) reuses the
+                    trampolines and sees only its own chunks; every chunk
                     the threads check is intact, the output is the bare
                     run's, no thread added
 """
@@ -791,8 +794,9 @@ def test_namespace(suite):
 
 
 def pool_records(problems, suite, out, sites):
-    """{(kind, site): (bytes, blocks)} of the pool chunks in the records
-    of the leak check file in out whose stack holds one of sites."""
+    """{(kind, site, pool): (bytes, blocks)} of the pool chunks in the
+    records of the leak check file in out whose stack holds one of sites
+    (pool: its name, "pool#" for one without)."""
     path = os.path.join(out, next((f for f in os.listdir(out) if ".check-" in f), "none"))
     rc, js, err = heaptrail(suite, "report", "--json", path)
     if not expect_ok(problems, "report --json %s" % path, rc, err):
@@ -802,8 +806,9 @@ def pool_records(problems, suite, out, sites):
         fns = [f.get("function") for f in r["stack"]]
         site = next((f for f in fns if f in sites), None)
         if site and r.get("pool"):
-            b, n = got.get((r["kind"], site), (0, 0))
-            got[(r["kind"], site)] = (b + r["bytes"], n + r["blocks"])
+            key = (r["kind"], site, "pool#" if r["pool"].startswith("pool#") else r["pool"])
+            b, n = got.get(key, (0, 0))
+            got[key] = (b + r["bytes"], n + r["blocks"])
     return got
 
 
@@ -814,27 +819,33 @@ def test_fnhook(suite):
     rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, POOLS_SRC])
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
-    fns = ["--alloc-fn", "pool_get(ctx=arg1,size=arg2)->ret",
+    fns = ["--alloc-fn", "pool_get(ctx=arg1,size=arg2,name=*(ctx+8))->ret",
            "--free-fn", "pool_put(ctx=arg1,ptr=arg2)",
            "--alloc-fn", "pool_get_zeroed(ctx=arg1,size=arg2)->ret"]
-    sites = ("keep_site", "lose_site")
+    # the second time, the names of pools first met are looked for where no
+    # memory is mapped (1 MB below the program's .data, where `other` is):
+    # read safely, the pool is nameless; `kept`, known since the first,
+    # keeps its name
+    fns2 = [f.replace("*(ctx+8)", "*(ctx-1048000)") for f in fns]
+    sites = ("keep_site", "lose_site", "other_site")
     problems = []
     t = Target(prog, work)
     try:
         bare = t.ask("code")
         threads = len(os.listdir("/proc/%d/task" % t.p.pid))
-        cycles = [(50, 20, {("still_reachable", "keep_site"): (50 * 777, 50),
-                            ("definitely_lost", "lose_site"): (20 * 555, 20)}),
-                  (10, 3, {("still_reachable", "keep_site"): (10 * 777, 10),
-                           ("definitely_lost", "lose_site"): (3 * 555, 3)})]
+        cycles = [(50, 20, {("still_reachable", "keep_site", "kept"): (50 * 777, 50),
+                            ("definitely_lost", "lose_site", "kept"): (20 * 555, 20)}),
+                  (10, 3, {("still_reachable", "keep_site", "kept"): (10 * 777, 10),
+                           ("definitely_lost", "lose_site", "kept"): (3 * 555, 3),
+                           ("still_reachable", "other_site", "pool#"): (4 * 333, 4)})]
         for i, (keep, lose, want) in enumerate(cycles):
             out = new_dir(os.path.join(work, "out%d" % i))
             given = fns
             if i:   # the second time from an options file
                 given = ["--options-file", os.path.join(work, "pools.options")]
                 with open(given[1], "w") as f:
-                    f.write("# pool functions\n" + "".join("%s %s\n" % (fns[k], fns[k + 1])
-                                                           for k in range(0, len(fns), 2)))
+                    f.write("# pool functions\n" + "".join("%s %s\n" % (fns2[k], fns2[k + 1])
+                                                           for k in range(0, len(fns2), 2)))
             rc, _, err = heaptrail(suite, "attach", "--sample", "1", "-o", out, *given,
                                    str(t.p.pid))
             if not expect_ok(problems, "attach %d" % i, rc, err):
@@ -845,6 +856,8 @@ def test_fnhook(suite):
                                 % (i, hooked, bare))
             t.ask("keep %d" % keep)
             t.ask("lose %d" % lose)
+            if i:
+                t.ask("other 4")
             rc, _, err = heaptrail(suite, "leaks", "--show-leak-kinds=all", str(t.p.pid))
             expect_ok(problems, "leaks %d" % i, rc, err)
             got = pool_records(problems, suite, out, sites)
@@ -862,7 +875,7 @@ def test_fnhook(suite):
         rc, err = t.finish()
         refused = ("heaptrail: cannot hook 'pool_get_zeroed': a thread of the program "
                    "stayed inside its first bytes")
-        if rc != 0 or t.out[-1] != "done ok kept=60":
+        if rc != 0 or t.out[-1] != "done ok kept=64":
             problems.append("target: exit %d, output %s" % (rc, t.out))
         if err.splitlines() != [refused] * len(cycles):
             problems.append("target's stderr %r, want %r once per attach"

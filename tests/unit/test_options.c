@@ -135,6 +135,22 @@ int main(void)
 		   "*(argN) in a realloc");
 	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-),size=arg1)->ret", &sp), 0, "*(arg1-)");
 	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(arg1-8,size=arg1)->ret", &sp), 0, "*(arg1-8 unclosed");
+	/* the name of a pool first met: name=*(ctx+K) in alloc and realloc only */
+	expect_int(spec(FMT_FNK_ALLOC, "palloc(ctx=*(ret-8),size=arg1,name=*(ctx+56))->ret", &sp), 1,
+		   "name=*(ctx+56)");
+	expect_int(sp.arg[FMT_ROLE_NAME] == FMT_ARG_CTX && sp.deref[FMT_ROLE_NAME] &&
+			   sp.off[FMT_ROLE_NAME] == 56 && sp.arg[FMT_ROLE_CTX] == FMT_ARG_RET &&
+			   sp.off[FMT_ROLE_CTX] == -8,
+		   1, "name=*(ctx+56): its fields");
+	expect_int(spec(FMT_FNK_REALLOC, "r(ctx=arg1,ptr=arg2,size=arg3,name=*(ctx))->ret", &sp), 1,
+		   "name=*(ctx) in a realloc");
+	expect_int(spec(FMT_FNK_ALLOC, "a(size=arg1,name=*(ctx+8))->ret", &sp), 0,
+		   "name=*(ctx+8) without ctx");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=arg1,size=arg2,name=arg3)->ret", &sp), 0,
+		   "an alloc's name=arg3");
+	expect_int(spec(FMT_FNK_ALLOC, "a(ctx=*(ctx+8),size=arg2)->ret", &sp), 0, "ctx=*(ctx+8)");
+	expect_int(spec(FMT_FNK_CREATE, "c(name=*(ctx+8))->ret", &sp), 0, "a create's *(ctx)");
+	expect_int(spec(FMT_FNK_FREE, "f(ctx=arg1,ptr=arg2,name=*(ctx+8))", &sp), 0, "a free's name");
 	expect_int(fmt_fn_kind_parse("destroy", 7), FMT_FNK_DESTROY, "kind destroy");
 	expect_int(fmt_fn_kind_parse("calloc", 6), -1, "no kind calloc");
 	return failures ? 1 : 0;

@@ -4,9 +4,11 @@
  * pause by three threads while heaptrail writes its jumps; each thread
  * checks every chunk it gives back still holds what it wrote. A fourth
  * thread sits in read() with pool_get_zeroed's address + 2 on its stack,
- * as a signal frame that interrupted that function would keep it.
+ * as a signal frame that interrupted that function would keep it. A pool
+ * keeps its name at +8.
  * Commands on stdin, answered on stdout:
  *   keep N   N chunks of 777 bytes from the pool `kept`, kept (reachable)
+ *   other N  N chunks of 333 bytes from the pool `other`, kept
  *   lose N   N chunks of 555 bytes from `kept`, their addresses dropped
  *   code     the first 5 bytes of pool_get, in hex
  *   quit     stops the threads; prints "done ok kept=N" ("ok": chunks
@@ -30,6 +32,8 @@ struct chunk {
 };
 
 struct pool {
+	unsigned long magic;
+	const char *name;   /* at +8: name=*(ctx+8) */
 	struct chunk *free[CLASSES];
 	char *cur;
 	size_t used;
@@ -82,7 +86,7 @@ __attribute__((noinline)) void *pool_get_zeroed(struct pool *p, size_t size)
 
 static atomic_int quitting;
 static atomic_long checked;
-static struct pool kept;
+static struct pool kept = { .name = "kept" }, other = { .name = "other" };
 void *keep[4096];  /* global, counted at the end: the chunks stay reachable */
 static int nkeep;
 static int sit_pipe[2];
@@ -90,7 +94,7 @@ static int sit_pipe[2];
 static void *worker(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
-	struct pool p = { 0 };
+	struct pool p = { .name = "worker" };
 	void *ring[64] = { 0 };
 	size_t sizes[64];
 	unsigned char marks[64];
@@ -137,6 +141,12 @@ __attribute__((noinline)) static void keep_site(int n)
 		keep[nkeep++] = pool_get(&kept, 777);
 }
 
+__attribute__((noinline)) static void other_site(int n)
+{
+	for (int i = 0; i < n && nkeep < 4096; i++)
+		keep[nkeep++] = pool_get(&other, 333);
+}
+
 __attribute__((noinline)) static void lose_site(int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -174,6 +184,9 @@ int main(void)
 		int n;
 		if (sscanf(line, "keep %d", &n) == 1) {
 			keep_site(n);
+			printf("ok %d\n", n);
+		} else if (sscanf(line, "other %d", &n) == 1) {
+			other_site(n);
 			printf("ok %d\n", n);
 		} else if (sscanf(line, "lose %d", &n) == 1) {
 			lose_site(n);
