@@ -105,6 +105,9 @@ struct fnhook {
 	uint8_t *page;           /* the stub and orig, kept after a detach
 				  * (a thread may still run in it) */
 	uint8_t saved[JMP_LEN];  /* F's bytes the jump replaced */
+	struct fmt_fnspec next;  /* spec from switch_on: an attach after a
+				  * detach may name F anew, and a thread still
+				  * in the entry must not read it half-copied */
 	bool want;               /* to be hooked by this install */
 	bool on;                 /* F jumps to the stub */
 };
@@ -799,6 +802,7 @@ static bool switch_on(struct fnhook *h)
 	int32_t rel = (int32_t)((intptr_t)h->page - (intptr_t)(h->fn + JMP_LEN));
 	agent_memcpy(jmp + 1, &rel, 4);
 	agent_memcpy(h->saved, (const void *)h->fn, JMP_LEN);
+	h->spec = h->next;   /* every other thread stopped, or none */
 	if (!write_entry(h->fn, jmp)) {
 		say(h->spec.name, "cannot write its code: ", agent_strerror(errno));
 		h->want = false;
@@ -831,7 +835,7 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 				if (!builtin)
 					say(spec->name, "it is named twice", NULL);
 			} else {   /* hooked by an attach, put back by its detach */
-				hooks[i].spec = *spec;
+				hooks[i].next = *spec;
 				hooks[i].want = true;
 			}
 			return;
@@ -866,7 +870,7 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 	}
 	h->orig = (uintptr_t)(page + STUB_LEN);
 	h->fn = f.addr;
-	h->spec = *spec;
+	h->spec = h->next = *spec;
 	h->page = page;
 	h->want = true;
 	h->on = false;
