@@ -146,6 +146,13 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
 /* Reads a small file (under /proc) whole into buf, NUL-terminated; returns
  * its length, or -1 when it cannot be read or is empty. Signal-safe. */
 ssize_t agent_read_small(const char *path, char *buf, size_t cap);
+/* Copies up to n bytes of the process's own memory at from into to
+ * through the kernel (process_vm_readv), so an address that is not
+ * mapped, or not readable, fails instead of faulting. Returns the bytes
+ * copied (fewer at the first unreadable page), or -errno (-EFAULT; -EPERM
+ * or -ENOSYS when the call is refused: seccomp, an old kernel). Saves
+ * errno. Hook-safe and signal-safe. */
+ssize_t agent_copy_self(void *to, uintptr_t from, size_t n);
 /* The calling thread's id, by a raw system call: no errno, no libc, so
  * usable anywhere (a hook, a signal handler, the stop-the-world tracer). */
 static inline pid_t agent_gettid(void)

@@ -104,12 +104,15 @@ struct fnhook {
 	struct fmt_fnspec spec;
 	uint8_t *page;           /* the stub and orig, kept after a detach
 				  * (a thread may still run in it) */
-	uint8_t saved[JMP_LEN];  /* F's bytes the jump replaced */
+	uint8_t saved[JMP_LEN];  /* F's first bytes, from which orig was made */
 	struct fmt_fnspec next;  /* spec from switch_on: an attach after a
 				  * detach may name F anew, and a thread still
 				  * in the entry must not read it half-copied */
 	bool want;               /* to be hooked by this install */
 	bool on;                 /* F jumps to the stub */
+	bool renamed;            /* next differs from spec: an attach named F again */
+	bool busy;               /* commit_round: a thread is in the way */
+	const char *why, *why_more; /* a refusal to say after the resume */
 };
 
 static struct fnhook hooks[MAX_HOOKS];
@@ -754,62 +757,54 @@ static uint8_t *near_page(uintptr_t fn)
 	return NULL;
 }
 
-/* Stores the n bytes b at p, which lie in one aligned 8-byte word, with
- * one store of that word: a thread fetching them sees all old or all new. */
-static void store_in_word(uintptr_t p, const uint8_t *b, size_t n)
-{
-	uint64_t *word = (uint64_t *)(p & ~(uintptr_t)7), v = *word;
-	agent_memcpy((uint8_t *)&v + (p & 7), b, n);
-	__atomic_store_n(word, v, __ATOMIC_SEQ_CST);
-}
-
-/* Whether the 5 bytes at fn can be replaced while a thread may reach F
- * (never inside them): at most the first two have to change at once. */
-static bool replaceable_live(uintptr_t fn)
-{
-	return (fn & 7) != 7;
-}
-
-/* Writes bytes[0..JMP_LEN) at fn; false (errno set) when the page
- * cannot be made writable. A thread reaching F meanwhile runs the old
- * code or the new, never a mix (replaceable_live): one store when the
- * five bytes lie in one word, else `jmp .` first (the thread waits on
- * it), then the last three bytes, then the first two. */
+/* Writes bytes[0..JMP_LEN) at fn, every other thread of the program
+ * stopped or held (commit_round), or none running; false (errno set)
+ * when the page cannot be made writable. */
 static bool write_entry(uintptr_t fn, const uint8_t *bytes)
 {
-	static const uint8_t wait_here[2] = { 0xeb, 0xfe };
 	uintptr_t lo = fn & ~(uintptr_t)(PAGE - 1), hi = (fn + JMP_LEN + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
 	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return false;
-	if ((fn & 7) <= 8 - JMP_LEN) {
-		store_in_word(fn, bytes, JMP_LEN);
-	} else if (replaceable_live(fn)) {
-		store_in_word(fn, wait_here, 2);
-		agent_memcpy((void *)(fn + 2), bytes + 2, JMP_LEN - 2);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		store_in_word(fn, bytes, 2);
-	} else {
-		agent_memcpy((void *)fn, bytes, JMP_LEN);
-	}
+	agent_memcpy((void *)fn, bytes, JMP_LEN);
 	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
 	return true;
 }
 
-/* Points F at its stub; false after saying why not. */
-static bool switch_on(struct fnhook *h)
+/* Whether the JMP_LEN bytes at code are b's. */
+static bool same_bytes(uintptr_t code, const uint8_t *b)
 {
-	uint8_t jmp[JMP_LEN] = { 0xe9 };
+	for (int i = 0; i < JMP_LEN; i++)
+		if (((const uint8_t *)code)[i] != b[i])
+			return false;
+	return true;
+}
+
+/* F's first bytes as the hook writes them: jmp rel32 to the stub. */
+static void jump_bytes(const struct fnhook *h, uint8_t *jmp)
+{
+	jmp[0] = 0xe9;
 	int32_t rel = (int32_t)((intptr_t)h->page - (intptr_t)(h->fn + JMP_LEN));
 	agent_memcpy(jmp + 1, &rel, 4);
-	agent_memcpy(h->saved, (const void *)h->fn, JMP_LEN);
-	h->spec = h->next;   /* every other thread stopped, or none */
-	if (!write_entry(h->fn, jmp)) {
-		say(h->spec.name, "cannot write its code: ", agent_strerror(errno));
+}
+
+/* Points F at its stub; the spec from next. Stopped threads only: says
+ * nothing (the caller does, after the resume: see why). */
+static void switch_on(struct fnhook *h)
+{
+	uint8_t jmp[JMP_LEN];
+	jump_bytes(h, jmp);
+	h->spec = h->next;
+	if (!same_bytes(h->fn, h->saved)) {
+		h->why = "its code changed since its trampoline was made", h->why_more = NULL;
 		h->want = false;
-		return false;
+		return;
+	}
+	if (!write_entry(h->fn, jmp)) {
+		h->why = "cannot write its code: ", h->why_more = agent_strerror(errno);
+		h->want = false;
+		return;
 	}
 	h->on = true;
-	return true;
 }
 
 /* Finds the function spec names and makes its stub (F is not written
@@ -834,8 +829,16 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 			if (hooks[i].want) {
 				if (!builtin)
 					say(spec->name, "it is named twice", NULL);
-			} else {   /* hooked by an attach, put back by its detach */
+			} else if (!hooks[i].on &&
+				   !same_bytes(f.addr, hooks[i].saved)) {
+				/* hooked by an attach, put back by its detach, and
+				 * its code is not what the stub was made from */
+				say(spec->name, "its code changed since an earlier attach hooked it",
+				    NULL);
+			} else {   /* hooked by an attach, put back by its detach
+				    * (or left on by it): the stub is reused */
 				hooks[i].next = *spec;
+				hooks[i].renamed = hooks[i].on;
 				hooks[i].want = true;
 			}
 			return;
@@ -870,6 +873,7 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 	}
 	h->orig = (uintptr_t)(page + STUB_LEN);
 	h->fn = f.addr;
+	agent_memcpy(h->saved, (const void *)f.addr, JMP_LEN);   /* what orig was made from */
 	h->spec = h->next = *spec;
 	h->page = page;
 	h->want = true;
@@ -878,16 +882,19 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 }
 
 /* ---------- writing the jumps while other threads run ----------
- * Every other thread is stopped (stopworld.h) while the jumps are
- * written. A thread must not be inside F's first 5 bytes then, nor come
- * back into them later: its pc, and every word of its stack above its
- * stack pointer (a signal frame keeps the pc the handler interrupted), is
- * looked at. A function some thread is inside is tried again after 2 ms,
- * up to 50 times, as are all when a thread could not be stopped (the
- * fallback's signal waits while a thread blocks it). A thread left blocked in a system call (not stopped: the
- * stop would make its call fail) runs no program code, but may come back
- * from its call meanwhile and reach F: write_entry's order keeps that
- * safe. */
+ * Every other thread is stopped while the jumps are written
+ * (agent_stopworld_stop_all: with ptrace, a thread blocked in a system
+ * call too, its call started again afterwards; one in uninterruptible
+ * sleep is held: it stops before it runs any code). A thread must not be
+ * inside F's first 5 bytes then, nor come back into them later: its pc,
+ * and every word of its stack above its stack pointer (a signal frame
+ * keeps the pc the handler interrupted), are looked at. A function some
+ * thread is inside is tried again after 2 ms, up to 50 times, as are all
+ * when some thread could not be stopped or held (the fallback's signal
+ * leaves threads in system calls running, and waits while a thread
+ * blocks it; a thread in connect() is left in it): then refused. What is
+ * refused is said after the resume: a stopped thread may be the reader
+ * of our stderr. */
 
 #define TRIES 50
 #define STACK_LOOK (8u << 20)   /* bytes of a stack looked at, at most */
@@ -916,94 +923,113 @@ static void stack_tops(const struct agent_maps_line *m, void *arg)
 	}
 }
 
-/* Whether a thread may be inside, or come back into, the first bytes of
- * h's function. */
-static bool in_first_bytes(const struct fnhook *h, const struct agent_stopped *th, int nth,
-			   const uintptr_t *top)
+/* Marks busy each hook to write (want, !on) whose first bytes a thread
+ * is inside or may come back into (a pc, or a word of its stack, in
+ * (fn, fn + 5)). One look at each stack word for all hooks. */
+static void mark_busy(const struct agent_stopped *th, int nth, const uintptr_t *top)
 {
-	uintptr_t lo = h->fn + 1, hi = h->fn + JMP_LEN;
-	for (int i = 0; i <= nth; i++) {
-		const struct agent_stopped *t = i < nth ? &th[i] : &borrowed;
-		if (t->state == AGENT_STOP_STOPPED && t->nregs > 16 && t->regs[16] >= lo &&
-		    t->regs[16] < hi)   /* regs[16]: rip, in user_regs_struct and gregs */
-			return true;
-		if (!t->sp || !top[i])
-			continue;
-		uintptr_t end = top[i] - t->sp > STACK_LOOK ? t->sp + STACK_LOOK : top[i];
-		for (uintptr_t a = (t->sp + 7) & ~(uintptr_t)7; a + 8 <= end; a += 8) {
-			uintptr_t w = *(const uintptr_t *)a;
-			if (w >= lo && w < hi)
-				return true;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < nhooks; i++) {
+		hooks[i].busy = false;
+		if (hooks[i].want && !hooks[i].on) {
+			lo = hooks[i].fn + 1 < lo ? hooks[i].fn + 1 : lo;
+			hi = hooks[i].fn + JMP_LEN > hi ? hooks[i].fn + JMP_LEN : hi;
 		}
 	}
-	return false;
+	for (int i = 0; i <= nth; i++) {
+		const struct agent_stopped *t = i < nth ? &th[i] : &borrowed;
+		uintptr_t end = 0, a = 0;
+		if (t->state == AGENT_STOP_STOPPED && t->nregs > 16) {
+			/* regs[16]: rip, in user_regs_struct and in gregs */
+			a = t->regs[16];
+			if (a >= lo && a < hi)
+				for (int k = 0; k < nhooks; k++)
+					hooks[k].busy |= a > hooks[k].fn && a < hooks[k].fn + JMP_LEN;
+		}
+		if (!t->sp || !top[i])
+			continue;
+		end = top[i] - t->sp > STACK_LOOK ? t->sp + STACK_LOOK : top[i];
+		for (a = (t->sp + 7) & ~(uintptr_t)7; a + 8 <= end; a += 8) {
+			uintptr_t w = *(const uintptr_t *)a;
+			if (AGENT_UNLIKELY(w >= lo && w < hi))
+				for (int k = 0; k < nhooks; k++)
+					hooks[k].busy |= w > hooks[k].fn && w < hooks[k].fn + JMP_LEN;
+		}
+	}
+}
+
+/* Whether the stop left no thread able to run code of the program. */
+static bool all_held(const struct agent_stopped *th, int nth)
+{
+	for (int i = 0; i < nth; i++)
+		if (th[i].state != AGENT_STOP_STOPPED && th[i].state != AGENT_STOP_GONE &&
+		    !(th[i].state == AGENT_STOP_IN_SYSCALL && th[i].held))
+			return false;
+	return true;
+}
+
+/* Says why each hook refused since the last call was refused. */
+static void say_refused(void)
+{
+	for (int i = 0; i < nhooks; i++)
+		if (hooks[i].why) {
+			say(hooks[i].spec.name, hooks[i].why, hooks[i].why_more);
+			hooks[i].why = hooks[i].why_more = NULL;
+		}
 }
 
 /* Stops the other threads and writes the jumps no thread is in the way
- * of; returns how many are left to write. */
+ * of (and the spec of a hook on already, named again); returns how many
+ * are left to write. */
 static int commit_round(bool last)
 {
 	int todo = 0;
 	for (int i = 0; i < nhooks; i++)
-		todo += hooks[i].want && !hooks[i].on;
+		todo += hooks[i].want && (!hooks[i].on || hooks[i].renamed);
 	if (!todo)
 		return 0;
 	struct agent_stopped *th;
 	int nth;
-	int missing = agent_stopworld_stop(0, &th, &nth);
-	int unknown = 0, left = 0;
-	bool blocked = false;
-	for (int i = 0; i < nth; i++) {
-		if (th[i].state == AGENT_STOP_STOPPED || th[i].state == AGENT_STOP_GONE)
-			continue;
-		if (th[i].sp)
-			blocked = true;
-		else
-			unknown++;
-	}
+	int missing = agent_stopworld_stop_all(&th, &nth);
 	static uintptr_t *top;
 	static char buf[4096];
 	if (!top)
 		top = agent_mmap((MAX_STOPPED + 1) * sizeof *top);
-	bool stopped = missing >= 0 && !unknown && top && nth <= MAX_STOPPED;
-	if (stopped) {
+	bool held = missing == 0 && top && nth <= MAX_STOPPED && all_held(th, nth);
+	if (!held && !last) {
+		agent_stopworld_resume();
+		return todo;
+	}
+	if (held) {
 		struct readable r = { th, nth, top };
 		agent_memset(top, 0, (size_t)(nth + 1) * sizeof *top);
 		agent_maps_read(buf, sizeof buf, stack_tops, &r);
-	} else if (!last && missing >= 0) {
-		/* a thread just made blocks every signal for a moment */
-		agent_stopworld_resume();
-		return todo;
-	} else {
-		char num[24], line[128];
-		agent_put_dec(num, (uint64_t)(unknown ? unknown : 1));
-		agent_strlcpy(line, unknown ? num : "the other", sizeof line);
-		agent_strlcpy(line + agent_strlen(line), unknown ? " thread(s) of the program" : " threads",
-			      sizeof line - agent_strlen(line));
-		agent_log("cannot hook allocator functions: ", line, " could not be stopped");
+		mark_busy(th, nth, top);
 	}
+	int left = 0;
 	for (int i = 0; i < nhooks; i++) {
 		struct fnhook *h = &hooks[i];
-		if (!h->want || h->on)
+		if (!h->want)
 			continue;
-		if (!stopped) {
+		if (h->on) {   /* left on by a detach that could not stop all */
+			if (held && h->renamed)
+				h->spec = h->next, h->renamed = false;
+			continue;
+		}
+		if (!held) {
 			h->want = false;
-		} else if (in_first_bytes(h, th, nth, top)) {
-			if (last) {
-				h->want = false;
-				say(h->spec.name, "a thread of the program stayed inside its first bytes", NULL);
-			} else {
-				left++;
-			}
-		} else if (blocked && !replaceable_live(h->fn)) {
+			h->why = "not every thread of the program could be stopped", h->why_more = NULL;
+		} else if (h->busy && last) {
 			h->want = false;
-			say(h->spec.name, "a thread of the program blocked in a system call may run it while "
-				"its first bytes are written", NULL);
+			h->why = "a thread of the program stayed inside its first bytes", h->why_more = NULL;
+		} else if (h->busy) {
+			left++;
 		} else {
 			switch_on(h);
 		}
 	}
 	agent_stopworld_resume();
+	say_refused();
 	return left;
 }
 
@@ -1014,6 +1040,7 @@ static void commit(bool alone)
 		for (int i = 0; i < nhooks; i++)
 			if (hooks[i].want && !hooks[i].on)
 				switch_on(&hooks[i]);
+		say_refused();
 		return;
 	}
 	for (int t = 0; t < TRIES && commit_round(t == TRIES - 1); t++) {
@@ -1182,23 +1209,34 @@ void agent_fnhook_remove(void)
 	}
 	if (!on)
 		return;
-	/* No thread can be inside a jump, only before it or in the stub: the
-	 * threads are stopped as for the install, and write_entry's order
-	 * keeps a thread that comes back from a system call safe. */
+	/* No thread can be inside a jump, only before it or in the stub; the
+	 * threads are stopped or held so that none runs F while its bytes go
+	 * back. F's bytes are put back only where they are still the jump
+	 * (the module may have gone, and another come in its place). */
 	struct agent_stopped *th;
 	int nth;
-	int missing = agent_stopworld_stop(0, &th, &nth);
-	bool all = missing == 0;
-	for (int i = 0; i < nth && all; i++)
-		all = th[i].state == AGENT_STOP_STOPPED || th[i].state == AGENT_STOP_GONE;
+	int missing = agent_stopworld_stop_all(&th, &nth);
+	bool held = missing == 0 && all_held(th, nth);
 	for (int i = 0; i < nhooks; i++) {
 		struct fnhook *h = &hooks[i];
-		if (h->on && (all || replaceable_live(h->fn)) && write_entry(h->fn, h->saved))
+		uint8_t jmp[JMP_LEN];
+		jump_bytes(h, jmp);
+		uint8_t now[JMP_LEN];
+		if (!h->on || !held)
+			continue;
+		ssize_t got = agent_copy_self(now, h->fn, JMP_LEN);
+		if (got != JMP_LEN && got != -EFAULT)   /* refused: read in place */
+			agent_memcpy(now, (const void *)h->fn, JMP_LEN);
+		if (got == -EFAULT || !same_bytes((uintptr_t)now, jmp))
+			h->on = false;   /* gone, or not ours any more: left alone */
+		else if (write_entry(h->fn, h->saved))
 			h->on = false;
 	}
 	agent_stopworld_resume();
 	for (int i = 0; i < nhooks; i++)
 		if (hooks[i].on)   /* its stub records nothing once detached */
-			say(hooks[i].spec.name, "left hooked: not every thread could be stopped to put "
-				"its first bytes back", NULL);
+			say(hooks[i].spec.name,
+			    held ? "left hooked: its first bytes cannot be written"
+				 : "left hooked: not every thread of the program could be stopped",
+			    NULL);
 }

@@ -201,9 +201,8 @@ static void copy_words(uintptr_t *dst, uintptr_t a, size_t n)
 	while (n) {
 		ssize_t got = -1;
 		if (!pvr_broken) {
-			struct iovec local = { dst, n * 8 }, remote = { (void *)a, n * 8 };
-			got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
-			if (got < 0 && (errno == ENOSYS || errno == EPERM))
+			got = agent_copy_self(dst, a, n * 8);
+			if (got == -ENOSYS || got == -EPERM)
 				pvr_broken = true;
 		}
 		if (pvr_broken && readable_range(a, n * 8)) {

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <string.h>
 #include <unistd.h>
@@ -214,6 +215,17 @@ void agent_memset(void *dst, int c, size_t n)
 	unsigned char *d = dst;
 	while (n--)
 		*d++ = (unsigned char)c;
+}
+
+ssize_t agent_copy_self(void *to, uintptr_t from, size_t n)
+{
+	int saved = errno;
+	struct iovec local = { to, n }, remote = { (void *)from, n };
+	long r = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
+	if (r < 0)
+		r = -errno;
+	errno = saved;
+	return r;
 }
 
 ssize_t agent_read_small(const char *path, char *buf, size_t cap)

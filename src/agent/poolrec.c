@@ -1,8 +1,5 @@
 /* poolrec.c — recording pool operations (poolrec.h). */
 #include <errno.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -31,12 +28,9 @@ int agent_poolrec_leave(int ret)
 	return ret;
 }
 
-/* Copies n bytes at the program's address from into to, through the
- * kernel: false when they are not all readable (no fault). */
 static bool read_safely(void *to, uintptr_t from, size_t n)
 {
-	struct iovec local = { to, n }, remote = { (void *)from, n };
-	return syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n;
+	return agent_copy_self(to, from, n) == (ssize_t)n;
 }
 
 /* The pool name whose address is the word at name_at, into name ("" when

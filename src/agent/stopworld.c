@@ -66,6 +66,9 @@ static struct {
 	struct agent_stopped *slots; /* MAX_THREADS, from mmap */
 	int nslots;
 	int method;
+	atomic_int owner;    /* the thread between a stop and its resume: one
+			      * stop at a time (a leak scan, a hook's write) */
+	int nested;          /* stops the owner asked for during its own, refused */
 } stop;
 
 /* ---------- raw system calls (usable in the tracer: no errno) ---------- */
@@ -154,6 +157,7 @@ static struct {
 	pid_t pid, self, skip;
 	int seize_errno;
 	int added;           /* threads new in the last listing */
+	bool all;            /* agent_stopworld_stop_all: syscalls too */
 } tr;
 
 /* System calls that a stop (a ptrace stop as much as SIGSTOP) does not
@@ -275,13 +279,27 @@ static void tracer_add(pid_t tid, void *arg)
 	uintptr_t sp;
 	task_syscall(tr.pid, tid, &nr, &sp);
 	/* In uninterruptible sleep (disk, NFS) it would not stop before the
-	 * call returns: it runs no program code meanwhile either. */
-	if (nr >= 0 && (stop_would_show(nr) || task_state(tr.pid, tid) == 'D')) {
+	 * call returns: it runs no program code meanwhile either. With
+	 * tr.all (agent_stopworld_stop_all) the calls a stop interrupts are
+	 * interrupted (tracer_got_regs starts them again), but for connect,
+	 * which would not be the same call again; one that cannot be
+	 * interrupted is seized and interrupted all the same, so that it
+	 * stops before it runs code (held), but not waited for. */
+	bool shows = nr >= 0 && stop_would_show(nr);
+	bool stuck = nr >= 0 && (task_state(tr.pid, tid) == 'D' || nr == SYS_vfork ||
+#ifdef SYS_clone3
+				 nr == SYS_clone3 ||
+#endif
+				 nr == SYS_clone);
+	if ((shows || stuck) && !(tr.all && shows && !stuck && nr != SYS_connect)) {
 		struct agent_stopped *s = &stop.slots[stop.nslots++];
 		agent_memset(s, 0, sizeof *s);
 		s->tid = tid;
 		s->sp = sp;
 		s->state = AGENT_STOP_IN_SYSCALL;
+		if (tr.all && stuck)
+			s->held = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0) == 0 &&
+				  RAW(SYS_ptrace, PTRACE_INTERRUPT, tid, 0, 0) == 0;
 		return;
 	}
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
@@ -391,7 +409,7 @@ static void tracer_detach_all(void)
 				sleep_us_raw(1000);
 			}
 		}
-		if (s->state != AGENT_STOP_GONE)
+		if (s->state != AGENT_STOP_GONE && !s->held)
 			RAW(SYS_ptrace, PTRACE_DETACH, s->tid, 0, 0);
 	}
 }
@@ -773,13 +791,36 @@ static bool under_valgrind(void)
 #endif
 }
 
-int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
+/* One stop at a time: waits while another thread's stop lasts; false
+ * when the caller's own stop is under way (a leak check that would run
+ * inside a hook's write). */
+static bool own_stop(pid_t self)
+{
+	for (;;) {
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&stop.owner, &expect, (int)self))
+			return true;
+		if (expect == (int)self)
+			return false;
+		sleep_us_raw(1000);
+	}
+}
+
+static int stop_world(pid_t skip, struct agent_stopped **threads, int *nthreads, bool all)
 {
 	int saved_errno = errno;
 	pid_t self = agent_gettid();
 	int missing = -1;
+	*threads = stop.slots;
+	*nthreads = 0;
+	if (!own_stop(self)) {
+		stop.nested++;   /* its resume must not end the owner's stop */
+		errno = saved_errno;
+		return -1;
+	}
 	stop.nslots = 0;
 	stop.method = AGENT_STOP_NONE;
+	tr.all = all;
 	if (stop.slots) {
 		if (agent_config.stop_ptrace && !under_valgrind() && stop_ptrace(self, skip)) {
 			stop.method = AGENT_STOP_PTRACE;
@@ -803,6 +844,16 @@ int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthrea
 	return missing;
 }
 
+int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads)
+{
+	return stop_world(skip, threads, nthreads, false);
+}
+
+int agent_stopworld_stop_all(struct agent_stopped **threads, int *nthreads)
+{
+	return stop_world(0, threads, nthreads, true);
+}
+
 void agent_stopworld_warn(void)
 {
 	if (stop.method != AGENT_STOP_SIGNAL)
@@ -820,10 +871,18 @@ int agent_stopworld_method(void)
 void agent_stopworld_resume(void)
 {
 	int saved_errno = errno;
+	if (atomic_load(&stop.owner) != (int)agent_gettid())
+		return;   /* no stop of the caller's */
+	if (stop.nested) {   /* the resume of a stop own_stop refused */
+		stop.nested--;
+		errno = saved_errno;
+		return;
+	}
 	if (stop.method == AGENT_STOP_PTRACE)
 		resume_ptrace();
 	else if (stop.method == AGENT_STOP_SIGNAL)
 		resume_signal();
 	stop.method = AGENT_STOP_NONE;
+	atomic_store(&stop.owner, 0);
 	errno = saved_errno;
 }

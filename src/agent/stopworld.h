@@ -21,17 +21,30 @@ struct agent_stopped {
 	uintptr_t sp;            /* lowest live stack address (its stack pointer
 				    less the red zone); for a thread not stopped,
 				    from the system call it blocks in, or 0 */
+	bool held;               /* IN_SYSCALL, seized and interrupted: it stops
+				    before it runs any code of the program
+				    (agent_stopworld_stop_all) */
 	uintptr_t regs[AGENT_STOP_NREGS];
 };
 /* Once, from the constructor: sig is the fallback's stop signal. */
 void agent_stopworld_init(int sig);
 /* Stops every thread of the process but the caller and skip (ptrace from
  * a tracer task; a signal when ptrace is not permitted), and points
- * *threads at their registers (valid until the resume). Returns how many
- * threads could not be stopped, -1 when nothing could be done. Not
- * hook-safe; the caller must not hold a lock the stop takes (none: it
- * makes only system calls). Saves errno. */
+ * *threads at their registers (valid until the resume). A thread blocked
+ * in a system call that a stop would make fail or return early is left
+ * in it (AGENT_STOP_IN_SYSCALL). Returns how many threads could not be
+ * stopped, -1 when nothing could be done. One stop at a time: waits
+ * while another thread's lasts; -1 at once when the caller's own is under
+ * way. Not hook-safe; the caller must not hold a lock the stop takes
+ * (none: it makes only system calls). Every call, even one that returned
+ * -1, is followed by agent_stopworld_resume. Saves errno. */
 int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthreads);
+/* The same, for a caller about to rewrite code: with ptrace, the threads
+ * in such system calls are stopped too (a call the stop made fail with
+ * EINTR is started again at the resume), and one in uninterruptible sleep
+ * is seized and interrupted (held: it stops before it runs any code).
+ * With the signal, they stay as agent_stopworld_stop leaves them. */
+int agent_stopworld_stop_all(struct agent_stopped **threads, int *nthreads);
 /* While stopped: says on stderr (once per thread) which threads the
  * fallback's signal could not stop, for a leak scan. */
 void agent_stopworld_warn(void);

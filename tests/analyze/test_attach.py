@@ -62,7 +62,9 @@ commands on stdin).
                     attach (the functions named in an --options-file, the
                     names looked for at an unmapped address: a pool first
                     met then has no name, and no fault) reuses the
-                    trampolines and sees only its own chunks; every chunk
+                    trampolines and sees only its own chunks; a thread
+                    waiting in epoll_wait, stopped for the writes, never
+                    sees EINTR; every chunk
                     the threads check is intact, the output is the bare
                     run's, no thread added
 """

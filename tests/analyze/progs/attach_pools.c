@@ -4,8 +4,10 @@
  * pause by three threads while heaptrail writes its jumps; each thread
  * checks every chunk it gives back still holds what it wrote. A fourth
  * thread sits in read() with pool_get_zeroed's address + 2 on its stack,
- * as a signal frame that interrupted that function would keep it. A pool
- * keeps its name at +8.
+ * as a signal frame that interrupted that function would keep it. A fifth
+ * waits in epoll_wait (which a stop makes fail with EINTR, unless
+ * heaptrail starts it again): if the program ever sees EINTR there, it
+ * says so and exits 9. A pool keeps its name at +8.
  * Commands on stdin, answered on stdout:
  *   keep N   N chunks of 777 bytes from the pool `kept`, kept (reachable)
  *   other N  N chunks of 333 bytes from the pool `other`, kept
@@ -14,12 +16,14 @@
  *   quit     stops the threads; prints "done ok kept=N" ("ok": chunks
  *            were checked), exits 0; a bad chunk exits 3 at once
  * Its output does not depend on timing. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,6 +130,25 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int poll_pipe[2];
+
+static void *poller(void *arg)
+{
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = poll_pipe[0] }, got;
+	epoll_ctl(ep, EPOLL_CTL_ADD, poll_pipe[0], &ev);
+	for (;;) {
+		int r = epoll_wait(ep, &got, 1, -1);
+		if (r < 0) {
+			printf("epoll_wait: %s\n", strerror(errno));  /* a stop must never show */
+			fflush(stdout);
+			exit(9);
+		}
+		if (r == 1)
+			return NULL;
+	}
+}
+
 static void *sitter(void *arg)
 {
 	volatile uintptr_t seen = (uintptr_t)pool_get_zeroed + 2;
@@ -171,12 +194,13 @@ __attribute__((noinline)) static void scrub(void)
 
 int main(void)
 {
-	if (pipe(sit_pipe))
+	if (pipe(sit_pipe) || pipe(poll_pipe))
 		return 1;
-	pthread_t t[4];
+	pthread_t t[5];
 	for (int i = 0; i < 3; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
 	pthread_create(&t[3], NULL, sitter, NULL);
+	pthread_create(&t[4], NULL, poller, NULL);
 	printf("ready\n");
 	fflush(stdout);
 	char line[256];
@@ -201,9 +225,9 @@ int main(void)
 		fflush(stdout);
 	}
 	atomic_store(&quitting, 1);
-	if (write(sit_pipe[1], "x", 1) != 1)
+	if (write(sit_pipe[1], "x", 1) != 1 || write(poll_pipe[1], "x", 1) != 1)
 		return 1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		pthread_join(t[i], NULL);
 	int held = 0;
 	for (int i = 0; i < 4096; i++)
