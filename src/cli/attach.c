@@ -1039,102 +1039,102 @@ static int detach_now(long pid, bool quiet)
 	return r ? 1 : 0;
 }
 
-/* argv with each --options-file FILE replaced by the file's options;
- * NULL after saying why not. */
-static char **expand_options_files(int *argc, char **argv)
+struct attach_args {
+	const char *outdir;
+	char opts[1024], fns[4096];
+	bool has_sample, has_every, has_timeline;
+	uint64_t for_ms;
+	long pid;
+	struct cli_live_opts lo;
+};
+
+static int attach_file_line(int argc, char **argv, void *ctx);
+
+/* The argument at argv[*i] (moving *i past a value it takes): 1 when
+ * taken, 0 after --help (printed), -1 after saying why it is refused.
+ * in_file: from an options file (no PID there). */
+static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool in_file)
 {
-	int n = 0, cap = *argc + 1;
-	char **out = malloc((size_t)cap * sizeof *out);
-	for (int i = 0; out && i < *argc; i++) {
-		const char *v = i ? cli_opt_value(*argc, argv, &i, "--options-file") : NULL;
-		int fargc = 0;
-		char **fargv = NULL;
-		if (v && (!*v || cli_read_options_file(v, "attach", &fargc, &fargv))) {
-			if (!*v)
-				cli_error("attach: option '--options-file' needs a value");
-			free(out);
-			return NULL;
+	const char *arg = argv[*i], *v;
+	char val[64];
+	int r = cli_live_opt(argc, argv, i, &a->lo);
+	if (!r)
+		r = cli_fn_opt(argc, argv, i, "attach", a->fns, sizeof a->fns);
+	if (r)
+		return r;
+	if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+		fputs(attach_usage, stdout);
+		return 0;
+	} else if ((v = cli_opt_value(argc, argv, i, "--options-file")) && *v && !in_file) {
+		return cli_each_options_line(v, "attach", attach_file_line, a) ? -1 : 1;
+	} else if ((v = cli_opt_value(argc, argv, i, "-o"))) {
+		a->outdir = v;
+	} else if (!strcmp(arg, "--peak")) {
+		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",peak=1");
+	} else if ((v = cli_opt_value(argc, argv, i, "--for"))) {
+		if (!fmt_opt_duration(v, strlen(v), &a->for_ms) || !a->for_ms) {
+			cli_error("attach: bad value for --for: '%s' (want a duration, e.g. 30s)", v);
+			return -1;
 		}
-		if (n + fargc + (*argc - i) + 1 > cap) {
-			char **nv = realloc(out, (size_t)(cap = n + fargc + *argc + 1) * sizeof *out);
-			if (!nv)
-				free(out);
-			if (!(out = nv))
-				break;
+	} else if ((v = cli_opt_value(argc, argv, i, "--sample")) ||
+		   (v = cli_opt_value(argc, argv, i, "--interval")) ||
+		   (v = cli_opt_value(argc, argv, i, "--every")) ||
+		   (v = cli_opt_value(argc, argv, i, "--timeline"))) {
+		char key[16];
+		snprintf(key, sizeof key, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+		const char *why = *v ? cli_check_profile_value(key, v, val, sizeof val)
+				     : "a value is needed";
+		if (why) {
+			cli_error("attach: bad value for --%s: '%s' (%s)", key, v, why);
+			return -1;
 		}
-		if (v)
-			for (int k = 1; k < fargc; k++)
-				out[n++] = fargv[k];
-		else
-			out[n++] = argv[i];
+		a->has_sample |= !strcmp(key, "sample");
+		a->has_every |= !strcmp(key, "every");
+		a->has_timeline |= !strcmp(key, "timeline");
+		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",%s=%s", key,
+			 val);
+	} else if (!in_file && a->pid < 0 && (a->pid = parse_pid(arg)) > 0) {
+		;
+	} else {
+		cli_error(in_file ? "attach: '%s' is not an option of heaptrail attach"
+				  : "attach: unexpected argument '%s'", arg);
+		if (!in_file)
+			fputs(attach_usage, stderr);
+		return -1;
 	}
-	if (!out) {
-		cli_error("attach: out of memory");
-		return NULL;
+	if (v && !*v) {
+		cli_error("attach: option '%s' needs a value", arg);
+		return -1;
 	}
-	out[n] = NULL;
-	*argc = n;
-	return out;
+	return 1;
+}
+
+/* One line of an options file, as cli_each_options_line gives it. */
+static int attach_file_line(int argc, char **argv, void *ctx)
+{
+	int i = 1;
+	int r = attach_arg(argc, argv, &i, ctx, true);
+	if (r > 0 && i + 1 < argc) {
+		cli_error("attach: '%s %s': one option per line", argv[1], argv[2]);
+		return -1;
+	}
+	return r > 0 ? 0 : -1;
 }
 
 int cmd_attach(int argc, char **argv)
 {
-	if (!(argv = expand_options_files(&argc, argv)))
-		return 2;
-	const char *outdir = NULL, *v;
-	char opts[1024] = "", fns[4096] = "", val[64];
-	bool has_sample = false, has_every = false, has_timeline = false;
-	uint64_t for_ms = 0;
-	long pid = -1;
-	struct cli_live_opts lo = { 0 };
+	struct attach_args args = { .pid = -1 }, *a = &args;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int lr = cli_live_opt(argc, argv, &i, &lo);
-		if (lr < 0)
-			return 2;
-		if (lr > 0)
-			continue;
-		int fr = cli_fn_opt(argc, argv, &i, "attach", fns, sizeof fns);
-		if (fr < 0)
-			return 2;
-		if (fr > 0)
-			continue;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(attach_usage, stdout);
-			return 0;
-		} else if ((v = cli_opt_value(argc, argv, &i, "-o"))) {
-			outdir = v;
-		} else if (!strcmp(a, "--peak")) {
-			snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",peak=1");
-		} else if ((v = cli_opt_value(argc, argv, &i, "--for"))) {
-			if (!fmt_opt_duration(v, strlen(v), &for_ms) || !for_ms) {
-				cli_error("attach: bad value for --for: '%s' (want a duration, e.g. 30s)", v);
-				return 2;
-			}
-		} else if ((v = cli_opt_value(argc, argv, &i, "--sample")) ||
-			   (v = cli_opt_value(argc, argv, &i, "--interval")) ||
-			   (v = cli_opt_value(argc, argv, &i, "--every")) ||
-			   (v = cli_opt_value(argc, argv, &i, "--timeline"))) {
-			char key[16];
-			snprintf(key, sizeof key, "%.*s", (int)strcspn(a + 2, "="), a + 2);
-			const char *why = *v ? cli_check_profile_value(key, v, val, sizeof val)
-					     : "a value is needed";
-			if (why) {
-				cli_error("attach: bad value for --%s: '%s' (%s)", key, v, why);
-				return 2;
-			}
-			has_sample |= !strcmp(key, "sample");
-			has_every |= !strcmp(key, "every");
-			has_timeline |= !strcmp(key, "timeline");
-			snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",%s=%s", key, val);
-		} else if (pid < 0 && (pid = parse_pid(a)) > 0) {
-			;
-		} else {
-			cli_error("attach: unexpected argument '%s'", a);
-			fputs(attach_usage, stderr);
-			return 2;
-		}
+		int r = attach_arg(argc, argv, &i, a, false);
+		if (r <= 0)
+			return r < 0 ? 2 : 0;
 	}
+	const char *outdir = a->outdir;
+	long pid = a->pid;
+	uint64_t for_ms = a->for_ms;
+	struct cli_live_opts lo = a->lo;
+	char *opts = a->opts, *fns = a->fns;
+	bool has_sample = a->has_sample, has_every = a->has_every, has_timeline = a->has_timeline;
 	if (pid <= 0) {
 		fputs(attach_usage, stderr);
 		return 2;
@@ -1142,7 +1142,7 @@ int cmd_attach(int argc, char **argv)
 	uint64_t id = 0;
 	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
 		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-	char all[1200 + sizeof fns];
+	char all[1200 + sizeof a->fns];
 	snprintf(all, sizeof all, "%s%s%s,follow_children=0,run=%016llx%s%s",
 		 has_sample ? "" : "sample=auto", has_every ? "" : ",every=10s",
 		 has_timeline ? "" : ",timeline=100", (unsigned long long)id, opts, fns);

@@ -134,11 +134,13 @@ int cli_find_agent(char *out, size_t cap);
  * signal) as the agent will parse it; writes what to pass into out.
  * Returns NULL, or why the value is bad. */
 const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap);
-/* An options file (--options-file FILE of run and attach) as an argv:
- * argv[0] is cmd, then, for each line that is neither blank nor a
- * comment (#), its first word (the flag) and the rest of the line (its
- * value, spaces and all), if any. Returns 0, or -1 after saying why. */
-int cli_read_options_file(const char *path, const char *cmd, int *argc, char ***argv);
+/* An options file (--options-file FILE of run and attach): for each line
+ * that is neither blank nor a comment (#), calls fn with an argv of cmd,
+ * the line's first word (the flag) and, if any, the rest of the line (its
+ * value, spaces and all), stopping at the first call that returns non-0.
+ * Returns 0, or -1 (said why, or fn did). */
+int cli_each_options_line(const char *path, const char *cmd,
+			  int (*fn)(int argc, char **argv, void *ctx), void *ctx);
 /* --KIND-fn SPEC (format/fnspec.h) or --no-builtin-fns at argv[*i]:
  * appends the agent option to fns (cap bytes) and returns 1; returns -1
  * after saying why it is refused (cmd: "run", "attach"), 0 when argv[*i]

@@ -65,21 +65,19 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
-int cli_read_options_file(const char *path, const char *cmd, int *argc, char ***argv)
+int cli_each_options_line(const char *path, const char *cmd,
+			  int (*fn)(int argc, char **argv, void *ctx), void *ctx)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		cli_error("%s: cannot read the options file '%s': %s", cmd, path, strerror(errno));
 		return -1;
 	}
-	int n = 1, cap = 16;
-	char **v = malloc((size_t)cap * sizeof *v), *line = NULL;
-	size_t lcap = 0;
+	char *line = NULL;
+	size_t cap = 0;
 	ssize_t len;
-	bool ok = v != NULL;
-	if (ok)
-		v[0] = (char *)cmd;
-	while (ok && (len = getline(&line, &lcap, f)) >= 0) {
+	int ret = 0;
+	while (!ret && (len = getline(&line, &cap, f)) >= 0) {
 		char *s = line, *e = line + len;
 		while (s < e && (*s == ' ' || *s == '\t'))
 			s++;
@@ -89,37 +87,23 @@ int cli_read_options_file(const char *path, const char *cmd, int *argc, char ***
 		if (s == e || *s == '#')
 			continue;
 		/* "--flag VALUE": the value is the rest of the line, spaces and all */
+		char *argv[4] = { (char *)cmd, s, NULL, NULL };
 		char *sp = s + strcspn(s, " \t");
-		char *val = NULL;
 		if (*sp) {
-			*sp = 0;
-			val = sp + 1;
-			while (*val == ' ' || *val == '\t')
-				val++;
+			*sp++ = 0;
+			while (*sp == ' ' || *sp == '\t')
+				sp++;
+			argv[2] = sp;
 		}
-		if (n + 3 > cap) {
-			char **nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-			if (!nv) {
-				ok = false;
-				break;
-			}
-			v = nv;
-		}
-		if (!(v[n++] = strdup(s)) || (val && !(v[n++] = strdup(val))))
-			ok = false;
+		ret = fn(argv[2] ? 3 : 2, argv, ctx);
+	}
+	if (!ret && ferror(f)) {
+		cli_error("%s: cannot read the options file '%s': %s", cmd, path, strerror(errno));
+		ret = -1;
 	}
 	free(line);
-	if (ferror(f) || !ok) {
-		cli_error("%s: cannot read the options file '%s': %s", cmd, path,
-			  ok ? strerror(errno) : "out of memory");
-		fclose(f);
-		return -1;
-	}
 	fclose(f);
-	v[n] = NULL;
-	*argc = n;
-	*argv = v;
-	return 0;
+	return ret;
 }
 
 void cli_report_opts_init(struct cli_report_opts *o)

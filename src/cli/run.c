@@ -163,6 +163,22 @@ int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t
 	return 0;
 }
 
+static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested);
+
+/* One line of an options file, as cli_each_options_line gives it. */
+static int run_file_line(int argc, char **argv, void *o)
+{
+	int end = parse_loop(argc, argv, o, true);
+	if (end < 0)
+		return -1;
+	if (end < argc) {
+		cli_error(end == 1 ? "run: '%s' is not an option of heaptrail run"
+				   : "run: '%s %s': one option per line", argv[1], argv[end]);
+		return -1;
+	}
+	return 0;
+}
+
 /* The options in argv[1..argc) into o, up to the program (or "--"):
  * returns the index where they end, or -1 after saying why. nested: argv
  * comes from an options file. */
@@ -238,19 +254,12 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = 1;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--options-file")) && *v) {
-			int fargc, end;
-			char **fargv;
 			if (nested) {
 				cli_error("run: an options file cannot name another ('%s')", v);
 				return -1;
 			}
-			if (cli_read_options_file(v, "run", &fargc, &fargv) ||
-			    (end = parse_loop(fargc, fargv, o, true)) < 0)
+			if (cli_each_options_line(v, "run", run_file_line, o))
 				return -1;
-			if (end < fargc) {
-				cli_error("run: %s: '%s' is not an option of heaptrail run", v, fargv[end]);
-				return -1;
-			}
 		} else if (!v) {
 			cli_error("run: unknown option '%s'", a);
 			fputs(usage, stderr);

@@ -59,13 +59,15 @@
                      .dynsym: with its symbols in a separate debug file
                      found by build-id (debug_dir=DIR/.build-id/xx/y.debug,
                      Debian's -dbgsym layout) its pools hold what the
-                     unstripped run's do; without, each function is
-                     refused and no pool is made
+                     program counts (and what the unstripped run's hold);
+                     without, each function is refused and no pool is made
     allocfn:options  the same hooks from HEAPTRAIL_OPTIONS (alloc_fn=...,
                      commas inside the parentheses) and from an options
                      file (--options-file), and a malformed spec, a file
-                     naming a program or another file, a missing file,
-                     refused by `heaptrail run` before it starts anything
+                     naming a program or another file, a flag whose value
+                     is missing (not taken from the next line), two words
+                     for a flag without a value, a missing file, refused
+                     by `heaptrail run` before it starts anything
 """
 import json
 import os
@@ -283,7 +285,9 @@ def test_options(suite):
                         % (rc, got, counts.get(b"rip"), rt.short(err, 400)))
     for text, why in (("--alloc-fn f(size=arg9)->ret\n", "arg1 to arg6"),
                       ("--depth 32\n" + prog + "\n", "is not an option of heaptrail run"),
-                      ("--options-file " + opts + "\n", "cannot name another")):
+                      ("--options-file " + opts + "\n", "cannot name another"),
+                      ("-o\n--peak\n", "needs a value"),
+                      ("--peak now\n", "one option per line")):
         with open(opts, "w") as f:
             f.write(text)
         rc, stdout, err = rt.run([suite.heaptrail, "run", "--options-file", opts, "--", prog],
@@ -478,6 +482,11 @@ def test_debug_file(suite):
         if where == "debug file" and (got != want or refused):
             problems.append("with the debug file: pools %s (want %s), refused %s"
                             % (got, want, refused))
+        if where == "debug file":   # against the program's own counts
+            with open(jpath) as f:
+                p2, d2 = annotated.check_per_pool(suite, (rc, stdout, json.load(f), out))
+            problems += p2
+            notes += d2
         if where == "no debug file" and (got or len(refused) != len(POOL_FNS) // 2):
             problems.append("without it: pools %s, refused %d of %d"
                             % (got, len(refused), len(POOL_FNS) // 2))
