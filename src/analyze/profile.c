@@ -324,6 +324,19 @@ int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err
 	for (size_t f = 0; f < p->nframes; f++)
 		hidden[f] = !regexec(&re, p->frames[f].function, 0, NULL, 0);
 	regfree(&re);
+	/* a location (a pc, its inlined frames) goes when all its frames do:
+	 * pprof's output is written from the locations */
+	bool *loc_hidden = calloc(p->nlocs ? p->nlocs : 1, sizeof *loc_hidden);
+	if (!loc_hidden) {
+		free(hidden);
+		*err = "out of memory";
+		return -ENOMEM;
+	}
+	for (size_t l = 0; l < p->nlocs; l++) {
+		loc_hidden[l] = p->locs[l].nframes > 0;
+		for (uint32_t k = 0; k < p->locs[l].nframes; k++)
+			loc_hidden[l] &= hidden[p->locs[l].frames[k]];
+	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		struct prof_sample *s = &p->samples[i];
 		uint32_t n = 0;
@@ -336,7 +349,14 @@ int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err
 			if (!hidden[s->frames[k]])
 				s->frames[n++] = s->frames[k];
 		s->nframes = n;
+		n = 0;
+		for (uint32_t k = 0; s->locs && k < s->nlocs; k++)
+			if (!loc_hidden[s->locs[k]])
+				s->locs[n++] = s->locs[k];
+		if (s->locs)
+			s->nlocs = n;
 	}
+	free(loc_hidden);
 	free(hidden);
 	return 0;
 }

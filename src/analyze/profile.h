@@ -121,8 +121,10 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
 
 /* Removes the frames whose function matches hide (a POSIX extended
  * regex) from every stack, as pprof's -hide does: an allocator's own
- * wrappers (palloc, pstrdup...) hidden, the site is their caller. A stack
- * whose every frame matches is left whole. Returns 0, -EINVAL with *err
+ * wrappers (palloc, pstrdup...) hidden, the site is their caller; and the
+ * locations whose frames all match (pprof's output is written from
+ * them: a location with an inlined frame left keeps its other frames
+ * there). A stack whose every frame matches is left whole. Returns 0, -EINVAL with *err
  * set for a bad regex, or -ENOMEM. */
 int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err);
 

@@ -20,6 +20,9 @@
                      "grew, then flat", churn is not growing
     growth:errors    fewer than three dumps, dumps of two processes, no
                      dumps in the directory: one-line errors
+    top:hide         --hide '^cache_grow$': top's rows move its bytes to its
+                     caller, and `pprof -top` on `heaptrail pprof --hide`'s
+                     output shows the same rows (no cache_grow in either)
     top:data-maps    a dump whose maps list data mappings of files that are
                      gone (a SysV shared memory segment, a deleted file):
                      top shows the same rows and says nothing about them
@@ -253,6 +256,26 @@ def test_growth(suite):
     return problems, details
 
 
+def test_hide(suite):
+    _, heaps, prog = common.dumps(suite)
+    dump = heaps[-1]
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "top-hide"))
+    hide = ["--hide", "^cache_grow$"]
+    ht, base = ht_top(suite, dump, hide), ht_top(suite, dump)
+    pb = os.path.join(work, "hidden.pb.gz")
+    heaptrail(suite, ["pprof"] + hide + ["-o", pb, dump])
+    ref = suite.pprof_top(prog, pb)
+    problems = []
+    compare("pprof --hide", ht, ref, 0, problems)
+    names = [r[2] for r in ht["rows"]] + [r[2] for r in ref["rows"]]
+    grow = next((r for r in base["rows"] if r[2] == "cache_grow"), None)
+    main = next((r for r in ht["rows"] if r[2] == "main"), None)
+    if "cache_grow" in names or not grow or not main or main[0] < grow[0]:
+        problems.append("hidden cache_grow: rows %s; without --hide %s"
+                        % (ht["rows"][:4], base["rows"][:4]))
+    return problems, []
+
+
 def test_data_maps(suite):
     _, heaps, _ = common.dumps(suite)
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "top-data-maps"))
@@ -334,4 +357,5 @@ def collect(suite):
             ("diff:pprof", lambda: test_diff_pprof(suite)),
             ("growth:sites", lambda: test_growth(suite)),
             ("top:data-maps", lambda: test_data_maps(suite)),
+            ("top:hide", lambda: test_hide(suite)),
             ("growth:errors", lambda: test_growth_errors(suite))]
