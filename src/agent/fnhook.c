@@ -405,7 +405,7 @@ static bool debug_file(const struct dl_phdr_info *info, char *out, size_t cap)
 						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex);
 	}
 	size_t n = agent_strlen(hex);
-	if (n < 4 || cap < 1100)
+	if (n < 4 || cap < sizeof agent_config.debug_dir + 64)
 		return false;
 	size_t k = agent_strlcpy(out, agent_config.debug_dir[0] ? agent_config.debug_dir
 							       : "/usr/lib/debug", cap);
@@ -422,7 +422,7 @@ static bool debug_file(const struct dl_phdr_info *info, char *out, size_t cap)
 static void each_func(const struct dl_phdr_info *info, const char *path, each_func_fn *fn,
 		      void *arg)
 {
-	char debug[1100];
+	char debug[sizeof agent_config.debug_dir + 64];
 	if (elf_funcs(path, SHT_SYMTAB, fn, arg) == -ENOENT &&
 	    !(debug_file(info, debug, sizeof debug) && elf_funcs(debug, SHT_SYMTAB, fn, arg) == 0))
 		elf_funcs(path, SHT_DYNSYM, fn, arg);
@@ -1120,7 +1120,7 @@ static void match_keys(const char *name, size_t room, uint64_t value, uint64_t s
  * looked for together, in one reading of each module's symbols. */
 static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 {
-	enum { MAX_SPECS = 72 };   /* said below */
+	enum { MAX_SPECS = MAX_HOOKS + 8 };
 	struct batch {
 		struct fmt_fnspec spec[MAX_SPECS];
 		char cold_name[MAX_SPECS][FMT_FN_NAME_MAX + 8];
@@ -1140,7 +1140,9 @@ static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 			sp++;
 		int kind = fmt_fn_kind_parse(s, (size_t)(sp - s));
 		if (n == MAX_SPECS) {
-			agent_log("cannot hook allocator functions: more than ", "72", " named");
+			char num[24];
+			agent_put_dec(num, MAX_SPECS);
+			agent_log("cannot hook allocator functions: more than ", num, " named");
 			break;
 		}
 		if (sp < e && !fmt_fnspec_parse(kind, sp + 1, (size_t)(e - sp - 1), &b->spec[n])) {

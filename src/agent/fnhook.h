@@ -36,7 +36,10 @@
  * an attach (again after a detach). */
 int agent_fnhook_install(uintptr_t pc, uintptr_t sp);
 
-/* Puts back the first bytes of every hooked function (a detach). */
+/* Puts back the first bytes of every hooked function (a detach), every
+ * other thread stopped for the write; a function it cannot put back stays
+ * hooked (its stub records nothing once detached), with one line. Not
+ * hook-safe (stops threads, mprotect). */
 void agent_fnhook_remove(void);
 
 #endif

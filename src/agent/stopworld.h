@@ -46,7 +46,8 @@ int agent_stopworld_stop(pid_t skip, struct agent_stopped **threads, int *nthrea
  * With the signal, they stay as agent_stopworld_stop leaves them. */
 int agent_stopworld_stop_all(struct agent_stopped **threads, int *nthreads);
 /* While stopped: says on stderr (once per thread) which threads the
- * fallback's signal could not stop, for a leak scan. */
+ * fallback's signal could not stop, for a leak scan. Not hook-safe
+ * (writes to stderr); signal-safe. */
 void agent_stopworld_warn(void);
 /* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
 int agent_stopworld_method(void);

@@ -19,7 +19,10 @@
  * restarted too: the program never sees it).
  *
  * Nothing in the target is written but the private page, which is gone
- * afterwards.
+ * afterwards, unless allocator functions are named (--alloc-fn...,
+ * --options-file, or a built-in profile the program matches): the agent
+ * then rewrites their first bytes, with every other thread stopped for
+ * the write (src/agent/fnhook.c), and puts them back at the detach.
  */
 #include <elf.h>
 #include <dirent.h>
