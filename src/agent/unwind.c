@@ -536,7 +536,38 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
 	bool fast = kind_of(r.w0) == CFI_K_CFA_RSP && kind_of(r.w1) == CFI_BP_SAME && k >= 8 &&
 		    k < (1 << 24);
 	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
-	ms->l1[i].fast = fast ? (uint64_t)k : 0;
+	ms->l1[i].fast = fast ? (uint64_t)k : MEMO_L1_SLOW;
+}
+
+/* Steps from return address pc at stack pointer sp through the frames
+ * whose rule is the commonest one and in the thread's cache, appending
+ * each return address to pcs[n..max): the whole of most walks. Returns
+ * the new count; *pcp and *spp are the frame it stopped at (already in
+ * pcs; a pc of 0 when a zero return address ended the stack), which the
+ * caller steps by the general rules. A loop of its own, about 20
+ * instructions a frame: no key bit for exact frames (pc is a return
+ * address), no test of the rule's kind (MEMO_L1_SLOW fails the bound),
+ * nothing but the walk's registers live. */
+static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
+							uintptr_t *pcp, uintptr_t *spp,
+							uintptr_t hi, uintptr_t *pcs, int n, int max)
+{
+	uintptr_t pc = *pcp, sp = *spp;
+	while (n < max) {
+		unsigned i = l1_index(pc);
+		if (ms->l1[i].pc != pc)
+			break;
+		uintptr_t cfa = sp + ms->l1[i].fast;
+		if (cfa > hi)
+			break;
+		sp = cfa;
+		pc = *(const uintptr_t *)(cfa - 8);
+		if (pc == 0)
+			break;
+		pcs[n++] = pc;
+	}
+	*pcp = pc, *spp = sp;
+	return n;
 }
 
 /* The rule of (pc, exact) when the thread's cache has none: from the
@@ -589,7 +620,7 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		unsigned i1 = l1_index(key);
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
 			uintptr_t k = ms->l1[i1].fast;
-			if (AGENT_LIKELY(k) && AGENT_LIKELY(sp + k <= hi)) {
+			if (AGENT_LIKELY(sp + k <= hi)) {
 				/* the commonest frame, its rule checked once */
 				sp += k;
 				pc = *(const uintptr_t *)(sp - 8);
@@ -640,6 +671,11 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		pcs[n] = pc;
 		if (++n == max)
 			break;
+		if (AGENT_LIKELY(ms) && AGENT_LIKELY(!exact)) {
+			n = l1_run(ms, &pc, &sp, hi, pcs, n, max);
+			if (pc == 0 || n == max)
+				break;
+		}
 	}
 	return n;
 }

@@ -783,6 +783,10 @@ static void test_paths(void)
 	      "libunwind's over 4000 walks (%d differ)", bad);
 	check(agent_memo_joins(&path_memos) > joins, "some of them were joins (%lu)",
 	      agent_memo_joins(&path_memos) - joins);
+	/* with more stacks than the memo holds, most walks are plain walks
+	 * (walk_plain and its l1_run), compared above like the others */
+	check(path_memos.sparse > 0, "the memo records one walk in 2^%u, the others are plain",
+	      path_memos.sparse);
 
 	size_t alt_size = 256 * 1024;
 	stack_t ss = { .ss_sp = mmap(NULL, alt_size, PROT_READ | PROT_WRITE,
