@@ -521,6 +521,7 @@ static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
 {
 	if (ms && AGENT_UNLIKELY(ms->l1_gen != gen)) {
 		agent_memset(ms->l1, 0, sizeof ms->l1);
+		ms->l1[0].fast = MEMO_L1_SLOW;  /* key 0: see l1_run */
 		ms->l1_gen = gen;
 	}
 }
@@ -544,30 +545,31 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * each return address to pcs[n..max): the whole of most walks. Returns
  * the new count; *pcp and *spp are the frame it stopped at (already in
  * pcs; a pc of 0 when a zero return address ended the stack), which the
- * caller steps by the general rules. A loop of its own, about 20
+ * caller steps by the general rules. A loop of its own, about 16
  * instructions a frame: no key bit for exact frames (pc is a return
  * address), no test of the rule's kind (MEMO_L1_SLOW fails the bound),
- * nothing but the walk's registers live. */
+ * no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
+ * another key: either way a zero pc leaves the loop), nothing but the
+ * walk's registers live. */
 static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
 							uintptr_t *pcp, uintptr_t *spp,
 							uintptr_t hi, uintptr_t *pcs, int n, int max)
 {
 	uintptr_t pc = *pcp, sp = *spp;
-	while (n < max) {
-		unsigned i = l1_index(pc);
-		if (ms->l1[i].pc != pc)
+	uintptr_t *out = pcs + n, *end = pcs + max;
+	while (out < end) {
+		const __typeof__(ms->l1[0]) *e = &ms->l1[l1_index(pc)];
+		if (e->pc != pc)
 			break;
-		uintptr_t cfa = sp + ms->l1[i].fast;
+		uintptr_t cfa = sp + e->fast;
 		if (cfa > hi)
 			break;
 		sp = cfa;
 		pc = *(const uintptr_t *)(cfa - 8);
-		if (pc == 0)
-			break;
-		pcs[n++] = pc;
+		*out++ = pc;
 	}
 	*pcp = pc, *spp = sp;
-	return n;
+	return (int)(out - pcs) - (pc == 0);  /* the zero is no frame */
 }
 
 /* The rule of (pc, exact) when the thread's cache has none: from the
