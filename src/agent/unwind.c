@@ -506,6 +506,7 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 			ms->sparse = ms->sparse ? (ms->sparse < 6 ? ms->sparse + 1 : 6) : 3;
 		ms->win_n = 0;
 		ms->win_saved = ms->win_walked = 0;
+		agent_memo_quiet_update(ms);
 	}
 }
 

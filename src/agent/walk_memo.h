@@ -82,6 +82,7 @@ struct walk_memos {
 	unsigned scan_misses;          /* scans that found nothing, less
 					* MEMO_SCAN_HIT per one that did */
 	unsigned scan_tick;
+	bool quiet;                    /* agent_memo_quiet_update */
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
 	 * replays and joins against pcs walked while recording, over windows
 	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
@@ -135,6 +136,13 @@ static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uin
 	return true;
 }
 
+/* Whether ms is quiet (see agent_memo_find): its memo does not pay and its
+ * scans keep finding nothing. Called whenever either changes. */
+static inline void agent_memo_quiet_update(struct walk_memos *ms)
+{
+	ms->quiet = ms->sparse && ms->scan_misses >= MEMO_SCAN_MISSES;
+}
+
 /* The entries whose starting sp may be sp, as a bit mask: SSE2, which
  * every x86-64 has, compares four low halves at once. */
 _Static_assert(MEMO_WAYS == 32, "agent_memo_candidates makes a 32-bit mask");
@@ -160,6 +168,14 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
 	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
 	int hit;
+	/* A thread whose memo does not pay and whose scans keep finding
+	 * nothing (quiet) has more stacks than entries: the guess below then
+	 * fails too, after checking the frames its stack shares with the
+	 * current one (about 190 instructions a call on paths-65536). It
+	 * guesses one call in 16 and scans one in 256, enough to notice
+	 * (memo_account) when its stacks repeat again. */
+	if (AGENT_UNLIKELY(ms->quiet) && (ms->scan_tick++ & 15))
+		return NULL;
 	/* a program that takes turns between a few places: what came after
 	 * the last walk last time */
 	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
@@ -175,7 +191,8 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	 * distinct stacks than entries finds none: it then scans one call in
 	 * 16 only, to notice when its stacks repeat again. Skipping a scan
 	 * only costs a walk, which finds the same stack. */
-	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
+	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) &&
+	    (ms->quiet ? ((ms->scan_tick - 1) & 255) : (ms->scan_tick++ & 15)))
 		return NULL;
 	while (cand) {
 		hit = __builtin_ctz(cand);
@@ -185,9 +202,11 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	}
 	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
 		ms->scan_misses++;
+	agent_memo_quiet_update(ms);
 	return NULL;
 learned:
 	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
+	agent_memo_quiet_update(ms);
 	ms->e[last].succ = (uint8_t)hit;
 found:
 	ms->win_saved += (uint64_t)ms->e[hit].npcs;

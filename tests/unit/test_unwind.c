@@ -714,12 +714,14 @@ static unsigned char path_choice[PATH_LEVELS];
 static struct {
 	uintptr_t a[MAXF], b[MAXF];
 	int na, nb;
+	long replays;
 } pout;
 
 static AGENT_NOINLINE void path_leaf(void)
 {
 	struct agent_walk w = agent_unwind_cfi_memo(pout.a, MAXF, &path_memos);
 	pout.na = w.npcs;
+	pout.replays += w.replayed;
 	if (w.replayed)
 		memcpy(pout.a, agent_memo_pcs(w.memo), (size_t)w.npcs * sizeof *pout.a);
 	pout.nb = unw_backtrace((void **)pout.b, MAXF);
@@ -740,13 +742,14 @@ static path_fn *path_fns;
 PATH_STEP(pn0, 0, ) PATH_STEP(pn1, 1, ) PATH_STEP(pn2, 2, ) PATH_STEP(pn3, 3, )
 PATH_STEP(pf0, 0, FP) PATH_STEP(pf1, 1, FP) PATH_STEP(pf2, 2, FP) PATH_STEP(pf3, 3, FP)
 
-/* Runs n random paths; returns how many walks differed from libunwind's. */
-static int run_paths(int n, uint64_t *seed)
+/* Runs n random paths (among npaths); returns how many walks differed
+ * from libunwind's. */
+static int run_paths_of(int n, uint64_t *seed, unsigned npaths)
 {
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
 		*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-		unsigned p = (unsigned)(*seed % 1024);
+		unsigned p = (unsigned)(*seed % npaths);
 		memset(path_choice, 0, sizeof path_choice);
 		for (int j = 0; j < PATH_DIGITS; j++, p /= PATH_BASE)
 			path_choice[PATH_LEVELS - 1 - j * PATH_LEVELS / PATH_DIGITS] = (unsigned char)(p % PATH_BASE);
@@ -757,6 +760,11 @@ static int run_paths(int n, uint64_t *seed)
 			bad++;
 	}
 	return bad;
+}
+
+static int run_paths(int n, uint64_t *seed)
+{
+	return run_paths_of(n, seed, 1024);
 }
 
 static volatile int path_bad_in_handler = -1;
@@ -787,6 +795,15 @@ static void test_paths(void)
 	 * (walk_plain and its l1_run), compared above like the others */
 	check(path_memos.sparse > 0, "the memo records one walk in 2^%u, the others are plain",
 	      path_memos.sparse);
+	check(path_memos.quiet, "and tries a replay one call in 16 only");
+	/* the program settles on 4 stacks: the memo must notice and replay */
+	long replays = pout.replays;
+	bad = run_paths_of(20000, &path_seed, 4);
+	check(bad == 0 && !path_memos.quiet,
+	      "then 4 paths: walks equal libunwind's (%d differ), the memo is no longer quiet "
+	      "(sparse %u)", bad, path_memos.sparse);
+	check(pout.replays - replays > 15000, "and most of those 20000 walks are replays (%ld)",
+	      pout.replays - replays);
 
 	size_t alt_size = 256 * 1024;
 	stack_t ss = { .ss_sp = mmap(NULL, alt_size, PROT_READ | PROT_WRITE,
