@@ -534,43 +534,82 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
 {
 	if (!ms || gen != ms->l1_gen || kind_of(r.w0) == CFI_K_NONE)
 		return;
-	int64_t k = off_of(r.w0);
-	bool fast = kind_of(r.w0) == CFI_K_CFA_RSP && kind_of(r.w1) == CFI_BP_SAME && k >= 8 &&
-		    k < (1 << 24);
+	int64_t k = off_of(r.w0), off = off_of(r.w1);
+	bool rsp = kind_of(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << 24);
+	uint64_t fast = MEMO_L1_SLOW;
+	if (rsp && kind_of(r.w1) == CFI_BP_SAME)
+		fast = (uint64_t)k;
+	else if (rsp && kind_of(r.w1) == CFI_BP_OFFSET && off >= -k && off <= -8)
+		/* rbp saved inside the frame, below the return address */
+		fast = MEMO_L1_SLOW | MEMO_L1_BP | (uint64_t)-off << 24 | (uint64_t)k;
 	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
-	ms->l1[i].fast = fast ? (uint64_t)k : MEMO_L1_SLOW;
+	ms->l1[i].fast = fast;
 }
 
 /* Steps from return address pc at stack pointer sp through the frames
- * whose rule is the commonest one and in the thread's cache, appending
- * each return address to pcs[n..max): the whole of most walks. Returns
- * the new count; *pcp and *spp are the frame it stopped at (already in
- * pcs; a pc of 0 when a zero return address ended the stack), which the
- * caller steps by the general rules. A loop of its own, about 16
- * instructions a frame: no key bit for exact frames (pc is a return
- * address), no test of the rule's kind (MEMO_L1_SLOW fails the bound),
- * no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
- * another key: either way a zero pc leaves the loop), nothing but the
- * walk's registers live. */
-static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
-							uintptr_t *pcp, uintptr_t *spp,
-							uintptr_t hi, uintptr_t *pcs, int n, int max)
+ * whose rule is one of the two commonest and in the thread's cache,
+ * appending each return address to pcs[n..max): the whole of most walks.
+ * Returns the new count; *pcp, *spp and *bpp are the frame it stopped at
+ * (already in pcs; a pc of 0 when a zero return address ended the
+ * stack), which the caller steps by the general rules.
+ *
+ * The inner loop, about 16 instructions a frame, takes the commonest
+ * rule (CFA = rsp + k, rbp unchanged): no key bit for exact frames (pc is
+ * a return address), no test of the rule's kind (MEMO_L1_SLOW fails the
+ * bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
+ * another key: either way a zero pc leaves the loop). The next commonest
+ * (the same with rbp saved in the frame: a function without frame
+ * pointer that uses rbp) leaves it for a few instructions more. */
+static AGENT_NOINLINE uintptr_t *l1_run_rsp(const struct walk_memos *ms, uintptr_t *pcp,
+					     uintptr_t *spp, uintptr_t hi, uintptr_t *out,
+					     uintptr_t *end)
 {
+	/* a function of its own: inlined, GCC keeps two copies of out */
 	uintptr_t pc = *pcp, sp = *spp;
-	uintptr_t *out = pcs + n, *end = pcs + max;
+	const char *l1 = (const char *)ms->l1;
 	while (out < end) {
-		const __typeof__(ms->l1[0]) *e = &ms->l1[l1_index(pc)];
+		/* &ms->l1[l1_index(pc)], scaled in one step */
+		const __typeof__(ms->l1[0]) *e = (const void *)(
+			l1 + (((pc ^ (pc >> 10)) * sizeof ms->l1[0]) &
+			      ((MEMO_L1_SLOTS - 1) * sizeof ms->l1[0])));
 		if (e->pc != pc)
 			break;
-		uintptr_t cfa = sp + e->fast;
-		if (cfa > hi)
+		sp += e->fast;
+		if (sp > hi) {
+			sp -= e->fast;
 			break;
-		sp = cfa;
-		pc = *(const uintptr_t *)(cfa - 8);
+		}
+		pc = *(const uintptr_t *)(sp - 8);
 		*out++ = pc;
 	}
 	*pcp = pc, *spp = sp;
-	return (int)(out - pcs) - (pc == 0);  /* the zero is no frame */
+	return out;
+}
+
+static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
+							uintptr_t *pcp, uintptr_t *spp,
+							uintptr_t *bpp, uintptr_t hi,
+							uintptr_t *pcs, int n, int max)
+{
+	uintptr_t *out = pcs + n, *end = pcs + max;
+	for (;;) {
+		out = l1_run_rsp(ms, pcp, spp, hi, out, end);
+		uintptr_t pc = *pcp, sp = *spp;
+		if (out >= end)
+			break;
+		const __typeof__(ms->l1[0]) *e = &ms->l1[l1_index(pc)];
+		uint64_t f = e->fast;
+		if (e->pc != pc || !(f & MEMO_L1_BP))
+			break;
+		uintptr_t cfa = sp + (f & 0xffffff);
+		if (cfa > hi)
+			break;
+		*bpp = *(const uintptr_t *)(cfa - ((f >> 24) & 0xffffff));
+		*spp = cfa;
+		*pcp = *(const uintptr_t *)(cfa - 8);
+		*out++ = *pcp;
+	}
+	return (int)(out - pcs) - (*pcp == 0);  /* the zero is no frame */
 }
 
 /* The rule of (pc, exact) when the thread's cache has none: from the
@@ -675,7 +714,7 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		if (++n == max)
 			break;
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(!exact)) {
-			n = l1_run(ms, &pc, &sp, hi, pcs, n, max);
+			n = l1_run(ms, &pc, &sp, &bp, hi, pcs, n, max);
 			if (pc == 0 || n == max)
 				break;
 		}

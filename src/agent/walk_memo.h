@@ -64,6 +64,7 @@ struct walk_memo {
 #define MEMO_WINDOW 64
 #define MEMO_L1_SLOTS 1024
 #define MEMO_L1_SLOW ((uint64_t)1 << 62)
+#define MEMO_L1_BP ((uint64_t)1 << 61)
 struct walk_join {
 	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
@@ -96,7 +97,9 @@ struct walk_memos {
 	 * direct-mapped by return address; emptied when the generation
 	 * changes. fast: k for the commonest rule, CFA = rsp + k with rbp
 	 * unchanged and k checked once (8 <= k < 2^24), else MEMO_L1_SLOW,
-	 * which takes any stack pointer past any stack's top. */
+	 * which takes any stack pointer past any stack's top; with
+	 * MEMO_L1_BP and d << 24 added when rbp is saved at CFA - d, d
+	 * checked once (8 <= d <= k). */
 	uint32_t l1_gen;
 	struct { uint64_t pc, w0, w1, fast; } l1[MEMO_L1_SLOTS];
 };
