@@ -503,7 +503,8 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 		if (ms->win_saved >= 2 * ms->win_walked)
 			ms->sparse = 0;
 		else
-			ms->sparse = ms->sparse ? (ms->sparse < 6 ? ms->sparse + 1 : 6) : 3;
+			ms->sparse = ms->sparse ? (ms->sparse < MEMO_SPARSE_MAX ? ms->sparse + 1
+							   : MEMO_SPARSE_MAX) : 3;
 		ms->win_n = 0;
 		ms->win_saved = ms->win_walked = 0;
 		agent_memo_quiet_update(ms);

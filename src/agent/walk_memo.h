@@ -63,6 +63,7 @@ struct walk_memo {
 #define MEMO_SCAN_HIT 32
 #define MEMO_WINDOW 64
 #define MEMO_L1_SLOTS 1024
+#define MEMO_SPARSE_MAX 8
 #define MEMO_L1_SLOW ((uint64_t)1 << 62)
 #define MEMO_L1_BP ((uint64_t)1 << 61)
 struct walk_join {
@@ -88,8 +89,10 @@ struct walk_memos {
 	 * replays and joins against pcs walked while recording, over windows
 	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
 	 * 2^sparse is recorded (sparse 0: every walk), which costs less than
-	 * it saves: one in 8 after the first window that does not pay, one
-	 * in 64 after four in a row. */
+	 * it saves: one in 8 after the first window that does not pay, half
+	 * as many after each window more, down to one in 256 (a recorded
+	 * walk, with its tries to join, costs about 11,000 instructions on
+	 * paths-65536: 180 an allocation at one in 64). */
 	uint64_t win_saved, win_walked;
 	unsigned win_n, sparse_tick, sparse;
 	/* The thread's own copy of the rules it used last (unwind.c,
