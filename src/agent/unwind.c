@@ -513,9 +513,14 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 
 /* ---------- the thread's own rule cache (walk_memos.l1) ---------- */
 
+/* The top bits of a multiplication by 2^64 / golden ratio (Fibonacci
+ * hashing): three instructions with the scaling l1_run_rsp needs. */
+#define L1_MUL 0x9E3779B97F4A7C15ull
+#define L1_SHIFT (64 - 10)
+_Static_assert(MEMO_L1_SLOTS == 1 << 10, "L1_SHIFT takes the top 10 bits");
 static inline unsigned l1_index(uint64_t key)
 {
-	return (unsigned)(key ^ (key >> 10)) & (MEMO_L1_SLOTS - 1);
+	return (unsigned)((key * L1_MUL) >> L1_SHIFT);
 }
 
 /* Forgets the thread's rules of an older generation. */
@@ -561,26 +566,33 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * another key: either way a zero pc leaves the loop). The next commonest
  * (the same with rbp saved in the frame: a function without frame
  * pointer that uses rbp) leaves it for a few instructions more. */
-static AGENT_NOINLINE uintptr_t *l1_run_rsp(const struct walk_memos *ms, uintptr_t *pcp,
-					     uintptr_t *spp, uintptr_t hi, uintptr_t *out,
-					     uintptr_t *end)
+_Static_assert(sizeof(((struct walk_memos *)0)->l1[0]) == 1 << 5, "l1_run scales by 32");
+
+static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uintptr_t *pcp,
+					       uintptr_t *spp, uintptr_t *bpp, uintptr_t hi,
+					       uintptr_t *out, uintptr_t *end)
 {
 	/* a function of its own: inlined, GCC keeps two copies of out */
 	uintptr_t pc = *pcp, sp = *spp;
 	const char *l1 = (const char *)ms->l1;
+	const __typeof__(ms->l1[0]) *e;
 	while (out < end) {
-		/* &ms->l1[l1_index(pc)], scaled in one step */
-		const __typeof__(ms->l1[0]) *e = (const void *)(
-			l1 + (((pc ^ (pc >> 10)) * sizeof ms->l1[0]) &
-			      ((MEMO_L1_SLOTS - 1) * sizeof ms->l1[0])));
+		/* &ms->l1[l1_index(pc)], scaled in the shift */
+		e = (const void *)(l1 + (((pc * L1_MUL) >> (L1_SHIFT - 5)) &
+					 ((MEMO_L1_SLOTS - 1) << 5)));
 		if (e->pc != pc)
 			break;
-		sp += e->fast;
-		if (sp > hi) {
-			sp -= e->fast;
-			break;
+		uintptr_t cfa = sp + e->fast;
+		if (AGENT_UNLIKELY(cfa > hi)) {
+			/* the next commonest rule? */
+			uint64_t f = e->fast;
+			cfa = sp + (f & 0xffffff);
+			if (!(f & MEMO_L1_BP) || cfa > hi)
+				break;
+			*bpp = *(const uintptr_t *)(cfa - ((f >> 24) & 0xffffff));
 		}
-		pc = *(const uintptr_t *)(sp - 8);
+		sp = cfa;
+		pc = *(const uintptr_t *)(cfa - 8);
 		*out++ = pc;
 	}
 	*pcp = pc, *spp = sp;
@@ -592,24 +604,7 @@ static inline __attribute__((always_inline)) int l1_run(const struct walk_memos 
 							uintptr_t *bpp, uintptr_t hi,
 							uintptr_t *pcs, int n, int max)
 {
-	uintptr_t *out = pcs + n, *end = pcs + max;
-	for (;;) {
-		out = l1_run_rsp(ms, pcp, spp, hi, out, end);
-		uintptr_t pc = *pcp, sp = *spp;
-		if (out >= end)
-			break;
-		const __typeof__(ms->l1[0]) *e = &ms->l1[l1_index(pc)];
-		uint64_t f = e->fast;
-		if (e->pc != pc || !(f & MEMO_L1_BP))
-			break;
-		uintptr_t cfa = sp + (f & 0xffffff);
-		if (cfa > hi)
-			break;
-		*bpp = *(const uintptr_t *)(cfa - ((f >> 24) & 0xffffff));
-		*spp = cfa;
-		*pcp = *(const uintptr_t *)(cfa - 8);
-		*out++ = *pcp;
-	}
+	uintptr_t *out = l1_run_frames(ms, pcp, spp, bpp, hi, pcs + n, pcs + max);
 	return (int)(out - pcs) - (*pcp == 0);  /* the zero is no frame */
 }
 
