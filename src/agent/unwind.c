@@ -734,12 +734,9 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 /* The registers come as arguments, read by the caller in the frame the
  * walk starts from (AGENT_FRAME_REGS): pc there is not a return address,
  * so its rule is looked up as is. */
-static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
-				       int max, struct walk_memos *ms)
+static AGENT_NOINLINE struct agent_walk walk_record(uintptr_t pc, uintptr_t sp, uintptr_t bp,
+						    uintptr_t *pcs, int max, struct walk_memos *ms)
 {
-	/* a memo that does not pay records one walk in 2^sparse (memo_account) */
-	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & ((1u << ms->sparse) - 1))))
-		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max, ms) };
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	l1_check_gen(ms, gen);
@@ -872,6 +869,18 @@ static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr
 	if (ms)
 		memo_account(ms, walked < 0 ? n : walked, walked < 0 ? 0 : n - walked);
 	return (struct agent_walk){ .memo = m && m->valid ? m : NULL, .npcs = n };
+}
+
+/* A new walk: recorded into ms, or plain. Inline, so that a plain walk
+ * does not pay walk_record's prologue (about 40 instructions). */
+static inline __attribute__((always_inline)) struct agent_walk walk(uintptr_t pc, uintptr_t sp,
+								   uintptr_t bp, uintptr_t *pcs,
+								   int max, struct walk_memos *ms)
+{
+	/* a memo that does not pay records one walk in 2^sparse (memo_account) */
+	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & ((1u << ms->sparse) - 1))))
+		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max, ms) };
+	return walk_record(pc, sp, bp, pcs, max, ms);
 }
 
 /* A walk from the frame this is inlined into (its caller's frame is the
