@@ -57,23 +57,27 @@ static inline uint64_t rotl64(uint64_t x, int r)
 static uint64_t stack_hash(uint64_t key, const uintptr_t *pcs, int depth)
 {
 	/* A new stack is hashed at every allocation whose walk the memo
-	 * could not give: four lanes, three instructions a pc (xor, multiply,
-	 * rotate: the rotation brings the product's well-mixed top bits
-	 * down), mixed together at the end. */
+	 * could not give: four lanes of a xor and a multiply a pc, each a
+	 * bijection of the lane, so two stacks that differ in one pc differ
+	 * in its lane; a multiply moves differences only upwards, so the
+	 * lanes are folded down and mixed at the end. */
 	const uint64_t m0 = 0xff51afd7ed558ccdull, m1 = 0xc4ceb9fe1a85ec53ull;
 	uint64_t a = 0x9e3779b97f4a7c15ull ^ key ^ ((uint64_t)depth << 40);
 	uint64_t b = 0x632be59bd9b4e019ull, c = 0x85ebca6b27d4eb2full, d = 0x165667b19e3779f9ull;
 	int i = 0;
 	for (; i + 4 <= depth; i += 4) {
-		a = rotl64((a ^ pcs[i]) * m0, 31);
-		b = rotl64((b ^ pcs[i + 1]) * m1, 29);
-		c = rotl64((c ^ pcs[i + 2]) * m0, 27);
-		d = rotl64((d ^ pcs[i + 3]) * m1, 33);
+		a = (a ^ pcs[i]) * m0;
+		b = (b ^ pcs[i + 1]) * m1;
+		c = (c ^ pcs[i + 2]) * m0;
+		d = (d ^ pcs[i + 3]) * m1;
 	}
 	for (; i < depth; i++)
-		a = rotl64((a ^ pcs[i]) * m0, 31);
+		a = (a ^ pcs[i]) * m1;
+	a ^= a >> 29, b ^= b >> 31, c ^= c >> 27, d ^= d >> 33;
 	uint64_t h = (a ^ rotl64(b, 17)) * m1 ^ (c ^ rotl64(d, 23)) * m0;
-	return h ^ h >> 32;
+	h ^= h >> 32;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 29;
 }
 
 const uintptr_t *agent_stack_pcs(const struct agent_stack *s)
