@@ -72,13 +72,15 @@ struct walk_join {
 };
 struct walk_memos {
 	struct walk_memo e[MEMO_WAYS];
-	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
+	uintptr_t sp0[MEMO_WAYS + 1];  /* each entry's e[i].sp0, and a 0 that no sp
+				        * matches (pred MEMO_WAYS); a replay is tried
 					* only where the starting sp matches */
 	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
 				       /* their low halves, compared four at a time */
 	unsigned next;                 /* the entry the next new walk replaces */
 	unsigned last;                 /* the entry last replayed or recorded */
-	unsigned pred;                 /* e[last].succ: the entry tried first */
+	unsigned pred;                 /* e[last].succ: the entry tried first;
+					* MEMO_WAYS (none) while quiet */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
 	unsigned scan_misses;          /* scans that found nothing, less
@@ -146,7 +148,10 @@ static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uin
  * scans keep finding nothing. Called whenever either changes. */
 static inline void agent_memo_quiet_update(struct walk_memos *ms)
 {
-	ms->quiet = ms->sparse && ms->scan_misses >= MEMO_SCAN_MISSES;
+	bool quiet = ms->sparse && ms->scan_misses >= MEMO_SCAN_MISSES;
+	if (!quiet && ms->quiet)
+		ms->pred = ms->e[ms->last % MEMO_WAYS].succ % MEMO_WAYS;
+	ms->quiet = quiet;
 }
 
 /* The entries whose starting sp may be sp, as a bit mask: SSE2, which
@@ -172,23 +177,32 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 				  int max)
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
+	unsigned last = ms->last % MEMO_WAYS, next = ms->pred;
 	int hit;
-	/* A thread whose memo does not pay and whose scans keep finding
-	 * nothing (quiet) has more stacks than entries: the guess below then
-	 * fails too, after checking the frames its stack shares with the
-	 * current one (about 190 instructions a call on paths-65536). It
-	 * guesses one call in 16 and scans one in 256, enough to notice
-	 * (memo_account) when its stacks repeat again. */
-	if (AGENT_UNLIKELY(ms->quiet) && (ms->scan_tick++ & 15))
-		return NULL;
 	/* a program that takes turns between a few places: what came after
 	 * the last walk last time */
 	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
 		hit = (int)next;
 		goto found;
 	}
-	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
+	/* A thread whose memo does not pay and whose scans keep finding
+	 * nothing (quiet) has more stacks than entries: the guess above then
+	 * fails too, after checking the frames its stack shares with the
+	 * current one (about 190 instructions a call on paths-65536). It has
+	 * no guess (pred MEMO_WAYS: checked here, off the path of a replay),
+	 * guesses one call in 16 and scans one in 256, enough to notice
+	 * (memo_account) when its stacks repeat again. */
+	if (AGENT_UNLIKELY(ms->quiet)) {
+		ms->pred = MEMO_WAYS;
+		if (ms->scan_tick++ & 15)
+			return NULL;
+		next = ms->e[last].succ % MEMO_WAYS;
+		if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
+			hit = (int)next;
+			goto found;
+		}
+	}
+	uint32_t cand = agent_memo_candidates(ms, sp) & ~(next < MEMO_WAYS ? 1u << next : 0);
 	if (!cand)
 		return NULL;
 	/* A scan costs a check of every entry from here; a scan that finds a
