@@ -168,6 +168,64 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 	return mask;
 }
 
+/* agent_memo_find's bookkeeping once entry hit is found: hit follows
+ * last; the guess next time is what followed hit last time. */
+static inline struct walk_memo *agent_memo_found(struct walk_memos *ms, unsigned hit)
+{
+	ms->win_saved += (uint64_t)ms->e[hit].npcs;
+	ms->last = hit;
+	ms->pred = ms->e[hit].succ;
+	return &ms->e[hit];
+}
+
+/* Checks the entries of cand (a mask) for a replay; for agent_memo_find.
+ * Always inline: a call here makes GCC spill around the replay path of
+ * the hooks (deep and churn: 6 instructions an allocation more). */
+static inline __attribute__((always_inline)) struct walk_memo *
+agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp, uintptr_t bp,
+		int max, uint32_t gen, unsigned last)
+{
+	while (cand) {
+		unsigned hit = (unsigned)__builtin_ctz(cand);
+		cand &= cand - 1;
+		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen)) {
+			ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ?
+						  ms->scan_misses - MEMO_SCAN_HIT : 0;
+			if (AGENT_UNLIKELY(ms->quiet))  /* fewer misses: quiet at most */
+				agent_memo_quiet_update(ms);
+			ms->e[last].succ = (uint8_t)hit;
+			return agent_memo_found(ms, hit);
+		}
+	}
+	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
+		ms->scan_misses++;
+	agent_memo_quiet_update(ms);
+	return NULL;
+}
+
+/* A thread whose memo does not pay and whose scans keep finding nothing
+ * (quiet) has more stacks than entries: a guess then fails too, after
+ * checking the frames its stack shares with the current one (about 190
+ * instructions a call on paths-65536). It has no guess (pred
+ * MEMO_WAYS: agent_memo_find's guess fails at once, and its replays
+ * pay nothing for this), guesses here one call in 16 and scans one in
+ * 256, enough to notice (memo_account) when its stacks repeat again. */
+static AGENT_NOINLINE struct walk_memo *agent_memo_find_quiet(struct walk_memos *ms, uintptr_t pc,
+							      uintptr_t sp, uintptr_t bp, int max,
+							      uint32_t gen, unsigned last)
+{
+	ms->pred = MEMO_WAYS;
+	if (ms->scan_tick++ & 15)
+		return NULL;
+	unsigned next = ms->e[last].succ % MEMO_WAYS;
+	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
+		return agent_memo_found(ms, next);
+	if ((ms->scan_tick - 1) & 255)
+		return NULL;
+	return agent_memo_scan(ms, agent_memo_candidates(ms, sp) & ~(1u << next), pc, sp, bp, max,
+			       gen, last);
+}
+
 /* The entry of ms a walk from (pc, sp, bp) would repeat
  * (agent_memo_holds), or NULL. Tried first: the entry that followed the
  * last one replayed or recorded last time (itself, for a loop allocating
@@ -177,32 +235,14 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 				  int max)
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS, next = ms->pred;
-	int hit;
+	unsigned last = ms->last % MEMO_WAYS, pred = ms->pred, next = pred % MEMO_WAYS;
 	/* a program that takes turns between a few places: what came after
-	 * the last walk last time */
-	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
-		hit = (int)next;
-		goto found;
-	}
-	/* A thread whose memo does not pay and whose scans keep finding
-	 * nothing (quiet) has more stacks than entries: the guess above then
-	 * fails too, after checking the frames its stack shares with the
-	 * current one (about 190 instructions a call on paths-65536). It has
-	 * no guess (pred MEMO_WAYS: checked here, off the path of a replay),
-	 * guesses one call in 16 and scans one in 256, enough to notice
-	 * (memo_account) when its stacks repeat again. */
-	if (AGENT_UNLIKELY(ms->quiet)) {
-		ms->pred = MEMO_WAYS;
-		if (ms->scan_tick++ & 15)
-			return NULL;
-		next = ms->e[last].succ % MEMO_WAYS;
-		if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
-			hit = (int)next;
-			goto found;
-		}
-	}
-	uint32_t cand = agent_memo_candidates(ms, sp) & ~(next < MEMO_WAYS ? 1u << next : 0);
+	 * the last walk last time (none while quiet: sp0[MEMO_WAYS]) */
+	if (ms->sp0[pred] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
+		return agent_memo_found(ms, next);
+	if (AGENT_UNLIKELY(ms->quiet))
+		return agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
+	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
 	if (!cand)
 		return NULL;
 	/* A scan costs a check of every entry from here; a scan that finds a
@@ -211,28 +251,9 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	 * distinct stacks than entries finds none: it then scans one call in
 	 * 16 only, to notice when its stacks repeat again. Skipping a scan
 	 * only costs a walk, which finds the same stack. */
-	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) &&
-	    (ms->quiet ? ((ms->scan_tick - 1) & 255) : (ms->scan_tick++ & 15)))
+	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
 		return NULL;
-	while (cand) {
-		hit = __builtin_ctz(cand);
-		cand &= cand - 1;
-		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
-			goto learned;
-	}
-	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
-		ms->scan_misses++;
-	agent_memo_quiet_update(ms);
-	return NULL;
-learned:
-	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
-	agent_memo_quiet_update(ms);
-	ms->e[last].succ = (uint8_t)hit;
-found:
-	ms->win_saved += (uint64_t)ms->e[hit].npcs;
-	ms->last = (unsigned)hit;
-	ms->pred = ms->e[hit].succ;
-	return &ms->e[hit];
+	return agent_memo_scan(ms, cand, pc, sp, bp, max, gen, last);
 }
 
 
