@@ -822,10 +822,62 @@ static void test_paths(void)
 	signal(SIGUSR1, SIG_DFL);
 }
 
+/* A function without frame pointer that keeps a value in rbp (so saves
+ * its caller's rbp inside its frame) between functions with frame
+ * pointers, whose CFA comes from rbp: a plain walk that steps it by the
+ * thread's rule cache (l1_run) must restore rbp from the save slot, or
+ * the frames above it are lost. Walked as the hooks walk (AGENT_FRAME_REGS
+ * and agent_unwind_cfi_at, never a replay) through a memo that records
+ * one walk in 256, so nearly every walk is plain and, after the first,
+ * finds every rule in the thread's cache. */
+static struct walk_memos rbp_memos;
+static struct {
+	uintptr_t a[MAXF], b[MAXF];
+	int na, nb;
+} rout;
+
+__attribute__((optimize("no-omit-frame-pointer"))) AGENT_NOINLINE static void rbp_leaf(void)
+{
+	uintptr_t pc, sp, bp;
+	AGENT_FRAME_REGS(pc, sp, bp);
+	rout.na = agent_unwind_cfi_at(pc, sp, bp, rout.a, MAXF, &rbp_memos).npcs;
+	rout.nb = unw_backtrace((void **)rout.b, MAXF);
+}
+
+__attribute__((optimize("omit-frame-pointer"))) AGENT_NOINLINE static long rbp_user(long x)
+{
+	/* rbp holds junk across the call: the caller's is in the frame */
+	__asm__ volatile("mov %0, %%rbp" : : "r"(x * 0x10001) : "rbp");
+	rbp_leaf();
+	__asm__ volatile("" : : : "memory");
+	return x + 1;
+}
+
+#define RBP_FP __attribute__((optimize("no-omit-frame-pointer"))) AGENT_NOINLINE static
+RBP_FP long rbp_fp1(long x) { long r = rbp_user(x + 1); sink += (unsigned)r; return r + 1; }
+RBP_FP long rbp_fp2(long x) { long r = rbp_fp1(x + 1); sink += (unsigned)r; return r + 1; }
+RBP_FP long rbp_fp3(long x) { long r = rbp_fp2(x + 1); sink += (unsigned)r; return r + 1; }
+
+static void test_rbp_saved(void)
+{
+	rbp_memos.sparse = MEMO_SPARSE_MAX;
+	int bad = 0, rounds = 200;
+	for (int i = 0; i < rounds; i++) {
+		rbp_fp3(i);
+		/* a: from rbp_leaf's caller; b: from rbp_leaf */
+		if (rout.na < 6 || rout.na != rout.nb - 1 ||
+		    memcmp(rout.a, rout.b + 1, (size_t)rout.na * sizeof *rout.a))
+			bad++;
+	}
+	check(bad == 0, "a frame that saves rbp without frame pointer, between frames with: "
+	      "plain walks equal libunwind's (%d of %d differ)", bad, rounds);
+}
+
 int main(void)
 {
 	test_memo();
 	test_paths();
+	test_rbp_saved();
 	test_chain();
 	test_alignment();
 	test_recursion();
