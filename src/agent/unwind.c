@@ -514,7 +514,7 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 /* ---------- the thread's own rule cache (walk_memos.l1) ---------- */
 
 /* The top bits of a multiplication by 2^64 / golden ratio (Fibonacci
- * hashing): three instructions with the scaling l1_run_rsp needs. */
+ * hashing): three instructions with the scaling l1_run_frames needs. */
 #define L1_MUL 0x9E3779B97F4A7C15ull
 #define L1_SHIFT (64 - 10)
 _Static_assert(MEMO_L1_SLOTS == 1 << 10, "L1_SHIFT takes the top 10 bits");
@@ -559,13 +559,13 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * (already in pcs; a pc of 0 when a zero return address ended the
  * stack), which the caller steps by the general rules.
  *
- * The inner loop, about 16 instructions a frame, takes the commonest
+ * The loop, 17 instructions a frame, takes the commonest
  * rule (CFA = rsp + k, rbp unchanged): no key bit for exact frames (pc is
  * a return address), no test of the rule's kind (MEMO_L1_SLOW fails the
  * bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
  * another key: either way a zero pc leaves the loop). The next commonest
  * (the same with rbp saved in the frame: a function without frame
- * pointer that uses rbp) leaves it for a few instructions more. */
+ * pointer that uses rbp) costs a few instructions more. */
 _Static_assert(sizeof(((struct walk_memos *)0)->l1[0]) == 1 << 5, "l1_run scales by 32");
 
 static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uintptr_t *pcp,
