@@ -185,6 +185,7 @@ uint64_t agent_ms_since_start(void);
 void agent_clock_start(void);
 void agent_memcpy(void *dst, const void *src, size_t n);
 void agent_memset(void *dst, int c, size_t n);
+int agent_memcmp(const void *a, const void *b, size_t n);
 
 /* A spinlock that yields after a short spin. Fork handling in lifecycle.c
  * takes every lock in the agent before fork and releases it in both

@@ -210,6 +210,11 @@ void agent_memcpy(void *dst, const void *src, size_t n)
 	memcpy(dst, src, n);  /* libc's memcpy never allocates */
 }
 
+int agent_memcmp(const void *a, const void *b, size_t n)
+{
+	return memcmp(a, b, n);  /* libc's, pure */
+}
+
 void agent_memset(void *dst, int c, size_t n)
 {
 	unsigned char *d = dst;

@@ -503,17 +503,24 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 		if (ms->win_saved >= 2 * ms->win_walked)
 			ms->sparse = 0;
 		else
-			ms->sparse = ms->sparse ? (ms->sparse < 6 ? ms->sparse + 1 : 6) : 3;
+			ms->sparse = ms->sparse ? (ms->sparse < MEMO_SPARSE_MAX ? ms->sparse + 1
+							   : MEMO_SPARSE_MAX) : 3;
 		ms->win_n = 0;
 		ms->win_saved = ms->win_walked = 0;
+		agent_memo_quiet_update(ms);
 	}
 }
 
 /* ---------- the thread's own rule cache (walk_memos.l1) ---------- */
 
+/* The top bits of a multiplication by 2^64 / golden ratio (Fibonacci
+ * hashing): three instructions with the scaling l1_run_frames needs. */
+#define L1_MUL 0x9E3779B97F4A7C15ull
+#define L1_SHIFT (64 - 10)
+_Static_assert(MEMO_L1_SLOTS == 1 << 10, "L1_SHIFT takes the top 10 bits");
 static inline unsigned l1_index(uint64_t key)
 {
-	return (unsigned)(key ^ (key >> 10)) & (MEMO_L1_SLOTS - 1);
+	return (unsigned)((key * L1_MUL) >> L1_SHIFT);
 }
 
 /* Forgets the thread's rules of an older generation. */
@@ -521,6 +528,7 @@ static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
 {
 	if (ms && AGENT_UNLIKELY(ms->l1_gen != gen)) {
 		agent_memset(ms->l1, 0, sizeof ms->l1);
+		ms->l1[0].fast = MEMO_L1_SLOW;  /* key 0: see l1_run */
 		ms->l1_gen = gen;
 	}
 }
@@ -532,11 +540,72 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
 {
 	if (!ms || gen != ms->l1_gen || kind_of(r.w0) == CFI_K_NONE)
 		return;
-	int64_t k = off_of(r.w0);
-	bool fast = kind_of(r.w0) == CFI_K_CFA_RSP && kind_of(r.w1) == CFI_BP_SAME && k >= 8 &&
-		    k < (1 << 24);
+	int64_t k = off_of(r.w0), off = off_of(r.w1);
+	bool rsp = kind_of(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << 24);
+	uint64_t fast = MEMO_L1_SLOW;
+	if (rsp && kind_of(r.w1) == CFI_BP_SAME)
+		fast = (uint64_t)k;
+	else if (rsp && kind_of(r.w1) == CFI_BP_OFFSET && off >= -k && off <= -8)
+		/* rbp saved inside the frame, below the return address */
+		fast = MEMO_L1_SLOW | MEMO_L1_BP | (uint64_t)-off << 24 | (uint64_t)k;
 	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
-	ms->l1[i].fast = fast ? (uint64_t)k : 0;
+	ms->l1[i].fast = fast;
+}
+
+/* Steps from return address pc at stack pointer sp through the frames
+ * whose rule is one of the two commonest and in the thread's cache,
+ * appending each return address to pcs[n..max): the whole of most walks.
+ * Returns the new count; *pcp, *spp and *bpp are the frame it stopped at
+ * (already in pcs; a pc of 0 when a zero return address ended the
+ * stack), which the caller steps by the general rules.
+ *
+ * The loop, 17 instructions a frame, takes the commonest
+ * rule (CFA = rsp + k, rbp unchanged): no key bit for exact frames (pc is
+ * a return address), no test of the rule's kind (MEMO_L1_SLOW fails the
+ * bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
+ * another key: either way a zero pc leaves the loop). The next commonest
+ * (the same with rbp saved in the frame: a function without frame
+ * pointer that uses rbp) costs a few instructions more. */
+_Static_assert(sizeof(((struct walk_memos *)0)->l1[0]) == 1 << 5, "l1_run scales by 32");
+
+static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uintptr_t *pcp,
+					       uintptr_t *spp, uintptr_t *bpp, uintptr_t hi,
+					       uintptr_t *out, uintptr_t *end)
+{
+	/* a function of its own: inlined, GCC keeps two copies of out */
+	uintptr_t pc = *pcp, sp = *spp;
+	const char *l1 = (const char *)ms->l1;
+	const __typeof__(ms->l1[0]) *e;
+	while (out < end) {
+		/* &ms->l1[l1_index(pc)], scaled in the shift */
+		e = (const void *)(l1 + (((pc * L1_MUL) >> (L1_SHIFT - 5)) &
+					 ((MEMO_L1_SLOTS - 1) << 5)));
+		if (e->pc != pc)
+			break;
+		uintptr_t cfa = sp + e->fast;
+		if (AGENT_UNLIKELY(cfa > hi)) {
+			/* the next commonest rule? */
+			uint64_t f = e->fast;
+			cfa = sp + (f & 0xffffff);
+			if (!(f & MEMO_L1_BP) || cfa > hi)
+				break;
+			*bpp = *(const uintptr_t *)(cfa - ((f >> 24) & 0xffffff));
+		}
+		sp = cfa;
+		pc = *(const uintptr_t *)(cfa - 8);
+		*out++ = pc;
+	}
+	*pcp = pc, *spp = sp;
+	return out;
+}
+
+static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
+							uintptr_t *pcp, uintptr_t *spp,
+							uintptr_t *bpp, uintptr_t hi,
+							uintptr_t *pcs, int n, int max)
+{
+	uintptr_t *out = l1_run_frames(ms, pcp, spp, bpp, hi, pcs + n, pcs + max);
+	return (int)(out - pcs) - (*pcp == 0);  /* the zero is no frame */
 }
 
 /* The rule of (pc, exact) when the thread's cache has none: from the
@@ -589,7 +658,7 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		unsigned i1 = l1_index(key);
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
 			uintptr_t k = ms->l1[i1].fast;
-			if (AGENT_LIKELY(k) && AGENT_LIKELY(sp + k <= hi)) {
+			if (AGENT_LIKELY(sp + k <= hi)) {
 				/* the commonest frame, its rule checked once */
 				sp += k;
 				pc = *(const uintptr_t *)(sp - 8);
@@ -640,6 +709,11 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		pcs[n] = pc;
 		if (++n == max)
 			break;
+		if (AGENT_LIKELY(ms) && AGENT_LIKELY(!exact)) {
+			n = l1_run(ms, &pc, &sp, &bp, hi, pcs, n, max);
+			if (pc == 0 || n == max)
+				break;
+		}
 	}
 	return n;
 }
@@ -660,12 +734,9 @@ __attribute__((optimize("no-tree-slp-vectorize")))
 /* The registers come as arguments, read by the caller in the frame the
  * walk starts from (AGENT_FRAME_REGS): pc there is not a return address,
  * so its rule is looked up as is. */
-static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
-				       int max, struct walk_memos *ms)
+static AGENT_NOINLINE struct agent_walk walk_record(uintptr_t pc, uintptr_t sp, uintptr_t bp,
+						    uintptr_t *pcs, int max, struct walk_memos *ms)
 {
-	/* a memo that does not pay records one walk in 2^sparse (memo_account) */
-	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & ((1u << ms->sparse) - 1))))
-		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max, ms) };
 	struct walk w_, *w = &w_;
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	l1_check_gen(ms, gen);
@@ -798,6 +869,18 @@ static AGENT_NOINLINE struct agent_walk walk(uintptr_t pc, uintptr_t sp, uintptr
 	if (ms)
 		memo_account(ms, walked < 0 ? n : walked, walked < 0 ? 0 : n - walked);
 	return (struct agent_walk){ .memo = m && m->valid ? m : NULL, .npcs = n };
+}
+
+/* A new walk: recorded into ms, or plain. Inline, so that a plain walk
+ * does not pay walk_record's prologue (about 40 instructions). */
+static inline __attribute__((always_inline)) struct agent_walk walk(uintptr_t pc, uintptr_t sp,
+								   uintptr_t bp, uintptr_t *pcs,
+								   int max, struct walk_memos *ms)
+{
+	/* a memo that does not pay records one walk in 2^sparse (memo_account) */
+	if (!ms || (AGENT_UNLIKELY(ms->sparse) && (ms->sparse_tick++ & ((1u << ms->sparse) - 1))))
+		return (struct agent_walk){ .memo = NULL, .npcs = walk_plain(pc, sp, bp, pcs, max, ms) };
+	return walk_record(pc, sp, bp, pcs, max, ms);
 }
 
 /* A walk from the frame this is inlined into (its caller's frame is the

@@ -63,37 +63,48 @@ struct walk_memo {
 #define MEMO_SCAN_HIT 32
 #define MEMO_WINDOW 64
 #define MEMO_L1_SLOTS 1024
+#define MEMO_SPARSE_MAX 8
+#define MEMO_L1_SLOW ((uint64_t)1 << 62)
+#define MEMO_L1_BP ((uint64_t)1 << 61)
 struct walk_join {
 	uintptr_t sp, ra;              /* the frame's, as in fr[frame] of entry way */
 	uint8_t way, frame;            /* record `frame` of entry `way` led to sp */
 };
 struct walk_memos {
 	struct walk_memo e[MEMO_WAYS];
-	uintptr_t sp0[MEMO_WAYS];      /* each entry's e[i].sp0: a replay is tried
+	uintptr_t sp0[MEMO_WAYS + 1];  /* each entry's e[i].sp0, and a 0 that no sp
+				        * matches (pred MEMO_WAYS); a replay is tried
 					* only where the starting sp matches */
 	uint32_t sp0_lo[MEMO_WAYS] __attribute__((aligned(16)));
 				       /* their low halves, compared four at a time */
 	unsigned next;                 /* the entry the next new walk replaces */
 	unsigned last;                 /* the entry last replayed or recorded */
-	unsigned pred;                 /* e[last].succ: the entry tried first */
+	unsigned pred;                 /* e[last].succ: the entry tried first;
+					* MEMO_WAYS (none) while quiet */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
 	unsigned scan_misses;          /* scans that found nothing, less
 					* MEMO_SCAN_HIT per one that did */
 	unsigned scan_tick;
+	bool quiet;                    /* agent_memo_quiet_update */
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
 	 * replays and joins against pcs walked while recording, over windows
 	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
 	 * 2^sparse is recorded (sparse 0: every walk), which costs less than
-	 * it saves: one in 8 after the first window that does not pay, one
-	 * in 64 after four in a row. */
+	 * it saves: one in 8 after the first window that does not pay, half
+	 * as many after each window more, down to one in 256 (a recorded
+	 * walk, with its tries to join, costs about 11,000 instructions on
+	 * paths-65536: 180 an allocation at one in 64). */
 	uint64_t win_saved, win_walked;
 	unsigned win_n, sparse_tick, sparse;
 	/* The thread's own copy of the rules it used last (unwind.c,
 	 * walk_plain), read without the shared cache's sequence checks:
 	 * direct-mapped by return address; emptied when the generation
 	 * changes. fast: k for the commonest rule, CFA = rsp + k with rbp
-	 * unchanged and k checked once (8 <= k < 2^24), else 0. */
+	 * unchanged and k checked once (8 <= k < 2^24), else MEMO_L1_SLOW,
+	 * which takes any stack pointer past any stack's top; with
+	 * MEMO_L1_BP and d << 24 added when rbp is saved at CFA - d, d
+	 * checked once (8 <= d <= k). */
 	uint32_t l1_gen;
 	struct { uint64_t pc, w0, w1, fast; } l1[MEMO_L1_SLOTS];
 };
@@ -133,6 +144,16 @@ static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uin
 	return true;
 }
 
+/* Whether ms is quiet (see agent_memo_find): its memo does not pay and its
+ * scans keep finding nothing. Called whenever either changes. */
+static inline void agent_memo_quiet_update(struct walk_memos *ms)
+{
+	bool quiet = ms->sparse && ms->scan_misses >= MEMO_SCAN_MISSES;
+	if (!quiet && ms->quiet)
+		ms->pred = ms->e[ms->last % MEMO_WAYS].succ % MEMO_WAYS;
+	ms->quiet = quiet;
+}
+
 /* The entries whose starting sp may be sp, as a bit mask: SSE2, which
  * every x86-64 has, compares four low halves at once. */
 _Static_assert(MEMO_WAYS == 32, "agent_memo_candidates makes a 32-bit mask");
@@ -147,6 +168,64 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 	return mask;
 }
 
+/* agent_memo_find's bookkeeping once entry hit is found: hit follows
+ * last; the guess next time is what followed hit last time. */
+static inline struct walk_memo *agent_memo_found(struct walk_memos *ms, unsigned hit)
+{
+	ms->win_saved += (uint64_t)ms->e[hit].npcs;
+	ms->last = hit;
+	ms->pred = ms->e[hit].succ;
+	return &ms->e[hit];
+}
+
+/* Checks the entries of cand (a mask) for a replay; for agent_memo_find.
+ * Always inline: a call here makes GCC spill around the replay path of
+ * the hooks (deep and churn: 6 instructions an allocation more). */
+static inline __attribute__((always_inline)) struct walk_memo *
+agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp, uintptr_t bp,
+		int max, uint32_t gen, unsigned last)
+{
+	while (cand) {
+		unsigned hit = (unsigned)__builtin_ctz(cand);
+		cand &= cand - 1;
+		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen)) {
+			ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ?
+						  ms->scan_misses - MEMO_SCAN_HIT : 0;
+			if (AGENT_UNLIKELY(ms->quiet))  /* fewer misses: quiet at most */
+				agent_memo_quiet_update(ms);
+			ms->e[last].succ = (uint8_t)hit;
+			return agent_memo_found(ms, hit);
+		}
+	}
+	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
+		ms->scan_misses++;
+	agent_memo_quiet_update(ms);
+	return NULL;
+}
+
+/* A thread whose memo does not pay and whose scans keep finding nothing
+ * (quiet) has more stacks than entries: a guess then fails too, after
+ * checking the frames its stack shares with the current one (about 190
+ * instructions a call on paths-65536). It has no guess (pred
+ * MEMO_WAYS: agent_memo_find's guess fails at once, and its replays
+ * pay nothing for this), guesses here one call in 16 and scans one in
+ * 256, enough to notice (memo_account) when its stacks repeat again. */
+static AGENT_NOINLINE struct walk_memo *agent_memo_find_quiet(struct walk_memos *ms, uintptr_t pc,
+							      uintptr_t sp, uintptr_t bp, int max,
+							      uint32_t gen, unsigned last)
+{
+	ms->pred = MEMO_WAYS;
+	if (ms->scan_tick++ & 15)
+		return NULL;
+	unsigned next = ms->e[last].succ % MEMO_WAYS;
+	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
+		return agent_memo_found(ms, next);
+	if ((ms->scan_tick - 1) & 255)
+		return NULL;
+	return agent_memo_scan(ms, agent_memo_candidates(ms, sp) & ~(1u << next), pc, sp, bp, max,
+			       gen, last);
+}
+
 /* The entry of ms a walk from (pc, sp, bp) would repeat
  * (agent_memo_holds), or NULL. Tried first: the entry that followed the
  * last one replayed or recorded last time (itself, for a loop allocating
@@ -156,14 +235,13 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 				  int max)
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
-	int hit;
+	unsigned last = ms->last % MEMO_WAYS, pred = ms->pred, next = pred % MEMO_WAYS;
 	/* a program that takes turns between a few places: what came after
-	 * the last walk last time */
-	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen)) {
-		hit = (int)next;
-		goto found;
-	}
+	 * the last walk last time (none while quiet: sp0[MEMO_WAYS]) */
+	if (ms->sp0[pred] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
+		return agent_memo_found(ms, next);
+	if (AGENT_UNLIKELY(ms->quiet))
+		return agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
 	if (!cand)
 		return NULL;
@@ -175,23 +253,7 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	 * only costs a walk, which finds the same stack. */
 	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
 		return NULL;
-	while (cand) {
-		hit = __builtin_ctz(cand);
-		cand &= cand - 1;
-		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen))
-			goto learned;
-	}
-	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
-		ms->scan_misses++;
-	return NULL;
-learned:
-	ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ? ms->scan_misses - MEMO_SCAN_HIT : 0;
-	ms->e[last].succ = (uint8_t)hit;
-found:
-	ms->win_saved += (uint64_t)ms->e[hit].npcs;
-	ms->last = (unsigned)hit;
-	ms->pred = ms->e[hit].succ;
-	return &ms->e[hit];
+	return agent_memo_scan(ms, cand, pc, sp, bp, max, gen, last);
 }
 
 

@@ -714,12 +714,14 @@ static unsigned char path_choice[PATH_LEVELS];
 static struct {
 	uintptr_t a[MAXF], b[MAXF];
 	int na, nb;
+	long replays;
 } pout;
 
 static AGENT_NOINLINE void path_leaf(void)
 {
 	struct agent_walk w = agent_unwind_cfi_memo(pout.a, MAXF, &path_memos);
 	pout.na = w.npcs;
+	pout.replays += w.replayed;
 	if (w.replayed)
 		memcpy(pout.a, agent_memo_pcs(w.memo), (size_t)w.npcs * sizeof *pout.a);
 	pout.nb = unw_backtrace((void **)pout.b, MAXF);
@@ -740,13 +742,14 @@ static path_fn *path_fns;
 PATH_STEP(pn0, 0, ) PATH_STEP(pn1, 1, ) PATH_STEP(pn2, 2, ) PATH_STEP(pn3, 3, )
 PATH_STEP(pf0, 0, FP) PATH_STEP(pf1, 1, FP) PATH_STEP(pf2, 2, FP) PATH_STEP(pf3, 3, FP)
 
-/* Runs n random paths; returns how many walks differed from libunwind's. */
-static int run_paths(int n, uint64_t *seed)
+/* Runs n random paths (among npaths); returns how many walks differed
+ * from libunwind's. */
+static int run_paths_of(int n, uint64_t *seed, unsigned npaths)
 {
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
 		*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-		unsigned p = (unsigned)(*seed % 1024);
+		unsigned p = (unsigned)(*seed % npaths);
 		memset(path_choice, 0, sizeof path_choice);
 		for (int j = 0; j < PATH_DIGITS; j++, p /= PATH_BASE)
 			path_choice[PATH_LEVELS - 1 - j * PATH_LEVELS / PATH_DIGITS] = (unsigned char)(p % PATH_BASE);
@@ -757,6 +760,11 @@ static int run_paths(int n, uint64_t *seed)
 			bad++;
 	}
 	return bad;
+}
+
+static int run_paths(int n, uint64_t *seed)
+{
+	return run_paths_of(n, seed, 1024);
 }
 
 static volatile int path_bad_in_handler = -1;
@@ -783,6 +791,19 @@ static void test_paths(void)
 	      "libunwind's over 4000 walks (%d differ)", bad);
 	check(agent_memo_joins(&path_memos) > joins, "some of them were joins (%lu)",
 	      agent_memo_joins(&path_memos) - joins);
+	/* with more stacks than the memo holds, most walks are plain walks
+	 * (walk_plain and its l1_run), compared above like the others */
+	check(path_memos.sparse > 0, "the memo records one walk in 2^%u, the others are plain",
+	      path_memos.sparse);
+	check(path_memos.quiet, "and tries a replay one call in 16 only");
+	/* the program settles on 4 stacks: the memo must notice and replay */
+	long replays = pout.replays;
+	bad = run_paths_of(20000, &path_seed, 4);
+	check(bad == 0 && !path_memos.quiet,
+	      "then 4 paths: walks equal libunwind's (%d differ), the memo is no longer quiet "
+	      "(sparse %u)", bad, path_memos.sparse);
+	check(pout.replays - replays > 15000, "and most of those 20000 walks are replays (%ld)",
+	      pout.replays - replays);
 
 	size_t alt_size = 256 * 1024;
 	stack_t ss = { .ss_sp = mmap(NULL, alt_size, PROT_READ | PROT_WRITE,
@@ -801,10 +822,62 @@ static void test_paths(void)
 	signal(SIGUSR1, SIG_DFL);
 }
 
+/* A function without frame pointer that keeps a value in rbp (so saves
+ * its caller's rbp inside its frame) between functions with frame
+ * pointers, whose CFA comes from rbp: a plain walk that steps it by the
+ * thread's rule cache (l1_run) must restore rbp from the save slot, or
+ * the frames above it are lost. Walked as the hooks walk (AGENT_FRAME_REGS
+ * and agent_unwind_cfi_at, never a replay) through a memo that records
+ * one walk in 256, so nearly every walk is plain and, after the first,
+ * finds every rule in the thread's cache. */
+static struct walk_memos rbp_memos;
+static struct {
+	uintptr_t a[MAXF], b[MAXF];
+	int na, nb;
+} rout;
+
+__attribute__((optimize("no-omit-frame-pointer"))) AGENT_NOINLINE static void rbp_leaf(void)
+{
+	uintptr_t pc, sp, bp;
+	AGENT_FRAME_REGS(pc, sp, bp);
+	rout.na = agent_unwind_cfi_at(pc, sp, bp, rout.a, MAXF, &rbp_memos).npcs;
+	rout.nb = unw_backtrace((void **)rout.b, MAXF);
+}
+
+__attribute__((optimize("omit-frame-pointer"))) AGENT_NOINLINE static long rbp_user(long x)
+{
+	/* rbp holds junk across the call: the caller's is in the frame */
+	__asm__ volatile("mov %0, %%rbp" : : "r"(x * 0x10001) : "rbp");
+	rbp_leaf();
+	__asm__ volatile("" : : : "memory");
+	return x + 1;
+}
+
+#define RBP_FP __attribute__((optimize("no-omit-frame-pointer"))) AGENT_NOINLINE static
+RBP_FP long rbp_fp1(long x) { long r = rbp_user(x + 1); sink += (unsigned)r; return r + 1; }
+RBP_FP long rbp_fp2(long x) { long r = rbp_fp1(x + 1); sink += (unsigned)r; return r + 1; }
+RBP_FP long rbp_fp3(long x) { long r = rbp_fp2(x + 1); sink += (unsigned)r; return r + 1; }
+
+static void test_rbp_saved(void)
+{
+	rbp_memos.sparse = MEMO_SPARSE_MAX;
+	int bad = 0, rounds = 200;
+	for (int i = 0; i < rounds; i++) {
+		rbp_fp3(i);
+		/* a: from rbp_leaf's caller; b: from rbp_leaf */
+		if (rout.na < 6 || rout.na != rout.nb - 1 ||
+		    memcmp(rout.a, rout.b + 1, (size_t)rout.na * sizeof *rout.a))
+			bad++;
+	}
+	check(bad == 0, "a frame that saves rbp without frame pointer, between frames with: "
+	      "plain walks equal libunwind's (%d of %d differ)", bad, rounds);
+}
+
 int main(void)
 {
 	test_memo();
 	test_paths();
+	test_rbp_saved();
 	test_chain();
 	test_alignment();
 	test_recursion();
