@@ -811,26 +811,25 @@ static void switch_on(struct fnhook *h)
  * yet: see commit); a built-in one (profiles below) is looked for in the
  * program only, and its absence is not worth a word. */
 static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, bool builtin,
-		     const struct found *found, const struct found *cold)
+		     const struct found *f, const struct found *cold)
 {
-	struct found f = *found;
-	if (!f.count) {
+	if (!f->count) {
 		if (!builtin)
 			agent_log("cannot hook '", spec->name,
 				  "': no function of that name in the program or its libraries");
 		return;
 	}
-	if (f.count > 1) {
-		say(spec->name, "several functions have that name in ", f.module);
+	if (f->count > 1) {
+		say(spec->name, "several functions have that name in ", f->module);
 		return;
 	}
 	for (int i = 0; i < nhooks; i++)
-		if (hooks[i].fn == f.addr) {
+		if (hooks[i].fn == f->addr) {
 			if (hooks[i].want) {
 				if (!builtin)
 					say(spec->name, "it is named twice", NULL);
 			} else if (!hooks[i].on &&
-				   !same_bytes(f.addr, hooks[i].saved)) {
+				   !same_bytes(f->addr, hooks[i].saved)) {
 				/* hooked by an attach, put back by its detach, and
 				 * its code is not what the stub was made from */
 				say(spec->name, "its code changed since an earlier attach hooked it",
@@ -847,16 +846,16 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 		say(spec->name, "too many allocator functions", NULL);
 		return;
 	}
-	size_t n = check(dec, spec->name, f.addr, f.size, cold->count == 1 ? cold : NULL);
+	size_t n = check(dec, spec->name, f->addr, f->size, cold->count == 1 ? cold : NULL);
 	if (!n)
 		return;
-	uint8_t *page = near_page(f.addr);
+	uint8_t *page = near_page(f->addr);
 	if (!page) {
 		say(spec->name, "no free memory within 2 GiB of it for the trampoline", NULL);
 		return;
 	}
 	struct fnhook *h = &hooks[nhooks];
-	size_t len = relocate(dec, spec->name, f.addr, n, page + STUB_LEN, PAGE - STUB_LEN);
+	size_t len = relocate(dec, spec->name, f->addr, n, page + STUB_LEN, PAGE - STUB_LEN);
 	if (!len) {
 		syscall(SYS_munmap, page, PAGE);
 		return;
@@ -872,8 +871,8 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 		return;
 	}
 	h->orig = (uintptr_t)(page + STUB_LEN);
-	h->fn = f.addr;
-	agent_memcpy(h->saved, (const void *)f.addr, JMP_LEN);   /* what orig was made from */
+	h->fn = f->addr;
+	agent_memcpy(h->saved, (const void *)f->addr, JMP_LEN);   /* what orig was made from */
 	h->spec = h->next = *spec;
 	h->page = page;
 	h->want = true;

@@ -309,9 +309,9 @@ def test_exact(suite):
     return problems, []
 
 
-def lost_by_site(problems, suite, out, prefix):
-    """{(kind, first function of the stack starting with prefix): (bytes,
-    blocks)} over the lost records of the one leak check file in out."""
+def check_records(problems, suite, out):
+    """The records of the one leak check file in out (report --json), or
+    None after a problem saying why."""
     checks = [f for f in os.listdir(out) if ".check-" in f and f.endswith(".leaks")]
     if len(checks) != 1:
         problems.append("want one leak check file, got %s" % os.listdir(out))
@@ -319,8 +319,17 @@ def lost_by_site(problems, suite, out, prefix):
     rc, js, err = heaptrail(suite, "report", "--json", os.path.join(out, checks[0]))
     if not expect_ok(problems, "report --json", rc, err):
         return None
+    return json.loads(js)["records"]
+
+
+def lost_by_site(problems, suite, out, prefix):
+    """{(kind, first function of the stack starting with prefix): (bytes,
+    blocks)} over the lost records of the one leak check file in out."""
+    records = check_records(problems, suite, out)
+    if records is None:
+        return None
     lost = {}
-    for r in json.loads(js)["records"]:
+    for r in records:
         if r["kind"] in ("definitely_lost", "indirectly_lost", "possibly_lost"):
             fns = [f.get("function") for f in r["stack"]]
             site = next((f for f in fns if f and f.startswith(prefix)), fns[:3])
@@ -799,12 +808,11 @@ def pool_records(problems, suite, out, sites):
     """{(kind, site, pool): (bytes, blocks)} of the pool chunks in the
     records of the leak check file in out whose stack holds one of sites
     (pool: its name, "pool#" for one without)."""
-    path = os.path.join(out, next((f for f in os.listdir(out) if ".check-" in f), "none"))
-    rc, js, err = heaptrail(suite, "report", "--json", path)
-    if not expect_ok(problems, "report --json %s" % path, rc, err):
+    records = check_records(problems, suite, out)
+    if records is None:
         return None
     got = {}
-    for r in json.loads(js)["records"]:
+    for r in records:
         fns = [f.get("function") for f in r["stack"]]
         site = next((f for f in fns if f in sites), None)
         if site and r.get("pool"):

@@ -123,16 +123,25 @@ static const struct prof_row *row(const struct prof_table *t, const char *name)
 	return &none;
 }
 
-static void test_exact(const char *path)
+/* Loads the exact dump at path, unsymbolized, into *p; false (and a
+ * failure) when it cannot. */
+static bool load_exact(const char *path, struct prof_profile *p)
 {
 	struct prof_load_opts o = { .no_symbolize = true };
+	const char *err = NULL;
+	if (!prof_profile_load(p, path, &o, &err))
+		return true;
+	printf("not ok - load the exact dump: %s\n", err);
+	failures++;
+	return false;
+}
+
+static void test_exact(const char *path)
+{
 	struct prof_profile p;
 	const char *err = NULL;
-	if (prof_profile_load(&p, path, &o, &err)) {
-		printf("not ok - load the exact dump: %s\n", err);
-		failures++;
+	if (!load_exact(path, &p))
 		return;
-	}
 	expect_i64((int64_t)p.sample, 1, "exact: sample");
 	expect_i64((int64_t)p.nsamples, 3, "exact: samples");
 	expect_i64((int64_t)p.nlocs, 5, "exact: locations (distinct pcs)");
@@ -205,14 +214,10 @@ static void test_exact(const char *path)
  * s2 leaves it whole; a bad regex is refused. */
 static void test_hide(const char *path)
 {
-	struct prof_load_opts o = { .no_symbolize = true };
 	struct prof_profile p;
 	const char *err = NULL;
-	if (prof_profile_load(&p, path, &o, &err)) {
-		printf("not ok - load the exact dump: %s\n", err);
-		failures++;
+	if (!load_exact(path, &p))
 		return;
-	}
 	if (prof_profile_hide(&p, "0x100$", &err)) {
 		printf("not ok - hide: %s\n", err);
 		failures++;
