@@ -7,7 +7,11 @@
  * lock. The hash index is probed without a lock; only a miss takes the
  * lock, re-probes and inserts. When the index grows, the old one stays
  * mapped (a racing reader may still be probing it; at worst it misses and
- * takes the lock).
+ * takes the lock). An index slot is one word: the id, where the stack's
+ * pcs are and ten bits of its hash, so a probe goes from the slot
+ * straight to the pcs (the record's line is fetched meanwhile): with
+ * thousands of stacks each of those is a cache miss, and this way two
+ * come one after the other, not three.
  *
  * Live table: address -> (size, stack id) in 16 bytes, sharded by address
  * hash, each shard an open-addressing table with Robin Hood linear probing
@@ -36,11 +40,29 @@ static uint32_t pc_chunk_cur, pc_chunk_used;
 static atomic_uint stack_count;          /* ids 1..stack_count are valid */
 static agent_lock_t stack_lock;
 
+/* A slot: id (24 bits: ids fit, see stack_insert_locked) | where the
+ * pcs start (pc chunk << 20 | offset: 30 bits) << 24 | the top 10 bits
+ * of the hash << 54; 0 = empty. One word, so a reader loads it whole. */
+#define SLOT_ID_BITS 24
+#define SLOT_AT_BITS 30
+#define SLOT_TAG_SHIFT (SLOT_ID_BITS + SLOT_AT_BITS)
+_Static_assert(PCS_PER_CHUNK == 1u << 20 && PC_CHUNKS <= 1u << 10, "pcs' place fits 30 bits");
+_Static_assert((uint64_t)STACK_CHUNKS * STACKS_PER_CHUNK <= 1u << SLOT_ID_BITS, "ids fit 24 bits");
 struct stack_index {
 	uint32_t cap;                    /* power of two */
-	_Atomic uint32_t slot[];         /* stack id, 0 = empty */
+	_Atomic uint64_t slot[];
 };
 static struct stack_index *_Atomic stack_index;
+
+static inline uint64_t slot_make(uint32_t id, uint32_t chunk, uint32_t off, uint64_t h)
+{
+	return id | ((uint64_t)chunk << 20 | off) << SLOT_ID_BITS | (h >> SLOT_TAG_SHIFT) << SLOT_TAG_SHIFT;
+}
+
+static inline uint32_t slot_id(uint64_t v)
+{
+	return (uint32_t)v & ((1u << SLOT_ID_BITS) - 1);
+}
 
 /* A stack's key besides its pcs: the allocator fn in the low byte, the
  * pool (pool.c; 0 for the C allocator) above it. */
@@ -90,34 +112,49 @@ uint32_t agent_stack_count(void)
 	return atomic_load_explicit(&stack_count, memory_order_acquire);
 }
 
-static bool stack_equal(const struct agent_stack *s, uint64_t h, uint64_t key,
-			const uintptr_t *pcs, int depth)
+/* The pcs of a stack are kept after a word of its key and depth, which
+ * the probe compares first. */
+static inline uint64_t stack_head(uint64_t key, int depth)
 {
-	if (s->hash != h || stack_key(s->fn, s->pool) != key || s->depth != depth)
-		return false;
-	/* libc's memcmp, vectorised: half the instructions of a loop here */
-	return agent_memcmp(agent_stack_pcs(s), pcs, (size_t)depth * sizeof *pcs) == 0;
+	return key | (uint64_t)depth << 48;
 }
 
-static uint32_t index_find(struct stack_index *ix, uint64_t h, uint64_t key,
+/* Whether slot v (not empty) is the stack (h, head, pcs, depth). */
+static inline bool slot_is(uint64_t v, uint64_t h, uint64_t head, const uintptr_t *pcs, int depth)
+{
+	if ((v ^ h) >> SLOT_TAG_SHIFT)
+		return false;
+	uint32_t at = (uint32_t)(v >> SLOT_ID_BITS) & ((1u << SLOT_AT_BITS) - 1);
+	const uintptr_t *p = pc_chunks[at >> 20] + (at & (PCS_PER_CHUNK - 1));
+	/* every line of the pcs at once (the first is read next), and the
+	 * record the caller counts in: misses in parallel instead of one
+	 * after another */
+	for (uintptr_t q = ((uintptr_t)p | 63) + 1; q <= (uintptr_t)(p + depth); q += 64)
+		__builtin_prefetch((const void *)q);
+	__builtin_prefetch(agent_stack_get(slot_id(v)), 1);
+	/* libc's memcmp, vectorised: half the instructions of a loop here */
+	return p[0] == head && agent_memcmp(p + 1, pcs, (size_t)depth * sizeof *pcs) == 0;
+}
+
+static uint32_t index_find(struct stack_index *ix, uint64_t h, uint64_t head,
 			   const uintptr_t *pcs, int depth, uint32_t *hole)
 {
 	uint32_t mask = ix->cap - 1;
 	for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
-		uint32_t id = atomic_load_explicit(&ix->slot[i], memory_order_acquire);
-		if (!id) {
+		uint64_t v = atomic_load_explicit(&ix->slot[i], memory_order_acquire);
+		if (!v) {
 			if (hole)
 				*hole = i;
 			return 0;
 		}
-		if (stack_equal(agent_stack_get(id), h, key, pcs, depth))
-			return id;
+		if (slot_is(v, h, head, pcs, depth))
+			return slot_id(v);
 	}
 }
 
 static struct stack_index *index_new(uint32_t cap)
 {
-	struct stack_index *ix = agent_mmap(sizeof *ix + (size_t)cap * 4);
+	struct stack_index *ix = agent_mmap(sizeof *ix + (size_t)cap * sizeof ix->slot[0]);
 	if (ix)
 		ix->cap = cap;
 	return ix;
@@ -132,21 +169,21 @@ static int index_grow(void)
 		return -1;
 	uint32_t mask = ix->cap - 1;
 	for (uint32_t i = 0; i < old->cap; i++) {
-		uint32_t id = old->slot[i];
-		if (!id)
+		uint64_t v = old->slot[i];
+		if (!v)
 			continue;
-		uint32_t j = (uint32_t)agent_stack_get(id)->hash & mask;
+		uint32_t j = (uint32_t)agent_stack_get(slot_id(v))->hash & mask;
 		while (ix->slot[j])
 			j = (j + 1) & mask;
-		ix->slot[j] = id;
+		ix->slot[j] = v;
 	}
 	atomic_store_explicit(&stack_index, ix, memory_order_release);
 	return 0;
 }
 
-static uintptr_t *pcs_reserve(int depth, uint32_t *chunk, uint32_t *off)
+static uintptr_t *pcs_reserve(int words, uint32_t *chunk, uint32_t *off)
 {
-	if (!pc_chunks[pc_chunk_cur] || pc_chunk_used + (uint32_t)depth > PCS_PER_CHUNK) {
+	if (!pc_chunks[pc_chunk_cur] || pc_chunk_used + (uint32_t)words > PCS_PER_CHUNK) {
 		uint32_t c = pc_chunks[pc_chunk_cur] ? pc_chunk_cur + 1 : pc_chunk_cur;
 		if (c >= PC_CHUNKS)
 			return NULL;
@@ -158,14 +195,15 @@ static uintptr_t *pcs_reserve(int depth, uint32_t *chunk, uint32_t *off)
 	}
 	*chunk = pc_chunk_cur;
 	*off = pc_chunk_used;
-	pc_chunk_used += (uint32_t)depth;
+	pc_chunk_used += (uint32_t)words;
 	return pc_chunks[*chunk] + *off;
 }
 
 static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *pcs, int depth)
 {
 	uint32_t hole;
-	uint32_t id = index_find(stack_index, h, key, pcs, depth, &hole);
+	uint64_t head = stack_head(key, depth);
+	uint32_t id = index_find(stack_index, h, head, pcs, depth, &hole);
 	if (id)
 		return id;
 	uint32_t n = stack_count;
@@ -178,10 +216,11 @@ static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *p
 			return 0;
 	}
 	uint32_t chunk, off;
-	uintptr_t *dst = pcs_reserve(depth, &chunk, &off);
+	uintptr_t *dst = pcs_reserve(depth + 1, &chunk, &off);
 	if (!dst)
 		return 0;
-	agent_memcpy(dst, pcs, (size_t)depth * sizeof *pcs);
+	dst[0] = head;
+	agent_memcpy(dst + 1, pcs, (size_t)depth * sizeof *pcs);
 	id = n + 1;
 	struct agent_stack *s = agent_stack_get(id);
 	s->hash = h;
@@ -189,9 +228,10 @@ static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *p
 	s->pool = (uint32_t)(key >> 8);
 	s->depth = (uint16_t)depth;
 	s->pc_chunk = chunk;
-	s->pc_off = off;
+	s->pc_off = off + 1;
 	atomic_store_explicit(&stack_count, id, memory_order_release);
-	atomic_store_explicit(&stack_index->slot[hole], id, memory_order_release);
+	atomic_store_explicit(&stack_index->slot[hole], slot_make(id, chunk, off, h),
+			      memory_order_release);
 	/* grow at half full, the same bound agent_stack_intern inserts
 	 * under: with '>' here the index stopped at cap / 2 = 2048 stacks
 	 * without ever growing, and every new stack after that was dropped */
@@ -211,7 +251,7 @@ uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, in
 	uint64_t h = stack_hash(key, pcs, depth);
 	struct stack_index *ix = atomic_load_explicit(&stack_index, memory_order_acquire);
 	if (AGENT_LIKELY(ix)) {
-		uint32_t id = index_find(ix, h, key, pcs, depth, NULL);
+		uint32_t id = index_find(ix, h, stack_head(key, depth), pcs, depth, NULL);
 		if (AGENT_LIKELY(id))
 			return id;
 	}

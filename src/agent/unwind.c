@@ -667,6 +667,17 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 					break;
 				goto found;
 			}
+			if ((k & MEMO_L1_BP) && sp + (k & 0xffffff) <= hi) {
+				/* the next commonest, as in l1_run_frames: the
+				 * agent's own frames that save rbp, each walk */
+				sp += k & 0xffffff;
+				bp = *(const uintptr_t *)(sp - ((k >> 24) & 0xffffff));
+				pc = *(const uintptr_t *)(sp - 8);
+				exact = false;
+				if (pc == 0)
+					break;
+				goto found;
+			}
 			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
 		} else {
 			r = rule_miss(w, ms, i1, key, pc, exact, &c, &gen);

@@ -14,6 +14,12 @@
  *  - four threads at once on their own blocks, sharing the shards;
  *  - fork while other threads use the table (the child's table works);
  *  - the sampling filter: "not tracked" is never said of a tracked block.
+ * The stack table: 150,000 stacks that are prefixes of each other, or
+ * differ in their last pc, their allocator or their pool, each interned
+ * twice (one id each, the same both times, the record and pcs as given),
+ * through a dozen growths of the index; 100,000 that differ only in their
+ * pcs (some share a slot's hash bits); four threads interning the same
+ * new stacks at once agree on every id.
  * And the property the table is built for: lookups stay short however
  * many blocks are live (mean and longest displacement from the home slot,
  * at 0.3 M and 3 M live blocks), which a hash that clusters fails.
@@ -489,6 +495,134 @@ static void test_filter(void)
 	heap_free(&h);
 }
 
+/* ---------- the stack table ---------- */
+
+#define NSTACKS 150000
+#define STACK_DEPTH_MAX 40
+
+/* Stack j: depth 1..40; stacks of the same j / 40 are prefixes of each
+ * other; every fifth has the last pc moved by 8 bytes (a stack that
+ * differs from another in its last pc only, one group over); the
+ * allocator and pool cycle. */
+static int make_stack(uint32_t j, uintptr_t *pcs, int *fn, uint32_t *pool)
+{
+	int depth = 1 + (int)(j % STACK_DEPTH_MAX);
+	uint32_t group = j / STACK_DEPTH_MAX;
+	for (int i = 0; i < depth; i++)
+		pcs[i] = 0x555555554000u + 16u * (group * 3u + (uint32_t)i);
+	if (j % 5 == 0)
+		pcs[depth - 1] += 8;
+	*fn = (int)(group % 3);
+	*pool = group % 7 == 0 ? group % 11 : 0;
+	return depth;
+}
+
+static uint32_t intern_j(uint32_t j)
+{
+	uintptr_t pcs[STACK_DEPTH_MAX];
+	int fn;
+	uint32_t pool;
+	int depth = make_stack(j, pcs, &fn, &pool);
+	return agent_stack_intern_pool(fn, pool, pcs, depth);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct intern_arg {
+	uint32_t first, n, step;
+	uint32_t *ids;
+};
+
+static void *intern_thread(void *p)
+{
+	struct intern_arg *a = p;
+	for (uint32_t k = 0; k < a->n; k++) {
+		uint32_t j = a->first + (k * a->step) % a->n;
+		a->ids[j - a->first] = intern_j(j);
+	}
+	return NULL;
+}
+
+static void test_stacks(void)
+{
+	uint32_t before = agent_stack_count();
+	uint32_t *ids = malloc(NSTACKS * sizeof *ids), *sorted = malloc(NSTACKS * sizeof *ids);
+	long zero = 0, again = 0, wrong = 0;
+	for (uint32_t j = 0; j < NSTACKS; j++)
+		zero += !(ids[j] = intern_j(j));
+	for (uint32_t j = 0; j < NSTACKS; j++)
+		again += intern_j(j) != ids[j];
+	for (uint32_t j = 0; j < NSTACKS; j++) {
+		uintptr_t pcs[STACK_DEPTH_MAX];
+		int fn;
+		uint32_t pool;
+		int depth = make_stack(j, pcs, &fn, &pool);
+		const struct agent_stack *s = agent_stack_get(ids[j]);
+		wrong += s->depth != depth || s->fn != fn || s->pool != pool ||
+			 memcmp(agent_stack_pcs(s), pcs, (size_t)depth * sizeof *pcs) != 0;
+	}
+	memcpy(sorted, ids, NSTACKS * sizeof *ids);
+	qsort(sorted, NSTACKS, sizeof *sorted, cmp_u32);
+	long dup = 0;
+	for (uint32_t j = 1; j < NSTACKS; j++)
+		dup += sorted[j] == sorted[j - 1];
+	check(!zero && !again && !wrong && !dup && agent_stack_count() - before == NSTACKS,
+	      "stack table: %d stacks, %u new ids, %ld dropped, %ld changed when interned again, "
+	      "%ld records not as given, %ld ids shared", NSTACKS, agent_stack_count() - before,
+	      zero, again, wrong, dup);
+
+	/* 100,000 stacks of one depth and allocator: only their pcs tell
+	 * them apart, so among the slots a probe passes some have the same
+	 * ten bits of hash (about one in 1,024) and need the pcs compared */
+	enum { NSAME = 100000, DSAME = 8 };
+	uint32_t *same = malloc(NSAME * sizeof *same);
+	long lost = 0;
+	for (uint32_t j = 0; j < NSAME; j++) {
+		uintptr_t pcs[DSAME];
+		for (int i = 0; i < DSAME; i++)
+			pcs[i] = 0x7f0000001000u + 16u * (j * DSAME + (uint32_t)i);
+		same[j] = agent_stack_intern(0, pcs, DSAME);
+	}
+	for (uint32_t j = 0; j < NSAME; j++) {
+		const struct agent_stack *s = agent_stack_get(same[j]);
+		lost += !same[j] || s->depth != DSAME ||
+			agent_stack_pcs(s)[DSAME - 1] != 0x7f0000001000u + 16u * (j * DSAME + DSAME - 1);
+	}
+	check(!lost && agent_stack_count() - before == NSTACKS + NSAME,
+	      "stack table: %d stacks of the same depth and allocator: %u new ids, %ld not as given",
+	      NSAME, agent_stack_count() - before - NSTACKS, lost);
+	before += NSAME;
+	free(same);
+
+	/* four threads, the same 40,000 new stacks in four orders (steps
+	 * prime to N) */
+	enum { NT = 4, N = 40000 };
+	static const uint32_t step[NT] = { 1, 3, 977, 7919 };
+	pthread_t t[NT];
+	struct intern_arg a[NT];
+	for (int i = 0; i < NT; i++) {
+		a[i] = (struct intern_arg){ NSTACKS, N, step[i], malloc(N * sizeof(uint32_t)) };
+		pthread_create(&t[i], NULL, intern_thread, &a[i]);
+	}
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	long differ = 0;
+	for (int i = 1; i < NT; i++)
+		for (uint32_t k = 0; k < N; k++)
+			differ += a[i].ids[k] != a[0].ids[k] || !a[i].ids[k];
+	check(!differ && agent_stack_count() - before == NSTACKS + N,
+	      "stack table: four threads interning the same %d new stacks: %ld ids differ, "
+	      "%u new in all", N, differ, agent_stack_count() - before - NSTACKS);
+	for (int i = 0; i < NT; i++)
+		free(a[i].ids);
+	free(ids);
+	free(sorted);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -498,5 +632,6 @@ int main(void)
 	test_long_runs();
 	test_filter();
 	test_threads();
+	test_stacks();
 	return failures ? 1 : 0;
 }
