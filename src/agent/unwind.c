@@ -491,16 +491,22 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 }
 
 /* Counts what a recorded walk cost (pcs walked) and what the memo gave it
- * (pcs joined), and every MEMO_WINDOW walks decides whether the memo pays:
- * recording and trying joins roughly double the cost of a frame, so it
- * must give back at least twice the pcs walked (replays count in
- * agent_memo_find). */
+ * (pcs joined), and every MEMO_WINDOW walks decides whether the memo pays
+ * (replays count in agent_memo_find): a frame walked while recording,
+ * with its tries to join, costs several times a frame of the plain
+ * walk's loop (17 instructions), and a pc replayed or joined saves less
+ * than one, so the memo must give back MEMO_PAYS times the pcs it walked
+ * (2 while a plain frame cost about 80). On cc1,
+ * which most tells them apart (bench/exact-instructions), 2 gave 2,677
+ * instructions an allocation, 4 2,264, 8 2,071, 16 2,091, 32 2,096; the
+ * other workloads moved by 2 at most. */
+#define MEMO_PAYS 8
 static void memo_account(struct walk_memos *ms, int walked, int joined)
 {
 	ms->win_walked += (uint64_t)walked;
 	ms->win_saved += (uint64_t)joined;
 	if (++ms->win_n == MEMO_WINDOW) {
-		if (ms->win_saved >= 2 * ms->win_walked)
+		if (ms->win_saved >= MEMO_PAYS * ms->win_walked)
 			ms->sparse = 0;
 		else
 			ms->sparse = ms->sparse ? (ms->sparse < MEMO_SPARSE_MAX ? ms->sparse + 1
