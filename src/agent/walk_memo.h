@@ -209,6 +209,10 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 {
 	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
 	uint32_t mask = 0;
+	/* unrolled: the loop's count, compare and branch were 3 of its 8
+	 * instructions a step, paid by every scan (a third of sqlite3's
+	 * allocations scan) */
+#pragma GCC unroll 8
 	for (int i = 0; i < MEMO_WAYS; i += 4) {
 		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
 		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
