@@ -21,6 +21,7 @@
 #include <emmintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/agent.h"
@@ -40,7 +41,7 @@ struct walk_memo {
 	bool need_bp0;                 /* tail_bp[0], here on the header's line */
 	uint8_t succ;                  /* the entry found right after this one,
 					* last time (a guess for the next walk) */
-	struct {
+	struct memo_record {
 		uintptr_t at, ra;      /* where a return address was read, and it */
 	} fr[MEMO_FRAMES];
 	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
@@ -83,6 +84,11 @@ struct walk_memos {
 					* MEMO_WAYS (none) while quiet */
 	struct walk_join join[MEMO_JOIN_SLOTS];
 	unsigned long joins;           /* walks finished by a join (for tests) */
+	unsigned long refuted;         /* entries a scan's facts rejected (for tests) */
+	const struct memo_record *guess_miss; /* where agent_memo_find's guess
+					* failed (NULL: not at a return address),
+					* set by each guess that fails, for the
+					* facts of agent_memo_search */
 	unsigned scan_misses;          /* scans that found nothing, less
 					* MEMO_SCAN_HIT per one that did */
 	unsigned scan_tick;
@@ -113,6 +119,43 @@ struct walk_memos {
  * generation is never replayed. */
 extern _Atomic uint32_t agent_unwind_gen;
 
+/* agent_memo_holds's test of m's starting registers and generation. */
+static inline bool agent_memo_starts(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+				     uintptr_t bp, int max, uint32_t gen)
+{
+	return m->valid && m->pc0 == pc && m->sp0 == sp && m->max == max && m->gen == gen &&
+	       (!m->need_bp0 || m->bp0 == bp);
+}
+
+/* The first record of m whose return address is no longer on the stack,
+ * with the word found there in *w; -1 when every one is. Innermost first,
+ * and no further than the first word that differs: each word read is then
+ * next to one that held, on this thread's stack as it was when the walk
+ * was recorded. */
+static inline int agent_memo_differs(const struct walk_memo *m, uintptr_t *w)
+{
+	/* a pointer, not an index: the index is needed only at the end */
+	for (const struct memo_record *r = m->fr, *end = m->fr + m->nframes; r < end; r++) {
+		uintptr_t v = *(const uintptr_t *)r->at;
+		if (v != r->ra) {
+			*w = v;
+			return (int)(r - m->fr);
+		}
+	}
+	return -1;
+}
+
+/* Whether the saved rbp values m's walk used still hold; read only once
+ * every return address held (agent_memo_differs). */
+static inline bool agent_memo_bp_holds(const struct walk_memo *m)
+{
+	if (AGENT_UNLIKELY(m->any_bp))
+		for (int k = 0; k < m->nframes; k++)
+			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
+				return false;
+	return true;
+}
+
 /* Whether a new walk from (pc, sp, bp) would be m's: same starting
  * registers (rbp only when the walk used it: code without frame pointers
  * keeps anything in rbp, the allocation's size say, which must not defeat
@@ -124,24 +167,29 @@ extern _Atomic uint32_t agent_unwind_gen;
  * that held: on another stack mapped at the same sp (a fiber library)
  * the check stops where the two call chains part, not past the frames
  * the current stack really has. Hook-safe; m belongs to the calling
- * thread. */
+ * thread. agent_memo_holds_at also sets *miss, when the check fails at a
+ * return address, to that record (untouched otherwise). */
+static inline bool agent_memo_holds_at(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
+				       uintptr_t bp, int max, uint32_t gen,
+				       const struct memo_record **miss)
+{
+	if (!agent_memo_starts(m, pc, sp, bp, max, gen))
+		return false;
+	/* agent_memo_differs without the word: this loop is the replay's;
+	 * by pointer, with no index to keep, 7 instructions a record */
+	for (const struct memo_record *r = m->fr, *end = m->fr + m->nframes; r < end; r++)
+		if (*(const uintptr_t *)r->at != r->ra) {
+			*miss = r;
+			return false;
+		}
+	return agent_memo_bp_holds(m);
+}
+
 static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
 				    uintptr_t bp, int max, uint32_t gen)
 {
-	if (!m->valid || m->pc0 != pc || m->sp0 != sp || m->max != max || m->gen != gen ||
-	    (m->need_bp0 && m->bp0 != bp))
-		return false;
-	/* innermost first, and no further than the first word that differs:
-	 * each word read is then next to one that held, on this thread's
-	 * stack as it was when the walk was recorded */
-	for (int k = 0; k < m->nframes; k++)
-		if (*(const uintptr_t *)m->fr[k].at != m->fr[k].ra)
-			return false;
-	if (AGENT_UNLIKELY(m->any_bp))
-		for (int k = 0; k < m->nframes; k++)
-			if (m->bp_need[k] && *(const uintptr_t *)m->bp_at[k] != m->bp[k])
-				return false;
-	return true;
+	const struct memo_record *miss;
+	return agent_memo_holds_at(m, pc, sp, bp, max, gen, &miss);
 }
 
 /* Whether ms is quiet (see agent_memo_find): its memo does not pay and its
@@ -161,6 +209,10 @@ static inline uint32_t agent_memo_candidates(const struct walk_memos *ms, uintpt
 {
 	__m128i want = _mm_set1_epi32((int)(uint32_t)sp);
 	uint32_t mask = 0;
+	/* unrolled: the loop's count, compare and branch were 3 of its 8
+	 * instructions a step, paid by every scan (a third of sqlite3's
+	 * allocations scan) */
+#pragma GCC unroll 8
 	for (int i = 0; i < MEMO_WAYS; i += 4) {
 		__m128i lo = _mm_load_si128((const __m128i *)&ms->sp0_lo[i]);
 		mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, want))) << i;
@@ -178,24 +230,96 @@ static inline struct walk_memo *agent_memo_found(struct walk_memos *ms, unsigned
 	return &ms->e[hit];
 }
 
-/* Checks the entries of cand (a mask) for a replay; for agent_memo_find.
- * Always inline: a call here makes GCC spill around the replay path of
- * the hooks (deep and churn: 6 instructions an allocation more). */
+/* What a failed check saw (agent_memo_scan): record f of a walk is read
+ * at `at`, and the word there was w, not the walk's return address.
+ * Another walk whose record f is read at the same place and holds any
+ * other word there cannot hold either, and is rejected without reading the
+ * stack. Walks that share their inner frames read the same words: on
+ * paths-64 the 32 entries of a scan share their 10 innermost frames and
+ * part in a binary tree of 6 levels, so a few facts reject most of them;
+ * a scan rarely leaves more than MEMO_FACTS, and one that does checks the
+ * rest in full. */
+#define MEMO_FACTS 8
+struct memo_fact {
+	uintptr_t at, w;
+	size_t off;                    /* of record f in an entry, in bytes */
+	int f;
+};
+
+static inline struct memo_fact agent_memo_fact(uintptr_t at, uintptr_t w, int f)
+{
+	return (struct memo_fact){ at, w, offsetof(struct walk_memo, fr) + (size_t)f *
+					  sizeof(struct memo_record), f };
+}
+
+/* Whether one of facts[0..n) shows that m cannot hold. Reads no stack
+ * word: only m and the facts. m's records past its nframes are an older
+ * walk's: tested last, only for a fact that would reject. */
+static inline bool agent_memo_refuted(const struct walk_memo *m, const struct memo_fact *facts,
+				      const struct memo_fact *end)
+{
+	for (const struct memo_fact *x = facts; x < end; x++) {
+		const struct memo_record *r = (const void *)((const char *)m + x->off);
+		if (r->at == x->at && r->ra != x->w && x->f < m->nframes)
+			return true;
+	}
+	return false;
+}
+
+/* The fact the failed guess of agent_memo_find, of entry g, left, into
+ * *fact: whether there is one. The word is read again: the guess read it,
+ * after the records inside it held. */
+static inline bool agent_memo_guess_fact(const struct walk_memos *ms, const struct walk_memo *g,
+					 struct memo_fact *fact)
+{
+	const struct memo_record *r = ms->guess_miss;
+	if (!r || r < g->fr || r >= g->fr + g->nframes)
+		return false;
+	*fact = agent_memo_fact(r->at, *(const uintptr_t *)r->at, (int)(r - g->fr));
+	return true;
+}
+
+/* Checks the entries of cand (a mask) for a replay; for agent_memo_search.
+ * Each check that fails at a return address leaves a fact (above) that
+ * the later entries are tried against first: that only rejects, an entry
+ * that passes them is checked in full, so the words read are a subset of
+ * those read without them, in the same order. facts (room for
+ * MEMO_FACTS) holds nfacts already, from the guess before. Always
+ * inline: as a call of its own it cost sqlite3, whose scans mostly find
+ * the first entry they check, 4 instructions an allocation. */
 static inline __attribute__((always_inline)) struct walk_memo *
 agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp, uintptr_t bp,
-		int max, uint32_t gen, unsigned last)
+		int max, uint32_t gen, unsigned last, struct memo_fact *facts, int nfacts)
 {
+	struct memo_fact *known = facts + nfacts;
 	while (cand) {
-		unsigned hit = (unsigned)__builtin_ctz(cand);
+		size_t hit = (unsigned)__builtin_ctz(cand);  /* one address for m, not two */
 		cand &= cand - 1;
-		if (ms->sp0[hit] == sp && agent_memo_holds(&ms->e[hit], pc, sp, bp, max, gen)) {
-			ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ?
-						  ms->scan_misses - MEMO_SCAN_HIT : 0;
-			if (AGENT_UNLIKELY(ms->quiet))  /* fewer misses: quiet at most */
-				agent_memo_quiet_update(ms);
-			ms->e[last].succ = (uint8_t)hit;
-			return agent_memo_found(ms, hit);
+		const struct walk_memo *m = &ms->e[hit];
+		/* before the header (whose sp is the one cand's low half may
+		 * have matched by chance): on paths-64 most entries are rejected
+		 * here, and rejecting one that would fail anyway costs nothing */
+		if (agent_memo_refuted(m, facts, known)) {
+			ms->refuted++;
+			continue;
 		}
+		if (!agent_memo_starts(m, pc, sp, bp, max, gen))
+			continue;
+		uintptr_t w;
+		int f = agent_memo_differs(m, &w);
+		if (f >= 0) {
+			if (known < facts + MEMO_FACTS)
+				*known++ = agent_memo_fact(m->fr[f].at, w, f);
+			continue;
+		}
+		if (!agent_memo_bp_holds(m))  /* not a fact about record f */
+			continue;
+		ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ?
+					  ms->scan_misses - MEMO_SCAN_HIT : 0;
+		if (AGENT_UNLIKELY(ms->quiet))  /* fewer misses: quiet at most */
+			agent_memo_quiet_update(ms);
+		ms->e[last].succ = (uint8_t)hit;
+		return agent_memo_found(ms, (unsigned)hit);
 	}
 	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
 		ms->scan_misses++;
@@ -208,40 +332,38 @@ agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp
  * checking the frames its stack shares with the current one (about 190
  * instructions a call on paths-65536). It has no guess (pred
  * MEMO_WAYS: agent_memo_find's guess fails at once, and its replays
- * pay nothing for this), guesses here one call in 16 and scans one in
- * 256, enough to notice (memo_account) when its stacks repeat again. */
+ * pay nothing for this), guesses one call in 16 (agent_memo_search calls
+ * this then) and scans one in 256, enough to notice (memo_account) when
+ * its stacks repeat again. */
 static AGENT_NOINLINE struct walk_memo *agent_memo_find_quiet(struct walk_memos *ms, uintptr_t pc,
 							      uintptr_t sp, uintptr_t bp, int max,
 							      uint32_t gen, unsigned last)
 {
-	ms->pred = MEMO_WAYS;
-	if (ms->scan_tick++ & 15)
-		return NULL;
 	unsigned next = ms->e[last].succ % MEMO_WAYS;
 	if (ms->sp0[next] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
 		return agent_memo_found(ms, next);
 	if ((ms->scan_tick - 1) & 255)
 		return NULL;
+	struct memo_fact facts[MEMO_FACTS];
 	return agent_memo_scan(ms, agent_memo_candidates(ms, sp) & ~(1u << next), pc, sp, bp, max,
-			       gen, last);
+			       gen, last, facts, 0);
 }
 
-/* The entry of ms a walk from (pc, sp, bp) would repeat
- * (agent_memo_holds), or NULL. Tried first: the entry that followed the
- * last one replayed or recorded last time (itself, for a loop allocating
- * from one place); then the others with the same starting sp. Inline, so an allocation that repeats a walk costs no
- * call. Hook-safe; ms belongs to the calling thread. */
-static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp,
-				  int max)
+/* agent_memo_find once its guess failed: the other entries with the same
+ * starting sp. Not inline: the scan's loop, with its facts, inline in the
+ * hooks made GCC spill around their replay path (deep and churn: 7
+ * instructions an allocation more; with only the first entry's check
+ * inline and a call for the rest, 3 to 4). */
+static AGENT_NOINLINE struct walk_memo *
+agent_memo_search(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t bp, int max)
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
-	unsigned last = ms->last % MEMO_WAYS, pred = ms->pred, next = pred % MEMO_WAYS;
-	/* a program that takes turns between a few places: what came after
-	 * the last walk last time (none while quiet: sp0[MEMO_WAYS]) */
-	if (ms->sp0[pred] == sp && agent_memo_holds(&ms->e[next], pc, sp, bp, max, gen))
-		return agent_memo_found(ms, next);
-	if (AGENT_UNLIKELY(ms->quiet))
-		return agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
+	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
+	if (AGENT_UNLIKELY(ms->quiet)) {  /* no call before the walk, 15 times in 16 */
+		ms->pred = MEMO_WAYS;
+		return ms->scan_tick++ & 15 ? NULL :
+					      agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
+	}
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
 	if (!cand)
 		return NULL;
@@ -253,9 +375,40 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 	 * only costs a walk, which finds the same stack. */
 	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
 		return NULL;
-	return agent_memo_scan(ms, cand, pc, sp, bp, max, gen, last);
+	struct memo_fact facts[MEMO_FACTS];
+	int nfacts = agent_memo_guess_fact(ms, &ms->e[next], &facts[0]);
+	return agent_memo_scan(ms, cand, pc, sp, bp, max, gen, last, facts, nfacts);
 }
 
+/* agent_memo_find's guess: the entry that followed the last one replayed
+ * or recorded last time (itself, for a loop allocating from one place),
+ * if it holds; NULL otherwise, with where its check failed left for
+ * agent_memo_search. */
+static inline struct walk_memo *agent_memo_guess(struct walk_memos *ms, uintptr_t pc, uintptr_t sp,
+						 uintptr_t bp, int max)
+{
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
+	unsigned pred = ms->pred, next = pred % MEMO_WAYS;
+	const struct memo_record *miss = NULL;
+	/* a program that takes turns between a few places: what came after
+	 * the last walk last time (none while quiet: sp0[MEMO_WAYS]) */
+	if (ms->sp0[pred] == sp && agent_memo_holds_at(&ms->e[next], pc, sp, bp, max, gen, &miss))
+		return agent_memo_found(ms, next);
+	ms->guess_miss = miss;
+	return NULL;
+}
+
+/* The entry of ms a walk from (pc, sp, bp) would repeat
+ * (agent_memo_holds), or NULL. Tried first: a guess (agent_memo_guess);
+ * then the others with the same starting sp (agent_memo_search). Inline,
+ * so an allocation that repeats a walk costs no call. Hook-safe; ms
+ * belongs to the calling thread. */
+static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t pc, uintptr_t sp,
+						uintptr_t bp, int max)
+{
+	struct walk_memo *m = agent_memo_guess(ms, pc, sp, bp, max);
+	return m ? m : agent_memo_search(ms, pc, sp, bp, max);
+}
 
 /* The pcs of entry m (a replay leaves the caller's array alone), and how
  * many there are. Valid until the owning thread's next walk. */
@@ -293,6 +446,12 @@ static inline void agent_memo_forget_all(struct walk_memos *ms)
 static inline unsigned long agent_memo_joins(const struct walk_memos *ms)
 {
 	return ms->joins;
+}
+
+/* How many entries scans rejected by their facts so far (for tests). */
+static inline unsigned long agent_memo_refuted_count(const struct walk_memos *ms)
+{
+	return ms->refuted;
 }
 
 #endif

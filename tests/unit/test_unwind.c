@@ -709,7 +709,7 @@ static void test_memo(void)
 #define PATH_LEVELS 40
 #define PATH_DIGITS 5
 #define PATH_BASE 4
-static struct walk_memos path_memos;
+static struct walk_memos path_memos, *path_ms = &path_memos;
 static unsigned char path_choice[PATH_LEVELS];
 static struct {
 	uintptr_t a[MAXF], b[MAXF];
@@ -719,7 +719,7 @@ static struct {
 
 static AGENT_NOINLINE void path_leaf(void)
 {
-	struct agent_walk w = agent_unwind_cfi_memo(pout.a, MAXF, &path_memos);
+	struct agent_walk w = agent_unwind_cfi_memo(pout.a, MAXF, path_ms);
 	pout.na = w.npcs;
 	pout.replays += w.replayed;
 	if (w.replayed)
@@ -822,6 +822,145 @@ static void test_paths(void)
 	signal(SIGUSR1, SIG_DFL);
 }
 
+/* A scan's facts (walk_memo.h, agent_memo_scan) only reject: a walk
+ * they reject wrongly is walked again, which gives the same pcs, so the
+ * paths above would not notice. Here the memo is filled by hand: 32 of
+ * the 64 walks of 20 records of a binary tree of 6 levels (at records 3,
+ * 6, ..., 18), like paths-64's, over a fake stack, where each walk reads
+ * its records from a level on at places that depend on the digit it took
+ * there, the level's own included: two walks that part at a record read
+ * it at different places, as when a saved rbp they restored differently
+ * (checked after the return addresses) moves a frame, so a fact about one
+ * place must not reject a walk that reads another. The stack is then made
+ * to hold one walk's words, the rest junk, and the memo must find that
+ * walk, whichever it is and whatever the scan tried first. */
+#define FACT_RECORDS 20
+#define FACT_LEVELS 6
+static uintptr_t fact_stack[4 * FACT_RECORDS];
+
+static uintptr_t fact_at(unsigned path, int k)
+{
+	int shift = 0;  /* each level taken to the right moves it and the rest up a word */
+	for (int l = 0; l < FACT_LEVELS && 3 * (l + 1) <= k; l++)
+		shift += (int)(path >> l & 1);
+	return (uintptr_t)&fact_stack[2 * k + shift];
+}
+
+static uintptr_t fact_ra(unsigned path, int k)
+{
+	uintptr_t ra = 0x400000 + 0x100 * (uintptr_t)k;
+	if (k % 3 == 0 && k >= 3 && k <= 3 * FACT_LEVELS)
+		ra += 0x10 * (path >> (k / 3 - 1) & 1);
+	return ra;
+}
+
+static void fact_fill(struct walk_memos *ms, uintptr_t pc, uintptr_t sp)
+{
+	memset(ms, 0, sizeof *ms);
+	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
+	for (unsigned i = 0; i < MEMO_WAYS; i++) {
+		struct walk_memo *m = &ms->e[i];
+		m->valid = true;
+		m->pc0 = pc, m->sp0 = sp, m->max = 64, m->gen = gen;
+		m->nframes = m->npcs = FACT_RECORDS;
+		m->succ = (uint8_t)i;
+		for (int k = 0; k < FACT_RECORDS; k++) {
+			m->fr[k].at = fact_at(i, k);
+			m->fr[k].ra = m->pcs[k] = fact_ra(i, k);
+		}
+		ms->sp0[i] = sp;
+		ms->sp0_lo[i] = (uint32_t)sp;
+	}
+}
+
+/* The fake stack as walk `path` (0..63; 32..63 are in no entry) saw it,
+ * junk elsewhere. */
+static void fact_stack_as(unsigned path, uint64_t *seed)
+{
+	for (size_t i = 0; i < sizeof fact_stack / sizeof *fact_stack; i++) {
+		*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+		fact_stack[i] = 0x500000 + (*seed & 0xfff0);
+	}
+	for (int k = 0; k < FACT_RECORDS; k++)
+		*(uintptr_t *)fact_at(path, k) = fact_ra(path, k);
+}
+
+static void test_facts(void)
+{
+	static struct walk_memos fm;
+	uintptr_t pc = 0x401234, sp = (uintptr_t)fact_stack - 64;
+	uint64_t seed = 0x2545F4914F6CDD1Dull;
+	fact_fill(&fm, pc, sp);
+	int bad = 0, n = 2000;
+	unsigned long refuted = agent_memo_refuted_count(&fm);
+	for (int i = 0; i < n; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		unsigned path = (unsigned)(seed % 64);
+		fact_stack_as(path, &seed);
+		if (i % 2)  /* every other call, a guess at random (that scans skip) */
+			fm.pred = (unsigned)(seed >> 32) % MEMO_WAYS;
+		struct walk_memo *m = agent_memo_find(&fm, pc, sp, 0, 64);
+		bad += m != (path < MEMO_WAYS ? &fm.e[path] : NULL);
+	}
+	refuted = agent_memo_refuted_count(&fm) - refuted;
+	check(bad == 0, "32 hand-made walks sharing inner records, a fake stack as one of 64: "
+	      "the memo finds the walk it holds, or none (%d of %d wrong)", bad, n);
+	check(refuted > (unsigned long)n * 8, "the scans' facts rejected most entries "
+	      "without reading the stack (%lu over %d look-ups)", refuted, n);
+
+	/* an entry that fails at a saved rbp, not a return address, leaves no
+	 * fact: entry 5, with the same records as 4, must still be found */
+	fact_fill(&fm, pc, sp);
+	for (int k = 0; k < FACT_RECORDS; k++)
+		fm.e[4].fr[k] = fm.e[5].fr[k];
+	fm.e[4].any_bp = fm.e[4].bp_need[FACT_RECORDS - 1] = true;
+	fm.e[4].bp_at[FACT_RECORDS - 1] = (uintptr_t)&fact_stack[4 * FACT_RECORDS - 1];
+	fact_stack_as(5, &seed);
+	fm.e[4].bp[FACT_RECORDS - 1] = fact_stack[4 * FACT_RECORDS - 1] + 1;
+	check(agent_memo_find(&fm, pc, sp, 0, 64) == &fm.e[5],
+	      "an entry whose rbp word fails, not its return addresses, rejects no other");
+
+	/* entry 4 fails at record 18 only; entry 5, which holds, has 10
+	 * records, and past them an older walk's, whose record 18 is read at
+	 * the same place and differs: the fact must not reject it */
+	fact_fill(&fm, pc, sp);
+	for (int k = 0; k < FACT_RECORDS; k++)
+		fm.e[4].fr[k] = fm.e[5].fr[k];
+	fm.e[4].fr[18].ra += 0x1000;
+	fm.e[5].nframes = fm.e[5].npcs = 10;
+	fm.e[5].fr[18].ra += 0x2000;
+	fact_stack_as(5, &seed);
+	refuted = agent_memo_refuted_count(&fm);
+	check(agent_memo_find(&fm, pc, sp, 0, 64) == &fm.e[5] &&
+	      agent_memo_refuted_count(&fm) > refuted,
+	      "a fact about a record past an entry's last rejects no walk");
+}
+
+/* 64 of the paths above (3 levels of 4 ways), as many as paths-64 of the
+ * benchmarks: more paths than the memo's ways, so its scans see entries
+ * fail at one of the levels, and their facts must reject without
+ * changing a walk. */
+static void test_paths_facts(void)
+{
+	static struct walk_memos pm;
+	path_ms = &pm;
+	int bad = 0;
+	unsigned long refuted = agent_memo_refuted_count(&pm);
+	long replays = pout.replays;
+	path_fns = path_nofp;
+	bad += run_paths_of(3000, &path_seed, 64);
+	path_fns = path_fp;
+	bad += run_paths_of(3000, &path_seed, 64);
+	refuted = agent_memo_refuted_count(&pm) - refuted;
+	check(bad == 0, "64 paths of 40 frames, with and without frame pointers: memo walks "
+	      "equal libunwind's over 6000 walks (%d differ)", bad);
+	check(refuted > 6000, "scans' facts rejected entries without reading the stack (%lu)",
+	      refuted);
+	check(pout.replays - replays > 1500, "and replays are still found (%ld of 6000)",
+	      pout.replays - replays);
+	path_ms = &path_memos;
+}
+
 /* A function without frame pointer that keeps a value in rbp (so saves
  * its caller's rbp inside its frame) between functions with frame
  * pointers, whose CFA comes from rbp: a plain walk that steps it by the
@@ -877,6 +1016,8 @@ int main(void)
 {
 	test_memo();
 	test_paths();
+	test_facts();
+	test_paths_facts();
 	test_rbp_saved();
 	test_chain();
 	test_alignment();
