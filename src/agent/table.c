@@ -31,7 +31,8 @@
 
 #define STACKS_PER_CHUNK AGENT_STACKS_PER_CHUNK
 #define STACK_CHUNKS 256                 /* 16M stacks at most */
-#define PCS_PER_CHUNK (1u << 20)
+#define PC_CHUNK_BITS 20
+#define PCS_PER_CHUNK (1u << PC_CHUNK_BITS)
 #define PC_CHUNKS 1024
 
 struct agent_stack *agent_stack_chunks[STACK_CHUNKS];
@@ -41,12 +42,13 @@ static atomic_uint stack_count;          /* ids 1..stack_count are valid */
 static agent_lock_t stack_lock;
 
 /* A slot: id (24 bits: ids fit, see stack_insert_locked) | where the
- * pcs start (pc chunk << 20 | offset: 30 bits) << 24 | the top 10 bits
- * of the hash << 54; 0 = empty. One word, so a reader loads it whole. */
+ * pcs start (pc chunk << PC_CHUNK_BITS | offset: 30 bits) << 24 | the
+ * top 10 bits of the hash << 54; 0 = empty. One word, so a reader loads
+ * it whole. */
 #define SLOT_ID_BITS 24
 #define SLOT_AT_BITS 30
 #define SLOT_TAG_SHIFT (SLOT_ID_BITS + SLOT_AT_BITS)
-_Static_assert(PCS_PER_CHUNK == 1u << 20 && PC_CHUNKS <= 1u << 10, "pcs' place fits 30 bits");
+_Static_assert((uint64_t)PC_CHUNKS << PC_CHUNK_BITS <= 1ull << SLOT_AT_BITS, "pcs' place fits 30 bits");
 _Static_assert((uint64_t)STACK_CHUNKS * STACKS_PER_CHUNK <= 1u << SLOT_ID_BITS, "ids fit 24 bits");
 struct stack_index {
 	uint32_t cap;                    /* power of two */
@@ -56,7 +58,8 @@ static struct stack_index *_Atomic stack_index;
 
 static inline uint64_t slot_make(uint32_t id, uint32_t chunk, uint32_t off, uint64_t h)
 {
-	return id | ((uint64_t)chunk << 20 | off) << SLOT_ID_BITS | (h >> SLOT_TAG_SHIFT) << SLOT_TAG_SHIFT;
+	uint64_t at = (uint64_t)chunk << PC_CHUNK_BITS | off;
+	return id | at << SLOT_ID_BITS | (h >> SLOT_TAG_SHIFT) << SLOT_TAG_SHIFT;
 }
 
 static inline uint32_t slot_id(uint64_t v)
@@ -125,7 +128,7 @@ static inline bool slot_is(uint64_t v, uint64_t h, uint64_t head, const uintptr_
 	if ((v ^ h) >> SLOT_TAG_SHIFT)
 		return false;
 	uint32_t at = (uint32_t)(v >> SLOT_ID_BITS) & ((1u << SLOT_AT_BITS) - 1);
-	const uintptr_t *p = pc_chunks[at >> 20] + (at & (PCS_PER_CHUNK - 1));
+	const uintptr_t *p = pc_chunks[at >> PC_CHUNK_BITS] + (at & (PCS_PER_CHUNK - 1));
 	/* every line of the pcs at once (the first is read next), and the
 	 * record the caller counts in: misses in parallel instead of one
 	 * after another */

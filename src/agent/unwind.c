@@ -539,6 +539,19 @@ static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
 	}
 }
 
+/* A fast word with MEMO_L1_BP (l1_put): the frame's CFA is rsp + its k,
+ * and rbp was saved d below the CFA. */
+#define L1_FIELD_BITS 24
+static inline uintptr_t l1_bp_k(uint64_t fast)
+{
+	return fast & ((1u << L1_FIELD_BITS) - 1);
+}
+
+static inline uintptr_t l1_bp_d(uint64_t fast)
+{
+	return (fast >> L1_FIELD_BITS) & ((1u << L1_FIELD_BITS) - 1);
+}
+
 /* Keeps rule r of key in the thread's cache, when it is of the cache's
  * generation (a walk that met an unloaded module has a newer one). */
 static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint32_t gen,
@@ -547,13 +560,13 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
 	if (!ms || gen != ms->l1_gen || kind_of(r.w0) == CFI_K_NONE)
 		return;
 	int64_t k = off_of(r.w0), off = off_of(r.w1);
-	bool rsp = kind_of(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << 24);
+	bool rsp = kind_of(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << L1_FIELD_BITS);
 	uint64_t fast = MEMO_L1_SLOW;
 	if (rsp && kind_of(r.w1) == CFI_BP_SAME)
 		fast = (uint64_t)k;
 	else if (rsp && kind_of(r.w1) == CFI_BP_OFFSET && off >= -k && off <= -8)
 		/* rbp saved inside the frame, below the return address */
-		fast = MEMO_L1_SLOW | MEMO_L1_BP | (uint64_t)-off << 24 | (uint64_t)k;
+		fast = MEMO_L1_SLOW | MEMO_L1_BP | (uint64_t)-off << L1_FIELD_BITS | (uint64_t)k;
 	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
 	ms->l1[i].fast = fast;
 }
@@ -592,10 +605,10 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 		if (AGENT_UNLIKELY(cfa > hi)) {
 			/* the next commonest rule? */
 			uint64_t f = e->fast;
-			cfa = sp + (f & 0xffffff);
+			cfa = sp + l1_bp_k(f);
 			if (!(f & MEMO_L1_BP) || cfa > hi)
 				break;
-			*bpp = *(const uintptr_t *)(cfa - ((f >> 24) & 0xffffff));
+			*bpp = *(const uintptr_t *)(cfa - l1_bp_d(f));
 		}
 		sp = cfa;
 		pc = *(const uintptr_t *)(cfa - 8);
@@ -673,11 +686,11 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 					break;
 				goto found;
 			}
-			if ((k & MEMO_L1_BP) && sp + (k & 0xffffff) <= hi) {
+			if ((k & MEMO_L1_BP) && sp + l1_bp_k(k) <= hi) {
 				/* the next commonest, as in l1_run_frames: the
 				 * agent's own frames that save rbp, each walk */
-				sp += k & 0xffffff;
-				bp = *(const uintptr_t *)(sp - ((k >> 24) & 0xffffff));
+				sp += l1_bp_k(k);
+				bp = *(const uintptr_t *)(sp - l1_bp_d(k));
 				pc = *(const uintptr_t *)(sp - 8);
 				exact = false;
 				if (pc == 0)
