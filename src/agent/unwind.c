@@ -542,6 +542,8 @@ static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
 /* A fast word with MEMO_L1_BP (l1_put): the frame's CFA is rsp + its k,
  * and rbp was saved d below the CFA. */
 #define L1_FIELD_BITS 24
+#define L1_BP_BIT 61
+_Static_assert(MEMO_L1_BP == (uint64_t)1 << L1_BP_BIT, "l1_run_frames tests bit 61");
 static inline uintptr_t l1_bp_k(uint64_t fast)
 {
 	return fast & ((1u << L1_FIELD_BITS) - 1);
@@ -584,23 +586,102 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
  * another key: either way a zero pc leaves the loop). The next commonest
  * (the same with rbp saved in the frame: a function without frame
- * pointer that uses rbp) costs a few instructions more. */
+ * pointer that uses rbp) costs a few instructions more.
+ *
+ * Each frame of that loop waits for the last: the return address read
+ * gives the rule, the rule the next place to read. So it first follows
+ * the trail (walk_memos.trail), the places the last walk read: while
+ * each frame's rule leads where the trail says, the reads' addresses are
+ * known before the rules are looked up, and the processor overlaps them
+ * (a replay of the walk memo is as fast for the same reason). Every read
+ * is still checked by the rule first, at the place the loop below would
+ * read: the trail only lets the processor start it sooner. From the
+ * first frame the trail gets wrong, the loop below takes over and writes
+ * the trail for the next walk. tr is the trail's entry for out[0]. */
 _Static_assert(sizeof(((struct walk_memos *)0)->l1[0]) == 1 << 5, "l1_run scales by 32");
 
 static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uintptr_t *pcp,
 					       uintptr_t *spp, uintptr_t *bpp, uintptr_t hi,
-					       uintptr_t *out, uintptr_t *end)
+					       uintptr_t *out, uintptr_t *end, uintptr_t *tr)
 {
 	/* a function of its own: inlined, GCC keeps two copies of out */
 	uintptr_t pc = *pcp, sp = *spp;
 	const char *l1 = (const char *)ms->l1;
 	const __typeof__(ms->l1[0]) *e;
+	/* &ms->l1[l1_index(pc)], scaled in the shift */
+#define L1_ENTRY(pc) ((const void *)(l1 + ((((pc) * L1_MUL) >> (L1_SHIFT - 5)) & \
+					   ((MEMO_L1_SLOTS - 1) << 5))))
+	/* The loop along the trail, in assembly: GCC's own kept two copies
+	 * of the index and reloaded constants, 24 instructions a frame where
+	 * these are 18. Leaves at a frame not in the thread's cache (pc and
+	 * sp are that frame), at one whose rule does not lead where the trail
+	 * says or past hi (stepped below), or at max. */
+	uintptr_t x, d, bp = *bpp;
+	size_t i = 0, lim = (size_t)(end - out);
+	__asm__("test %[lim], %[lim]\n\t"
+		"je 9f\n"
+		"1:\n\t"
+		"mov %[pc], %[x]\n\t"
+		"imul %[mul], %[x]\n\t"
+		"shr %[sh], %[x]\n\t"
+		"and %[mask], %k[x]\n\t"
+		"cmp %[pc], (%[l1],%[x])\n\t"       /* e->pc */
+		"jne 9f\n\t"
+		"mov 24(%[l1],%[x]), %[d]\n\t"      /* e->fast */
+		"add %[sp], %[d]\n\t"
+		"cmp (%[tr],%[i],8), %[d]\n\t"
+		"jne 2f\n\t"
+		"cmp %[hi], %[d]\n\t"
+		"ja 9f\n"
+		"3:\n\t"
+		/* sp from the trail, not from the rule: the next read need
+		 * not wait for the rule's */
+		"mov (%[tr],%[i],8), %[sp]\n\t"
+		"mov -8(%[sp]), %[pc]\n\t"
+		"mov %[pc], (%[out],%[i],8)\n\t"
+		"inc %[i]\n\t"
+		"cmp %[lim], %[i]\n\t"
+		"jb 1b\n\t"
+		"jmp 9f\n"
+		"2:\n\t"
+		/* the next commonest rule (MEMO_L1_BP: k and d in the
+		 * fast word), where the trail says? */
+		"mov 24(%[l1],%[x]), %[d]\n\t"
+		"bt %[bpbit], %[d]\n\t"
+		"jnc 9f\n\t"
+		"mov %[d], %[x]\n\t"
+		"and %[fmask], %k[d]\n\t"
+		"add %[sp], %[d]\n\t"
+		"cmp (%[tr],%[i],8), %[d]\n\t"
+		"jne 9f\n\t"
+		"cmp %[hi], %[d]\n\t"
+		"ja 9f\n\t"
+		"shr %[fbits], %[x]\n\t"
+		"and %[fmask], %k[x]\n\t"
+		"neg %[x]\n\t"
+		"mov (%[d],%[x]), %[bp]\n\t"        /* rbp, saved d below the CFA */
+		"jmp 3b\n"
+		"9:"
+		: [pc] "+r"(pc), [sp] "+r"(sp), [bp] "+r"(bp), [i] "+r"(i), [x] "=&r"(x),
+		  [d] "=&r"(d)
+		: [l1] "r"(l1), [mul] "r"(L1_MUL), [hi] "r"(hi), [out] "r"(out), [tr] "r"(tr),
+		  [lim] "r"(lim), [sh] "i"(L1_SHIFT - 5), [mask] "i"((MEMO_L1_SLOTS - 1) << 5),
+		  [bpbit] "i"(L1_BP_BIT), [fbits] "i"(L1_FIELD_BITS),
+		  [fmask] "i"((1u << L1_FIELD_BITS) - 1)
+		: "cc", "memory");
+	*bpp = bp;
+	out += i, tr += i;
+	if (out >= end)
+		goto done;
+	e = L1_ENTRY(pc);
+	if (e->pc != pc)
+		goto done;
+	goto step;
 	while (out < end) {
-		/* &ms->l1[l1_index(pc)], scaled in the shift */
-		e = (const void *)(l1 + (((pc * L1_MUL) >> (L1_SHIFT - 5)) &
-					 ((MEMO_L1_SLOTS - 1) << 5)));
+		e = L1_ENTRY(pc);
 		if (e->pc != pc)
 			break;
+	step:;
 		uintptr_t cfa = sp + e->fast;
 		if (AGENT_UNLIKELY(cfa > hi)) {
 			/* the next commonest rule? */
@@ -613,17 +694,20 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 		sp = cfa;
 		pc = *(const uintptr_t *)(cfa - 8);
 		*out++ = pc;
+		*tr++ = sp;
 	}
+#undef L1_ENTRY
+done:
 	*pcp = pc, *spp = sp;
 	return out;
 }
 
-static inline __attribute__((always_inline)) int l1_run(const struct walk_memos *ms,
+static inline __attribute__((always_inline)) int l1_run(struct walk_memos *ms,
 							uintptr_t *pcp, uintptr_t *spp,
 							uintptr_t *bpp, uintptr_t hi,
 							uintptr_t *pcs, int n, int max)
 {
-	uintptr_t *out = l1_run_frames(ms, pcp, spp, bpp, hi, pcs + n, pcs + max);
+	uintptr_t *out = l1_run_frames(ms, pcp, spp, bpp, hi, pcs + n, pcs + max, ms->trail + n);
 	return (int)(out - pcs) - (*pcp == 0);  /* the zero is no frame */
 }
 
@@ -737,6 +821,8 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 			skip = 0;
 		}
 		pcs[n] = pc;
+		if (AGENT_LIKELY(ms))
+			ms->trail[n] = sp;
 		if (++n == max)
 			break;
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(!exact)) {

@@ -60,11 +60,12 @@ struct walk_memo {
  * outer part of a thread's stack (main, an event loop, an interpreter)
  * is shared by most of its allocations. */
 #define MEMO_JOIN_SLOTS 256
-#define MEMO_SCAN_MISSES 64
-#define MEMO_SCAN_HIT 32
+#define MEMO_SCAN_DEBT 4096
+#define MEMO_CHECK_COST 8
+#define MEMO_PC_GAIN 4
 #define MEMO_WINDOW 64
 #define MEMO_L1_SLOTS 1024
-#define MEMO_SPARSE_MAX 8
+#define MEMO_SPARSE_MAX 10
 #define MEMO_L1_SLOW ((uint64_t)1 << 62)
 #define MEMO_L1_BP ((uint64_t)1 << 61)
 struct walk_join {
@@ -89,8 +90,8 @@ struct walk_memos {
 					* failed (NULL: not at a return address),
 					* set by each guess that fails, for the
 					* facts of agent_memo_search */
-	unsigned scan_misses;          /* scans that found nothing, less
-					* MEMO_SCAN_HIT per one that did */
+	unsigned scan_debt;            /* what scans cost, less what their
+					* replays saved (agent_memo_scan) */
 	unsigned scan_tick;
 	bool quiet;                    /* agent_memo_quiet_update */
 	/* Whether the memo pays (unwind.c, memo_account): pcs found by
@@ -98,9 +99,9 @@ struct walk_memos {
 	 * of MEMO_WINDOW recorded walks. When it does not, only one walk in
 	 * 2^sparse is recorded (sparse 0: every walk), which costs less than
 	 * it saves: one in 8 after the first window that does not pay, half
-	 * as many after each window more, down to one in 256 (a recorded
-	 * walk, with its tries to join, costs about 11,000 instructions on
-	 * paths-65536: 180 an allocation at one in 64). */
+	 * as many after each window more, down to one in 1,024 (a recorded
+	 * walk, with its tries to join, costs about 12,000 instructions on
+	 * paths-65536: 180 an allocation at one in 64, 47 at one in 256). */
 	uint64_t win_saved, win_walked;
 	unsigned win_n, sparse_tick, sparse;
 	/* The thread's own copy of the rules it used last (unwind.c,
@@ -113,6 +114,13 @@ struct walk_memos {
 	 * checked once (8 <= d <= k). */
 	uint32_t l1_gen;
 	struct { uint64_t pc, w0, w1, fast; } l1[MEMO_L1_SLOTS];
+	/* The stack pointers of the thread's last walk (unwind.c,
+	 * l1_run_frames): trail[n] is where pcs[n] was read, plus 8. Only a
+	 * guess of where the next walk's frames lie, checked against the
+	 * rules before use, so never invalid: a walk that goes elsewhere
+	 * (another depth, another stack, a signal handler's walk in between)
+	 * only finds its guesses wrong. */
+	uintptr_t trail[AGENT_MAX_DEPTH];
 };
 
 /* Bumped whenever cached rules are forgotten: a memo of an older
@@ -192,11 +200,11 @@ static inline bool agent_memo_holds(const struct walk_memo *m, uintptr_t pc, uin
 	return agent_memo_holds_at(m, pc, sp, bp, max, gen, &miss);
 }
 
-/* Whether ms is quiet (see agent_memo_find): its memo does not pay and its
- * scans keep finding nothing. Called whenever either changes. */
+/* Whether ms is quiet (see agent_memo_find): neither recording walks nor
+ * scanning for them pays. Called whenever either changes. */
 static inline void agent_memo_quiet_update(struct walk_memos *ms)
 {
-	bool quiet = ms->sparse && ms->scan_misses >= MEMO_SCAN_MISSES;
+	bool quiet = ms->sparse && ms->scan_debt >= MEMO_SCAN_DEBT;
 	if (!quiet && ms->quiet)
 		ms->pred = ms->e[ms->last % MEMO_WAYS].succ % MEMO_WAYS;
 	ms->quiet = quiet;
@@ -279,6 +287,25 @@ static inline bool agent_memo_guess_fact(const struct walk_memos *ms, const stru
 	return true;
 }
 
+/* What a scan cost, in records read (one is 7 instructions): each
+ * entry checked, its records and MEMO_CHECK_COST for the check itself
+ * (its loop ends where the stacks part, a branch mispredicted), each
+ * entry the facts rejected one. A replay saves a walk and the interning
+ * of its pcs: MEMO_PC_GAIN records a pc (about 20 instructions a frame
+ * along the trail, 10 to hash and compare it). Scans pay while their
+ * replays save more than they cost: on paths-8 (8 stacks, every scan
+ * finds one) a scan costs about 90 and saves 180; on paths-64 (half of
+ * them find one) it costs about 140 and saves 90, and turning scans off
+ * there took 3,650 instructions an allocation to 1,980. */
+static inline void agent_memo_scan_cost(struct walk_memos *ms, unsigned cost, unsigned saved)
+{
+	unsigned d = ms->scan_debt + cost;
+	d = d > saved ? d - saved : 0;
+	/* a quarter over the bound at most: a few replays turn scans on again */
+	ms->scan_debt = d < MEMO_SCAN_DEBT + MEMO_SCAN_DEBT / 4 ? d
+								 : MEMO_SCAN_DEBT + MEMO_SCAN_DEBT / 4;
+}
+
 /* Checks the entries of cand (a mask) for a replay; for agent_memo_search.
  * Each check that fails at a return address leaves a fact (above) that
  * the later entries are tried against first: that only rejects, an entry
@@ -292,6 +319,7 @@ agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp
 		int max, uint32_t gen, unsigned last, struct memo_fact *facts, int nfacts)
 {
 	struct memo_fact *known = facts + nfacts;
+	unsigned cost = 0;
 	while (cand) {
 		size_t hit = (unsigned)__builtin_ctz(cand);  /* one address for m, not two */
 		cand &= cand - 1;
@@ -301,6 +329,7 @@ agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp
 		 * here, and rejecting one that would fail anyway costs nothing */
 		if (agent_memo_refuted(m, facts, known)) {
 			ms->refuted++;
+			cost++;
 			continue;
 		}
 		if (!agent_memo_starts(m, pc, sp, bp, max, gen))
@@ -308,33 +337,35 @@ agent_memo_scan(struct walk_memos *ms, uint32_t cand, uintptr_t pc, uintptr_t sp
 		uintptr_t w;
 		int f = agent_memo_differs(m, &w);
 		if (f >= 0) {
+			cost += (unsigned)f + 1 + MEMO_CHECK_COST;
 			if (known < facts + MEMO_FACTS)
 				*known++ = agent_memo_fact(m->fr[f].at, w, f);
 			continue;
 		}
+		cost += (unsigned)m->nframes + MEMO_CHECK_COST;
 		if (!agent_memo_bp_holds(m))  /* not a fact about record f */
 			continue;
-		ms->scan_misses = ms->scan_misses > MEMO_SCAN_HIT ?
-					  ms->scan_misses - MEMO_SCAN_HIT : 0;
-		if (AGENT_UNLIKELY(ms->quiet))  /* fewer misses: quiet at most */
+		agent_memo_scan_cost(ms, cost, (unsigned)m->npcs * MEMO_PC_GAIN);
+		if (AGENT_UNLIKELY(ms->quiet))  /* less debt: quiet at most */
 			agent_memo_quiet_update(ms);
 		ms->e[last].succ = (uint8_t)hit;
 		return agent_memo_found(ms, (unsigned)hit);
 	}
-	if (ms->scan_misses < 4 * MEMO_SCAN_MISSES)
-		ms->scan_misses++;
+	agent_memo_scan_cost(ms, cost, 0);
 	agent_memo_quiet_update(ms);
 	return NULL;
 }
 
-/* A thread whose memo does not pay and whose scans keep finding nothing
- * (quiet) has more stacks than entries: a guess then fails too, after
+/* A thread whose memo does not pay and whose scans cost more than they
+ * save (quiet) has more stacks than entries, or picks among many at
+ * random: a guess then mostly fails too, after
  * checking the frames its stack shares with the current one (about 190
  * instructions a call on paths-65536). It has no guess (pred
  * MEMO_WAYS: agent_memo_find's guess fails at once, and its replays
- * pay nothing for this), guesses one call in 16 (agent_memo_search calls
- * this then) and scans one in 256, enough to notice (memo_account) when
- * its stacks repeat again. */
+ * pay nothing for this), guesses one call in 16 (agent_memo_find calls
+ * this then, through agent_memo_search) and scans one in 256, enough to
+ * notice (memo_account, agent_memo_scan_cost) when its stacks repeat
+ * again. */
 static AGENT_NOINLINE struct walk_memo *agent_memo_find_quiet(struct walk_memos *ms, uintptr_t pc,
 							      uintptr_t sp, uintptr_t bp, int max,
 							      uint32_t gen, unsigned last)
@@ -359,21 +390,17 @@ agent_memo_search(struct walk_memos *ms, uintptr_t pc, uintptr_t sp, uintptr_t b
 {
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, memory_order_relaxed);
 	unsigned last = ms->last % MEMO_WAYS, next = ms->pred % MEMO_WAYS;
-	if (AGENT_UNLIKELY(ms->quiet)) {  /* no call before the walk, 15 times in 16 */
-		ms->pred = MEMO_WAYS;
-		return ms->scan_tick++ & 15 ? NULL :
-					      agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
-	}
+	if (AGENT_UNLIKELY(ms->quiet))  /* one call in 16: agent_memo_find */
+		return agent_memo_find_quiet(ms, pc, sp, bp, max, gen, last);
 	uint32_t cand = agent_memo_candidates(ms, sp) & ~(1u << next);
 	if (!cand)
 		return NULL;
-	/* A scan costs a check of every entry from here; a scan that finds a
-	 * walk to replay saves a walk, which costs tens of checks, so scans
-	 * pay unless fewer than about one in 33 find one. A thread with more
-	 * distinct stacks than entries finds none: it then scans one call in
-	 * 16 only, to notice when its stacks repeat again. Skipping a scan
-	 * only costs a walk, which finds the same stack. */
-	if (AGENT_UNLIKELY(ms->scan_misses >= MEMO_SCAN_MISSES) && (ms->scan_tick++ & 15))
+	/* Scans whose replays do not save what they cost (a thread with
+	 * more distinct stacks than entries, or that picks among many at
+	 * random) happen one call in 16 only, to notice when its stacks
+	 * repeat again. Skipping a scan only costs a walk, which finds the
+	 * same stack. */
+	if (AGENT_UNLIKELY(ms->scan_debt >= MEMO_SCAN_DEBT) && (ms->scan_tick++ & 15))
 		return NULL;
 	struct memo_fact facts[MEMO_FACTS];
 	int nfacts = agent_memo_guess_fact(ms, &ms->e[next], &facts[0]);
@@ -407,7 +434,16 @@ static inline struct walk_memo *agent_memo_find(struct walk_memos *ms, uintptr_t
 						uintptr_t bp, int max)
 {
 	struct walk_memo *m = agent_memo_guess(ms, pc, sp, bp, max);
-	return m ? m : agent_memo_search(ms, pc, sp, bp, max);
+	if (m)
+		return m;
+	/* quiet: no guess (pred MEMO_WAYS) and no call before the walk, 15
+	 * times in 16 */
+	if (AGENT_UNLIKELY(ms->quiet)) {
+		ms->pred = MEMO_WAYS;
+		if (ms->scan_tick++ & 15)
+			return NULL;
+	}
+	return agent_memo_search(ms, pc, sp, bp, max);
 }
 
 /* The pcs of entry m (a replay leaves the caller's array alone), and how

@@ -899,6 +899,9 @@ static void test_facts(void)
 		fact_stack_as(path, &seed);
 		if (i % 2)  /* every other call, a guess at random (that scans skip) */
 			fm.pred = (unsigned)(seed >> 32) % MEMO_WAYS;
+		/* every lookup scans: half of them find nothing, which would
+		 * soon make scans not pay (agent_memo_scan_cost) */
+		fm.scan_debt = 0;
 		struct walk_memo *m = agent_memo_find(&fm, pc, sp, 0, 64);
 		bad += m != (path < MEMO_WAYS ? &fm.e[path] : NULL);
 	}
@@ -947,10 +950,13 @@ static void test_paths_facts(void)
 	int bad = 0;
 	unsigned long refuted = agent_memo_refuted_count(&pm);
 	long replays = pout.replays;
-	path_fns = path_nofp;
-	bad += run_paths_of(3000, &path_seed, 64);
-	path_fns = path_fp;
-	bad += run_paths_of(3000, &path_seed, 64);
+	/* scans kept on (their debt cleared every 10 walks): scans among
+	 * 64 paths at random do not pay, and are soon made rare (below) */
+	for (int c = 0; c < 600; c++) {
+		pm.scan_debt = 0;
+		path_fns = c < 300 ? path_nofp : path_fp;
+		bad += run_paths_of(10, &path_seed, 64);
+	}
 	refuted = agent_memo_refuted_count(&pm) - refuted;
 	check(bad == 0, "64 paths of 40 frames, with and without frame pointers: memo walks "
 	      "equal libunwind's over 6000 walks (%d differ)", bad);
@@ -958,6 +964,87 @@ static void test_paths_facts(void)
 	      refuted);
 	check(pout.replays - replays > 1500, "and replays are still found (%ld of 6000)",
 	      pout.replays - replays);
+	/* left alone, the scans' cost (records read, entries checked) soon
+	 * passes what their replays save: one call in 16 scans */
+	path_fns = path_nofp;
+	bad = run_paths_of(3000, &path_seed, 64);
+	check(bad == 0 && pm.scan_debt >= MEMO_SCAN_DEBT,
+	      "then left alone: walks still equal libunwind's (%d differ), and scans no "
+	      "longer pay (debt %u of %u)", bad, pm.scan_debt, MEMO_SCAN_DEBT);
+	path_ms = &path_memos;
+}
+
+/* The trail (walk_memos.trail, l1_run_frames): where the last walk found
+ * each frame, so the next one can read ahead of its rules. A guess only:
+ * each frame is still stepped by its rule, and a trail that is wrong in
+ * any way (another depth's frames, near misses, junk, words past the
+ * stack's top) must give the same walks, only slower. Plain walks, as the
+ * hooks walk once a memo records one walk in 2^MEMO_SPARSE_MAX. */
+static uintptr_t trail_junk(uint64_t *seed, uintptr_t real)
+{
+	*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+	switch (*seed % 6) {
+	case 0: return 0;
+	case 1: return ~(uintptr_t)0;
+	case 2: return real + 8;
+	case 3: return real - 8;
+	case 4: return real + 4096;  /* past the stack's top, for the outer frames */
+	default: return (uintptr_t)&path_seed + (*seed >> 40 & 0xff8);
+	}
+}
+
+/* One plain walk through tm, of a path among npaths: no entry to replay,
+ * and the walk is not the one in 2^sparse that is recorded. */
+static int trail_walk(struct walk_memos *tm, uint64_t *seed, unsigned npaths)
+{
+	agent_memo_forget_all(tm);
+	tm->sparse_tick = 1;
+	return run_paths_of(1, seed, npaths);
+}
+
+static void test_trail(void)
+{
+	static struct walk_memos tm;
+	static uintptr_t clean[AGENT_MAX_DEPTH];
+	uint64_t seed = 0xD1B54A32D192ED03ull;
+	long replays = pout.replays;
+	int bad = 0;
+	path_ms = &tm;
+	tm.sparse = MEMO_SPARSE_MAX;
+	path_fns = path_nofp;
+	for (int i = 0; i < 200; i++)
+		bad += trail_walk(&tm, &path_seed, 1024);
+	check(bad == 0 && pout.na > PATH_LEVELS && pout.replays == replays,
+	      "plain walks along the trail equal libunwind's (%d of 200 differ, %ld replays)",
+	      bad, pout.replays - replays);
+	uint64_t one = 7;
+	trail_walk(&tm, &one, 1);
+	memcpy(clean, tm.trail, sizeof clean);
+	int wrong[3] = { 0, 0, 0 }, rewritten = 0, n = 300;
+	for (int i = 0; i < n; i++) {
+		int mode = i % 3;
+		for (int k = 0; k < AGENT_MAX_DEPTH; k++)
+			tm.trail[k] = mode == 0   ? clean[(k + 1) % AGENT_MAX_DEPTH]  /* a frame off */
+				      : mode == 1 ? trail_junk(&seed, clean[k])
+						  : clean[k] + (k % 2 ? 16 : 0);
+		/* the same path each time: its frames lie where clean says */
+		wrong[mode] += trail_walk(&tm, &one, 1);
+		rewritten += memcmp(tm.trail, clean, (size_t)pout.na * sizeof *clean) == 0;
+	}
+	check(wrong[0] + wrong[1] + wrong[2] == 0,
+	      "a trail a frame off, junk, or wrong every other frame: walks equal "
+	      "libunwind's (%d, %d, %d of %d differ)", wrong[0], wrong[1], wrong[2], n / 3);
+	check(rewritten == n, "and each walk leaves the trail its own frames (%d of %d)",
+	      rewritten, n);
+	/* frames with frame pointers after frames without: other frame
+	 * sizes, the same places */
+	bad = 0;
+	for (int i = 0; i < 400; i++) {
+		path_fns = i % 2 ? path_fp : path_nofp;
+		bad += trail_walk(&tm, &path_seed, 1024);
+	}
+	check(bad == 0, "walks with and without frame pointers in turn, each along the "
+	      "other's trail: equal libunwind's (%d of 400 differ)", bad);
 	path_ms = &path_memos;
 }
 
@@ -1018,6 +1105,7 @@ int main(void)
 	test_paths();
 	test_facts();
 	test_paths_facts();
+	test_trail();
 	test_rbp_saved();
 	test_chain();
 	test_alignment();
