@@ -494,7 +494,7 @@ static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
  * (pcs joined), and every MEMO_WINDOW walks decides whether the memo pays
  * (replays count in agent_memo_find): a frame walked while recording,
  * with its tries to join, costs several times a frame of the plain
- * walk's loop (17 instructions), and a pc replayed or joined saves less
+ * walk's loop (16-17 instructions), and a pc replayed or joined saves less
  * than one, so the memo must give back MEMO_PAYS times the pcs it walked
  * (2 while a plain frame cost about 80). On cc1,
  * which most tells them apart (bench/exact-instructions), 2 gave 2,677
@@ -519,14 +519,16 @@ static void memo_account(struct walk_memos *ms, int walked, int joined)
 
 /* ---------- the thread's own rule cache (walk_memos.l1) ---------- */
 
-/* The top bits of a multiplication by 2^64 / golden ratio (Fibonacci
- * hashing): three instructions with the scaling l1_run_frames needs. */
-#define L1_MUL 0x9E3779B97F4A7C15ull
-#define L1_SHIFT (64 - 10)
-_Static_assert(MEMO_L1_SLOTS == 1 << 10, "L1_SHIFT takes the top 10 bits");
+/* Bits 3 to 12 of the pc: two instructions with the scaling by 32 that
+ * l1_run_frames needs (a lea and an and), where a multiplicative hash
+ * took four. Return addresses of different calls are at least 5 bytes
+ * apart; the frames of one walk sharing a slot need pcs 8 KiB apart
+ * with the same low bits. Against the multiplicative hash:
+ * paths-65536 96 instructions an allocation fewer, cc1 55 (fewer
+ * collisions there too), sqlite3 the same. */
 static inline unsigned l1_index(uint64_t key)
 {
-	return (unsigned)((key * L1_MUL) >> L1_SHIFT);
+	return (unsigned)(key >> 3) & (MEMO_L1_SLOTS - 1);
 }
 
 /* Forgets the thread's rules of an older generation. */
@@ -580,10 +582,10 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * (already in pcs; a pc of 0 when a zero return address ended the
  * stack), which the caller steps by the general rules.
  *
- * The loop, 17 instructions a frame, takes the commonest
- * rule (CFA = rsp + k, rbp unchanged): no key bit for exact frames (pc is
- * a return address), no test of the rule's kind (MEMO_L1_SLOW fails the
- * bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
+ * The plain loop, 17 instructions a frame with the trail's store, takes
+ * the commonest rule (CFA = rsp + k, rbp unchanged): no key bit for
+ * exact frames (pc is a return address), no test of the rule's kind
+ * (MEMO_L1_SLOW fails the bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
  * another key: either way a zero pc leaves the loop). The next commonest
  * (the same with rbp saved in the frame: a function without frame
  * pointer that uses rbp) costs a few instructions more.
@@ -609,11 +611,10 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 	const char *l1 = (const char *)ms->l1;
 	const __typeof__(ms->l1[0]) *e;
 	/* &ms->l1[l1_index(pc)], scaled in the shift */
-#define L1_ENTRY(pc) ((const void *)(l1 + ((((pc) * L1_MUL) >> (L1_SHIFT - 5)) & \
-					   ((MEMO_L1_SLOTS - 1) << 5))))
+#define L1_ENTRY(pc) ((const void *)(l1 + (((pc) << 2) & ((MEMO_L1_SLOTS - 1) << 5))))
 	/* The loop along the trail, in assembly: GCC's own kept two copies
 	 * of the index and reloaded constants, 24 instructions a frame where
-	 * these are 18. Leaves at a frame not in the thread's cache (pc and
+	 * these are 16. Leaves at a frame not in the thread's cache (pc and
 	 * sp are that frame), at one whose rule does not lead where the trail
 	 * says or past hi (stepped below), or at max. */
 	uintptr_t x, d, bp = *bpp;
@@ -621,9 +622,7 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 	__asm__("test %[lim], %[lim]\n\t"
 		"je 9f\n"
 		"1:\n\t"
-		"mov %[pc], %[x]\n\t"
-		"imul %[mul], %[x]\n\t"
-		"shr %[sh], %[x]\n\t"
+		"lea (,%[pc],4), %[x]\n\t"
 		"and %[mask], %k[x]\n\t"
 		"cmp %[pc], (%[l1],%[x])\n\t"       /* e->pc */
 		"jne 9f\n\t"
@@ -664,8 +663,8 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 		"9:"
 		: [pc] "+r"(pc), [sp] "+r"(sp), [bp] "+r"(bp), [i] "+r"(i), [x] "=&r"(x),
 		  [d] "=&r"(d)
-		: [l1] "r"(l1), [mul] "r"(L1_MUL), [hi] "r"(hi), [out] "r"(out), [tr] "r"(tr),
-		  [lim] "r"(lim), [sh] "i"(L1_SHIFT - 5), [mask] "i"((MEMO_L1_SLOTS - 1) << 5),
+		: [l1] "r"(l1), [hi] "r"(hi), [out] "r"(out), [tr] "r"(tr),
+		  [lim] "r"(lim), [mask] "i"((MEMO_L1_SLOTS - 1) << 5),
 		  [bpbit] "i"(L1_BP_BIT), [fbits] "i"(L1_FIELD_BITS),
 		  [fmask] "i"((1u << L1_FIELD_BITS) - 1)
 		: "cc", "memory");
