@@ -585,8 +585,9 @@ static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint3
  * The plain loop, 17 instructions a frame with the trail's store, takes
  * the commonest rule (CFA = rsp + k, rbp unchanged): no key bit for
  * exact frames (pc is a return address), no test of the rule's kind
- * (MEMO_L1_SLOW fails the bound), no test of a zero pc (slot 0 holds key 0 with MEMO_L1_SLOW, or
- * another key: either way a zero pc leaves the loop). The next commonest
+ * (MEMO_L1_SLOW fails the bound), no test of a zero pc (slot 0 holds
+ * key 0 with MEMO_L1_SLOW, or another key: either way a zero pc leaves
+ * the loop). The next commonest
  * (the same with rbp saved in the frame: a function without frame
  * pointer that uses rbp) costs a few instructions more.
  *
@@ -610,7 +611,7 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 	uintptr_t pc = *pcp, sp = *spp;
 	const char *l1 = (const char *)ms->l1;
 	const __typeof__(ms->l1[0]) *e;
-	/* &ms->l1[l1_index(pc)], scaled in the shift */
+	/* &ms->l1[l1_index(pc)]: the shift by 2 scales bits 3-12 by 32 */
 #define L1_ENTRY(pc) ((const void *)(l1 + (((pc) << 2) & ((MEMO_L1_SLOTS - 1) << 5))))
 	/* The loop along the trail, in assembly: GCC's own kept two copies
 	 * of the index and reloaded constants, 24 instructions a frame where
