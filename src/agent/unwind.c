@@ -531,6 +531,10 @@ static inline unsigned l1_index(uint64_t key)
 	return (unsigned)(key >> 3) & (MEMO_L1_SLOTS - 1);
 }
 
+/* The byte offset of l1_index(key)'s slot, as l1_run_frames takes it:
+ * (key << 2) & L1_OFF_MASK, bits 3-12 already scaled by the slot's 32. */
+#define L1_OFF_MASK ((MEMO_L1_SLOTS - 1) << 5)
+
 /* Forgets the thread's rules of an older generation. */
 static inline void l1_check_gen(struct walk_memos *ms, uint32_t gen)
 {
@@ -612,7 +616,7 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 	const char *l1 = (const char *)ms->l1;
 	const __typeof__(ms->l1[0]) *e;
 	/* &ms->l1[l1_index(pc)]: the shift by 2 scales bits 3-12 by 32 */
-#define L1_ENTRY(pc) ((const void *)(l1 + (((pc) << 2) & ((MEMO_L1_SLOTS - 1) << 5))))
+#define L1_ENTRY(pc) ((const void *)(l1 + (((pc) << 2) & L1_OFF_MASK)))
 	/* The loop along the trail, in assembly: GCC's own kept two copies
 	 * of the index and reloaded constants, 24 instructions a frame where
 	 * these are 16. Leaves at a frame not in the thread's cache (pc and
@@ -665,7 +669,7 @@ static AGENT_NOINLINE uintptr_t *l1_run_frames(const struct walk_memos *ms, uint
 		: [pc] "+r"(pc), [sp] "+r"(sp), [bp] "+r"(bp), [i] "+r"(i), [x] "=&r"(x),
 		  [d] "=&r"(d)
 		: [l1] "r"(l1), [hi] "r"(hi), [out] "r"(out), [tr] "r"(tr),
-		  [lim] "r"(lim), [mask] "i"((MEMO_L1_SLOTS - 1) << 5),
+		  [lim] "r"(lim), [mask] "i"(L1_OFF_MASK),
 		  [bpbit] "i"(L1_BP_BIT), [fbits] "i"(L1_FIELD_BITS),
 		  [fmask] "i"((1u << L1_FIELD_BITS) - 1)
 		: "cc", "memory");

@@ -61,6 +61,7 @@ struct walk_memo {
  * is shared by most of its allocations. */
 #define MEMO_JOIN_SLOTS 256
 #define MEMO_SCAN_DEBT 4096
+#define MEMO_SCAN_DEBT_MAX (MEMO_SCAN_DEBT + MEMO_SCAN_DEBT / 4)
 #define MEMO_CHECK_COST 8
 #define MEMO_PC_GAIN 4
 #define MEMO_WINDOW 64
@@ -291,8 +292,8 @@ static inline bool agent_memo_guess_fact(const struct walk_memos *ms, const stru
  * entry checked, its records and MEMO_CHECK_COST for the check itself
  * (its loop ends where the stacks part, a branch mispredicted), each
  * entry the facts rejected one. A replay saves a walk and the interning
- * of its pcs: MEMO_PC_GAIN records a pc (about 20 instructions a frame
- * along the trail, 10 to hash and compare it). Scans pay while their
+ * of its pcs: MEMO_PC_GAIN records a pc (16 instructions a frame along
+ * the trail, about 10 to hash and compare it). Scans pay while their
  * replays save more than they cost: on paths-8 (8 stacks, every scan
  * finds one) a scan costs about 90 and saves 180; on paths-64 (half of
  * them find one) it costs about 140 and saves 90, and turning scans off
@@ -302,8 +303,7 @@ static inline void agent_memo_scan_cost(struct walk_memos *ms, unsigned cost, un
 	unsigned d = ms->scan_debt + cost;
 	d = d > saved ? d - saved : 0;
 	/* a quarter over the bound at most: a few replays turn scans on again */
-	ms->scan_debt = d < MEMO_SCAN_DEBT + MEMO_SCAN_DEBT / 4 ? d
-								 : MEMO_SCAN_DEBT + MEMO_SCAN_DEBT / 4;
+	ms->scan_debt = d < MEMO_SCAN_DEBT_MAX ? d : MEMO_SCAN_DEBT_MAX;
 }
 
 /* Checks the entries of cand (a mask) for a replay; for agent_memo_search.
