@@ -299,11 +299,18 @@ def describe(rc):
     return "exit %d" % rc
 
 
-def same_behaviour(label, got, bare, problems):
-    """got, bare: (status, stdout)."""
+def same_behaviour(label, got, bare, problems, err=b""):
+    """got, bare: (status, stdout); err: the run's stderr, whose last
+    lines the failure quotes (the program's own complaint, if it made
+    one)."""
     if got[0] != bare[0]:
-        problems.append("%s: %s, bare %s" % (label, describe(got[0]),
-                                             describe(bare[0])))
+        # the program's own lines: before heaptrail's report, which ends it
+        own = err.split(b"\n== ")[0].splitlines()
+        own = [l for l in own if l.strip() and not l.startswith(b"heaptrail:")]
+        tail = b"\n".join(own[-3:])
+        problems.append("%s: %s, bare %s%s" % (
+            label, describe(got[0]), describe(bare[0]),
+            " (stderr ends: %s)" % run_tests.short(tail, 300) if tail else ""))
     if got[1] != bare[1]:
         problems.append("%s: stdout differs from bare: %s" % (
             label, run_tests.first_difference(got[1], bare[1])))
@@ -518,7 +525,8 @@ class Hostile:
             rc, out, err, secs = run_group(
                 self.ht_cmd(outdir, jpath, [], prog, case), w, prog.timeout,
                 env=self.env(prog))
-            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
+                           err)
             self.check_kinds(label, jpath, prog, case, problems, details)
             if prog.max_extra is not None and secs - bare_secs > prog.max_extra:
                 problems.append("%s: took %.1fs, bare %.1fs (at most +%.1fs)" %
@@ -528,15 +536,17 @@ class Hostile:
                 outdir, jpath, ["--every", "50ms", "--timeline", "10"], prog, case),
                 w, prog.timeout,
                 env=self.env(prog))
-            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
+                           err)
             if not (os.path.isdir(outdir) and any(
                     f.endswith(".timeline") for f in os.listdir(outdir))):
                 problems.append("%s: no timeline written" % label)
         elif mode == "leaks":
-            rc, out, calls = self.run_with_leaks(
+            rc, out, err, calls = self.run_with_leaks(
                 self.ht_cmd(outdir, jpath, ["-q"], prog, case), w,
                 prog.timeout, problems, env=self.env(prog))
-            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems)
+            same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
+                           err)
             ok = [c for c in calls if c[0] == 0]
             details.append("leaks calls: %s" % ", ".join(
                 describe(c[0]) if c[0] is not None else "no answer"
@@ -586,7 +596,7 @@ class Hostile:
         on the traced program every 100 ms while it lives, the first once
         the agent has installed its handler for the leak-check signal sig
         (or after 0.5 s: a program may reset it at once).  Returns (status,
-        stdout, [(status, stderr, stdout)])."""
+        stdout, stderr, [(status, stderr, stdout)])."""
         sig = sig or signal.SIGRTMAX - 2
         p = subprocess.Popen(cmd, cwd=cwd, env=env or run_tests.RUN_ENV,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -639,7 +649,8 @@ class Hostile:
                           "leaks calls" % timeout)
         for t in readers:
             t.join(10)
-        return p.returncode, chunks.get("out", b""), calls
+        return (p.returncode, chunks.get("out", b""), chunks.get("err", b""),
+                calls)
 
     def test_vg(self, prog, case):
         problems, details = [], []
@@ -1174,10 +1185,10 @@ class Hostile:
             env = dict(run_tests.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
             cmd = [self.heaptrail, "run", "-q", "-o", os.path.join(w, "out"),
                    "--", binary, "sleep", "1500"]
-            rc, out, calls = self.run_with_leaks(cmd, w, 20, problems,
-                                                 env=env, sig=40)
+            rc, out, err, calls = self.run_with_leaks(cmd, w, 20, problems,
+                                                      env=env, sig=40)
             brc, bout, _ = self.bare(p, ("", []))
-            same_behaviour(opts, (rc, out), (brc, bout), problems)
+            same_behaviour(opts, (rc, out), (brc, bout), problems, err)
             if not any(c[0] == 0 for c in calls):
                 problems.append("%s: no `heaptrail leaks` call succeeded "
                                 "(%s)" % (opts, "; ".join(
