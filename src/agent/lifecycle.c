@@ -661,6 +661,15 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 
 /* ---------- leak checks asked for by signal ---------- */
 
+/* Was the code at pc, in libc's text, blocked in a system call: pc just
+ * after a syscall instruction (0f 05), or on it (a call the kernel
+ * restarts after the handler)? */
+static bool at_syscall(uintptr_t pc)
+{
+	const unsigned char *c = (const unsigned char *)pc;
+	return (c[-2] == 0x0f && c[-1] == 0x05) || (pc + 2 <= libc_hi && c[0] == 0x0f && c[1] == 0x05);
+}
+
 static void check_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -672,10 +681,16 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	/* in the loader (dlclose, or the loader's own code: a dlopen), whose
-	 * list the check and the dump walk: on another thread's way out */
+	 * list the check and the dump walk, or running libc's code (not
+	 * blocked in one of its system calls): it may be halfway through
+	 * taking or giving back the loader's lock (a recursive mutex whose
+	 * owner is not written yet), which the check's dl_iterate_phdr would
+	 * then wait for forever (hostile:check_in_dlclose, once in 60 runs):
+	 * on another thread's way out */
 	ucontext_t *ucl = ucv;
 	uintptr_t ipc = ucl ? (uintptr_t)ucl->uc_mcontext.gregs[REG_RIP] : 0;
-	bool in_loader = agent_tls.in_loader || (ipc >= ldso_lo && ipc < ldso_hi);
+	bool in_loader = agent_tls.in_loader || (ipc >= ldso_lo && ipc < ldso_hi) ||
+			 (ipc >= libc_lo + 2 && ipc < libc_hi && !at_syscall(ipc));
 	if (si->si_value.sival_int & FMT_SIGVAL_DUMP) {
 		/* the live endpoint: a heap dump, no scan, no thread stopped */
 		if (agent_tls.busy || in_loader)
@@ -708,7 +723,11 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 static void install_check_handler(void)
 {
 	int sig = agent_config.leak_check_signal;
-	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL))
+	/* SA_NODEFER: while the main thread runs a check in this handler,
+	 * `heaptrail leaks` still finds it taking the signal (it sends it
+	 * there, src/cli/leaks.c), and a second request is left for later
+	 * (-EBUSY) instead of going to another thread */
+	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL, SA_NODEFER))
 		agent_log("cannot install the leak check signal's handler", NULL, NULL);
 }
 

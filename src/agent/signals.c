@@ -49,6 +49,7 @@ typedef void (*sighandler_fn)(int);
 static struct owned {
 	_Atomic(agent_sig_fn) fn;   /* the agent's handler; NULL: not owned */
 	sigset_t agent_mask;        /* blocked while the agent's handler runs */
+	int agent_flags;            /* SA_NODEFER: sig is not */
 	atomic_int cur;             /* which of prog[] is the current one */
 	struct sigaction prog[2];   /* the program's disposition */
 } owned[_NSIG];
@@ -136,7 +137,7 @@ static int kernel_install(int sig, const struct sigaction *prog)
 	agent_memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = atomic_load(&owned[sig].fn);
 	sa.sa_mask = owned[sig].agent_mask;
-	sa.sa_flags = SA_SIGINFO;
+	sa.sa_flags = SA_SIGINFO | owned[sig].agent_flags;
 	if (!has_handler(prog) || (prog->sa_flags & SA_RESTART))
 		sa.sa_flags |= SA_RESTART;
 	if (has_handler(prog))
@@ -160,7 +161,7 @@ static void snapshot(int sig, struct sigaction *out)
 	*out = o->prog[atomic_load(&o->cur)];
 }
 
-bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask)
+bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask, int agent_flags)
 {
 	if (sig <= 0 || sig >= _NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return false;
@@ -176,6 +177,7 @@ bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask)
 				owned[sig].agent_mask = *agent_mask;
 			else
 				sigemptyset(&owned[sig].agent_mask);
+			owned[sig].agent_flags = agent_flags & SA_NODEFER;
 			owned[sig].prog[0] = cur;
 			owned[sig].prog[1] = cur;
 			atomic_store(&owned[sig].cur, 0);

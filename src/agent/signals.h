@@ -9,8 +9,10 @@
 
 /* Signals the agent owns keep the agent's handler in the
  * kernel; the program's sigaction/signal calls on them are recorded and
- * answered as the kernel would. Signal-safe. */
-bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask);
+ * answered as the kernel would. agent_flags: SA_NODEFER or 0, for the
+ * agent's handler. Signal-safe. */
+bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask,
+		   int agent_flags);
 /* Hands a signal that is not heaptrail's to the program's disposition. */
 void agent_sig_program(int sig, siginfo_t *si, void *uc);
 /* fn, installed by the agent where the program left sig at SIG_DFL,

@@ -148,6 +148,77 @@ static struct agent_stopped *slot_of(pid_t tid)
 	return NULL;
 }
 
+/* ---------- the program's signals during a stop ----------
+ *
+ * Bare, a signal sent to the process goes to its main thread unless that
+ * one blocks it (the kernel's first choice). While a stop holds the main
+ * thread, the kernel gives it to a thread that can take it: the caller,
+ * in the middle of the scan (a handler there waits for a lock a stopped
+ * thread holds), or a thread left in epoll_wait or another call a stop
+ * would disturb, which then fails with EINTR where bare it never would;
+ * and right after the release, any thread on its way out of its stop
+ * takes what is pending for the process, in the middle of its nanosleep
+ * (tests/hostile's signal_in_check, eintr). So:
+ * - a caller that is not the main thread blocks every signal but the
+ *   faults from the stop to the resume (a main thread that is the caller
+ *   blocks nothing: the signals go to it, as bare);
+ * - the main thread is seized last, so that the others are held or
+ *   watched before it stops taking the process's signals;
+ * - a thread left in such a call is seized without being stopped
+ *   (watched): a signal it takes waits in its delivery stop;
+ * - at the release every stopped thread goes on still traced, the main
+ *   thread first, until each has had a CPU since (it is then past the
+ *   kernel's signal path);
+ * - a signal sent to the process that another thread took meanwhile
+ *   (watched, or on its way out) goes to the main thread, as bare: that
+ *   thread goes on without it (its call rewound when the signal made it
+ *   fail with EINTR), and the tracer sends it to the main thread with
+ *   tgkill, putting the sender's siginfo back at its delivery stop (or
+ *   the caller, when it is the main thread, sends it again itself). One
+ *   sent to that thread alone (tgkill), or that the main thread blocks,
+ *   is delivered where it landed, as bare. */
+
+static struct {
+	uint64_t saved;                  /* the caller's mask before the stop */
+	bool blocked;
+} sigs;
+
+#define SIGBIT(sig) (1ull << ((sig) - 1))
+/* never blocked: a fault in the agent must take its course */
+#define FAULT_SIGNALS (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) | \
+		       SIGBIT(SIGTRAP) | SIGBIT(SIGSYS))
+
+static void block_signals(pid_t self)
+{
+	uint64_t all = ~FAULT_SIGNALS;
+	sigs.blocked = self != getpid() &&
+		       RAW(SYS_rt_sigprocmask, SIG_SETMASK, &all, &sigs.saved, sizeof all) == 0;
+}
+
+static void unblock_signals(void)
+{
+	if (sigs.blocked)
+		RAW(SYS_rt_sigprocmask, SIG_SETMASK, &sigs.saved, 0, sizeof sigs.saved);
+	sigs.blocked = false;
+}
+
+/* The mask of a "Name:\tHEX" line (not the first) of a /proc status
+ * file; 0 when absent. */
+static uint64_t status_hex(const char *status, const char *name)
+{
+	const char *p = status;
+	while (*p && !(p[0] == '\n' && agent_strstarts(p + 1, name)))
+		p++;
+	if (!*p)
+		return 0;
+	for (p += 1 + agent_strlen(name); *p == '\t' || *p == ' '; p++)
+		;
+	uint64_t v = 0;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return v;
+}
+
 /* ---------- the ptrace way ---------- */
 
 enum { T_START, T_GO, T_STOPPED, T_FAILED, T_RELEASE };
@@ -211,6 +282,16 @@ static long read_task_file(pid_t pid, pid_t tid, const char *leaf, char *buf, si
 	return n;
 }
 
+/* The signals thread tid of pid blocks (its status file's SigBlk), or
+ * unknown when that cannot be read. Raw system calls only. */
+static uint64_t task_sigblk(pid_t pid, pid_t tid, uint64_t unknown)
+{
+	char buf[2048];
+	if (read_task_file(pid, tid, "/status", buf, sizeof buf) <= 0)
+		return unknown;
+	return status_hex(buf, "SigBlk:");
+}
+
 /* Reads /proc/PID/task/TID/syscall ("NR ARG1..ARG6 SP PC" for a thread
  * blocked in a system call, "-1 SP PC" outside one, "running"): *nr is
  * the call's number or -1, *sp the stack pointer or 0. Raw system calls
@@ -270,10 +351,12 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	return st == 'Z' || st == 'X';
 }
 
+/* arg: NULL from the listing, which leaves the main thread for last (see
+ * "the program's signals during a stop"). */
 static void tracer_add(pid_t tid, void *arg)
 {
 	if (tid == tr.self || tid == tr.skip || slot_of(tid) || stop.nslots == MAX_THREADS ||
-	    tr.seize_errno)
+	    tr.seize_errno || (tid == tr.pid && !arg))
 		return;
 	long nr;
 	uintptr_t sp;
@@ -300,6 +383,8 @@ static void tracer_add(pid_t tid, void *arg)
 		if (tr.all && stuck)
 			s->held = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0) == 0 &&
 				  RAW(SYS_ptrace, PTRACE_INTERRUPT, tid, 0, 0) == 0;
+		else if (shows && !stuck)  /* it sleeps on, watched */
+			s->watched = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0) == 0;
 		return;
 	}
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
@@ -341,6 +426,217 @@ static void tracer_got_regs(struct agent_stopped *s)
 	s->state = AGENT_STOP_STOPPED;
 }
 
+/* agent_stopped.settle, at the release */
+enum { SETTLED, LET_GO };
+
+#define MAX_MOVED 64
+
+/* Signals sent to the process that another thread than the main one took
+ * while traced, moved to the main thread (see "the program's signals
+ * during a stop"). */
+static struct {
+	siginfo_t info[MAX_MOVED];
+	int n;              /* to move */
+	int sent;           /* of which sent to the main thread (tgkill) */
+	bool resend;        /* the caller is the main thread: it sends them
+			       again itself after the resume */
+	pid_t self;         /* the tracer's pid */
+} moved;
+
+/* Can a signal be moved to the main thread: is it traced by this tracer
+ * (stopped, being stopped or watched), or the caller? */
+static bool main_can_take(void)
+{
+	struct agent_stopped *m = slot_of(tr.pid);
+	return tr.self == tr.pid ||
+	       (m && !m->held && (m->state == AGENT_STOP_WAITING || m->state == AGENT_STOP_TRAPPED ||
+				  m->state == AGENT_STOP_STOPPED || m->watched));
+}
+
+/* A traced thread that the stop does not wait for (watched, or let go at
+ * the release) stopped to take a signal: returns the signal to deliver
+ * to it. A signal sent to the process goes to the main thread instead,
+ * as it would have bare, when the main thread does not block it: this
+ * thread goes on without it (its call rewound when the signal made it
+ * fail with EINTR; the kernel restarts the others itself), and the
+ * signal is kept in moved. A signal sent to this thread alone (tgkill),
+ * one taken by the main thread, or one the main thread blocks is
+ * delivered here, as bare. */
+static int tracer_took_signal(struct agent_stopped *s, int status)
+{
+	siginfo_t si;
+	struct user_regs_struct u;
+	int sig = WSTOPSIG(status);
+	if (s->tid == tr.pid || moved.n == MAX_MOVED || !main_can_take() ||
+	    RAW(SYS_ptrace, PTRACE_GETSIGINFO, s->tid, 0, &si) < 0 || si.si_code == SI_TKILL ||
+	    (task_sigblk(tr.pid, tr.pid, ~0ull) & SIGBIT(sig)) ||
+	    RAW(SYS_ptrace, PTRACE_GETREGS, s->tid, 0, &u) < 0)
+		return sig;
+	if ((long)u.orig_rax >= 0 && (long)u.rax == -EINTR) {
+		u.rax = u.orig_rax;
+		u.rip -= 2;
+		if (RAW(SYS_ptrace, PTRACE_SETREGS, s->tid, 0, &u) < 0)
+			return sig;
+	}
+	moved.info[moved.n++] = si;
+	return 0;
+}
+
+/* What a traced thread's status says, for one the stop does not wait
+ * for: gone, or stopped to take a signal (delivered at the release when
+ * the world is stopped, at once after it). Group stops are left to the
+ * detach. */
+static void tracer_not_waited(struct agent_stopped *s, int status, bool released)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		s->state = AGENT_STOP_GONE;
+		s->watched = false;
+		s->settle = SETTLED;
+		return;
+	}
+	if (!WIFSTOPPED(status) || (status >> 16) == PTRACE_EVENT_STOP || s->caught)
+		return;
+	int sig = tracer_took_signal(s, status);
+	if (released)
+		RAW(SYS_ptrace, PTRACE_CONT, s->tid, 0, sig);
+	else
+		s->caught = sig ? sig : -1;  /* -1: go on without it */
+}
+
+/* The main thread, traced, stopped to take a signal: one that was moved
+ * to it comes with the tracer's tgkill, whose siginfo is replaced with
+ * the one the sender gave. */
+static void tracer_main_took(int status)
+{
+	siginfo_t si;
+	int sig = WSTOPSIG(status);
+	int i = 0;
+	if (RAW(SYS_ptrace, PTRACE_GETSIGINFO, tr.pid, 0, &si) == 0 && si.si_code == SI_TKILL &&
+	    si.si_pid == moved.self)
+		while (i < moved.sent && moved.info[i].si_signo != sig)
+			i++;
+	if (i < moved.sent) {
+		RAW(SYS_ptrace, PTRACE_SETSIGINFO, tr.pid, 0, &moved.info[i]);
+		for (moved.sent--, moved.n--; i < moved.n; i++)
+			moved.info[i] = moved.info[i + 1];
+	}
+	RAW(SYS_ptrace, PTRACE_CONT, tr.pid, 0, sig);
+}
+
+/* The moved signals the main thread could not take after all (it was not
+ * stopped): to the process, with their siginfo where the kernel lets
+ * another process give it (a code below 0, but tgkill's), else by kill. */
+static void tracer_send_moved(void)
+{
+	for (int i = moved.sent; i < moved.n; i++) {
+		siginfo_t *si = &moved.info[i];
+		if (si->si_code >= 0 || si->si_code == SI_TKILL ||
+		    RAW(SYS_rt_sigqueueinfo, tr.pid, si->si_signo, si, 0) < 0)
+			RAW(SYS_kill, tr.pid, si->si_signo, 0, 0);
+	}
+	moved.n = moved.sent;
+}
+
+/* How many times thread tid was given a CPU (the third field of its
+ * schedstat); ~0 when unknown (a kernel without CONFIG_SCHED_INFO). */
+static unsigned long task_runs(pid_t tid)
+{
+	char buf[96];
+	if (read_task_file(tr.pid, tid, "/schedstat", buf, sizeof buf) <= 0)
+		return ~0ul;
+	const char *p = buf;
+	for (int field = 0; field < 2; field++) {
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+	}
+	if (*p < '0' || *p > '9')
+		return ~0ul;
+	unsigned long v = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	return v;
+}
+
+/* Is a thread let go past the kernel's signal path? Leaving its stop, it
+ * is flagged as having a signal to look at until it has run through that
+ * path, and there it takes any signal pending for the process, whichever
+ * thread the kernel meant it for (the main thread is not eligible
+ * meanwhile). Past it: asleep again, or given a CPU since (the path takes
+ * microseconds, with no sleep), as its schedstat counts. A runnable
+ * thread waiting for a CPU is not: its syscall file says "running" all
+ * the same. Without schedstat: out of its stop. */
+static void tracer_settle(struct agent_stopped *s)
+{
+	char st = task_state(tr.pid, s->tid);
+	if (st == 't')
+		return;  /* not yet out of its stop, or in one to take a signal */
+	if (st != 'R' || s->runs == ~0ul || task_runs(s->tid) != s->runs)
+		s->settle = SETTLED;
+}
+
+/* The release. Every stopped thread is let go still traced, the main
+ * thread first, until each is past its signal path (up to 5 ms): the
+ * signals sent to the process that another thread takes meanwhile, or
+ * that a watched thread took during the stop, go to the main thread
+ * (tracer_took_signal), sent by tgkill with their siginfo put back at its
+ * delivery (tracer_main_took); when the caller is the main thread, it
+ * sends them again itself. Then the tracer exits, which detaches every
+ * thread at once. */
+static void tracer_release(void)
+{
+	struct agent_stopped *m = slot_of(tr.pid);
+	for (int i = 0; i < stop.nslots; i++)
+		stop.slots[i].runs = task_runs(stop.slots[i].tid);
+	int status;
+	if (m && m->watched && RAW(SYS_wait4, tr.pid, &status, __WALL | WNOHANG, 0) == tr.pid)
+		tracer_not_waited(m, status, false);
+	if (m && !m->held && (m->state == AGENT_STOP_STOPPED || (m->watched && m->caught)) &&
+	    RAW(SYS_ptrace, PTRACE_CONT, tr.pid, 0, m->caught > 0 ? m->caught : 0) == 0) {
+		m->settle = LET_GO;
+		m->caught = 0;
+	}
+	for (int i = 0; i < stop.nslots; i++) {
+		struct agent_stopped *s = &stop.slots[i];
+		if (s->tid == tr.pid)
+			continue;
+		if (s->watched && RAW(SYS_wait4, s->tid, &status, __WALL | WNOHANG, 0) == s->tid)
+			tracer_not_waited(s, status, false);
+		if (s->state == AGENT_STOP_GONE || s->held || (s->watched && !s->caught))
+			continue;
+		if (RAW(SYS_ptrace, PTRACE_CONT, s->tid, 0, s->caught > 0 ? s->caught : 0) == 0) {
+			s->settle = LET_GO;
+			s->caught = 0;
+		}
+	}
+	bool main_traced = m && (m->settle == LET_GO || m->watched);
+	for (int round = 0; round < 50; round++) {
+		for (long tid; (tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0)) > 0;) {
+			struct agent_stopped *s = slot_of((pid_t)tid);
+			if (s && tid == tr.pid && WIFSTOPPED(status) &&
+			    (status >> 16) != PTRACE_EVENT_STOP)
+				tracer_main_took(status);
+			else if (s)
+				tracer_not_waited(s, status, true);
+		}
+		/* the moved signals, to the main thread */
+		for (; main_traced && moved.sent < moved.n; moved.sent++)
+			RAW(SYS_tgkill, tr.pid, tr.pid, moved.info[moved.sent].si_signo, 0);
+		bool all = main_traced ? moved.n == 0 : !moved.n || moved.resend;
+		for (int i = 0; i < stop.nslots; i++)
+			if (stop.slots[i].settle != SETTLED) {
+				tracer_settle(&stop.slots[i]);
+				all &= stop.slots[i].settle == SETTLED;
+			}
+		if (all)
+			break;
+		sleep_us_raw(100);
+	}
+	if (!main_traced && !moved.resend)
+		tracer_send_moved();
+}
+
 static void tracer_wait_stops(void);
 
 /* Waits for every seized thread to reach its interrupt stop, then reads
@@ -376,7 +672,9 @@ static void tracer_wait_stops(void)
 		struct agent_stopped *s = slot_of((pid_t)tid);
 		if (!s)
 			continue;
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (s->watched) {
+			tracer_not_waited(s, status, false);
+		} else if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			s->state = AGENT_STOP_GONE;
 		} else if (WIFSTOPPED(status)) {
 			if ((status >> 16) == PTRACE_EVENT_STOP) {
@@ -409,9 +707,11 @@ static void tracer_detach_all(void)
 				sleep_us_raw(1000);
 			}
 		}
-		if (s->state != AGENT_STOP_GONE && !s->held)
-			RAW(SYS_ptrace, PTRACE_DETACH, s->tid, 0, 0);
+		if (s->state != AGENT_STOP_GONE && !s->held && (!s->watched || s->caught))
+			RAW(SYS_ptrace, PTRACE_DETACH, s->tid, 0, s->caught > 0 ? s->caught : 0);
 	}
+	if (!moved.resend)
+		tracer_send_moved();
 }
 
 static int tracer_main(void *arg)
@@ -422,6 +722,7 @@ static int tracer_main(void *arg)
 	RAW(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
 	if (RAW(SYS_getppid, 0, 0, 0, 0) != tr.pid)
 		return 0;  /* it is gone already */
+	moved.self = (pid_t)RAW(SYS_getpid, 0, 0, 0, 0);
 	while (atomic_load(&tr.phase) == T_START)
 		futex_wait(&tr.phase, T_START, 100);
 	/* Seize everything listed, again until a listing finds no new
@@ -430,6 +731,7 @@ static int tracer_main(void *arg)
 		tr.added = 0;
 		if (!each_task(tr.pid, tracer_add, NULL) && round == 0)
 			tr.seize_errno = ENOENT;
+		tracer_add(tr.pid, &tr);
 		if (tr.seize_errno)
 			break;
 		tracer_wait_all();
@@ -447,6 +749,7 @@ static int tracer_main(void *arg)
 	futex_wake(&tr.phase);
 	while (atomic_load(&tr.phase) != T_RELEASE)
 		futex_wait(&tr.phase, T_STOPPED, 1000);
+	tracer_release();
 	/* Exiting detaches every tracee at once, in the kernel: detaching
 	 * them one by one lets each woken thread preempt us in turn. */
 	return 0;
@@ -484,6 +787,8 @@ static bool stop_ptrace(pid_t self, pid_t skip)
 	tr.skip = skip;
 	tr.seize_errno = 0;
 	stop.nslots = 0;
+	moved.n = moved.sent = 0;
+	moved.resend = self == tr.pid;
 
 	/* The tracer must never run a handler of the program's: it starts
 	 * with every signal blocked, as the mask it inherits. */
@@ -583,7 +888,7 @@ static bool install_handler(void)
 {
 	sigset_t all;
 	sigfillset(&all);
-	return agent_sig_own(stop.sig, stop_handler, &all);
+	return agent_sig_own(stop.sig, stop_handler, &all, 0);
 }
 
 static pid_t sig_self, sig_skip;
@@ -597,22 +902,7 @@ static int nsigblocked;
 /* Does thread tid block signal sig? From the SigBlk line of its status. */
 static bool blocks_signal(pid_t tid, int sig)
 {
-	char path[64] = "/proc/self/task/", buf[2048];
-	agent_strlcpy(agent_put_dec(path + agent_strlen(path), (unsigned long)tid), "/status", 9);
-	if (agent_read_small(path, buf, sizeof buf) < 0)
-		return false;
-	for (const char *l = buf; *l; l++) {
-		if ((l == buf || l[-1] == '\n') && agent_strstarts(l, "SigBlk:")) {
-			l += 7;
-			while (*l == '\t' || *l == ' ')
-				l++;
-			uint64_t mask = 0;
-			for (; (*l >= '0' && *l <= '9') || (*l >= 'a' && *l <= 'f'); l++)
-				mask = mask * 16 + (uint64_t)(*l <= '9' ? *l - '0' : *l - 'a' + 10);
-			return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
-		}
-	}
-	return false;
+	return sig >= 1 && sig <= 64 && (task_sigblk(getpid(), tid, 0) & SIGBIT(sig));
 }
 
 /* A thread blocked in a system call is not signalled: the signal would
@@ -821,6 +1111,7 @@ static int stop_world(pid_t skip, struct agent_stopped **threads, int *nthreads,
 	stop.nslots = 0;
 	stop.method = AGENT_STOP_NONE;
 	tr.all = all;
+	block_signals(self);
 	if (stop.slots) {
 		if (agent_config.stop_ptrace && !under_valgrind() && stop_ptrace(self, skip)) {
 			stop.method = AGENT_STOP_PTRACE;
@@ -883,6 +1174,11 @@ void agent_stopworld_resume(void)
 	else if (stop.method == AGENT_STOP_SIGNAL)
 		resume_signal();
 	stop.method = AGENT_STOP_NONE;
+	/* the caller is the main thread: what others took goes to it */
+	for (int i = 0; moved.resend && i < moved.n; i++)
+		RAW(SYS_rt_sigqueueinfo, getpid(), moved.info[i].si_signo, &moved.info[i], 0);
+	moved.n = 0;
+	unblock_signals();
 	atomic_store(&stop.owner, 0);
 	errno = saved_errno;
 }

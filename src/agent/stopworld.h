@@ -24,6 +24,12 @@ struct agent_stopped {
 	bool held;               /* IN_SYSCALL, seized and interrupted: it stops
 				    before it runs any code of the program
 				    (agent_stopworld_stop_all) */
+	bool watched;            /* IN_SYSCALL, seized but not stopped: a signal
+				    it takes meanwhile waits for the resume */
+	int caught;              /* watched: the signal it stopped to take, to
+				    deliver at the resume (0: none) */
+	uint8_t settle;          /* the tracer's, at the resume */
+	unsigned long runs;      /* the tracer's: times it was scheduled */
 	uintptr_t regs[AGENT_STOP_NREGS];
 };
 /* Once, from the constructor: sig is the fallback's stop signal. */
@@ -51,7 +57,11 @@ int agent_stopworld_stop_all(struct agent_stopped **threads, int *nthreads);
 void agent_stopworld_warn(void);
 /* AGENT_STOP_PTRACE or AGENT_STOP_SIGNAL while stopped, else NONE. */
 int agent_stopworld_method(void);
-/* Lets every stopped thread go on; returns when the tracer has gone. */
+/* Lets every stopped thread go on; returns when the tracer has gone.
+ * From the stop to here the caller blocks every signal but the faults;
+ * signals sent to the process meanwhile are sent again once the others
+ * run, so that the kernel gives them to the thread it would have bare
+ * (the main one, unless it blocks them). */
 void agent_stopworld_resume(void);
 
 #endif

@@ -188,7 +188,7 @@ static void open_timeline(void)
 
 static void handle(int sig, void (*fn)(int, siginfo_t *, void *))
 {
-	if (!agent_sig_own(sig, fn, NULL))
+	if (!agent_sig_own(sig, fn, NULL, 0))
 		agent_log("cannot install the dump signal's handler", NULL, NULL);
 }
 

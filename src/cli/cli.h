@@ -165,10 +165,11 @@ int cli_agent_open(long pid, struct cli_agent *a);
  * timeout_ms for its file, whose path goes to path. 0, or -1 with why. */
 int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
 			 char *path, size_t cap, char *why, size_t whycap);
-/* Sends a's leak check signal with value (sigqueue's) to the process,
- * or with quiet to the thread it disturbs least: one running now, else
- * one in a system call the handler's SA_RESTART restarts, else any (the
- * kernel's choice; a sleeping thread then sees EINTR). 0 or -1, errno. */
+/* Sends a's leak check signal with value (sigqueue's) to the main thread
+ * (the process when that one blocks it or has exited), or with quiet to
+ * the thread it disturbs least: one running now, else one in a system
+ * call the handler's SA_RESTART restarts, else any (the kernel's choice;
+ * a sleeping thread then sees EINTR). 0 or -1, errno. */
 int cli_agent_signal(const struct cli_agent *a, int value, bool quiet);
 /* Why sending sig to pid would do harm or nothing now (it does not catch
  * it, ignores it, every thread blocks it), or NULL. Static buffer. */

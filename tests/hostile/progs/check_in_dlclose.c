@@ -5,10 +5,10 @@
  * busy): one thread loads and unloads a library 400 times while
  * another sends it heaptrail's leak-check request (the agent's signal,
  * SIGRTMAX-2, with heaptrail's value, as `heaptrail leaks` queues it)
- * every 5 ms, only when the agent is loaded. dlclose unmaps the
- * library before it takes it off the loader's list, whose lock is
- * recursive: a check run right there walked the list into unmapped
- * memory (SIGSEGV in 5 runs of 5).
+ * every 5 ms once the thread has gone on since the last one, only when
+ * the agent is loaded. dlclose unmaps the library before it takes it off
+ * the loader's list, whose lock is recursive: a check run right there
+ * walked the list into unmapped memory (SIGSEGV in 5 runs of 5).
  *
  * Expected: 128 bytes in 1 block definitely lost.
  *
@@ -30,6 +30,7 @@
 static char libpath[4096];
 static atomic_int dl_tid;
 static atomic_int done;
+static atomic_int rounds;  /* dlopen/dlclose pairs done */
 
 static void *dl_thread(void *arg)
 {
@@ -42,6 +43,7 @@ static void *dl_thread(void *arg)
 		void (*touch)(int) = (void (*)(int))dlsym(h, "storm_lib_touch");
 		touch(i);
 		dlclose(h);
+		atomic_store(&rounds, i + 1);
 	}
 	atomic_store(&done, 1);
 	return NULL;
@@ -52,7 +54,14 @@ static void *asker(void *arg)
 	(void)arg;
 	while (!atomic_load(&dl_tid))
 		nap_ms(1);
-	while (!atomic_load(&done)) {
+	for (int last = -1; !atomic_load(&done);) {
+		/* one request at a time, as `heaptrail leaks` makes them:
+		 * faster than the checks go, the thread would do nothing else */
+		if (atomic_load(&rounds) == last) {
+			nap_ms(1);
+			continue;
+		}
+		last = atomic_load(&rounds);
 		siginfo_t si;
 		memset(&si, 0, sizeof si);
 		si.si_signo = SIGRTMAX - 2;
