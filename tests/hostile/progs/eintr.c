@@ -20,26 +20,13 @@
 
 #define ROUNDS 5
 
-static void check(const char *what, int rc, long long start, long want_ms)
-{
-	long long took = now_ms() - start;
-	if (rc < 0 && errno == EINTR) {
-		fprintf(stderr, "eintr: %s failed with EINTR\n", what);
-		exit(91);
-	}
-	if (took + 5 < want_ms) {
-		fprintf(stderr, "eintr: %s returned after %lld ms of %ld\n", what, took, want_ms);
-		exit(91);
-	}
-}
-
 static void *t_nanosleep(void *a)
 {
 	(void)a;
 	for (int i = 0; i < ROUNDS; i++) {
 		struct timespec ts = { 0, 300 * 1000000L };
 		long long s = now_ms();
-		check("nanosleep", nanosleep(&ts, NULL), s, 300);
+		die_if_interrupted("nanosleep", nanosleep(&ts, NULL), s, 300);
 	}
 	return NULL;
 }
@@ -49,7 +36,7 @@ static void *t_poll(void *a)
 	(void)a;
 	for (int i = 0; i < ROUNDS; i++) {
 		long long s = now_ms();
-		check("poll", poll(NULL, 0, 300), s, 300);
+		die_if_interrupted("poll", poll(NULL, 0, 300), s, 300);
 	}
 	return NULL;
 }
@@ -61,7 +48,7 @@ static void *t_epoll(void *a)
 	struct epoll_event ev;
 	for (int i = 0; i < ROUNDS; i++) {
 		long long s = now_ms();
-		check("epoll_wait", epoll_wait(ep, &ev, 1, 300), s, 300);
+		die_if_interrupted("epoll_wait", epoll_wait(ep, &ev, 1, 300), s, 300);
 	}
 	close(ep);
 	return NULL;
@@ -87,7 +74,7 @@ static void *t_read(void *a)
 	for (int i = 0; i < ROUNDS; i++) {
 		long long s = now_ms();
 		ssize_t n = read(pipefd[0], &c, 1);
-		check("read", (int)n, s, 0);
+		die_if_interrupted("read", (int)n, s, 0);
 		if (n != 1) {
 			fprintf(stderr, "eintr: read returned %zd\n", n);
 			exit(91);
@@ -105,7 +92,7 @@ static void *t_sleep(void *a)
 		fprintf(stderr, "eintr: sleep(1) returned %u early\n", left);
 		exit(91);
 	}
-	check("sleep", 0, s, 1000);
+	die_if_interrupted("sleep", 0, s, 1000);
 	return NULL;
 }
 

@@ -48,6 +48,22 @@ static inline void nap_ms(long ms)
 		;
 }
 
+/* Exits 91 when a blocking call that should have waited want_ms (0: any
+ * time) failed with EINTR (rc < 0) or came back early from start, as
+ * many programs treat either as fatal; what names the call. */
+static inline void die_if_interrupted(const char *what, int rc, long long start, long want_ms)
+{
+	long long took = now_ms() - start;
+	if (rc < 0 && errno == EINTR) {
+		fprintf(stderr, "hostile: %s failed with EINTR\n", what);
+		exit(91);
+	}
+	if (took + 5 < want_ms) {
+		fprintf(stderr, "hostile: %s returned after %lld ms of %ld\n", what, took, want_ms);
+		exit(91);
+	}
+}
+
 /* Writes a line without stdio.  Programs that exit with threads still
  * running print with it: stdout's buffer is one of libc's caches, which
  * are not released at exit while other threads may still use them (the

@@ -41,20 +41,6 @@ static void on_usr1(int sig)
 	atomic_fetch_add(&handled, 1);
 }
 
-static void interrupted(const char *what, int rc, long long start, long want_ms)
-{
-	long long took = now_ms() - start;
-	if (rc < 0 && errno == EINTR) {
-		fprintf(stderr, "signal_in_check: %s failed with EINTR (tid %ld)\n", what, (long)syscall(SYS_gettid));
-		exit(91);
-	}
-	if (took + 2 < want_ms) {
-		fprintf(stderr, "signal_in_check: %s returned after %lld ms of %ld\n", what, took,
-			want_ms);
-		exit(91);
-	}
-}
-
 static void *t_epoll(void *a)
 {
 	(void)a;
@@ -62,7 +48,7 @@ static void *t_epoll(void *a)
 	struct epoll_event ev;
 	while (!atomic_load(&done)) {
 		long long s = now_ms();
-		interrupted("epoll_wait", epoll_wait(ep, &ev, 1, 20), s, 20);
+		die_if_interrupted("epoll_wait", epoll_wait(ep, &ev, 1, 20), s, 20);
 	}
 	close(ep);
 	return NULL;
@@ -74,7 +60,7 @@ static void *t_nanosleep(void *a)
 	while (!atomic_load(&done)) {
 		struct timespec ts = { 0, 20 * 1000000L };
 		long long s = now_ms();
-		interrupted("nanosleep", nanosleep(&ts, NULL), s, 20);
+		die_if_interrupted("nanosleep", nanosleep(&ts, NULL), s, 20);
 	}
 	return NULL;
 }
