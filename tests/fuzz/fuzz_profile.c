@@ -18,15 +18,19 @@ volatile uint64_t fuzz_sink;
 
 static char path[64];
 
+/* The input goes to an unlinked temporary file, reached through
+ * /proc/self/fd: the loader takes a path, and nothing is left in TMPDIR
+ * when the fuzzer stops or crashes. */
 static int write_input(const uint8_t *data, size_t size)
 {
 	if (!path[0]) {
+		char tmpl[4096];
 		const char *dir = getenv("TMPDIR");
-		snprintf(path, sizeof path, "%.40s/fuzz_profile.XXXXXX", dir && *dir ? dir : "/tmp");
-		int fd = mkstemp(path);
-		if (fd < 0)
+		snprintf(tmpl, sizeof tmpl, "%s/fuzz_profile.XXXXXX", dir && *dir ? dir : "/tmp");
+		int fd = mkstemp(tmpl);
+		if (fd < 0 || unlink(tmpl))
 			abort();
-		close(fd);
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	}
 	FILE *f = fopen(path, "w");
 	if (!f)

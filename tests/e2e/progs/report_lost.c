@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 			perror("setuid");
 	} else if (!strcmp(mode, "chroot")) {
 		char tmpl[] = "/tmp/life-chroot-XXXXXX";
-		if (!mkdtemp(tmpl) || chroot(tmpl) || chdir("/"))
+		/* a removed directory as the root: nothing is left in /tmp */
+		if (!mkdtemp(tmpl) || chdir(tmpl) || rmdir(tmpl) || chroot("."))
 			perror("chroot");
 	} else if (!strcmp(mode, "full") && dir) {
 		char path[4096], buf[4096];

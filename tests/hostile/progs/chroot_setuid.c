@@ -25,9 +25,9 @@ int main(void)
 	scrub_stack();
 	printf("chroot_setuid: chroot and setuid 65534\n");
 	fflush(stdout);
-	if (chroot(dir) || chdir("/"))
+	/* into it, remove it (nothing is left in /tmp), then make it the root */
+	if (chdir(dir) || rmdir(dir) || chroot("."))
 		die("chroot");
-	rmdir(dir);	/* gone from outside; we still sit in it */
 	gid_t g = 65534;
 	if (setgroups(1, &g) || setgid(65534) || setuid(65534))
 		die("setuid");
