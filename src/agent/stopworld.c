@@ -510,10 +510,10 @@ static void tracer_main_took(int status)
 {
 	siginfo_t si;
 	int sig = WSTOPSIG(status);
-	int i = 0;
+	int i = moved.sent;  /* not one of ours: its siginfo stays */
 	if (RAW(SYS_ptrace, PTRACE_GETSIGINFO, tr.pid, 0, &si) == 0 && si.si_code == SI_TKILL &&
 	    si.si_pid == moved.self)
-		while (i < moved.sent && moved.info[i].si_signo != sig)
+		for (i = 0; i < moved.sent && moved.info[i].si_signo != sig;)
 			i++;
 	if (i < moved.sent) {
 		RAW(SYS_ptrace, PTRACE_SETSIGINFO, tr.pid, 0, &moved.info[i]);
@@ -576,8 +576,11 @@ static void tracer_settle(struct agent_stopped *s)
 		s->settle = SETTLED;
 }
 
+#define RELEASE_NS 5000000  /* the release settles this long at most */
+
 /* The release. Every stopped thread is let go still traced, the main
- * thread first, until each is past its signal path (up to 5 ms): the
+ * thread first, until each is past its signal path (up to RELEASE_NS: a
+ * round reads two /proc files for each thread not yet past it): the
  * signals sent to the process that another thread takes meanwhile, or
  * that a watched thread took during the stop, go to the main thread
  * (tracer_took_signal), sent by tgkill with their siginfo put back at its
@@ -611,7 +614,10 @@ static void tracer_release(void)
 		}
 	}
 	bool main_traced = m && (m->settle == LET_GO || m->watched);
-	for (int round = 0; round < 50; round++) {
+	struct timespec ts;
+	RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
+	uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + RELEASE_NS;
+	for (;;) {
 		for (long tid; (tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0)) > 0;) {
 			struct agent_stopped *s = slot_of((pid_t)tid);
 			if (s && tid == tr.pid && WIFSTOPPED(status) &&
@@ -629,7 +635,8 @@ static void tracer_release(void)
 				tracer_settle(&stop.slots[i]);
 				all &= stop.slots[i].settle == SETTLED;
 			}
-		if (all)
+		RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
+		if (all || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec > deadline)
 			break;
 		sleep_us_raw(100);
 	}
