@@ -576,11 +576,12 @@ static void tracer_settle(struct agent_stopped *s)
 		s->settle = SETTLED;
 }
 
-#define RELEASE_NS 5000000  /* the release settles this long at most */
+#define RELEASE_ROUNDS 50     /* the release settles in this many rounds at most */
+#define RELEASE_NS 50000000   /* and this long (a round reads /proc for each thread) */
 
 /* The release. Every stopped thread is let go still traced, the main
- * thread first, until each is past its signal path (up to RELEASE_NS: a
- * round reads two /proc files for each thread not yet past it): the
+ * thread first, until each is past its signal path (RELEASE_ROUNDS of
+ * 100 us and RELEASE_NS at most): the
  * signals sent to the process that another thread takes meanwhile, or
  * that a watched thread took during the stop, go to the main thread
  * (tracer_took_signal), sent by tgkill with their siginfo put back at its
@@ -617,7 +618,7 @@ static void tracer_release(void)
 	struct timespec ts;
 	RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
 	uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + RELEASE_NS;
-	for (;;) {
+	for (int round = 0; round < RELEASE_ROUNDS; round++) {
 		for (long tid; (tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0)) > 0;) {
 			struct agent_stopped *s = slot_of((pid_t)tid);
 			if (s && tid == tr.pid && WIFSTOPPED(status) &&
