@@ -180,11 +180,19 @@ static void classify(struct prof_growth_site *s, const double *x, size_t n, int6
 	}
 	bool small = fabs(change) < visible && fabs(late_change) < visible &&
 		     (double)(s->peak - s->first) < visible;
-	/* sampled, a site that rose at all (a leak below the sampling's
-	 * reach: its first sample appears mid-run and stays) is only "flat"
-	 * when the slope's interval rules out a visible change too */
+	/* sampled, a small site that rose at all (a leak below the
+	 * sampling's reach: its first sample appears mid-run and stays) is
+	 * only "flat" when the slope's interval rules out a visible change
+	 * too. One that never rose is flat when a visible rise would have
+	 * brought a new sample 9 times in 10 (visible >= 2.3 S, S the bytes
+	 * a sample stands for: var / value); else it may be a leak that
+	 * brought none (at 512k a 24 KB/s leak brings none in 30 s one run in
+	 * four), and one that went up and came back is no leak. */
 	double reach = (fabs(s->slope) + s->slope_pm) * span;
-	if (small && (!sampled || s->last <= s->first || reach < visible))
+	double per_sample = s->first > 0 ? s->vars[0] / (double)s->first : 0;
+	bool no_rise = s->last <= s->first &&
+		       (s->peak > s->first || visible >= 2.3 * per_sample);
+	if (small && (!sampled || no_rise || reach < visible))
 		s->trend = PROF_TREND_FLAT;
 	else if (small) {
 		s->trend = PROF_TREND_UNSURE;
