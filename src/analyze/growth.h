@@ -32,8 +32,9 @@
  * leak's never fell below 1.82; 99 % is 1.57). A site that rises but whose
  * rise the sampling noise alone could make is "too few samples" (not a
  * verdict either way), with the factor by which the noise would have to
- * shrink to tell (need: a smaller --sample or a longer run). Exact dumps
- * keep the rules above unchanged.
+ * shrink to tell (need: a smaller --sample or a longer run); so is one
+ * that never rose when a visible rise would not have brought a new
+ * sample 9 times in 10. Exact dumps keep the rules above unchanged.
  */
 #ifndef HEAPTRAIL_ANALYZE_GROWTH_H
 #define HEAPTRAIL_ANALYZE_GROWTH_H

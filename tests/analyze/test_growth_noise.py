@@ -24,6 +24,14 @@
                    sampled verdict needs, so no site is growing, and the
                    one advice line asks for more dumps, not for more
                    samples (the leak's slope is sure enough already)
+    growth:coarse  eleven dumps at heap_v2/524288 of a site of 20 samples
+                   and one of a single sample, both there from the first
+                   dump to the last: a rise of 1 % of the heap would
+                   bring a new sample about one time in five, so the one
+                   sample is "too few samples" with the advice line (it
+                   was "flat": estimates:server's 24 KB/s leak at 512k
+                   came out so one run in four), and nothing is growing;
+                   exact (heap_v2/1), the same counts are flat.
 """
 import os
 import re
@@ -52,6 +60,21 @@ def write_dumps(work, sample, ndumps=len(SMALL_SERIES)):
             for v, addr in rows:
                 if v:
                     f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
+            f.write("\nMAPPED_LIBRARIES:\n")
+
+
+def write_steady(work, sample, rows, ndumps=11):
+    """ndumps dumps, 100 ms apart, each with the same (count, address) rows
+    of 512-byte blocks."""
+    n = sum(v for v, _ in rows)
+    for i in range(ndumps):
+        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
+            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
+                                                                     sample))
+            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100,
+                                                                  1700000000000 + i * 100))
+            for v, addr in rows:
+                f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
             f.write("\nMAPPED_LIBRARIES:\n")
 
 
@@ -109,6 +132,30 @@ def test_few_dumps(suite):
     return problems, [text]
 
 
+def test_coarse(suite):
+    problems, details = [], []
+    one, big = "0x%x" % SMALL, "0x%x" % FLAT
+    for sample in (524288, 1):
+        work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-coarse",
+                                         "s%d" % sample))
+        write_steady(work, sample, ((20, FLAT), (1, SMALL)))
+        rows, text = verdicts(suite, work)
+        details.append("sample %d:\n%s" % (sample, text))
+        want_one = ("too few samples",) if sample > 1 else ("flat",)
+        if rows.get(one, (None,))[0] not in want_one:
+            problems.append("sample %d: the one sample is %r, expected %s" % (
+                sample, rows.get(one, (None,))[0], want_one[0]))
+        if sample == 1 and rows.get(big, (None,))[0] != "flat":
+            problems.append("exact: the 20 samples are %r, expected flat" % (rows.get(big),))
+        if any(v[0] == "growing" for v in rows.values()):
+            problems.append("sample %d: a site called growing" % sample)
+        if sample > 1 and not re.search(r"to be sure, a run about \d+ times longer, or "
+                                        r"--sample \d+k? \(now 524288\)", text):
+            problems.append("sample %d: no advice for the site it cannot tell" % sample)
+    return problems, details
+
+
 def collect(suite):
     return [("growth:noise", lambda: test_noise(suite)),
-            ("growth:few-dumps", lambda: test_few_dumps(suite))]
+            ("growth:few-dumps", lambda: test_few_dumps(suite)),
+            ("growth:coarse", lambda: test_coarse(suite))]
