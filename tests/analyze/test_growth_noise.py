@@ -48,34 +48,30 @@ ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|s
                  r"(\S+)\s*$")
 
 
+def write_dump(work, i, sample, rows):
+    """Dump i (100 ms apart) of (count, address) rows of 512-byte blocks."""
+    n = sum(v for v, _ in rows)
+    with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
+        f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
+                                                                 sample))
+        f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100,
+                                                              1700000000000 + i * 100))
+        for v, addr in rows:
+            if v:
+                f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
+        f.write("\nMAPPED_LIBRARIES:\n")
+
+
 def write_dumps(work, sample, ndumps=len(SMALL_SERIES)):
     for i, small in enumerate(SMALL_SERIES[:ndumps]):
-        rows = ((i * 20, LEAK), (small, SMALL), (100, FLAT), (STEP_SERIES[i], STEP))
-        n = sum(v for v, _ in rows)
-        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
-            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
-                                                                     sample))
-            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100,
-                                                                  1700000000000 + i * 100))
-            for v, addr in rows:
-                if v:
-                    f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
-            f.write("\nMAPPED_LIBRARIES:\n")
+        write_dump(work, i, sample,
+                   ((i * 20, LEAK), (small, SMALL), (100, FLAT), (STEP_SERIES[i], STEP)))
 
 
 def write_steady(work, sample, rows, ndumps=11):
-    """ndumps dumps, 100 ms apart, each with the same (count, address) rows
-    of 512-byte blocks."""
-    n = sum(v for v, _ in rows)
+    """ndumps dumps with the same rows."""
     for i in range(ndumps):
-        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
-            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n * 512, n, n * 512,
-                                                                     sample))
-            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100,
-                                                                  1700000000000 + i * 100))
-            for v, addr in rows:
-                f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v * 512, v, v * 512, addr))
-            f.write("\nMAPPED_LIBRARIES:\n")
+        write_dump(work, i, sample, rows)
 
 
 def verdicts(suite, work):
