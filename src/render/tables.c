@@ -421,7 +421,7 @@ static void put_unsure(FILE *out, const struct prof_growth *g)
 	else
 		snprintf(size, sizeof size, "%" PRIu64, p2);
 	fprintf(out, "\nnot enough samples to tell whether %zu site%s grow%s (\"too few "
-		"samples\": they rise, but sampling alone could make the rise); to be sure, "
+		"samples\": sampling alone could make their rise, or hide one); to be sure, "
 		"a run about %.0f times longer, or --sample %s (now %" PRIu64 ")\n", n,
 		n == 1 ? "" : "s", n == 1 ? "s" : "", k, size, g->sample);
 }
