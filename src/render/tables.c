@@ -55,7 +55,7 @@ const char *render_pm(char *buf, size_t cap, double est, double lo, double hi, b
 	if (space && !exact) {
 		/* render_bytes()'s unit for est; the half-width's own, named,
 		 * when it needs a bigger one ("+12.00 KiB ±1.50 MiB") */
-		double a = fabs(est) > 0 ? fabs(est) : m, am = m;
+		double a = fabs(est), am = m;  /* 0 is "0 B": a bigger unit is named */
 		int u = 0, um = 0;
 		for (; a >= 1024 && u < 5; u++)
 			a /= 1024;

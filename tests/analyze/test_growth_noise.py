@@ -31,7 +31,9 @@
                    sample is "too few samples" with the advice line (it
                    was "flat": estimates:server's 24 KB/s leak at 512k
                    came out so one run in four), and nothing is growing;
-                   exact (heap_v2/1), the same counts are flat.
+                   exact (heap_v2/1), the same counts are flat. In
+                   units, the 0 B/s slopes' intervals name theirs (they
+                   read "±1.59", MiB unsaid).
 """
 import os
 import re
@@ -148,6 +150,12 @@ def test_coarse(suite):
         if sample > 1 and not re.search(r"to be sure, a run about \d+ times longer, or "
                                         r"--sample \d+k? \(now 524288\)", text):
             problems.append("sample %d: no advice for the site it cannot tell" % sample)
+        if sample > 1:
+            # in units: a slope of 0 B/s, its interval in a named bigger unit
+            _, human, _ = test_top.heaptrail(suite, ["growth", work])
+            if not re.search(r" 0 B/s\s+±[\d.]+ (KiB|MiB)\s", human):
+                problems.append("sample %d: a 0 B/s slope's interval has no unit:\n%s" % (
+                    sample, human))
     return problems, details
 
 
