@@ -100,6 +100,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC by a raw system call (the tracer's: now_ns is the caller's) */
+static uint64_t now_ns_raw(void)
+{
+	struct timespec ts;
+	RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void futex_wait(atomic_int *p, int val, long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
@@ -580,14 +588,14 @@ static void tracer_settle(struct agent_stopped *s)
 #define RELEASE_NS 50000000   /* and this long (a round reads /proc for each thread) */
 
 /* The release. Every stopped thread is let go still traced, the main
- * thread first, until each is past its signal path (RELEASE_ROUNDS of
- * 100 us and RELEASE_NS at most): the
- * signals sent to the process that another thread takes meanwhile, or
- * that a watched thread took during the stop, go to the main thread
- * (tracer_took_signal), sent by tgkill with their siginfo put back at its
- * delivery (tracer_main_took); when the caller is the main thread, it
- * sends them again itself. Then the tracer exits, which detaches every
- * thread at once. */
+ * thread first, until each is past its signal path (at most
+ * RELEASE_ROUNDS of 100 us, and RELEASE_NS): the signals sent to the
+ * process that another thread takes meanwhile, or that a watched thread
+ * took during the stop, go to the main thread (tracer_took_signal),
+ * sent by tgkill with their siginfo put back at its delivery
+ * (tracer_main_took); when the caller is the main thread, it sends them
+ * again itself. Then the tracer exits, which detaches every thread at
+ * once. */
 static void tracer_release(void)
 {
 	struct agent_stopped *m = slot_of(tr.pid);
@@ -615,9 +623,7 @@ static void tracer_release(void)
 		}
 	}
 	bool main_traced = m && (m->settle == LET_GO || m->watched);
-	struct timespec ts;
-	RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
-	uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + RELEASE_NS;
+	uint64_t deadline = now_ns_raw() + RELEASE_NS;
 	for (int round = 0; round < RELEASE_ROUNDS; round++) {
 		for (long tid; (tid = RAW(SYS_wait4, -1, &status, __WALL | WNOHANG, 0)) > 0;) {
 			struct agent_stopped *s = slot_of((pid_t)tid);
@@ -636,8 +642,7 @@ static void tracer_release(void)
 				tracer_settle(&stop.slots[i]);
 				all &= stop.slots[i].settle == SETTLED;
 			}
-		RAW(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0, 0);
-		if (all || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec > deadline)
+		if (all || now_ns_raw() > deadline)
 			break;
 		sleep_us_raw(100);
 	}
