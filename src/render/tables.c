@@ -383,10 +383,12 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
 }
 
+/* A run longer than this many times the one dumped is not advice. */
+#define GROWTH_LONGER_MAX 100
+
 /* What would make the "too few samples" sites sure: the slope's sampling
  * noise shrinks as sqrt(S / T) (analyze/growth.c), so by need F with a
  * run F^2 times longer, or S divided by F^2. */
-#define GROWTH_LONGER_MAX 100
 static void put_unsure(FILE *out, const struct prof_growth *g)
 {
 	size_t n = 0;
@@ -424,7 +426,7 @@ static void put_unsure(FILE *out, const struct prof_growth *g)
 	fprintf(out, "\nnot enough samples to tell whether %zu site%s grow%s (\"too few "
 		"samples\": sampling alone could make their rise, or hide one); to be sure, ",
 		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
-	if (k > GROWTH_LONGER_MAX)  /* a run that much longer is no advice */
+	if (k > GROWTH_LONGER_MAX)
 		fprintf(out, "--sample %s (now %" PRIu64 "): a longer run alone would have to "
 			"be over %d times this one\n", size, g->sample, GROWTH_LONGER_MAX);
 	else
