@@ -511,6 +511,19 @@ static void tracer_not_waited(struct agent_stopped *s, int status, bool released
 		s->caught = sig ? sig : -1;  /* -1: go on without it */
 }
 
+/* Which moved signal in flight (index below moved.sent) the main
+ * thread's stop for sig, with siginfo si, is; moved.sent when the tracer
+ * did not send it: a signal not ours keeps its siginfo. */
+static int moved_in_flight(int sig, const siginfo_t *si)
+{
+	if (si->si_code != SI_TKILL || si->si_pid != moved.self)
+		return moved.sent;
+	int i = 0;
+	while (i < moved.sent && moved.info[i].si_signo != sig)
+		i++;
+	return i;
+}
+
 /* The main thread, traced, stopped to take a signal: one that was moved
  * to it comes with the tracer's tgkill, whose siginfo is replaced with
  * the one the sender gave. */
@@ -518,11 +531,8 @@ static void tracer_main_took(int status)
 {
 	siginfo_t si;
 	int sig = WSTOPSIG(status);
-	int i = moved.sent;  /* not one of ours: its siginfo stays */
-	if (RAW(SYS_ptrace, PTRACE_GETSIGINFO, tr.pid, 0, &si) == 0 && si.si_code == SI_TKILL &&
-	    si.si_pid == moved.self)
-		for (i = 0; i < moved.sent && moved.info[i].si_signo != sig;)
-			i++;
+	int i = RAW(SYS_ptrace, PTRACE_GETSIGINFO, tr.pid, 0, &si) == 0 ? moved_in_flight(sig, &si)
+									 : moved.sent;
 	if (i < moved.sent) {
 		RAW(SYS_ptrace, PTRACE_SETSIGINFO, tr.pid, 0, &moved.info[i]);
 		for (moved.sent--, moved.n--; i < moved.n; i++)
