@@ -13,6 +13,9 @@
  *   MAPPED_LIBRARIES:
  *   (the process's /proc/self/maps)
  *
+ * (While nothing has been freed the header's allocated count is written
+ * with a leading zero, "[012: 3400]": see put_counts.)
+ *
  * Each stack line: objects and bytes in use, then allocated so far, as
  * raw sampled counts (readers unbias them with S, see sample.c), then the
  * return addresses, innermost first. One dump at a time (-EBUSY).
@@ -137,12 +140,19 @@ static void put_build_ids(struct agent_writer *w)
 	agent_maps_read(buf, sizeof buf, maps_line_build_id, &b);
 }
 
-static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+/* "A: B [C: D] @". In the header (HEADER set) C gets a leading zero when
+ * the pairs are equal (nothing freed yet): pprof reads the allocated-so-far
+ * columns only when the bracketed pair differs from the in-use pair *as
+ * text* (and is not "0"); otherwise it reads one "space" column, and
+ * `pprof -base` of such a dump (a first one) against any later one fails.
+ * jeprof and our reader read "012" as 12. */
+static void put_counts(struct agent_writer *w, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+		       bool header)
 {
 	agent_put_u64(w, a);
 	agent_put(w, ": ");
 	agent_put_u64(w, b);
-	agent_put(w, " [");
+	agent_put(w, header && a == c && b == d ? " [0" : " [");
 	agent_put_u64(w, c);
 	agent_put(w, ": ");
 	agent_put_u64(w, d);
@@ -228,7 +238,7 @@ static int dump_now(const char *path, const char *kind)
 	if (err)
 		goto out;
 	agent_put(&w, FMT_HEAP_HEADER " ");
-	put_counts(&w, in_n, in_b, all_n, all_b);
+	put_counts(&w, in_n, in_b, all_n, all_b, true);
 	agent_put(&w, " " FMT_HEAP_V2 "/");
 	agent_put_u64(&w, sample);
 	agent_put(&w, "\n");
@@ -238,7 +248,7 @@ static int dump_now(const char *path, const char *kind)
 		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])
 			continue;
 		put_counts(&w, live[id].blocks[FMT_KIND_IN_USE], live[id].bytes[FMT_KIND_IN_USE],
-			   live[id].blocks[ALL], live[id].bytes[ALL]);
+			   live[id].blocks[ALL], live[id].bytes[ALL], false);
 		const uintptr_t *pcs = agent_stack_pcs(s);
 		for (int i = 0; i < s->depth; i++) {
 			agent_put(&w, " ");

@@ -12,6 +12,11 @@
                      bytes within rounding
     diff:pprof       `heaptrail diff OLD NEW` against `pprof -top -base OLD
                      NEW`: the same change per function; cache_grow first
+    diff:first-dump  first_dump's two API dumps, the first taken before
+                     anything was freed: pprof reads it with the four
+                     sample types, so `pprof -base FIRST LATER` works, and
+                     it, jeprof --base and `heaptrail diff` all say in use
+                     +8000 (keep_late), allocated +23000 (with churn)
     growth:sites     growth_sites (a slow leak, a cache that fills then
                      stays flat, a churning site; tests/analyze/progs) run
                      exact and sampled (16 KiB): leak_slowly is the one
@@ -196,6 +201,49 @@ def test_diff_pprof(suite):
     return problems, ["heaptrail diff:\n" + out, "pprof -base:\n" + ref["text"]]
 
 
+def test_first_dump(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "first-dump"))
+    prog = os.path.join(work, "first_dump")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(common.ROOT, "include"),
+                         "-o", prog, os.path.join(common.HERE, "progs", "first_dump.c")])
+    if rc != 0:
+        raise Failure("cc first_dump.c: %s" % rt.short(err))
+    first, later = os.path.join(work, "first.heap"), os.path.join(work, "later.heap")
+    rc, _, err = rt.run([suite.heaptrail, "run", "--sample", "1", "-o", os.path.join(work, "out"),
+                         "--", prog, first, later])
+    if rc != 0:
+        raise Failure("heaptrail run first_dump: status %d: %s" % (rc, rt.short(err)))
+    problems, details = [], []
+    head = open(first).readline()
+    details.append(head)
+    m = re.match(r"heap profile: (\d+): (\d+) \[(\d+): (\d+)\]", head)
+    if not m or (int(m.group(1)), int(m.group(2))) != (int(m.group(3)), int(m.group(4))):
+        problems.append("first dump's header %r: in use should equal allocated (nothing "
+                        "freed yet)" % head.strip())
+    for index, want in (("inuse_space", {"keep_late": 8000}),
+                        ("alloc_space", {"keep_late": 8000, "churn": 15000})):
+        try:
+            ref = suite.pprof_top(prog, later, base=first, index=index)
+        except Failure as e:
+            problems.append(str(e))
+            continue
+        details.append(ref["text"])
+        got = {f: flat for flat, _, f in ref["rows"] if flat}
+        if got != want:
+            problems.append("pprof -base -sample_index=%s: %s, expected %s" % (index, got, want))
+    ref = suite.jeprof_top(prog, later, base=first)
+    got = {f: flat for flat, _, f in ref["rows"] if flat}
+    if got != {"keep_late": 8000}:
+        problems.append("jeprof --base: %s, expected keep_late 8000" % got)
+    _, out, _ = heaptrail(suite, ["diff", "--bytes", first, later])
+    details.append(out)
+    m = re.search(r"in-use space ([+-]?\d+) ", out.split("\n")[0])
+    if not m or int(m.group(1)) != 8000:
+        problems.append("heaptrail diff: in-use space %s, expected +8000" % (
+            m.group(1) if m else "?"))
+    return problems, details
+
+
 def growth_run(suite, sample, tag=""):
     work = os.path.join(suite.build, "e2e", "analyze", "growth")
     os.makedirs(work, exist_ok=True)
@@ -355,6 +403,7 @@ def collect(suite):
             ("top:jeprof", lambda: test_jeprof(suite)),
             ("top:jemalloc", lambda: test_jemalloc(suite)),
             ("diff:pprof", lambda: test_diff_pprof(suite)),
+            ("diff:first-dump", lambda: test_first_dump(suite)),
             ("growth:sites", lambda: test_growth(suite)),
             ("top:data-maps", lambda: test_data_maps(suite)),
             ("top:hide", lambda: test_hide(suite)),

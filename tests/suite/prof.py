@@ -464,18 +464,16 @@ class Prof:
         if not api or seq[0][0]["kind"] == "api":
             problems.append("no dump before the API dump to compare with")
             return problems, details
-        # The earliest dump that pprof reads with four columns: a dump
-        # taken before anything was freed has equal in-use and allocated
-        # pairs (a loaded machine can delay the first request that long).
-        early = [(d, p) for d, p in seq
-                 if p.has_alloc and d["seq"] < api[0][0]["seq"]] or seq
-        (first, fprof), (lastd, lprof) = early[0], api[0]
+        # The first dump, even one taken before anything was freed (a
+        # loaded machine can delay the first request that long): pprof
+        # must read it with four columns, as it reads the API dump.
+        (first, fprof), (lastd, lprof) = seq[0], api[0]
         index = "inuse_space" if fprof.has_alloc and lprof.has_alloc \
             else None
         if index is None:
-            problems.append("%s or %s has equal in-use and allocated pairs "
-                            "in its header: pprof reads it as a different "
-                            "profile type" % (
+            problems.append("%s or %s has in-use and allocated pairs that "
+                            "read the same in its header: pprof reads it "
+                            "as a different profile type" % (
                                 os.path.basename(first["path"]),
                                 os.path.basename(lastd["path"])))
         for reader, alone, diff in (

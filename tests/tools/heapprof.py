@@ -41,9 +41,11 @@ bookworm's golang-github-google-pprof-dev):
     jeprof assumes 128 KiB and pprof does not unbias at all);
   - pprof gives a dump allocated-so-far columns (inuse_space, alloc_space,
     ...) only when the header's bracketed pair differs from its in-use
-    pair and is not 0; otherwise it reads one "space" column, so
-    -sample_index=inuse_space is an error, and -base between such a dump
-    and an ordinary one fails ("inconsistent samples type count: 4 != 2");
+    pair *as text* and is not "0"; otherwise it reads one "space" column,
+    so -sample_index=inuse_space is an error, and -base between such a
+    dump and an ordinary one fails ("inconsistent samples type count: 4
+    != 2"); heaptrail writes "[012: 3400]" when nothing was freed yet
+    (jeprof reads 012 as 12);
   - sample lines: a space after each colon (jeprof silently drops a line
     without), none before "]" (same), exactly one space between "]" and
     "@" (pprof's "] @": two spaces fail the whole file), lower-case hex
@@ -96,6 +98,7 @@ class Profile:
 
     def __init__(self):
         self.header = None          # (N, B, N2, B2)
+        self.header_text = None     # the same four as written
         self.period = None          # S
         self.samples = []
         self.maps = []
@@ -105,9 +108,10 @@ class Profile:
     @property
     def has_alloc(self):
         """Whether pprof reads allocated-so-far columns (inuse_space and
-        friends) from this file: its header's two pairs differ."""
-        n, b, n2, b2 = self.header
-        return (n2 != n and n2 != 0) or (b2 != b and b2 != 0)
+        friends) from this file: its header's two pairs differ as text
+        (pprof's parseHeapHeader compares the strings)."""
+        n, b, n2, b2 = self.header_text
+        return (n2 != n and n2 != "0") or (b2 != b and b2 != "0")
 
     def scale(self, n, b):
         """pprof's scaleHeapSample: (count, bytes) unbiased, truncated."""
@@ -163,7 +167,8 @@ def parse(path):
         raise FormatError("%s: empty" % path)
     m = HEADER_RE.match(lines[0])
     if m:
-        p.header = tuple(int(x) for x in m.groups()[:4])
+        p.header_text = m.groups()[:4]
+        p.header = tuple(int(x) for x in p.header_text)
         p.period = int(m.group(5))
     else:
         lm = LOOSE_HEADER_RE.match(lines[0])
@@ -173,7 +178,8 @@ def parse(path):
         p.problems.append("header %r is not in the spelling both jeprof "
                           "and pprof read (\"heap profile: N: B [ N2: B2] @ "
                           "heap_v2/S\")" % lines[0][:120])
-        p.header = tuple(int(x) for x in lm.groups()[:4])
+        p.header_text = lm.groups()[:4]
+        p.header = tuple(int(x) for x in p.header_text)
         p.period = int(lm.group(6)) if lm.group(6) else None
         if lm.group(5) != "heap_v2" or p.period is None:
             p.problems.append("header type %r, expected heap_v2/S" %
