@@ -166,7 +166,7 @@ def test_jemalloc(suite):
 
 def test_diff_pprof(suite):
     _, heaps, prog = common.dumps(suite)
-    old, new = heaps[0], heaps[-2]
+    old, new = common.after_startup(heaps), heaps[-2]
     ref = suite.pprof_top(prog, new, base=old)
     _, out, _ = heaptrail(suite, ["diff", "--bytes", "-n", "1000", old, new])
     problems = []

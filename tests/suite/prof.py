@@ -464,10 +464,13 @@ class Prof:
         if not api or seq[0][0]["kind"] == "api":
             problems.append("no dump before the API dump to compare with")
             return problems, details
-        # The first dump, even one taken before anything was freed (a
-        # loaded machine can delay the first request that long): pprof
-        # must read it with four columns, as it reads the API dump.
-        (first, fprof), (lastd, lprof) = seq[0], api[0]
+        # The earliest dump taken after start-up (load_config) was over:
+        # the first in which something was freed (the first request's
+        # scratch). A loaded machine can delay start-up past a tick, and a
+        # dump in the middle of load_config has it growing too.
+        early = [(d, p) for d, p in seq if p.header[:2] != p.header[2:] and
+                 d["seq"] < api[0][0]["seq"]] or seq
+        (first, fprof), (lastd, lprof) = early[0], api[0]
         index = "inuse_space" if fprof.has_alloc and lprof.has_alloc \
             else None
         if index is None:
