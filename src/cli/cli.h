@@ -122,9 +122,15 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Parses a non-negative decimal integer option value; -1 when it is not. */
 long cli_parse_count(const char *s, long max);
 
-/* Writes len bytes of data to path via a temporary file and a rename.
- * Returns 0 or -errno. */
+/* Writes len bytes of data to path via a temporary file and a rename
+ * (through a symlink to the file it names; straight into a path that is
+ * not a regular file, a FIFO or a device). Returns 0 or -errno. */
 int cli_write_file(const char *path, const char *data, size_t len);
+/* 0 when path could be written: its directory exists and path is not a
+ * directory; else -errno. Checked before long work (loading a dump,
+ * running the program); writing can still fail later, and
+ * cli_write_file then leaves nothing. */
+int cli_output_ok(const char *path);
 
 /* Shared by run.c and attach.c (defined in run.c). */
 /* The agent library's path (HEAPTRAIL_AGENT, beside this executable, or

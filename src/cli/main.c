@@ -1,6 +1,7 @@
 /* main.c — heaptrail's entry point: one table of subcommands. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,13 +197,58 @@ long cli_parse_count(const char *s, long max)
 	return v;
 }
 
+static int write_all(int fd, const char *data, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+/* A path that is not a regular file (a FIFO, /dev/null, a terminal):
+ * written through, as a shell's '>' would; never replaced by a file. */
+static int write_through(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	int ret = write_all(fd, data, len);
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 int cli_write_file(const char *path, const char *data, size_t len)
 {
+	struct stat st;
+	char *real = NULL;
+	int exists = !lstat(path, &st);
+	if (exists && S_ISLNK(st.st_mode)) {
+		/* -o a symlink: the file it names gets the output (renamed into
+		 * place beside it), not the link replaced by a file */
+		real = realpath(path, NULL);
+		if (!real)
+			return -errno;
+		path = real;
+		exists = !lstat(path, &st);
+	}
+	int ret = 0;
+	if (exists && !S_ISREG(st.st_mode)) {
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : write_through(path, data, len);
+		free(real);
+		return ret;
+	}
 	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
-	int ret = 0;
-	if (!tmp)
+	if (!tmp) {
+		free(real);
 		return -ENOMEM;
+	}
 	/* An unpredictable name created O_EXCL (mkostemp), so nobody can plant
 	 * a symlink there; the file appears under path whole or not at all. */
 	snprintf(tmp, n, "%s.XXXXXX", path);
@@ -216,16 +262,8 @@ int cli_write_file(const char *path, const char *data, size_t len)
 	umask(mask);
 	if (fchmod(fd, 0666 & ~mask))
 		ret = -errno;
-	for (size_t off = 0; !ret && off < len;) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			ret = w < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
+	if (!ret)
+		ret = write_all(fd, data, len);
 	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS)
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -236,6 +274,24 @@ int cli_write_file(const char *path, const char *data, size_t len)
 		unlink(tmp);
 out:
 	free(tmp);
+	free(real);
+	return ret;
+}
+
+int cli_output_ok(const char *path)
+{
+	struct stat st;
+	char *copy = strdup(path);
+	int ret = 0;
+	if (!copy)
+		return -ENOMEM;
+	if (stat(dirname(copy), &st))
+		ret = -errno;
+	else if (!S_ISDIR(st.st_mode))
+		ret = -ENOTDIR;
+	else if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		ret = -EISDIR;
+	free(copy);
 	return ret;
 }
 

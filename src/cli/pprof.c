@@ -4,11 +4,9 @@
  * function names, source lines and inlined frames and pprof needs neither
  * the binaries nor their debug info. */
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -40,24 +38,6 @@ static const char *pointless_option(const struct cli_prof_opts *o)
 	if (o->bytes)
 		return "--bytes";
 	return NULL;
-}
-
-/* 0 when the directory path would be written in exists, else -errno:
- * checked before the dump is loaded and symbolized, which can take long.
- * Writing can still fail later; cli_write_file then leaves nothing. */
-static int output_dir_ok(const char *path)
-{
-	struct stat st;
-	char *copy = strdup(path);
-	int ret = 0;
-	if (!copy)
-		return -ENOMEM;
-	if (stat(dirname(copy), &st))
-		ret = -errno;
-	else if (!S_ISDIR(st.st_mode))
-		ret = -ENOTDIR;
-	free(copy);
-	return ret;
 }
 
 int cmd_pprof(int argc, char **argv)
@@ -95,7 +75,7 @@ int cmd_pprof(int argc, char **argv)
 		goto out_opts;
 	}
 	ret = 1;
-	int rc = strcmp(o.output, "-") ? output_dir_ok(o.output) : 0;
+	int rc = strcmp(o.output, "-") ? cli_output_ok(o.output) : 0;
 	if (rc) {
 		cli_error("cannot write '%s': %s", o.output, strerror(-rc));
 		goto out_opts;

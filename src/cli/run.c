@@ -646,16 +646,20 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
 	char agent[PATH_MAX], path[PATH_MAX], outdir[PATH_MAX], cwd[PATH_MAX];
-	int pipefd[2];
+	int pipefd[2], r;
 
 	if (parse_opts(argc, argv, &o))
 		return 2;
+	if (o.json && (r = cli_output_ok(o.json))) {
+		cli_error("cannot write '%s': %s", o.json, strerror(-r));
+		return 2;
+	}
 	if (cli_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
 			  "executable (set HEAPTRAIL_AGENT to its path)");
 		return 2;
 	}
-	int r = resolve_prog(o.prog[0], path, sizeof path);
+	r = resolve_prog(o.prog[0], path, sizeof path);
 	if (r) {
 		cli_error("cannot run '%s': %s", o.prog[0],
 			  r == -ENOENT && !strchr(o.prog[0], '/') ? "command not found" : strerror(-r));

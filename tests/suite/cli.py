@@ -449,6 +449,8 @@ class Cli:
         elif name in HOST_TESTS:
             problems += getattr(self, "host_" + name.replace("-", "_"))(
                 work, out, one_line_error)
+        elif name == "output-paths":
+            problems += self.output_paths(work, out)
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -460,6 +462,105 @@ class Cli:
                            cwd=work)
             one_line_error(rc, e, "missing", "report of a missing directory")
         return problems, []
+
+    def output_paths(self, work, out):
+        """-o naming what is not a plain file: a symlink gets the output in
+        the file it names, a FIFO or a device is written through (a full
+        device's ENOSPC is an error), none is replaced by a regular file;
+        run --json into a missing directory is refused before the program
+        runs."""
+        import stat
+        import threading
+        ht = self.heaptrail
+        problems = []
+        rc, o, e = run([ht, "run", "-q", "--final", "-o", out, "--",
+                        self.build_prog(self.specs["leak_one"], "fp")],
+                       cwd=work)
+        dumps = [f for f in os.listdir(out) if f.endswith(".heap")] \
+            if os.path.isdir(out) else []
+        if len(dumps) != 1:
+            raise Failure("run --final: %d dumps, status %d: %s" % (
+                len(dumps), rc, short(e)))
+        dump = os.path.join(out, dumps[0])
+        _, want_collapsed, _ = run([ht, "collapsed", dump], cwd=work)
+        if not want_collapsed:
+            raise Failure("collapsed %s printed nothing" % dump)
+        # a symlink
+        target, link = os.path.join(work, "target.svg"), \
+            os.path.join(work, "link.svg")
+        with open(target, "w") as f:
+            f.write("old\n")
+        os.symlink("target.svg", link)
+        rc, _, e = run([ht, "flame", dump, "-o", link], cwd=work)
+        if rc != 0 or not os.path.islink(link):
+            problems.append("flame -o SYMLINK: status %d, %s: %s" % (
+                rc, "still a symlink" if os.path.islink(link) else
+                "the link was replaced", short(e)))
+        with open(target) as f:
+            if "<svg" not in f.read(4096):
+                problems.append("flame -o SYMLINK: the file it names has "
+                                "no SVG")
+        # a FIFO, with a reader
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo)
+        got = []
+
+        def reader():
+            with open(fifo, "rb") as f:
+                got.append(f.read())
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        rc, _, e = run([ht, "collapsed", dump, "-o", fifo], cwd=work)
+        t.join(10)
+        if t.is_alive() and stat.S_ISFIFO(os.lstat(fifo).st_mode):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        # (a FIFO replaced by a file leaves the daemon reader blocked on the
+        # old one, which ends with the runner)
+        if rc != 0 or not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+            problems.append("collapsed -o FIFO: status %d, FIFO %s: %s" % (
+                rc, "kept" if stat.S_ISFIFO(os.lstat(fifo).st_mode) else
+                "replaced by a file", short(e)))
+        elif got != [want_collapsed]:
+            problems.append("collapsed -o FIFO: the reader got %d bytes, "
+                            "stdout has %d" % (len(got[0]) if got else -1,
+                                               len(want_collapsed)))
+        # devices (root only: mknod)
+        if os.geteuid() == 0:
+            full, null = os.path.join(work, "full"), os.path.join(work, "null")
+            os.mknod(full, 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+            os.mknod(null, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+            rc, _, e = run([ht, "pprof", dump, "-o", full], cwd=work)
+            lines = stderr_lines(e)
+            if rc == 0 or len(lines) != 1 or "space" not in lines[0]:
+                problems.append("pprof -o a full device: status %d, stderr "
+                                "%r (expected one line: no space left)" % (
+                                    rc, short(e)))
+            rc, _, e = run([ht, "run", "-q", "-o", out + "-null", "--json",
+                            null, "--", "/bin/true"], cwd=work)
+            if rc != 0:
+                problems.append("run --json DEVICE: status %d: %s" % (
+                    rc, short(e)))
+            for node in (full, null):
+                if not stat.S_ISCHR(os.lstat(node).st_mode):
+                    problems.append("%s was replaced by a regular file" %
+                                    os.path.basename(node))
+        elif os.environ.get("CI") == "true":
+            problems.append("not root: the device-node half of this test "
+                            "did not run")
+        # run --json into a directory that does not exist
+        missing = os.path.join(work, "missing", "x.json")
+        rc, o, e = run([ht, "run", "-o", out + "-json", "--json", missing,
+                        "--", "/bin/sh", "-c", "echo the program ran"],
+                       cwd=work)
+        lines = stderr_lines(e)
+        if rc != 2 or len(lines) != 1 or missing not in lines[0]:
+            problems.append("run --json MISSING/x.json: status %d, stderr %r"
+                            " (expected 2 and one line naming it)" % (
+                                rc, short(e)))
+        if b"the program ran" in o:
+            problems.append("run --json MISSING/x.json: the program ran "
+                            "before the output was refused")
+        return problems
 
     def agent_files(self, work, out):
         """Names planted by whoever can write to the output directory, and
