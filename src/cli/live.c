@@ -177,6 +177,21 @@ static bool is_loopback(const struct sockaddr *sa)
 
 static int push_parse(struct cli_live *l, const struct cli_live_opts *o);
 
+
+/* A port as given: decimal digits, 0 to 65535 (getaddrinfo would take
+ * 99999 and use 99999 - 65536). */
+static bool port_ok(const char *s)
+{
+	unsigned long v = 0;
+	if (!*s || strlen(s) > 5)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (unsigned long)(*s - '0');
+	}
+	return v <= 65535;
+}
 struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 {
 	struct cli_live *l = calloc(1, sizeof *l);
@@ -217,6 +232,10 @@ struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 	const char *colon = strrchr(a, ':');
 	if (!colon || !colon[1]) {
 		cli_error("--http: want HOST:PORT or a socket path, not '%s'", a);
+		goto fail;
+	}
+	if (!port_ok(colon + 1)) {
+		cli_error("--http: the port in '%s' is not a number from 0 to 65535", a);
 		goto fail;
 	}
 	char host[256];
@@ -1226,6 +1245,10 @@ static int push_parse(struct cli_live *l, const struct cli_live_opts *o)
 	char *colon = strrchr(hostport, ':');
 	if (colon && !strchr(colon, ']')) {
 		*colon = 0;
+		if (!port_ok(colon + 1) || !atoi(colon + 1)) {
+			cli_error("--push: the port in '%s' is not a number from 1 to 65535", o->push);
+			return -1;
+		}
 		snprintf(l->push_port, sizeof l->push_port, "%s", colon + 1);
 	} else {
 		snprintf(l->push_port, sizeof l->push_port, "80");
