@@ -281,6 +281,12 @@ out:
 	return err;
 }
 
+void agent_heapprofile_forked(void)
+{
+	atomic_store(&dump_seq, 0);
+	atomic_store(&dumping, 0);
+}
+
 /* A program thread may write the dump (a signal handler, pending work):
  * its open/write/close must not be where a pthread_cancel acts, or the
  * thread would vanish with the dump half done and `dumping` set. */

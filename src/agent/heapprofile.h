@@ -13,5 +13,8 @@
  * briefly; safe from a signal handler when the thread is not inside the
  * agent. */
 int agent_dump(const char *path, const char *kind);
+/* In a forked child: its own dumps count SEQ from 0000 again, and a dump
+ * another thread of the parent was writing is not the child's. */
+void agent_heapprofile_forked(void);
 
 #endif

@@ -145,6 +145,7 @@ static void fork_child(void)
 				     (agent_tls.deferred ? AGENT_PENDING_DEFERRED : 0));
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_sample_forked();
+	agent_heapprofile_forked();
 	agent_triggers_start();
 	if (!agent_config.follow_children)
 		reports_enabled = false;

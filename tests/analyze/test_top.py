@@ -36,6 +36,9 @@
                      as in the name), how much memory the agent maps
                      (agent_bytes), and names the program's build-id as
                      readelf reads it from the file
+    dump:fork-seq    fork_dumps: a forked child numbers its own dumps from
+                     0000 (PARENT.0000, PARENT.0001, CHILD.0000), as the
+                     parent does
 """
 import os
 import re
@@ -397,8 +400,33 @@ def test_dump_metadata(suite):
     return problems, []
 
 
+def test_fork_seq(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "fork-seq"))
+    prog = os.path.join(work, "fork_dumps")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(common.ROOT, "include"),
+                         "-o", prog, os.path.join(common.HERE, "progs", "fork_dumps.c")])
+    if rc != 0:
+        raise Failure("cc fork_dumps.c: %s" % rt.short(err))
+    out = os.path.join(work, "out")
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    if rc != 0 or not stdout.strip().isdigit():
+        raise Failure("heaptrail run fork_dumps: status %d, stdout %r: %s" % (
+            rc, stdout, rt.short(err)))
+    child = int(stdout)
+    parent = [int(f.split(".")[1]) for f in os.listdir(out) if f.endswith(".leaks")
+              and int(f.split(".")[1]) != child]
+    got = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
+    want = sorted("heaptrail.%d.%s.api.heap" % (pid, seq) for pid, seq in (
+        (parent[0] if parent else 0, "0000"), (parent[0] if parent else 0, "0001"),
+        (child, "0000")))
+    if len(parent) != 1 or got != want:
+        return ["dumps %s, expected %s" % (got, want)], []
+    return [], []
+
+
 def collect(suite):
     return [("dump:metadata", lambda: test_dump_metadata(suite)),
+            ("dump:fork-seq", lambda: test_fork_seq(suite)),
             ("top:pprof", lambda: test_pprof(suite)),
             ("top:jeprof", lambda: test_jeprof(suite)),
             ("top:jemalloc", lambda: test_jemalloc(suite)),
