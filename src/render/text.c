@@ -223,9 +223,11 @@ static void render_process(FILE *out, const struct prof_process *p,
 	}
 
 	fprintf(out, "== summary for process %ld\n", l->pid);
-	fprintf(out, "   total heap usage: %s allocs, %s frees, %s bytes allocated\n",
-		render_thousands(a, l->allocs), render_thousands(b, l->frees),
-		render_thousands(c, l->bytes_allocated));
+	/* sampled, the agent does not count allocations one by one: these
+	 * are what the samples stand for */
+	fprintf(out, "   total heap usage: %s%s allocs, %s frees, %s bytes allocated\n",
+		l->sample > 1 ? "about " : "", render_thousands(a, l->allocs),
+		render_thousands(b, l->frees), render_thousands(c, l->bytes_allocated));
 	if (l->sample > 1 && !p->in_use_nsampled) {
 		/* no sample: the blocks in use hold B bytes with probability
 		 * exp(-B / S) of none being sampled, under S ln 10 at 90 % */
@@ -247,7 +249,8 @@ static void render_process(FILE *out, const struct prof_process *p,
 	}
 	if (l->sample > 1)
 		fprintf(out, "   (sampled every %s bytes on average: records and totals in use are "
-			"estimates; leak kinds need --sample 1)\n", render_thousands(a, l->sample));
+			"estimates, as are the heap usage counts; leak kinds need --sample 1)\n",
+			render_thousands(a, l->sample));
 	if (l->classified) {
 		fprintf(out, "   LEAK SUMMARY:\n");
 		summary_line(out, "definitely lost", p->kind_bytes[FMT_KIND_DEFINITELY],

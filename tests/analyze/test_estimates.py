@@ -248,7 +248,9 @@ def test_no_sample(suite):
     """examples/leaky holds about 4 KiB at exit: at --sample 1m the exit
     report usually has no sampled block in use, and must not say "about
     0 bytes (±0)": none sampled means, at 90 %, fewer than S ln 10 bytes
-    (the chance that B bytes bring no sample is exp(-B / S))."""
+    (the chance that B bytes bring no sample is exp(-B / S)). Its "total
+    heap usage" counts are what the samples stand for, and say "about"
+    (at --sample 1 they are exact, and do not)."""
     import math
     leaky = os.path.join(suite.build, "examples", "leaky")
     bound = "{:,}".format(int(1048576 * math.log(10) + 0.5))
@@ -263,6 +265,9 @@ def test_no_sample(suite):
         if rc != 0 or len(line) != 1:
             problems.append("run %d: status %d, %r" % (i, rc, rt.short(err, 300)))
             continue
+        usage = [l for l in text.split("\n") if "total heap usage:" in l]
+        if len(usage) != 1 or not re.search(r"total heap usage: about [\d,]+ allocs", usage[0]):
+            problems.append("run %d: %r, want 'total heap usage: about N allocs'" % (i, usage))
         if "from 0 samples" in line[0] or "±0 " in line[0]:
             problems.append("run %d: %s" % (i, line[0].strip()))
         if "no block sampled" in line[0]:
@@ -270,6 +275,12 @@ def test_no_sample(suite):
             if "under about %s bytes, at 90 %%" % bound not in line[0]:
                 problems.append("run %d: %s, want under about %s bytes" % (
                     i, line[0].strip(), bound))
+    rc, _, err = rt.run([suite.heaptrail, "run", "--sample", "1", "-o",
+                         rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "no-sample-x")),
+                         "--", leaky])
+    if not re.search(r"total heap usage: [\d,]+ allocs", err.decode(errors="replace")):
+        problems.append("--sample 1: no exact 'total heap usage: N allocs' line: %r" %
+                        rt.short(err, 300))
     if not seen and not problems:
         problems.append("no run without a sampled block: the case is not exercised")
     return problems, []
