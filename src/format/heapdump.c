@@ -317,12 +317,14 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 	enum state st = HEADER;
 	int rc = 0;
 	bool je_pending = false;       /* a jemalloc "@" line waits for its t*: line */
+	bool cut = false;              /* the last line read had no end of line */
 	size_t je_first = 0;
 	uint32_t je_depth = 0;
 	*err = NULL;
 
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
+		cut = line[len - 1] != '\n';
 		if ((size_t)len > MAX_LINE) {
 			*err = line_error(lineno, "line longer than 1 MiB");
 			rc = -EINVAL;
@@ -455,6 +457,13 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 	}
 	if (st != MAPS) {
 		*err = "truncated: no MAPPED_LIBRARIES section";
+		rc = -EINVAL;
+		goto out;
+	}
+	/* every writer ends its last line: a file cut anywhere but between
+	 * two lines (a full disk, a copy stopped) ends in the middle of one */
+	if (cut) {
+		*err = line_error(lineno, "truncated: the file ends in the middle of this line");
 		rc = -EINVAL;
 		goto out;
 	}

@@ -38,6 +38,10 @@ CASES = {
     "truncated-sample": HEADER + SAMPLE[:12],
     "truncated-address": HEADER + b"1: 64 [1: 64] @ 0x40113",
     "no-maps": HEADER + SAMPLE,
+    "truncated-maps": HEADER + SAMPLE + MAPS[:40],
+    "truncated-build-id": HEADER + SAMPLE + MAPS + b"# build-id 4f2a",
+    "truncated-jemalloc-maps": b"heap_v2/1\n  t*: 1: 64 [1: 64]\n@ 0x401136\n"
+                               b"  t*: 1: 64 [1: 64]\n" + MAPS[:-10],
     "no-maps-jemalloc": b"heap_v2/1\n  t*: 1: 64 [1: 64]\n@ 0x401136\n  t*: 1: 64 [1: 64]\n",
     "jemalloc-stack-without-counts": b"heap_v2/1\n  t*: 1: 64 [1: 64]\n@ 0x401136\n" + MAPS,
     "garbage": garbage(1, 4096, True),
