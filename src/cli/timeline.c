@@ -19,7 +19,9 @@ static const char timeline_usage[] =
 	"usage: heaptrail timeline [options] DIR\n"
 	"  The live heap of a run over time, from DIR's heaptrail.PID.timeline\n"
 	"  (or a timeline file given itself), its peak marked; then the top\n"
-	"  allocation sites at the peak, from the dump in DIR holding the most.\n"
+	"  allocation sites at the peak, from the dump holding the most among that\n"
+	"  process's dumps beside the timeline (heaptrail.PID.*.heap; one that\n"
+	"  cannot be read is skipped with a note).\n"
 	"  --svg FILE             also write the chart as an SVG (live heap and RSS)\n"
 	"  --pid PID              the process to show when DIR holds several\n"
 	"                         timelines (default: the one with the highest peak)\n"
@@ -67,20 +69,66 @@ static long name_pid(const char *name)
 	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
 }
 
-/* The process a dump is of: its header says, or its name does
- * (heaptrail.PID.SEQ.KIND.heap); -1 when neither. */
-static long dump_pid(const struct prof_profile *p)
+/* Whether name is a dump of process pid: heaptrail.PID.SEQ.KIND.heap
+ * (any *.heap when pid is -1). */
+static bool is_dump_of(const char *name, long pid)
 {
-	if (p->pid > 0)
-		return p->pid;
-	const char *s = strrchr(p->path, '/');
-	s = s ? s + 1 : p->path;
-	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
-	if (strncmp(s, FMT_FILE_PREFIX ".", k))
-		return -1;
-	char *end;
-	long pid = strtol(s + k, &end, 10);
-	return end > s + k && *end == '.' ? pid : -1;
+	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
+	if (name[0] == '.' || n < k || strcmp(name + n - k, FMT_HEAP_SUFFIX))
+		return false;
+	if (pid < 0)
+		return true;
+	char prefix[48];
+	int m = snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", pid);
+	return !strncmp(name, prefix, (size_t)m);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir that keep(name, pid) accepts, sorted, in *names (*n of
+ * them; the caller frees each and the array, also on failure). Returns 0,
+ * or -errno from opendir, or -ENOMEM. */
+static int dir_names(const char *dir, bool (*keep)(const char *, long), long pid,
+		     char ***names, size_t *n)
+{
+	size_t cap = 0;
+	int rc = 0;
+	*names = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!keep(e->d_name, pid))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			char **nn = realloc(*names, cap * sizeof *nn);
+			if (!nn) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			*names = nn;
+		}
+		if (!((*names)[*n] = strdup(e->d_name))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		++*n;
+	}
+	qsort(*names, *n, sizeof **names, cmp_name);
+out:
+	closedir(d);
+	return rc;
+}
+
+static bool is_timeline(const char *name, long pid)
+{
+	return name_pid(name) >= 0;
 }
 
 /* A timeline chosen among a directory's: its path, pid and contents. */
@@ -97,7 +145,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 	const char *err;
 	int ret = -1;
 	char **names = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	memset(c, 0, sizeof *c);
 	c->pid = -1;
 	if (pid > 0) {
@@ -114,29 +162,9 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 		ret = 0;
 		goto out;
 	}
-	DIR *d = opendir(dir);
-	if (!d) {
-		cli_error("cannot open '%s': %s", dir, strerror(errno));
-		return -1;
-	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (name_pid(e->d_name) < 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn)
-				break;
-			names = nn;
-		}
-		if (!(names[n] = strdup(e->d_name)))
-			break;
-		n++;
-	}
-	closedir(d);
-	if (e) {
-		cli_error("out of memory");
+	int rc = dir_names(dir, is_timeline, -1, &names, &n);
+	if (rc) {
+		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
 	if (!n) {
@@ -188,39 +216,65 @@ out:
 }
 
 /* The dump of process pid (any, when -1) in dir holding the most in-use
- * space, moved into *best. Returns 1 when found, 0 when dir has none, -1
- * on an error (printed). */
+ * space, moved into *best; *ndumps counts the dumps read. A dump that
+ * cannot be read is skipped with a note: the timeline stands without it.
+ * Returns 1 when found, 0 when dir has none that could be read, -1 on an
+ * error (printed). */
 static int peak_dump(const char *dir, long pid, const struct prof_load_opts *lo,
 		     struct prof_profile *best, size_t *ndumps)
 {
-	struct prof_profile *ps;
-	size_t n, pick = SIZE_MAX;
-	const char *err, *file;
-	char *d = (char *)dir;
+	char **names;
+	size_t n;
+	int ret = -1, found = 0;
+	struct prof_load_opts shared = *lo;
+	struct prof_sym_cache *cache = NULL;
 	*ndumps = 0;
-	int rc = prof_series_load(&d, 1, lo, &ps, &n, &err, &file);
-	if (rc == -ENOENT && file && !strcmp(file, dir))
-		return 0;
+	int rc = dir_names(dir, is_dump_of, pid, &names, &n);
 	if (rc) {
-		cli_error("cannot read '%s': %s", file ? file : dir, err);
-		return -1;
+		cli_error("cannot open '%s': %s", dir, strerror(-rc));
+		goto out;
 	}
+	if (!shared.sym_cache)
+		shared.sym_cache = cache = prof_sym_cache_new(); /* NULL: no sharing */
 	for (size_t i = 0; i < n; i++) {
-		long dp = dump_pid(&ps[i]);
-		if (pid > 0 && dp > 0 && dp != pid)
+		struct prof_profile p;
+		const char *err;
+		char *path;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			cli_error("out of memory");
+			goto out;
+		}
+		rc = prof_profile_load(&p, path, &shared, &err);
+		if (rc == -ENOMEM) {
+			cli_error("cannot read '%s': %s", path, err);
+			free(path);
+			goto out;
+		}
+		if (rc)
+			fprintf(stderr, "heaptrail: note: cannot read '%s': %s; skipped it\n",
+				path, err);
+		free(path);
+		if (rc)
 			continue;
 		++*ndumps;
-		if (pick == SIZE_MAX ||
-		    ps[i].total[PROF_INUSE_SPACE] > ps[pick].total[PROF_INUSE_SPACE])
-			pick = i;
+		if (!found || p.total[PROF_INUSE_SPACE] > best->total[PROF_INUSE_SPACE]) {
+			if (found)
+				prof_profile_release(best);
+			*best = p;
+			found = 1;
+		} else {
+			prof_profile_release(&p);
+		}
 	}
+	ret = found;
+out:
+	if (ret < 0 && found)
+		prof_profile_release(best);
+	prof_sym_cache_free(cache);
 	for (size_t i = 0; i < n; i++)
-		if (i != pick)
-			prof_profile_release(&ps[i]);
-	if (pick != SIZE_MAX)
-		*best = ps[pick];
-	free(ps);
-	return pick != SIZE_MAX;
+		free(names[i]);
+	free(names);
+	return ret;
 }
 
 static int print_top(const struct cli_prof_opts *o, const struct prof_profile *p, size_t ndumps)

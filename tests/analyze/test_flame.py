@@ -522,6 +522,68 @@ def test_timeline_pids(suite):
     return problems, []
 
 
+PEAK_DUMP = re.compile(r"^top allocation sites at the peak: (\S+), taken at ([\d.]+) s",
+                       re.M)
+
+
+def copy_run(suite, name):
+    """A fresh copy of the prof_cache run's directory; its timeline's path
+    and pid."""
+    out, path = the_timeline(suite)
+    work = work_dir(suite, name)
+    for f in os.listdir(out):
+        shutil.copy(os.path.join(out, f), work)
+    base = os.path.basename(path)
+    return work, os.path.join(work, base), base.split(".")[1]
+
+
+def test_timeline_other_dumps(suite):
+    """`timeline FILE` reads only the dumps of the timeline's process, in
+    the timeline's directory (run from a directory holding a bad dump of
+    that pid): an empty .heap of no process and a broken dump of another
+    process are not read; a broken dump of the process itself is skipped
+    with a note. Each case in its own directory."""
+    problems, details = [], []
+    _, path = the_timeline(suite)
+    pid = os.path.basename(path).split(".")[1]
+    cwd = work_dir(suite, "timeline-dumps-cwd")
+    with open(os.path.join(cwd, "heaptrail.%s.0000.every.heap" % pid), "w"):
+        pass
+    _, heaps, _ = common.dumps(suite)
+    with open(heaps[0]) as f:
+        head = f.read(200)
+    cases = (
+        ("empty.heap", "", False),
+        ("heaptrail.4000001.0000.every.heap", head, False),   # cut mid-line
+        ("heaptrail.%s.0099.every.heap" % pid, "not a heap dump\n", True),
+    )
+    for i, (name, text, same) in enumerate(cases):
+        work, tl, _ = copy_run(suite, "timeline-dumps-%d" % i)
+        bad = os.path.join(work, name)
+        with open(bad, "w") as f:
+            f.write(text)
+        rc, o, e = ht(suite, "timeline", tl, cwd=cwd)
+        o, lines = o.decode(), stderr_lines(e)
+        details.append("%s: status %d, stderr %r" % (name, rc, short(e)))
+        m = PEAK_DUMP.search(o)
+        if rc != 0 or not m:
+            problems.append("%s beside the timeline: status %d, no top at the "
+                            "peak: %r" % (name, rc, short(e)))
+        elif not m.group(1).startswith("heaptrail.%s." % pid) or \
+                m.group(1) == name:
+            problems.append("%s beside the timeline: the top is of %s"
+                            % (name, m.group(1)))
+        if not same and lines:
+            problems.append("%s is not a dump of process %s, yet stderr says "
+                            "%r" % (name, pid, short(e)))
+        if same and (len(lines) != 1 or
+                     not lines[0].startswith("heaptrail: note: ") or
+                     bad not in lines[0]):
+            problems.append("%s, unreadable: want one note naming %s, got %r"
+                            % (name, bad, short(e)))
+    return problems, details
+
+
 def test_timeline_errors(suite):
     out, _ = the_timeline(suite)
     work = work_dir(suite, "timeline-errors")
@@ -567,4 +629,5 @@ def collect(suite):
         ("timeline:svg", t(test_timeline_svg)),
         ("timeline:pids", t(test_timeline_pids)),
         ("timeline:errors", t(test_timeline_errors)),
+        ("timeline:other-dumps", t(test_timeline_other_dumps)),
     ]
