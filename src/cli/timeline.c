@@ -1,6 +1,9 @@
 /* timeline.c — `heaptrail timeline DIR`: a run's live heap over time from
  * its heaptrail.PID.timeline, the peak marked, then the top allocation
- * sites of the dump nearest the peak (the one holding the most). */
+ * sites of the dump of that process taken nearest the peak in time (of
+ * two as near, the one holding more). Nearest in time, not holding the
+ * most: a sampled dump's total is an estimate, and a noisy one can make
+ * a dump far from the peak look the largest. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "analyze/aggregate.h"
-#include "analyze/series.h"
+#include "analyze/load.h"
 #include "analyze/timeline.h"
 #include "cli/cli.h"
 #include "format/vocab.h"
@@ -19,9 +22,10 @@ static const char timeline_usage[] =
 	"usage: heaptrail timeline [options] DIR\n"
 	"  The live heap of a run over time, from DIR's heaptrail.PID.timeline\n"
 	"  (or a timeline file given itself), its peak marked; then the top\n"
-	"  allocation sites at the peak, from the dump holding the most among that\n"
-	"  process's dumps beside the timeline (heaptrail.PID.*.heap; one that\n"
-	"  cannot be read is skipped with a note).\n"
+	"  allocation sites at the peak, from the dump taken nearest the peak in\n"
+	"  time (of two as near, the one holding more) among that process's dumps\n"
+	"  beside the timeline (heaptrail.PID.*.heap; one that cannot be read is\n"
+	"  skipped with a note).\n"
 	"  --svg FILE             also write the chart as an SVG (live heap and RSS)\n"
 	"  --pid PID              the process to show when DIR holds several\n"
 	"                         timelines (default: the one with the highest peak)\n"
@@ -215,13 +219,26 @@ out:
 	return ret;
 }
 
-/* The dump of process pid (any, when -1) in dir holding the most in-use
- * space, moved into *best; *ndumps counts the dumps read. A dump that
- * cannot be read is skipped with a note: the timeline stands without it.
- * Returns 1 when found, 0 when dir has none that could be read, -1 on an
- * error (printed). */
-static int peak_dump(const char *dir, long pid, const struct prof_load_opts *lo,
-		     struct prof_profile *best, size_t *ndumps)
+/* Whether dump a is to be shown at a peak at peak_ms rather than b: taken
+ * nearer in time (a dump or peak of unknown time is the farthest), or as
+ * near and holding more. */
+static bool nearer_peak(const struct prof_profile *a, const struct prof_profile *b,
+			int64_t peak_ms)
+{
+	int64_t da = a->ms >= 0 && peak_ms >= 0 ? llabs(a->ms - peak_ms) : INT64_MAX;
+	int64_t db = b->ms >= 0 && peak_ms >= 0 ? llabs(b->ms - peak_ms) : INT64_MAX;
+	if (da != db)
+		return da < db;
+	return a->total[PROF_INUSE_SPACE] > b->total[PROF_INUSE_SPACE];
+}
+
+/* The dump of process pid (any, when -1) in dir to show at a peak at
+ * peak_ms (-1: unknown), by nearer_peak, moved into *best; *ndumps counts
+ * the dumps read. A dump that cannot be read is skipped with a note: the
+ * timeline stands without it. Returns 1 when found, 0 when dir has none
+ * that could be read, -1 on an error (printed). */
+static int peak_dump(const char *dir, long pid, int64_t peak_ms,
+		     const struct prof_load_opts *lo, struct prof_profile *best, size_t *ndumps)
 {
 	char **names;
 	size_t n;
@@ -257,7 +274,7 @@ static int peak_dump(const char *dir, long pid, const struct prof_load_opts *lo,
 		if (rc)
 			continue;
 		++*ndumps;
-		if (!found || p.total[PROF_INUSE_SPACE] > best->total[PROF_INUSE_SPACE]) {
+		if (!found || nearer_peak(&p, best, peak_ms)) {
 			if (found)
 				prof_profile_release(best);
 			*best = p;
@@ -342,7 +359,9 @@ int cmd_timeline(int argc, char **argv)
 		}
 		c.pid = a.pid > 0 ? a.pid : name_pid(arg);
 	}
-	if ((have_dump = peak_dump(dir, c.pid, &o.load, &dump, &ndumps)) < 0)
+	long ip = prof_timeline_peak(&c.t);
+	int64_t peak_ms = ip < 0 ? -1 : c.t.ticks[ip].ms;
+	if ((have_dump = peak_dump(dir, c.pid, peak_ms, &o.load, &dump, &ndumps)) < 0)
 		goto out;
 	if (have_dump && cli_prof_filter(&o, &dump))
 		goto out;

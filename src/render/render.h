@@ -62,7 +62,7 @@ void render_top(FILE *out, const struct prof_profile *p, const struct prof_table
 		const struct render_table_opts *o);
 
 /* The top of `heaptrail timeline`: the allocation sites of p, the dump
- * at the peak (one of ndumps). */
+ * taken nearest the peak (one of ndumps). */
 void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_table *t,
 		     size_t ndumps, const struct render_table_opts *o);
 

@@ -215,7 +215,7 @@ void render_peak_top(FILE *out, const struct prof_profile *p, const struct prof_
 		put_total_pm(out, p, v, o->exact, false);
 		fprintf(out, "; ");
 	}
-	fprintf(out, "the most of %zu dump%s)\n", ndumps, ndumps == 1 ? "" : "s");
+	fprintf(out, "the nearest the peak of %zu dump%s)\n", ndumps, ndumps == 1 ? "" : "s");
 	put_filter(out, o);
 	if (sampled)
 		fprintf(out, "%12s %10s %7s %6s %12s %6s  %s\n", "flat", "±90%", "samples", "flat%",

@@ -584,6 +584,50 @@ def test_timeline_other_dumps(suite):
     return problems, details
 
 
+def test_timeline_nearest(suite):
+    """The top at the peak comes from the dump taken nearest the
+    timeline's peak, not the one holding the most; of two as near, the
+    one holding more. A hand-made timeline peaks at 5 s; the run's
+    smallest, middle and largest dumps get new times (ms=)."""
+    _, heaps, _ = common.dumps(suite)
+    small, mid, large = heaps[0], heaps[len(heaps) // 2], heaps[-1]
+    problems, details = [], []
+    for times, want in (((1000, 5300, 5500), small),     # the nearest
+                        ((1000, 4600, 5400), mid)):      # a tie: the larger
+        work, tl, pid = copy_run(suite, "timeline-nearest")
+        for f in os.listdir(work):
+            if f.endswith(".heap"):
+                os.unlink(os.path.join(work, f))
+        with open(tl, "w") as f:
+            f.write("# heaptrail timeline 1: ms live_bytes live_blocks "
+                    "allocated_bytes rss_bytes; sample=65536\n"
+                    "1000 1000 1 1000 65536\n5000 300000000 3 300000000 "
+                    "65536\n9000 2000 2 300000000 65536\n")
+        for src, ms in zip((large, small, mid), times):
+            with open(src) as f:
+                text = f.read()
+            text, k = re.subn(r"^(# heaptrail-dump ms=)\d+", r"\g<1>%d" % ms,
+                              text, count=1, flags=re.M)
+            if k != 1:
+                raise Failure("no '# heaptrail-dump ms=' line in %s" % src)
+            with open(os.path.join(work, os.path.basename(src)), "w") as f:
+                f.write(text)
+        rc, o, e = ht(suite, "timeline", tl)
+        o = o.decode()
+        m = PEAK_DUMP.search(o)
+        details.append("dumps at %s ms: %s" % (times, m and m.group(0)))
+        if rc != 0 or not m:
+            problems.append("dumps at %s ms: status %d, no top at the peak: %r"
+                            % (times, rc, short(e)))
+        elif m.group(1) != os.path.basename(want) or \
+                m.group(2) != "%.3f" % (times[(large, small, mid).index(want)] / 1000):
+            problems.append("dumps (largest, smallest, middle) at %s ms, peak "
+                            "at 5000: chose %s taken at %s s, want %s"
+                            % (times, m.group(1), m.group(2),
+                               os.path.basename(want)))
+    return problems, details
+
+
 def test_timeline_errors(suite):
     out, _ = the_timeline(suite)
     work = work_dir(suite, "timeline-errors")
@@ -630,4 +674,5 @@ def collect(suite):
         ("timeline:pids", t(test_timeline_pids)),
         ("timeline:errors", t(test_timeline_errors)),
         ("timeline:other-dumps", t(test_timeline_other_dumps)),
+        ("timeline:nearest", t(test_timeline_nearest)),
     ]
