@@ -263,6 +263,34 @@ static uint64_t modules_key(const struct sym_module *m, size_t n)
 	return h;
 }
 
+/* 0 when some stack of d is pool's; else -EINVAL, *err naming (some of)
+ * the pools d has: --pool with a name the dump does not hold shows
+ * nothing, as if that pool held nothing, and says why. */
+static int pool_named(const struct fmt_heap_dump *d, const char *pool, const char **err)
+{
+	const char *names[8];
+	size_t nnames = 0;
+	for (size_t i = 0; i < d->nstacks; i++) {
+		const char *name = d->stacks[i].pool_name;
+		if (!name)
+			continue;
+		if (!strcmp(name, pool))
+			return 0;
+		size_t j = 0;
+		while (j < nnames && strcmp(names[j], name))
+			j++;
+		if (j == nnames && nnames < sizeof names / sizeof names[0])
+			names[nnames++] = name;
+	}
+	size_t n = (size_t)snprintf(errbuf, sizeof errbuf, "no pool named '%.100s' in the dump (%s",
+				    pool, nnames ? "its pools: " : "it has none");
+	for (size_t j = 0; j < nnames; j++)
+		n += (size_t)snprintf(errbuf + n, sizeof errbuf - n, "%s%.40s", j ? ", " : "", names[j]);
+	snprintf(errbuf + n, sizeof errbuf - n, ")");
+	*err = errbuf;
+	return -EINVAL;
+}
+
 int prof_profile_load(struct prof_profile *p, const char *path,
 		      const struct prof_load_opts *o, const char **err)
 {
@@ -321,6 +349,10 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	if (!p->locs || !scratch)
 		goto nomem;
 
+	/* a note, not an error: in a series or a diff, an early dump may
+	 * come before the pool was made */
+	if (o->pool && pool_named(&d, o->pool, err) && prof_build_warning(p, *err))
+		goto nomem;
 	double sum_abs = 0;
 	for (size_t i = 0; i < d.nstacks; i++) {
 		const struct fmt_heap_stack *st = &d.stacks[i];

@@ -303,6 +303,16 @@ def check_pprof(suite, binary, extra, out):
         if rc != 0 or total != counts[name][0]:
             problems.append("top --pool %s: status %d, total %s, the program holds %d" %
                             (name, rc, total, counts[name][0]))
+    # a pool the dump does not hold: an empty table, and a note naming the
+    # pools it does hold (a series may start before a pool is made)
+    rc, text, err = rt.run([suite.heaptrail, "top", "--pool", "no-such-pool",
+                            os.path.join(out, finals[0])])
+    lines = rt.stderr_lines(err)
+    if rc != 0 or b"in-use space 0 B" not in text or len(lines) != 1 or \
+            not lines[0].startswith("heaptrail: note: no pool named 'no-such-pool'") or \
+            "cache" not in lines[0]:
+        problems.append("top --pool no-such-pool: status %d, stdout %r, stderr %r" % (
+            rc, rt.short(text), rt.short(err)))
     # tmp was destroyed: its samples (allocated so far) hold nothing in use
     if set(got) != {"tmp"} or got["tmp"] != (0, 0):
         problems.append("other pools' samples, expected tmp's with nothing in use: %s" % got)
