@@ -274,7 +274,10 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	size_t envlen, mapslen;
 	maps = cli_read_proc(pid, "maps", &mapslen);
 	if (!maps) {
-		cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
+		if (errno == ENOENT)
+			cli_error("no process %ld", pid);
+		else
+			cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
 		goto out;
 	}
 	/* Never signal a process without the agent: the signal would kill it. */

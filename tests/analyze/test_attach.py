@@ -697,6 +697,11 @@ def test_errors(suite):
         free_pid = int(f.read()) + 1
     rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "e0"), str(free_pid))
     one_line_error(problems, "no such process", rc, err, r"no process %d" % free_pid)
+    # the other commands that take a pid say it the same way
+    for cmd in ("leaks", "dump", "detach"):
+        rc, _, err = heaptrail(suite, cmd, str(free_pid))
+        one_line_error(problems, "%s: no such process" % cmd, rc, err,
+                       r"^heaptrail: no process %d$" % free_pid)
     z = subprocess.Popen(["true"])
     time.sleep(0.3)  # exited, not reaped: a zombie
     rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "e1"), str(z.pid))
