@@ -140,7 +140,7 @@ static void put_build_ids(struct agent_writer *w)
 	agent_maps_read(buf, sizeof buf, maps_line_build_id, &b);
 }
 
-/* "A: B [C: D] @". In the header (HEADER set) C gets a leading zero when
+/* "A: B [C: D] @". In the header (header set) C gets a leading zero when
  * the pairs are equal (nothing freed yet): pprof reads the allocated-so-far
  * columns only when the bracketed pair differs from the in-use pair *as
  * text* (and is not "0"); otherwise it reads one "space" column, and

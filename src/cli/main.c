@@ -227,7 +227,7 @@ int cli_write_file(const char *path, const char *data, size_t len)
 {
 	struct stat st;
 	char *real = NULL;
-	int exists = !lstat(path, &st);
+	bool exists = !lstat(path, &st);
 	if (exists && S_ISLNK(st.st_mode)) {
 		/* -o a symlink: the file it names gets the output (renamed into
 		 * place beside it), not the link replaced by a file */
