@@ -68,10 +68,11 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	agent_strlcpy(out + n, FMT_HEAP_SUFFIX, cap - n);
 }
 
-/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N [run=ID]": when
+/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N end=1 [run=ID]": when
  * the dump was taken, for `heaptrail growth`, the agent's own mapped
- * memory (the live endpoint's /metrics), and by which run (the `run`
- * option, last).
+ * memory (the live endpoint's /metrics), that the dump ends with a
+ * "# heaptrail-end" line (a reader that finds none knows it was cut
+ * between two lines), and by which run (the `run` option, last).
  * jeprof and pprof skip '#' lines. */
 static void put_when(struct agent_writer *w)
 {
@@ -85,6 +86,7 @@ static void put_when(struct agent_writer *w)
 	agent_put_u64(w, (uint64_t)getpid());
 	agent_put(w, " " FMT_HEAP_AGENT_BYTES);
 	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
+	agent_put(w, " " FMT_HEAP_ENDS);
 	if (agent_config.run_id[0]) {
 		agent_put(w, " " FMT_HEAP_RUN);
 		agent_put(w, agent_config.run_id);
@@ -260,6 +262,7 @@ static int dump_now(const char *path, const char *kind)
 	agent_put_file(&w, "/proc/self/maps");
 	put_build_ids(&w);
 	put_pools(&w, live, nstacks, pools, npools);
+	agent_put(&w, FMT_HEAP_END_LINE "\n");
 	err = agent_writer_commit(&w);
 out:
 	if (err && err != -EBUSY) {

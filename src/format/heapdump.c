@@ -265,6 +265,8 @@ static void parse_comment(struct fmt_heap_dump *d, const char *s)
 			d->pid = strtol(p + 1 + FMT_LEN(FMT_HEAP_PID), NULL, 10);
 		if ((p = strstr(s, " " FMT_HEAP_AGENT_BYTES)))
 			d->agent_bytes = strtoll(p + 1 + FMT_LEN(FMT_HEAP_AGENT_BYTES), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_ENDS)) && strchr(" \n", p[1 + FMT_LEN(FMT_HEAP_ENDS)]))
+			d->ends = FMT_HEAP_END_WANTED;
 		if ((p = strstr(s, " " FMT_HEAP_RUN))) {
 			p += 1 + FMT_LEN(FMT_HEAP_RUN);
 			size_t n = strcspn(p, " \n");
@@ -341,6 +343,9 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 				rc = add_buildid(d, s + FMT_LEN(FMT_HEAP_BUILD_ID " "));
 			else if (!strncmp(s, FMT_HEAP_POOL " ", FMT_LEN(FMT_HEAP_POOL " ")))
 				rc = add_pool(d, s + FMT_LEN(FMT_HEAP_POOL " "));
+			else if (!strncmp(s, FMT_HEAP_END_LINE, FMT_LEN(FMT_HEAP_END_LINE)) &&
+				 strchr("\r\n", s[FMT_LEN(FMT_HEAP_END_LINE)]) && d->ends)
+				d->ends = FMT_HEAP_END_SEEN;
 			else if (*s != '#')
 				rc = add_map(d, s);
 			if (rc)
@@ -464,6 +469,12 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 	 * two lines (a full disk, a copy stopped) ends in the middle of one */
 	if (cut) {
 		*err = line_error(lineno, "truncated: the file ends in the middle of this line");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (d->ends == FMT_HEAP_END_WANTED) {
+		*err = "truncated: no '" FMT_HEAP_END_LINE "' line (its '" FMT_HEAP_DUMP_LINE
+		       "' line says it has one)";
 		rc = -EINVAL;
 		goto out;
 	}

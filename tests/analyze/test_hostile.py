@@ -40,6 +40,9 @@ CASES = {
     "no-maps": HEADER + SAMPLE,
     "truncated-maps": HEADER + SAMPLE + MAPS[:40],
     "truncated-build-id": HEADER + SAMPLE + MAPS + b"# build-id 4f2a",
+    # a heaptrail dump that says it ends with an end line, cut just before it
+    "truncated-before-end-line": HEADER + b"# heaptrail-dump ms=5 unix_ms=9 pid=7 agent_bytes=4096 "
+                                 b"end=1\n" + SAMPLE + MAPS,
     "truncated-jemalloc-maps": b"heap_v2/1\n  t*: 1: 64 [1: 64]\n@ 0x401136\n"
                                b"  t*: 1: 64 [1: 64]\n" + MAPS[:-10],
     "no-maps-jemalloc": b"heap_v2/1\n  t*: 1: 64 [1: 64]\n@ 0x401136\n  t*: 1: 64 [1: 64]\n",

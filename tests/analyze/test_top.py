@@ -378,7 +378,7 @@ def test_dump_metadata(suite):
         name = os.path.basename(dump)
         text = open(dump).read()
         m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
-                      r"(?: agent_bytes=(\d+))?(?: run=([0-9a-f]{16}))?$", text, re.M)
+                      r"(?: agent_bytes=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$", text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
             continue
@@ -391,8 +391,13 @@ def test_dump_metadata(suite):
         # never more than the machine could map
         if not m.group(4) or not 4096 <= int(m.group(4)) < 1 << 40:
             problems.append("%s: agent_bytes=%s" % (name, m.group(4)))
-        if not m.group(5):
+        if not m.group(6):
             problems.append("%s: no run=ID (heaptrail run names its run)" % name)
+        # it says it ends with an end line, and does: a cut between two
+        # lines is then seen
+        if not m.group(5) or not text.endswith("\n# heaptrail-end\n"):
+            problems.append("%s: end=1 %s, last line %r" % (
+                name, "given" if m.group(5) else "missing", text.rstrip("\n").split("\n")[-1]))
         ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
         if ids.get(prog) != want_id:
             problems.append("%s: build-id of %s is %s, readelf says %s" % (
