@@ -192,6 +192,7 @@ static bool port_ok(const char *s)
 	}
 	return v <= 65535;
 }
+
 struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 {
 	struct cli_live *l = calloc(1, sizeof *l);
@@ -211,6 +212,12 @@ struct cli_live *cli_live_bind(const struct cli_live_opts *o)
 	if (!strncmp(a, "unix:", 5) || a[0] == '/' || a[0] == '.') {
 		const char *path = strncmp(a, "unix:", 5) ? a : a + 5;
 		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		if (!*path) {
+			/* an empty sun_path would bind an abstract socket, which
+			 * has no file mode: anyone on the machine could connect */
+			cli_error("--http: 'unix:' needs a socket path");
+			goto fail;
+		}
 		if (strlen(path) >= sizeof un.sun_path) {
 			cli_error("--http: socket path '%s' is too long", path);
 			goto fail;

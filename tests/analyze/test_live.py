@@ -1061,16 +1061,19 @@ def test_remote(suite):
         problems.append("0.0.0.0 without --http-allow-remote: status %d, stdout %r, %r" %
                         (rc, out, err))
     logs = [err.decode()]
-    # a port past 65535 (getaddrinfo takes 99999 as 99999 - 65536)
+    # bad addresses: a port past 65535 (getaddrinfo takes 99999 as 99999 - 65536)
     for flag, addr in (("--http", "127.0.0.1:99999"), ("--http", "127.0.0.1:8o80"),
-                       ("--push", "http://127.0.0.1:70000")):
+                       ("--push", "http://127.0.0.1:70000"),
+                       # an empty path: an abstract socket, which no file mode guards
+                       ("--http", "unix:")):
         rc, out, err = run_tests.run([suite.heaptrail, "run", "-o", os.path.join(work, "p"),
                                       flag, addr, "--", prog], stdin=b"quit\n",
                                      env=run_tests.RUN_ENV, timeout=60)
         lines = run_tests.stderr_lines(err)
-        if rc != 2 or out or len(lines) != 1 or b"port" not in err:
+        want = b"socket path" if addr == "unix:" else b"port"
+        if rc != 2 or out or len(lines) != 1 or want not in err:
             problems.append("%s %s: status %d, stdout %r, stderr %r (want one line about "
-                            "the port, exit 2)" % (flag, addr, rc, out, err))
+                            "the %s, exit 2)" % (flag, addr, rc, out, err, want.decode()))
         logs.append(err.decode())
     return problems, logs
 
