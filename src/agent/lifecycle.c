@@ -146,8 +146,12 @@ static void fork_child(void)
 	agent_tls.rng = 0;  /* draw different samples from the parent */
 	agent_sample_forked();
 	agent_heapprofile_forked();
-	agent_triggers_start();
-	if (!agent_config.follow_children)
+	/* a child of a detached process is as inert as its parent: no
+	 * timeline, no dumps, no report (every fork wrote a timeline file
+	 * into the old output directory, for as long as the process ran) */
+	if (agent_attach_reports())
+		agent_triggers_start();
+	if (!agent_config.follow_children || !agent_attach_reports())
 		reports_enabled = false;
 	agent_hooks_fork_done();
 }

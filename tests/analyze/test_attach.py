@@ -19,6 +19,10 @@ commands on stdin).
                     and the attach added no thread to the process
     attach:loop     attach, dump, detach, N times (HEAPTRAIL_ATTACH_LOOPS,
                     default 10): no hang, no crash, output unchanged
+    attach:detach-forks  a shell that forks /bin/true every 50 ms,
+                    attached then detached: after the detach its children
+                    write nothing (each wrote a timeline file into the
+                    output directory, for as long as the shell ran)
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
     attach:crash    a process killed by SIGSEGV while attached writes its
@@ -405,6 +409,36 @@ def test_loop(suite):
                % (len(stopped), sorted(stopped)[len(stopped) // 2], max(stopped))] \
         if stopped else []
     return problems, details
+
+
+def test_detach_forks(suite):
+    work, _ = build(suite)
+    out = run_tests.fresh_dir(os.path.join(work, "detach-forks"))
+    os.rmdir(out)
+    sh = subprocess.Popen(["/bin/bash", "-c", "while sleep 0.05; do /bin/true; done"],
+                          env=run_tests.RUN_ENV)
+    problems = []
+    try:
+        time.sleep(0.3)
+        rc, _, err = heaptrail(suite, "attach", "-o", out, str(sh.pid))
+        if not expect_ok(problems, "attach", rc, err):
+            return problems, []
+        time.sleep(0.5)
+        rc, _, err = heaptrail(suite, "detach", str(sh.pid))
+        if not expect_ok(problems, "detach", rc, err):
+            return problems, []
+        time.sleep(0.3)  # a fork under way at the detach
+        before = sorted(os.listdir(out))
+        time.sleep(1.5)  # some 25 forks
+        after = sorted(os.listdir(out))
+        if after != before or sh.poll() is not None:
+            problems.append("after the detach: %d files, then %d (new: %s); shell %s" % (
+                len(before), len(after), sorted(set(after) - set(before))[:5],
+                "running" if sh.poll() is None else "exited %s" % sh.returncode))
+    finally:
+        sh.kill()
+        sh.wait()
+    return problems, ["%d files" % len(os.listdir(out))]
 
 
 def blocks_at(records, fn):
@@ -906,6 +940,7 @@ def collect(suite):
             ("attach:plugin", lambda: test_plugin(suite)),
             ("attach:loop", lambda: test_loop(suite)),
             ("attach:exit", lambda: test_exit(suite)),
+            ("attach:detach-forks", lambda: test_detach_forks(suite)),
             ("attach:crash", lambda: test_crash(suite)),
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
