@@ -29,6 +29,8 @@ AGENT_CALLER_ENTRY(heaptrail_leak_check, agent_api_leak_check, AGENT_CALLER_RETU
 
 __attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs, uintptr_t sp)
 {
+	if (!agent_config.leak_kinds)
+		return -ENOTSUP;  /* as heaptrail.h says: the program asked for kinds */
 	return agent_leak_check(flags, sp, regs, AGENT_CALLER_NREGS);
 }
 

@@ -324,6 +324,23 @@ out:
 	return ret;
 }
 
+/* The process is gone, or a zombie: no check will come. */
+static bool process_ended(long pid)
+{
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	size_t len;
+	char *stat = cli_read_proc(pid, "stat", &len);
+	if (!stat)
+		return errno == ENOENT;
+	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
+	 * last ')' */
+	const char *close = strrchr(stat, ')');
+	bool zombie = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+	free(stat);
+	return zombie;
+}
+
 int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
 			 char *path, size_t cap, char *why, size_t whycap)
 {
@@ -346,6 +363,10 @@ int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_
 			snprintf(path, cap, "%s/" FMT_FILE_PREFIX ".%ld." FMT_LEAKS_CHECK "%u" FMT_LEAKS_SUFFIX,
 				 dir, pid, n);
 			break;
+		}
+		if (process_ended(pid) && last_check(dir, pid) == n) {
+			snprintf(why, whycap, "process %ld ended before it wrote its leak check", pid);
+			return -1;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms) {

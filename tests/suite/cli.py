@@ -1032,24 +1032,8 @@ class Cli:
         only what increased."""
         prog = self.build_prog(self.specs["delta_leak_server"], "fp")
         problems = []
-        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o", out, "--",
-                              prog], stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, cwd=work)
+        p, child = self.server_under_heaptrail(prog, work, out)
         try:
-            child = None
-            for _ in range(200):
-                try:
-                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                        kids = f.read().split()
-                except OSError:
-                    kids = []
-                if kids and os.path.exists(os.path.join(out)):
-                    child = int(kids[0])
-                    with open("/proc/%d/maps" % child) as f:
-                        if "libheaptrail" in f.read():
-                            break
-                time.sleep(0.02)
             if child is None:
                 return ["the server under heaptrail did not start"]
             checks = []
@@ -1082,6 +1066,73 @@ class Cli:
         if p.returncode != 0:
             problems.append("the server exited with %d" % p.returncode)
         problems += self.leaks_pid_hostile(work, out + "-hostile")
+        problems += self.leaks_pid_sampled(work, out + "-sampled", prog)
+        return problems
+
+    def server_under_heaptrail(self, prog, work, out, extra=()):
+        """heaptrail run [extra] -o out -- prog, its stdin a pipe: (the
+        Popen, the program's pid once the agent is in it, or None)."""
+        p = subprocess.Popen([self.heaptrail, "run", "-q", "-o", out] +
+                             list(extra) + ["--", prog], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, cwd=work)
+        for _ in range(200):
+            try:
+                with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            if kids and os.path.exists(out):
+                try:
+                    with open("/proc/%s/maps" % kids[0]) as f:
+                        if "libheaptrail" in f.read():
+                            return p, int(kids[0])
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        return p, None
+
+    def leaks_pid_sampled(self, work, out, prog):
+        """`heaptrail leaks PID` on a sampled process answers at once with
+        what is in use (it waited out its whole timeout: the agent wrote
+        no check without leak kinds); on a process that ends before it
+        can answer (stopped, then killed), it says so at once."""
+        problems = []
+        p, child = self.server_under_heaptrail(prog, work, out, ["--sample", "64k"])
+        try:
+            if child is None:
+                return ["sampled: the server under heaptrail did not start"]
+            t0 = time.time()
+            rc, o, e = run([self.heaptrail, "leaks", "--timeout", "30", "--json",
+                            str(child)], cwd=work)
+            took = time.time() - t0
+            if rc != 0 or took > 10:
+                problems.append("leaks on a sampled process: status %d after %.1f s: %s" % (
+                    rc, took, short(e)))
+            else:
+                obj = wrap(json.loads(o))[0]
+                if (obj.get("check") or {}).get("number") != 1 or classified(obj):
+                    problems.append("leaks on a sampled process: check %r, classified %s" % (
+                        obj.get("check"), classified(obj)))
+            os.kill(child, signal.SIGSTOP)
+            waiter = subprocess.Popen([self.heaptrail, "leaks", "--timeout", "60",
+                                       str(child)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, cwd=work)
+            time.sleep(0.5)
+            os.kill(child, signal.SIGKILL)
+            t0 = time.time()
+            try:
+                _, e = waiter.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                waiter.kill()
+                _, e = waiter.communicate()
+            took = time.time() - t0
+            if waiter.returncode == 0 or took > 10 or b"ended before" not in e:
+                problems.append("leaks on a process killed while it waited: status %d "
+                                "%.1f s after the kill: %s" % (waiter.returncode, took, short(e)))
+        finally:
+            p.stdin.close()
+            p.wait(timeout=30)
         return problems
 
     def leaks_pid_hostile(self, work, out):
