@@ -41,7 +41,8 @@ int heaptrail_leak_check(int flags) __attribute__((weak));
 /* Writes a heap profile now (gperftools' text layout with the sampled
  * header, which jeprof and pprof read) to path, or, when path is NULL, to
  * PREFIX.PID.SEQ.api.heap in the output directory. Returns 0 or a
- * negative errno. */
+ * negative errno (-ENOTCONN once `heaptrail detach` has made the agent
+ * inert). */
 int heaptrail_dump(const char *path) __attribute__((weak));
 
 /* Restarts the allocated-so-far counts of every call site (what "alloc"

@@ -40,6 +40,7 @@
 #include "agent/writer.h"
 #include "agent/buildid.h"
 #include "agent/procmaps.h"
+#include "agent/startup.h"
 #include "format/options.h"
 #include "agent/banned.h"
 
@@ -193,6 +194,8 @@ static int dump_now(const char *path, const char *kind)
 {
 	char name[4352];
 	int err = 0;
+	if (!agent_attach_reports())
+		return -ENOTCONN;  /* detached: nothing recorded since, no dump */
 	if (atomic_exchange(&dumping, 1))
 		return -EBUSY;
 	int saved_busy = agent_tls.busy;

@@ -646,7 +646,7 @@ static atomic_int check_running;
  * exit report then does: `heaptrail leaks PID` waited out its timeout. */
 int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
 {
-	if (!reports_enabled)
+	if (!reports_enabled || !agent_attach_reports())  /* detached: inert */
 		return -ENOTSUP;
 	if (atomic_exchange(&check_running, 1))
 		return -EBUSY;

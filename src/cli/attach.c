@@ -1270,6 +1270,11 @@ int cmd_dump(int argc, char **argv)
 	double ms;
 	if (call_agent(pid, "heaptrail_dump", NULL, NULL, &r, &ms))
 		return 1;
+	if (r == -ENOTCONN) {
+		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
+			  "record again", pid, pid);
+		return 1;
+	}
 	if (r) {
 		cli_error("process %ld could not write a heap dump: %s", pid, strerror(-r));
 		return 1;

@@ -291,6 +291,7 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
 	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
 		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
+
 	if (!dir) {
 		/* without an output directory the agent writes into its cwd */
 		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
@@ -371,7 +372,8 @@ int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms) {
 			snprintf(why, whycap, "process %ld wrote no leak check within %ld ms (is it "
-				 "stopped, or blocking signal %d?)", pid, timeout_ms, sig);
+				 "stopped, blocking signal %d, or detached from heaptrail?)", pid,
+				 timeout_ms, sig);
 			return -1;
 		}
 		usleep(20 * 1000);

@@ -22,7 +22,8 @@ commands on stdin).
     attach:detach-forks  a shell that forks /bin/true every 50 ms,
                     attached then detached: after the detach its children
                     write nothing (each wrote a timeline file into the
-                    output directory, for as long as the shell ran)
+                    output directory, for as long as the shell ran), and
+                    `heaptrail dump PID` is refused (it wrote a frozen dump)
     attach:exit     a process that exits while attached writes its exit
                     report (with the blocks allocated since the attach only)
     attach:crash    a process killed by SIGSEGV while attached writes its
@@ -435,6 +436,11 @@ def test_detach_forks(suite):
             problems.append("after the detach: %d files, then %d (new: %s); shell %s" % (
                 len(before), len(after), sorted(set(after) - set(before))[:5],
                 "running" if sh.poll() is None else "exited %s" % sh.returncode))
+        # a dump of a detached process is refused, not a frozen snapshot
+        rc, _, err = heaptrail(suite, "dump", str(sh.pid))
+        one_line_error(problems, "dump after detach", rc, err, r"was detached from heaptrail")
+        if sorted(os.listdir(out)) != after:
+            problems.append("dump after detach wrote %s" % sorted(set(os.listdir(out)) - set(after)))
     finally:
         sh.kill()
         sh.wait()
