@@ -277,7 +277,8 @@ static void render_process(FILE *out, const struct prof_process *p,
 	}
 	if (p->pool_filter)
 		fprintf(out, "   (the records and kinds above are those of pool %s and the pools "
-			"under it)\n", p->pool_filter);
+			"under it; heap usage and what is in use, the whole process's)\n",
+			p->pool_filter);
 	if (!o->summary_only)
 		render_pools(out, p);
 	if (l->allocator_bypassed)
