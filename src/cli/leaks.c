@@ -265,6 +265,23 @@ int cli_agent_signal(const struct cli_agent *a, int value, bool quiet)
 	return sigqueue((pid_t)a->pid, a->sig, val);
 }
 
+/* The process is gone, or a zombie: no check will come. */
+static bool process_ended(long pid)
+{
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	size_t len;
+	char *stat = cli_read_proc(pid, "stat", &len);
+	if (!stat)
+		return errno == ENOENT;
+	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
+	 * last ')' */
+	const char *close = strrchr(stat, ')');
+	bool zombie = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+	free(stat);
+	return zombie;
+}
+
 int cli_agent_open(long pid, struct cli_agent *a)
 {
 	int ret = -1;
@@ -278,6 +295,10 @@ int cli_agent_open(long pid, struct cli_agent *a)
 			cli_error("no process %ld", pid);
 		else
 			cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
+		goto out;
+	}
+	if (!*maps && process_ended(pid)) {
+		cli_error("process %ld is a zombie (it has exited; its parent has not reaped it)", pid);
 		goto out;
 	}
 	/* Never signal a process without the agent: the signal would kill it. */
@@ -325,22 +346,6 @@ out:
 	return ret;
 }
 
-/* The process is gone, or a zombie: no check will come. */
-static bool process_ended(long pid)
-{
-	if (kill((pid_t)pid, 0) && errno == ESRCH)
-		return true;
-	size_t len;
-	char *stat = cli_read_proc(pid, "stat", &len);
-	if (!stat)
-		return errno == ENOENT;
-	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
-	 * last ')' */
-	const char *close = strrchr(stat, ')');
-	bool zombie = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-	free(stat);
-	return zombie;
-}
 
 int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
 			 char *path, size_t cap, char *why, size_t whycap)

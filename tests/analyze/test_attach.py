@@ -746,6 +746,8 @@ def test_errors(suite):
     time.sleep(0.3)  # exited, not reaped: a zombie
     rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "e1"), str(z.pid))
     one_line_error(problems, "zombie", rc, err, r"zombie")
+    rc, _, err = heaptrail(suite, "leaks", str(z.pid))
+    one_line_error(problems, "leaks: zombie", rc, err, r"is a zombie")
     z.wait()
     for d in ("e0", "e1"):
         if os.path.exists(os.path.join(work, d)):
