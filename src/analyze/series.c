@@ -49,15 +49,54 @@ static int by_time(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n >= m && !strcmp(s + n - m, suf);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends s (owned; NULL: out of memory) to *list. 0 or -ENOMEM. */
+static int push(char ***list, size_t *n, size_t *cap, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 8;
+		char **nl = realloc(*list, c * sizeof *nl);
+		if (!nl) {
+			free(s);
+			return -ENOMEM;
+		}
+		*list = nl;
+		*cap = c;
+	}
+	(*list)[(*n)++] = s;
+	return 0;
+}
+
+int prof_dir_names(const char *dir, bool (*keep)(const char *name, long arg), long arg,
+		   char ***names, size_t *n)
+{
+	size_t cap = 0;
+	int rc = 0;
+	*names = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	for (struct dirent *e; !rc && (e = readdir(d));)
+		if (keep(e->d_name, arg))
+			rc = push(names, n, &cap, strdup(e->d_name));
+	closedir(d);
+	if (!rc)
+		qsort(*names, *n, sizeof **names, cmp_str);
+	return rc;
+}
+
+static bool is_dump_name(const char *name, long arg)
+{
+	(void)arg;
+	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
+	return name[0] != '.' && n >= k && !strcmp(name + n - k, FMT_HEAP_SUFFIX);
 }
 
 int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
@@ -72,52 +111,27 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 	*n = 0;
 	*err_file = NULL;
 	for (size_t i = 0; i < npaths; i++) {
-		DIR *dir = opendir(paths[i]);
-		if (!dir) {
-			if (errno != ENOTDIR) {
-				rc = -errno;
-				*err = strerror(errno);
-				snprintf(errbuf, sizeof errbuf, "%s", paths[i]);
-				*err_file = errbuf;
-				goto out;
-			}
-			if (nlist == cap) {
-				cap = cap ? 2 * cap : 64;
-				char **nl = realloc(list, cap * sizeof *nl);
-				if (!nl)
-					goto nomem;
-				list = nl;
-			}
-			if (!(list[nlist] = strdup(paths[i])))
+		char **names;
+		size_t nnames;
+		int r = prof_dir_names(paths[i], is_dump_name, 0, &names, &nnames);
+		if (r == -ENOTDIR) {
+			if (push(&list, &nlist, &cap, strdup(paths[i])))
 				goto nomem;
-			nlist++;
 			continue;
 		}
-		struct dirent *e;
-		size_t first = nlist;
-		while ((e = readdir(dir))) {
-			if (!has_suffix(e->d_name, FMT_HEAP_SUFFIX) || e->d_name[0] == '.')
-				continue;
-			if (nlist == cap) {
-				cap = cap ? 2 * cap : 64;
-				char **nl = realloc(list, cap * sizeof *nl);
-				if (!nl) {
-					closedir(dir);
-					goto nomem;
-				}
-				list = nl;
-			}
-			if (asprintf(&list[nlist], "%s/%s", paths[i], e->d_name) < 0) {
-				closedir(dir);
-				goto nomem;
-			}
-			nlist++;
+		for (size_t k = 0; !r && k < nnames; k++) {
+			char *path;
+			r = push(&list, &nlist, &cap,
+				 asprintf(&path, "%s/%s", paths[i], names[k]) < 0 ? NULL : path);
 		}
-		closedir(dir);
-		qsort(list + first, nlist - first, sizeof *list, cmp_str);
-		if (nlist == first) {
-			rc = -ENOENT;
-			*err = "no heap dumps (*.heap) in this directory";
+		for (size_t k = 0; k < nnames; k++)
+			free(names[k]);
+		free(names);
+		if (r == -ENOMEM)
+			goto nomem;
+		if (r || !nnames) {
+			rc = r ? r : -ENOENT;
+			*err = r ? strerror(-r) : "no heap dumps (*.heap) in this directory";
 			snprintf(errbuf, sizeof errbuf, "%s", paths[i]);
 			*err_file = errbuf;
 			goto out;

@@ -5,7 +5,15 @@
 #ifndef HEAPTRAIL_ANALYZE_SERIES_H
 #define HEAPTRAIL_ANALYZE_SERIES_H
 
+#include <stdbool.h>
+
 #include "analyze/load.h"
+
+/* The names in dir that keep(name, arg) accepts, sorted, in *names (*n of
+ * them; the caller frees each and the array, also on failure). Returns 0,
+ * or -errno from opendir (-ENOTDIR: not a directory), or -ENOMEM. */
+int prof_dir_names(const char *dir, bool (*keep)(const char *name, long arg), long arg,
+		   char ***names, size_t *n);
 
 /* Lists the dumps (*.heap files) in dir, or the given paths, sorted by
  * the time they were taken (their ms, else their sequence number in the

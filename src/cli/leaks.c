@@ -312,7 +312,6 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
 	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
 		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
-
 	if (!dir) {
 		/* without an output directory the agent writes into its cwd */
 		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
@@ -345,7 +344,6 @@ out:
 	free(maps);
 	return ret;
 }
-
 
 int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
 			 char *path, size_t cap, char *why, size_t whycap)

@@ -177,7 +177,6 @@ static bool is_loopback(const struct sockaddr *sa)
 
 static int push_parse(struct cli_live *l, const struct cli_live_opts *o);
 
-
 /* A port as given: decimal digits, 0 to 65535 (getaddrinfo would take
  * 99999 and use 99999 - 65536). */
 static bool port_ok(const char *s)

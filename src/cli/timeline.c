@@ -4,7 +4,6 @@
  * two as near, the one holding more). Nearest in time, not holding the
  * most: a sampled dump's total is an estimate, and a noisy one can make
  * a dump far from the peak look the largest. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include "analyze/aggregate.h"
 #include "analyze/load.h"
+#include "analyze/series.h"
 #include "analyze/timeline.h"
 #include "cli/cli.h"
 #include "format/vocab.h"
@@ -87,49 +87,6 @@ static bool is_dump_of(const char *name, long pid)
 	return !strncmp(name, prefix, (size_t)m);
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in dir that keep(name, pid) accepts, sorted, in *names (*n of
- * them; the caller frees each and the array, also on failure). Returns 0,
- * or -errno from opendir, or -ENOMEM. */
-static int dir_names(const char *dir, bool (*keep)(const char *, long), long pid,
-		     char ***names, size_t *n)
-{
-	size_t cap = 0;
-	int rc = 0;
-	*names = NULL;
-	*n = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!keep(e->d_name, pid))
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			char **nn = realloc(*names, cap * sizeof *nn);
-			if (!nn) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			*names = nn;
-		}
-		if (!((*names)[*n] = strdup(e->d_name))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		++*n;
-	}
-	qsort(*names, *n, sizeof **names, cmp_name);
-out:
-	closedir(d);
-	return rc;
-}
-
 static bool is_timeline(const char *name, long pid)
 {
 	return name_pid(name) >= 0;
@@ -166,7 +123,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 		ret = 0;
 		goto out;
 	}
-	int rc = dir_names(dir, is_timeline, -1, &names, &n);
+	int rc = prof_dir_names(dir, is_timeline, -1, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
@@ -246,7 +203,7 @@ static int peak_dump(const char *dir, long pid, int64_t peak_ms,
 	struct prof_load_opts shared = *lo;
 	struct prof_sym_cache *cache = NULL;
 	*ndumps = 0;
-	int rc = dir_names(dir, is_dump_of, pid, &names, &n);
+	int rc = prof_dir_names(dir, is_dump_of, pid, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;

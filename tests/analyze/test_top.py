@@ -204,13 +204,20 @@ def test_diff_pprof(suite):
     return problems, ["heaptrail diff:\n" + out, "pprof -base:\n" + ref["text"]]
 
 
-def test_first_dump(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "first-dump"))
-    prog = os.path.join(work, "first_dump")
+def api_prog(suite, name, tag):
+    """(a fresh work directory for tag, tests/analyze/progs/NAME.c built
+    there against include/heaptrail.h)"""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", tag))
+    prog = os.path.join(work, name)
     rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(common.ROOT, "include"),
-                         "-o", prog, os.path.join(common.HERE, "progs", "first_dump.c")])
+                         "-o", prog, os.path.join(common.HERE, "progs", name + ".c")])
     if rc != 0:
-        raise Failure("cc first_dump.c: %s" % rt.short(err))
+        raise Failure("cc %s.c: %s" % (name, rt.short(err)))
+    return work, prog
+
+
+def test_first_dump(suite):
+    work, prog = api_prog(suite, "first_dump", "first-dump")
     first, later = os.path.join(work, "first.heap"), os.path.join(work, "later.heap")
     rc, _, err = rt.run([suite.heaptrail, "run", "--sample", "1", "-o", os.path.join(work, "out"),
                          "--", prog, first, later])
@@ -406,12 +413,7 @@ def test_dump_metadata(suite):
 
 
 def test_fork_seq(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "fork-seq"))
-    prog = os.path.join(work, "fork_dumps")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(common.ROOT, "include"),
-                         "-o", prog, os.path.join(common.HERE, "progs", "fork_dumps.c")])
-    if rc != 0:
-        raise Failure("cc fork_dumps.c: %s" % rt.short(err))
+    work, prog = api_prog(suite, "fork_dumps", "fork-seq")
     out = os.path.join(work, "out")
     rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
     if rc != 0 or not stdout.strip().isdigit():

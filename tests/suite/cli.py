@@ -1077,11 +1077,7 @@ class Cli:
                              stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, cwd=work)
         for _ in range(200):
-            try:
-                with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                    kids = f.read().split()
-            except OSError:
-                kids = []
+            kids = children(p.pid)
             if kids and os.path.exists(out):
                 try:
                     with open("/proc/%s/maps" % kids[0]) as f:
@@ -1147,11 +1143,7 @@ class Cli:
         try:
             child = None
             for _ in range(200):
-                try:
-                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                        kids = f.read().split()
-                except OSError:
-                    kids = []
+                kids = children(p.pid)
                 if kids:
                     try:
                         with open("/proc/%d/status" % int(kids[0])) as f:
@@ -1181,3 +1173,12 @@ class Cli:
             problems.append("hostile: the program ended with %d, stdout %r" %
                             (p.returncode, o))
         return problems
+
+
+def children(pid):
+    """The pids of pid's children (strings; [] once it is gone)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return f.read().split()
+    except OSError:
+        return []
