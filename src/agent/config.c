@@ -8,6 +8,9 @@
  *
  * output           directory for the agent's files (default: current dir)
  * prefix           path prefix of heap dump names (default OUTPUT/heaptrail)
+ *                  Both are read against the working directory at start-up
+ *                  (resolve_at_start): a program that changes directory
+ *                  later still writes where it was told.
  * sample           mean bytes between sampled allocations (k/m/g suffixes;
  *                  default 512k, as jemalloc and Go); 1 = every allocation
  *                  (exact mode, needed for leak classification); auto =
@@ -81,6 +84,8 @@
  */
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -308,6 +313,37 @@ void agent_config_load(void)
 	agent_config_load_from(getenv("HEAPTRAIL_OPTIONS"), getenv("HEAPTRAIL_OUTPUT"));
 }
 
+/* Makes path (a directory, or a prefix of file names when prefix) absolute
+ * against the working directory now: files written later, at exit, go where
+ * the options said when the process started, even if it has changed
+ * directory since (daemons chdir("/")). An empty output is the working
+ * directory itself; an empty prefix stays empty (OUTPUT/heaptrail). When
+ * the working directory cannot be named (removed, outside a chroot) or the
+ * whole would not fit, path stays as it was and is read against the
+ * working directory of the moment. */
+static void resolve_at_start(char *path, size_t cap, bool prefix)
+{
+	if (path[0] == '/' || (prefix && !path[0]))
+		return;
+	char cwd[4096];
+	long n = syscall(SYS_getcwd, cwd, sizeof cwd);
+	if (n <= 1 || cwd[0] != '/')  /* "(unreachable)...": not a path */
+		return;
+	size_t c = agent_strlen(cwd), p = agent_strlen(path);
+	if (!p) {  /* output "": the working directory */
+		agent_strlcpy(path, cwd, cap);
+		return;
+	}
+	bool slash = cwd[c - 1] != '/';
+	if (c + slash + p + 1 > cap)
+		return;
+	for (size_t i = p + 1; i-- > 0;)  /* overlapping: from the end */
+		path[c + slash + i] = path[i];
+	agent_memcpy(path, cwd, c);
+	if (slash)
+		path[c] = '/';
+}
+
 void agent_config_load_from(const char *s, const char *out)
 {
 	agent_config.stop_signal = SIGRTMAX - 1;
@@ -319,6 +355,8 @@ void agent_config_load_from(const char *s, const char *out)
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);
+	resolve_at_start(agent_config.output, sizeof agent_config.output, false);
+	resolve_at_start(agent_config.prefix, sizeof agent_config.prefix, true);
 	if (agent_config.sample_auto)
 		agent_config.sample = AGENT_SAMPLE_AUTO_MIN;
 	if (agent_config.sample == 0)

@@ -42,8 +42,11 @@ struct agent_config {
 	int error_exitcode;      /* exit status when the exit report cannot be
 				  * written; 0 = keep the program's */
 	char run_id[64];         /* the run these files belong to ("" = none) */
-	char output[4096];       /* directory for files; "" = current directory */
-	char prefix[4096];       /* dump name prefix; "" = OUTPUT/heaptrail */
+	char output[4096];       /* directory for files, made absolute at start-up
+				  * ("" = the working directory then; still ""
+				  * or relative only when it cannot be named) */
+	char prefix[4096];       /* dump name prefix ("" = OUTPUT/heaptrail),
+				  * absolute like output */
 	/* allocator functions by name (KIND_fn=SPEC, format/fnspec.h): one
 	 * "KIND SPEC\n" line each, in the order given, each already parsed
 	 * once (well-formed); fnhook.c hooks them at start-up */

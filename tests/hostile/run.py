@@ -96,6 +96,10 @@ and the runner's own cases, on simple_leak.c and the others:
   hostile:run:stale-dir  -o DIR holding an earlier run's report and a
                     garbage .leaks file: either a clear refusal before
                     the program starts, or only this run's report
+  hostile:run:relative-output  the agent alone with a relative output=
+                    (and prefix=, and none) in a program that changes
+                    directory before exit: its files go where the options
+                    said at start-up
   hostile:run:leak-check-signal  leak_check_signal given as key:value,
                     and twice: `heaptrail leaks` sends the right signal
                     and the program survives
@@ -1173,6 +1177,54 @@ class Hostile:
         details.append(run_tests.short(err, 500))
         return problems, details
 
+    def case_relative_output(self):
+        """The agent alone (LD_PRELOAD, no `heaptrail run`) with a relative
+        output= (and a relative prefix=, and none at all), in a program
+        that changes directory before it exits: the report, the final
+        dump and the timeline go where the options said at start-up, and
+        nothing into the new working directory (a copy of every directory
+        waits there, so a report written against the new cwd would land
+        rather than fail)."""
+        problems, details = [], []
+        prog = self.simple()
+        brc, bout, _ = self.bare(self.progs["simple_leak"], ("", []))
+        agent = os.path.join(self.build, "libheaptrail.so")
+        for tag, opts, where in (
+                ("output", "output=out", "out"),
+                ("prefix", "output=out,prefix=pre/d", "pre"),
+                ("none", "", ".")):
+            w = self.work("relative-output-" + tag)
+            away = os.path.join(w, "away")
+            for d in (w, away):
+                for sub in ("out", "pre"):
+                    os.makedirs(os.path.join(d, sub), exist_ok=True)
+            env = dict(run_tests.RUN_ENV, LD_PRELOAD=agent,
+                       HEAPTRAIL_OPTIONS="sample=1,final=1,timeline=5" +
+                       ("," + opts if opts else ""))
+            rc, out, err, _ = run_group([prog, "sleep", "30", "chdir", away],
+                                        w, 30, env=env)
+            same_behaviour(tag, (rc, out), (brc, bout), problems, err)
+            def ours(d):
+                return sorted(f for f in os.listdir(d)
+                              if f.startswith(("heaptrail.", "d.")))
+            got = ours(os.path.join(w, where))
+            for kind in (".leaks", ".final.heap", ".timeline"):
+                want = "report" if kind == ".leaks" else kind[1:]
+                # the dumps follow prefix=, the rest output=
+                if tag == "prefix" and kind != ".final.heap":
+                    continue
+                if not any(f.endswith(kind) for f in got):
+                    problems.append("%s: no %s in %s (%s)" % (
+                        tag, want, where, run_tests.short(err, 200)))
+            stray = [os.path.join(r, f) for r, _, fs in os.walk(away)
+                     for f in fs]
+            if stray:
+                problems.append("%s: written into the new working directory:"
+                                " %s" % (tag, ", ".join(
+                                    os.path.relpath(x, w) for x in stray)))
+            details.append("%s: %s; %s" % (tag, got, run_tests.short(err, 300)))
+        return problems, details
+
     def case_leak_check_signal(self):
         """leak_check_signal given as key:value and twice (the last wins):
         `heaptrail leaks` must send the signal the agent listens on."""
@@ -1260,6 +1312,7 @@ def collect(suite):
                      ("stale-dir", h.case_stale_dir),
                      ("exit-race-loop", h.case_exit_race_loop),
                      ("leak-check-signal", h.case_leak_check_signal),
+                     ("relative-output", h.case_relative_output),
                      ("analyzers-devzero", h.case_analyzers)):
         tests.append(("hostile:run:" + name, fn))
     return tests

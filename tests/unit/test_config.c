@@ -8,7 +8,8 @@
  * lg_ values); a key given twice (the last well-formed value wins, a
  * malformed one is ignored); ranges (depth, peak_step, timeline,
  * error_exitcode); signals by number and name, faults refused; the run
- * id's characters; HEAPTRAIL_OUTPUT winning over output=; sample=0 read
+ * id's characters; HEAPTRAIL_OUTPUT winning over output=; output= and
+ * prefix= made absolute against the working directory; sample=0 read
  * as exact mode; sample=auto (8 KiB to start, a later size wins); classification off whenever sampling; and one stderr
  * line per ignored option, naming it.
  *
@@ -106,7 +107,11 @@ int main(void)
 	EQ(agent_config.stop_signal, SIGRTMAX - 1, "stop_signal");
 	EQ(agent_config.leak_kinds, 0, "leak_kinds (sampling: no classification)");
 	EQ(agent_config.error_exitcode, 0, "error_exitcode");
-	STR(agent_config.output, "", "output");
+	char cwd[4096], want[4200];
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, "?");
+	STR(agent_config.output, cwd, "output (the working directory at start-up)");
+	STR(agent_config.prefix, "", "prefix");
 	STR(agent_config.run_id, "", "run");
 	EQ(err_text[0], 0, "nothing on stderr");
 
@@ -247,6 +252,14 @@ int main(void)
 	opts = long_id;
 	load(opts, NULL);
 	STR(agent_config.run_id, "", "run (64 characters: too long)");
+
+	/* relative paths are read against the working directory at start-up */
+	opts = "output=rel/dir,prefix=p/x";
+	load(opts, NULL);
+	snprintf(want, sizeof want, "%s/rel/dir", cwd);
+	STR(agent_config.output, want, "output");
+	snprintf(want, sizeof want, "%s/p/x", cwd);
+	STR(agent_config.prefix, want, "prefix");
 
 	/* HEAPTRAIL_OUTPUT wins, and may hold commas */
 	opts = "output=/a";

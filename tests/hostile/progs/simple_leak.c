@@ -4,7 +4,8 @@
  * timeout): one block definitely lost, one still reachable.  With an
  * argument "marker FILE" it first creates FILE (so the runner can tell
  * whether it was started at all); with "sleep MS" it sleeps before
- * exiting; "pidfile FILE" writes its pid there.
+ * exiting; "pidfile FILE" writes its pid there; "chdir DIR" changes
+ * directory (as daemons do before they exit).
  *
  * Expected: 2,500 bytes in 1 block definitely lost, 40 bytes in 1 block
  * still reachable.
@@ -29,6 +30,8 @@ int main(int argc, char **argv)
 			fclose(f);
 		} else if (!strcmp(argv[i], "sleep"))
 			nap_ms(atol(argv[i + 1]));
+		else if (!strcmp(argv[i], "chdir") && chdir(argv[i + 1]))
+			die("chdir %s", argv[i + 1]);
 	}
 	STORE(reachable, malloc(40));
 	memset(reachable, 1, 40);
