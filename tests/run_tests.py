@@ -207,7 +207,8 @@ def collect_tests(suite):
                  "no-follow-children", "leaks-pid", "gen-suppressions",
                  "agent-files", "threads-seen", "timeline-step", "report-lost",
                  "same-as-bare", "fault-signal", "other-allocator",
-                 "cancel-in-dump", "stop-transparent", "output-paths") + HOST_TESTS:
+                 "cancel-in-dump", "stop-transparent", "output-paths",
+                 "output-modes") + HOST_TESTS:
         tests.append(("cli:" + name, lambda n=name: suite.test_cli(n)))
     # The long ones first, so the two workers end together.
     for name in ("accuracy", "accuracy-auto", "cache", "run-flags", "timeline", "transparent",

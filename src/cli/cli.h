@@ -124,7 +124,8 @@ long cli_parse_count(const char *s, long max);
 
 /* Writes len bytes of data to path via a temporary file and a rename
  * (through a symlink to the file it names; straight into a path that is
- * not a regular file, a FIFO or a device). Returns 0 or -errno. */
+ * not a regular file, a FIFO or a device). The file is 0600 whatever the
+ * umask, a file it replaces included. Returns 0 or -errno. */
 int cli_write_file(const char *path, const char *data, size_t len);
 /* 0 when path could be written: its directory exists and path is not a
  * directory; else -errno. Checked before long work (loading a dump,

@@ -257,13 +257,9 @@ int cli_write_file(const char *path, const char *data, size_t len)
 		ret = -errno;
 		goto out;
 	}
-	/* mkostemp makes it 0600; an output file gets the usual mode */
-	mode_t mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, 0666 & ~mask))
-		ret = -errno;
-	if (!ret)
-		ret = write_all(fd, data, len);
+	/* mkostemp makes it 0600, and it stays so whatever the umask: a
+	 * report holds the program's argv, a profile its function names */
+	ret = write_all(fd, data, len);
 	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS)
 		ret = -errno;
 	if (close(fd) && !ret)

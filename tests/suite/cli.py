@@ -451,6 +451,8 @@ class Cli:
                 work, out, one_line_error)
         elif name == "output-paths":
             problems += self.output_paths(work, out)
+        elif name == "output-modes":
+            problems += self.output_modes(work, out)
         elif name == "usage-errors":
             for cmd in ([ht, "run"], [ht, "no-such-command"],
                         [ht, "report", os.path.join(work, "missing")]):
@@ -462,6 +464,61 @@ class Cli:
                            cwd=work)
             one_line_error(rc, e, "missing", "report of a missing directory")
         return problems, []
+
+    def output_modes(self, work, out):
+        """Every file the CLI writes (run --json, which holds the
+        program's argv; pprof, flame, collapsed -o; timeline --svg) is
+        0600 whatever the
+        umask, a new file as well as one that existed (0644) before."""
+        ht = self.heaptrail
+        problems = []
+        prog = self.build_prog(self.specs["leak_one"], "fp")
+        for umask in ("022", "000"):
+            def ht_run(args):
+                return run(["/bin/sh", "-c", 'umask %s; exec "$@"' % umask,
+                            "sh", ht] + args, cwd=work)
+            d = "%s-%s" % (out, umask)
+            j = os.path.join(work, "run-%s.json" % umask)
+            rc, o, e = ht_run(["run", "-q", "--final", "--timeline", "5",
+                               "-o", d, "--json", j, "--", prog, "secret"])
+            dumps = sorted(f for f in os.listdir(d) if f.endswith(".heap")) \
+                if os.path.isdir(d) else []
+            tl = [f for f in os.listdir(d) if f.endswith(".timeline")] \
+                if os.path.isdir(d) else []
+            if not dumps or not tl:
+                raise Failure("run: status %d, dumps %r, timeline %r: %s" % (
+                    rc, dumps, tl, short(e)))
+            dump, timeline = os.path.join(d, dumps[0]), os.path.join(d, tl[0])
+            outputs = [("run --json", j)]
+            for what, args in (("pprof -o", ["pprof", dump, "-o"]),
+                               ("flame -o", ["flame", dump, "-o"]),
+                               ("collapsed -o", ["collapsed", dump, "-o"]),
+                               ("timeline --svg", ["timeline", timeline,
+                                                   "--svg"])):
+                for old in (False, True):
+                    f = os.path.join(work, "%s-%s-%s" % (
+                        what.split()[0], umask, "old" if old else "new"))
+                    if old:
+                        with open(f, "w") as fh:
+                            fh.write("old\n")
+                        os.chmod(f, 0o644)
+                    rc, o, e = ht_run(args + [f])
+                    if rc != 0:
+                        problems.append("umask %s: %s: status %d: %s" % (
+                            umask, what, rc, short(e)))
+                        continue
+                    outputs.append(("%s (%s file)" % (
+                        what, "an existing" if old else "a new"), f))
+            for what, f in outputs:
+                mode = os.stat(f).st_mode & 0o777 if os.path.exists(f) \
+                    else None
+                if mode is None:
+                    problems.append("umask %s: %s wrote nothing" % (umask,
+                                                                   what))
+                elif mode != 0o600:
+                    problems.append("umask %s: %s is %03o, expected 600" % (
+                        umask, what, mode))
+        return problems
 
     def output_paths(self, work, out):
         """-o naming what is not a plain file: a symlink gets the output in
