@@ -216,14 +216,8 @@ static bool apply_one(const struct option *o, const char *val, size_t vlen, bool
 		((char *)&agent_config + o->offset)[vlen] = 0;
 		return true;
 	case T_ID:
-		if (!vlen || vlen >= sizeof agent_config.run_id)
+		if (!fmt_run_id_ok(val, vlen))
 			return false;
-		for (size_t i = 0; i < vlen; i++) {
-			char c = val[i];
-			if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-			      (c >= 'A' && c <= 'Z') || c == '-' || c == '_'))
-				return false;
-		}
 		agent_memcpy((char *)&agent_config + o->offset, val, vlen);
 		((char *)&agent_config + o->offset)[vlen] = 0;
 		return true;

@@ -17,6 +17,7 @@
 #define HEAPTRAIL_AGENT_CONFIG_H
 
 #include "agent/agent.h"
+#include "format/options.h"
 
 struct agent_config {
 	int depth;               /* frames kept per stack */
@@ -41,7 +42,7 @@ struct agent_config {
 	uint64_t timeline_ms;    /* timeline period; 0 = off */
 	int error_exitcode;      /* exit status when the exit report cannot be
 				  * written; 0 = keep the program's */
-	char run_id[64];         /* the run these files belong to ("" = none) */
+	char run_id[FMT_RUN_ID_MAX + 1]; /* the run these files belong to ("" = none) */
 	char output[4096];       /* directory for files, made absolute at start-up
 				  * ("" = the working directory then; still ""
 				  * or relative only when it cannot be named) */

@@ -403,7 +403,7 @@ static int list_files(const char *path, char ***out, size_t *n, const char **err
 }
 
 static int load(struct prof_run *run, const char *path, const char *binary_path,
-		unsigned sym_kinds, const char **err, const char **err_file)
+		unsigned sym_kinds, const char *run_id, const char **err, const char **err_file)
 {
 	static char *failed_file;
 	char **files;
@@ -441,6 +441,12 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 			*err_file = failed_file ? failed_file : path;
 			goto out;
 		}
+		if (run_id && strcmp(p->raw.run, run_id)) {
+			/* another run's, written into the same directory */
+			fmt_leaks_release(&p->raw);
+			memset(p, 0, sizeof *p);
+			continue;
+		}
 		p->file = files[i];
 		files[i] = NULL;
 		run->nprocs++;
@@ -449,6 +455,11 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 			*err = "out of memory";
 			goto out;
 		}
+	}
+	if (run_id && !run->nprocs && !run->nbad) {
+		*err = "no report of this run in directory";
+		ret = -ENOENT;
+		goto out;
 	}
 	qsort(run->procs, run->nprocs, sizeof *run->procs, cmp_proc);
 out:
@@ -463,19 +474,26 @@ out:
 int prof_run_load(struct prof_run *run, const char *path, const char *binary_path,
 		  const char **err, const char **err_file)
 {
-	return load(run, path, binary_path, PROF_KINDS_ALL, err, err_file);
+	return load(run, path, binary_path, PROF_KINDS_ALL, NULL, err, err_file);
 }
 
 int prof_run_load_kinds(struct prof_run *run, const char *path, const char *binary_path,
 			unsigned sym_kinds, const char **err, const char **err_file)
 {
-	return load(run, path, binary_path, sym_kinds, err, err_file);
+	return load(run, path, binary_path, sym_kinds, NULL, err, err_file);
+}
+
+int prof_run_load_of(struct prof_run *run, const char *path, const char *binary_path,
+		     unsigned sym_kinds, const char *run_id, const char **err,
+		     const char **err_file)
+{
+	return load(run, path, binary_path, sym_kinds, run_id, err, err_file);
 }
 
 int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
 		      const char **err_file)
 {
-	return load(run, path, NULL, 0, err, err_file);
+	return load(run, path, NULL, 0, NULL, err, err_file);
 }
 
 void prof_run_release(struct prof_run *run)

@@ -78,6 +78,13 @@ int prof_run_load_raw(struct prof_run *run, const char *path, const char **err,
 int prof_run_load_kinds(struct prof_run *run, const char *path, const char *binary_path,
 			unsigned sym_kinds, const char **err, const char **err_file);
 
+/* prof_run_load_kinds of a directory, keeping only the reports whose run
+ * id (the agent's `run` option) is run_id: runs that share an output
+ * directory each see their own processes. -ENOENT when none is. */
+int prof_run_load_of(struct prof_run *run, const char *path, const char *binary_path,
+		     unsigned sym_kinds, const char *run_id, const char **err,
+		     const char **err_file);
+
 void prof_run_release(struct prof_run *run);
 
 /* Bit masks of enum fmt_kind. */

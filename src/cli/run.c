@@ -493,18 +493,27 @@ static void forward_block(int how, sigset_t *old)
 	sigprocmask(how, &set, old);
 }
 
-/* fmt_options_each's callback: sets *arg when the option is run=. */
-static void note_run_key(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
+/* The run id every file of this run will name: the one HEAPTRAIL_OPTIONS
+ * gives (the last well-formed run=), else a fresh random one, which
+ * *added says child_exec must pass. Chosen before the fork, so the
+ * parent reads back only its own processes' reports. */
+static void choose_run_id(char id[FMT_RUN_ID_MAX + 1], bool *added)
 {
-	(void)val;
-	(void)vlen;
-	if (klen == 3 && !memcmp(key, "run", 3))
-		*(bool *)arg = true;
+	*added = !fmt_run_id(getenv("HEAPTRAIL_OPTIONS"), id);
+	if (!*added)
+		return;
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		r = ((uint64_t)getpid() << 32) ^ (uint64_t)t.tv_sec ^ ((uint64_t)t.tv_nsec << 20);
+	}
+	snprintf(id, FMT_RUN_ID_MAX + 1, "%016llx", (unsigned long long)r);
 }
 
 /* In the child: environment, then exec. On failure, writes errno to fd. */
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
-		       const char *path, int fd)
+		       const char *path, const char *run_id, int fd)
 {
 	char buf[PATH_MAX * 2 + sizeof o->fns], opts[1024 + sizeof o->fns];
 	const char *old = getenv("LD_PRELOAD");
@@ -519,16 +528,10 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",
 			 o->error_exitcode);
 	/* every file of this run names it (a `run ID` line, `run=ID`), with
-	 * the user's id when HEAPTRAIL_OPTIONS gives one */
+	 * the user's id when HEAPTRAIL_OPTIONS gives one (run_id NULL) */
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");
-	bool has_run = false;
-	fmt_options_each(oldopts, note_run_key, &has_run);
-	uint64_t id = 0;
-	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
-		id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-	if (!has_run)
-		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",run=%016llx",
-			 (unsigned long long)id);
+	if (run_id)
+		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",run=%s", run_id);
 	snprintf(buf, sizeof buf, "%s%s%s", oldopts && *oldopts ? oldopts : "",
 		 oldopts && *oldopts ? "," : "", opts);
 	setenv("HEAPTRAIL_OPTIONS", buf, 1);
@@ -689,6 +692,9 @@ int cmd_run(int argc, char **argv)
 	 * and the parent rebuilds the same name from fork's return. */
 	const char *base = strrchr(o.prog[0], '/');
 	base = base ? base + 1 : o.prog[0];
+	char run_id[FMT_RUN_ID_MAX + 1];
+	bool run_added;
+	choose_run_id(run_id, &run_added);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* blocked across fork: the child must not run the forwarder, and the
 	 * parent must know the pid before it can forward anything */
@@ -717,7 +723,7 @@ int cmd_run(int argc, char **argv)
 			(void)w;
 			_exit(127);
 		}
-		child_exec(&o, agent, outdir, path, pipefd[1]);
+		child_exec(&o, agent, outdir, path, run_added ? run_id : NULL, pipefd[1]);
 	}
 	forward_to = child;
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -771,7 +777,9 @@ int cmd_run(int argc, char **argv)
 	/* With --error-exitcode, a run with a process whose report is missing
 	 * or unreadable must not pass: nobody checked what it leaked. */
 	bool missing = false;
-	if (prof_run_load_kinds(&run, outdir, o.report.binary_path, sym_kinds, &err, &err_file)) {
+	/* this run's reports only: another run may share the directory */
+	if (prof_run_load_of(&run, outdir, o.report.binary_path, sym_kinds, run_id, &err,
+			     &err_file)) {
 		if (WIFSIGNALED(status))
 			cli_error("'%s' was killed by signal %d (%s) before it could write a report",
 				  o.prog[0], WTERMSIG(status), strsignal(WTERMSIG(status)));

@@ -146,6 +146,40 @@ int fmt_leak_check_signal(const char *opts)
 	return sig;
 }
 
+bool fmt_run_id_ok(const char *s, size_t n)
+{
+	if (!n || n > FMT_RUN_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+static void run_id_one(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
+{
+	char *out = arg;
+	if (!val || klen != 3 || key[0] != 'r' || key[1] != 'u' || key[2] != 'n' ||
+	    !fmt_run_id_ok(val, vlen))
+		return;
+	for (size_t i = 0; i < vlen; i++)
+		out[i] = val[i];
+	out[vlen] = 0;
+}
+
+size_t fmt_run_id(const char *opts, char out[FMT_RUN_ID_MAX + 1])
+{
+	size_t n = 0;
+	out[0] = 0;
+	fmt_options_each(opts, run_id_one, out);
+	while (out[n])
+		n++;
+	return n;
+}
+
 bool fmt_opt_num(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -49,6 +49,15 @@ void fmt_options_each(const char *opts,
 int fmt_leak_check_signal_default(void);
 int fmt_leak_check_signal(const char *opts);
 
+/* A run id (the `run` option): 1 to FMT_RUN_ID_MAX letters, digits, '-'
+ * or '_'. fmt_run_id writes the id the agent ends up with for opts (the
+ * last well-formed run=, "" when none) into out (cap FMT_RUN_ID_MAX + 1)
+ * and returns its length; `heaptrail run` keeps only its own reports
+ * by it. */
+#define FMT_RUN_ID_MAX 63
+bool fmt_run_id_ok(const char *s, size_t n);
+size_t fmt_run_id(const char *opts, char out[FMT_RUN_ID_MAX + 1]);
+
 /* `heaptrail leaks` sends the leak check signal with sigqueue and this
  * value (| 1 for "only what increased"): a signal without it (a plain
  * kill or raise, the program's own sigqueue) is the program's. With

@@ -100,6 +100,9 @@ and the runner's own cases, on simple_leak.c and the others:
                     (and prefix=, and none) in a program that changes
                     directory before exit: its files go where the options
                     said at start-up
+  hostile:run:shared-dir  two runs started together into one empty -o
+                    DIR: each reports only its own process (the clean
+                    one passes --error-exitcode)
   hostile:run:leak-check-signal  leak_check_signal given as key:value,
                     and twice: `heaptrail leaks` sends the right signal
                     and the program survives
@@ -1225,6 +1228,56 @@ class Hostile:
             details.append("%s: %s; %s" % (tag, got, run_tests.short(err, 300)))
         return problems, details
 
+    def case_shared_dir(self):
+        """Two runs started together into one empty -o DIR, both with
+        --error-exitcode=42 and --json: simple_leak (leaks) and a clean
+        /bin/sleep that ends after it. Each run reports its own process
+        only: the clean one exits 0 (it failed with the other's leak)."""
+        problems, details = [], []
+        prog = self.simple()
+        for attempt in range(2):
+            w = self.work("shared-dir-%d" % attempt)
+            d = os.path.join(w, "out")
+            runs = {}
+            for tag, cmd in (("leaky", [prog, "sleep", "200"]),
+                             ("clean", ["/bin/sleep", "0.6"])):
+                j = os.path.join(w, tag + ".json")
+                runs[tag] = (j, subprocess.Popen(
+                    [self.heaptrail, "run", "-q", "-o", d, "--json", j,
+                     "--error-exitcode=42", "--"] + cmd, cwd=w,
+                    env=run_tests.RUN_ENV, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, start_new_session=True))
+            res = {}
+            for tag, (j, p) in runs.items():
+                try:
+                    out, err = p.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    kill_group(p)
+                    raise Failure("%s: hung" % tag)
+                res[tag] = (p.returncode, err)
+            if any(b"another run" in e for _, e in res.values()):
+                continue  # one started after the other's first file: again
+            want = {"leaky": (42, prog), "clean": (0, "/bin/sleep")}
+            for tag, (rc, err) in res.items():
+                j = runs[tag][0]
+                objs = run_tests.load_json_objects(j) \
+                    if os.path.exists(j) else []
+                cmds = [" ".join(o.get("command") or []) if isinstance(
+                    o.get("command"), list) else str(o.get("command"))
+                    for o in objs]
+                if rc != want[tag][0]:
+                    problems.append("%s run: %s, expected exit %d (%s)" % (
+                        tag, describe(rc), want[tag][0],
+                        run_tests.short(err, 300)))
+                if len(objs) != 1:
+                    problems.append("%s run: %d process reports in its "
+                                    "JSON, expected its own one (%s)" % (
+                                        tag, len(objs), cmds))
+                details.append("%s: %s, %s" % (tag, describe(rc), cmds))
+            return problems, details
+        return ["the two runs never started together (each time one was "
+                "refused for the other's files)"], details
+
     def case_leak_check_signal(self):
         """leak_check_signal given as key:value and twice (the last wins):
         `heaptrail leaks` must send the signal the agent listens on."""
@@ -1313,6 +1366,7 @@ def collect(suite):
                      ("exit-race-loop", h.case_exit_race_loop),
                      ("leak-check-signal", h.case_leak_check_signal),
                      ("relative-output", h.case_relative_output),
+                     ("shared-dir", h.case_shared_dir),
                      ("analyzers-devzero", h.case_analyzers)):
         tests.append(("hostile:run:" + name, fn))
     return tests

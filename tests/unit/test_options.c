@@ -2,7 +2,8 @@
  * test_options — format/options.c: the signal values HEAPTRAIL_OPTIONS
  * takes (numbers and names, refused faults), and the leak-check signal a
  * program's options give, which the agent and `heaptrail leaks PID` must
- * read alike (key=value or key:value, the last well-formed one wins).
+ * read alike (key=value or key:value, the last well-formed one wins);
+ * the run id the agent takes, which `heaptrail run` filters reports by.
  *
  * Prints "ok - ..." / "not ok - ..." per check; exits 1 when one failed.
  */
@@ -88,6 +89,19 @@ int main(void)
 	expect_int(fmt_leak_check_signal("xleak_check_signal=10"), def, "another key's suffix");
 	expect_int(fmt_leak_check_signal("leak_check_signal_x=10"), def, "a longer key");
 	expect_int(fmt_leak_check_signal(",,leak_check_signal=34,"), 34, "empty options around");
+
+	/* the run id `heaptrail run` filters its reports by: the agent's */
+	char id[FMT_RUN_ID_MAX + 1];
+	expect_int((int)fmt_run_id(NULL, id), 0, "run id: no options");
+	expect_int((int)fmt_run_id("run=a-B_9,sample=1", id), 5, "run id: given");
+	expect_int(strcmp(id, "a-B_9"), 0, "run id: its value");
+	expect_int((int)fmt_run_id("run=first,run=bad!", id), 5,
+		   "run id: a malformed later one leaves the earlier");
+	expect_int((int)fmt_run_id("run:x,xrun=y,run_id=z", id), 1, "run id: key:value, no suffix");
+	char long_id[80] = "run=";
+	memset(long_id + 4, 'x', 64);
+	long_id[68] = 0;
+	expect_int((int)fmt_run_id(long_id, id), 0, "run id: 64 characters is too long");
 
 	/* allocator functions (fnspec.h): commas inside parentheses stay in
 	 * the value */
