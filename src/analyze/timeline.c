@@ -1,6 +1,7 @@
 /* timeline.c — heaptrail.PID.timeline files read back. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,15 @@ static int take_num(const char **s, const char *end, int64_t *v)
 	return 0;
 }
 
+/* Whether [s, eol) could be the start of a row: digits and blanks. */
+static bool row_start(const char *s, const char *eol)
+{
+	for (; s < eol; s++)
+		if (!(*s >= '0' && *s <= '9') && *s != ' ' && *s != '\t')
+			return false;
+	return true;
+}
+
 int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 			const char **err)
 {
@@ -39,11 +49,19 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 	int rc = 0;
 	memset(t, 0, sizeof *t);
 	const char *s = text, *end = text + len;
+	const size_t hl = FMT_LEN(FMT_TIMELINE_HEADER);
+	if (!len) {
+		snprintf(errbuf, sizeof errbuf, "empty file: not a heaptrail timeline");
+		rc = -EINVAL;
+		goto out;
+	}
 	for (long lineno = 1; s < end; lineno++) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;
-		if (lineno == 1 && ((size_t)(eol - s) < FMT_LEN(FMT_TIMELINE_HEADER) ||
-				     memcmp(s, FMT_TIMELINE_HEADER, FMT_LEN(FMT_TIMELINE_HEADER)))) {
+		/* the header, then ':' (version 1, not 12) and text */
+		if (lineno == 1 && ((size_t)(eol - s) < hl || memcmp(s, FMT_TIMELINE_HEADER, hl) ||
+				     ((size_t)(eol - s) > hl && s[hl] != ':') ||
+				     memchr(s, 0, (size_t)(eol - s)))) {
 			snprintf(errbuf, sizeof errbuf,
 				 "line 1: not a heaptrail timeline (version 1)");
 			rc = -EINVAL;
@@ -68,8 +86,11 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 			while (!bad && p < eol && (*p == ' ' || *p == '\t' || *p == '\r'))
 				p++;
 			if (bad || p != eol) {
-				if (!nl)
-					break;  /* cut short while being written */
+				/* a row cut short while being written: digits
+				 * and blanks, the start of a row; anything else
+				 * is not a timeline's */
+				if (!nl && row_start(s, eol))
+					break;
 				snprintf(errbuf, sizeof errbuf,
 					 "line %ld: want 5 numbers (ms live_bytes live_blocks "
 					 "allocated_bytes rss_bytes)", lineno);

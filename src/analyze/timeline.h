@@ -9,8 +9,9 @@
  * ticks and dumps can be put side by side. Live bytes and blocks are
  * estimates when the run sampled (sample > 1). The first line must be
  * that header (version 1); other lines starting with '#' are comments.
- * A last line without its newline (a run killed in the middle of a
- * write) is dropped; any other malformed line is an error.
+ * A last line without its newline that could be the start of a row
+ * (digits and blanks: a run killed in the middle of a write) is dropped;
+ * an empty file, or any other malformed line, is an error.
  * Used by `heaptrail timeline`; pure apart from prof_timeline_load.
  */
 #ifndef HEAPTRAIL_ANALYZE_TIMELINE_H

@@ -4,6 +4,10 @@ no crash (an exit code below 128, not killed by a signal), within the
 time limit.
 
     hostile:NAME       one malformed or absurd dump (see CASES)
+    hostile:timeline-NAME  `heaptrail timeline` on a malformed timeline
+                       file (see TIMELINE_CASES): it drew an empty chart
+                       and exited 0 for an empty file or a header
+                       followed by binary garbage
     hostile:maps-fifo  a well-formed dump whose maps name a FIFO: read
                        without waiting for a writer that never comes
 """
@@ -66,8 +70,25 @@ CASES = {
 }
 
 
-def check(suite, path, name):
-    cmd = [suite.heaptrail, "top", path]
+TL_HEADER = (b"# heaptrail timeline 1: ms live_bytes live_blocks allocated_bytes "
+             b"rss_bytes; sample=1\n")
+TL_ROWS = b"0 1000 1 1000 2121728\n5 5096 2 5096 2342912\n"
+
+# `heaptrail timeline FILE`: name -> file content. A last line cut short
+# (a run killed mid-write) is dropped only when it is the start of a row.
+TIMELINE_CASES = {
+    "empty": b"",
+    "garbage": garbage(3, 4096, True),
+    "header-then-garbage": TL_HEADER + garbage(4, 4096, True).replace(b"\n", b"x"),
+    "rows-then-garbage": TL_HEADER + TL_ROWS + garbage(5, 300, True).replace(b"\n", b"x"),
+    "header-only-garbage": TL_HEADER[:22] + garbage(6, 100, False).replace(b"\n", b"x"),
+    "version-12": TL_HEADER.replace(b"timeline 1:", b"timeline 12:") + TL_ROWS,
+    "nul-in-row": TL_HEADER + b"0 1000 1\0 1000 2121728\n",
+}
+
+
+def check(suite, path, name, command="top"):
+    cmd = [suite.heaptrail, command, path]
     rc, out, err = run_tests.run(cmd, timeout=60)
     problems = []
     lines = err.decode("utf-8", "replace").split("\n")
@@ -116,7 +137,18 @@ def test_maps_fifo(suite):
     return [], []
 
 
+def test_timeline_case(suite, name):
+    work = os.path.join(suite.build, "e2e", "hostile-timeline")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "heaptrail.1.%s.timeline" % name)
+    with open(path, "wb") as f:
+        f.write(TIMELINE_CASES[name])
+    return check(suite, path, name, "timeline")
+
+
 def collect(suite):
     tests = [("hostile:" + n, lambda n=n: test_case(suite, n)) for n in CASES]
+    tests += [("hostile:timeline-" + n, lambda n=n: test_timeline_case(suite, n))
+              for n in TIMELINE_CASES]
     tests.append(("hostile:maps-fifo", lambda: test_maps_fifo(suite)))
     return tests
