@@ -262,8 +262,7 @@ static int apply_fn(const char *key, size_t klen, const char *val, size_t vlen)
 		why = "too many allocator functions";
 	if (why) {
 		char shown[256];
-		size_t n = vlen < sizeof shown - 4 ? vlen : sizeof shown - 4;
-		agent_memcpy(shown, val, n);
+		size_t n = agent_strlen(fmt_shown(shown, sizeof shown - 3, val, vlen));
 		agent_memcpy(shown + n, "': ", 4);
 		agent_log("ignoring allocator function '", shown, why);
 		return -1;
@@ -292,9 +291,7 @@ static void apply(const char *opt, size_t klen, const char *val, size_t vlen, vo
 					return;
 	}
 	size_t len = val ? (size_t)(val - opt) + vlen : klen;
-	size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
-	agent_memcpy(shown, opt, n);
-	shown[n] = 0;
+	fmt_shown(shown, sizeof shown, opt, len);
 	if (refused)
 		agent_log("ignoring option '", shown,
 			  "': a fault or uncatchable signal cannot be used");

@@ -118,6 +118,10 @@ int cli_emit(const char *path, const char *data, size_t len);
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A value from the command line or a file, fit to quote in cli_error:
+ * control bytes as '?', cut past about 160 bytes with its length said
+ * (fmt_shown). The string stays valid for the next three calls. */
+const char *cli_shown(const char *v);
 
 /* Parses a non-negative decimal integer option value; -1 when it is not. */
 long cli_parse_count(const char *s, long max);

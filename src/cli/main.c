@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "format/options.h"
 #include "render/render.h"
 
 static const struct {
@@ -51,6 +52,14 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+const char *cli_shown(const char *v)
+{
+	static char ring[4][200];
+	static unsigned next;
+	char *out = ring[next++ % 4];
+	return v ? fmt_shown(out, sizeof ring[0], v, strlen(v)) : "";
 }
 
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name)

@@ -98,7 +98,7 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 		} else if (!strcmp(a, "--no-symbolize")) {
 			o->load.no_symbolize = true;
 		} else if (a[0] == '-' && a[1]) {
-			cli_error("%s: unknown option '%s'", argv[0], a);
+			cli_error("%s: unknown option '%s'", argv[0], cli_shown(a));
 			fputs(usage, stderr);
 			return 2;
 		} else {

@@ -150,7 +150,7 @@ int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t
 		if (!why && n + strlen(v) + 16 >= cap)
 			why = "too many allocator functions";
 		if (why) {
-			cli_error("%s: bad %s '%s': %s", cmd, flag, v, why);
+			cli_error("%s: bad %s '%s': %s", cmd, flag, cli_shown(v), why);
 			return -1;
 		}
 		snprintf(fns + n, cap - n, ",%s_fn=%s", fmt_fn_kind_names[k], v);
@@ -173,7 +173,8 @@ static int run_file_line(int argc, char **argv, void *o)
 		return -1;
 	if (end < argc) {
 		cli_error(end == 1 ? "run: '%s' is not an option of heaptrail run"
-				   : "run: '%s %s': one option per line", argv[1], argv[end]);
+				   : "run: '%s %s': one option per line", cli_shown(argv[1]),
+			  cli_shown(argv[end]));
 		return -1;
 	}
 	return 0;
@@ -214,14 +215,15 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 		} else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode"))) {
 			long n = cli_parse_count(v, 255);
 			if (n < 0) {
-				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'", v);
+				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'",
+					  cli_shown(v));
 				return -1;
 			}
 			o->error_exitcode = (int)n;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
 			long n = cli_parse_count(v, 256);
 			if (n < 1) {
-				cli_error("run: --depth takes a number from 1 to 256, not '%s'", v);
+				cli_error("run: --depth takes a number from 1 to 256, not '%s'", cli_shown(v));
 				return -1;
 			}
 			o->depth = (int)n;
@@ -242,7 +244,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 			}
 			const char *why = cli_check_profile_value(key, v, num, sizeof num);
 			if (why) {
-				cli_error("run: bad value for --%s: '%s' (%s)", key, v, why);
+				cli_error("run: bad value for --%s: '%s' (%s)", key, cli_shown(v), why);
 				return -1;
 			}
 			add_option(o, key, num);
@@ -261,7 +263,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 			if (cli_each_options_line(v, "run", run_file_line, o))
 				return -1;
 		} else if (!v) {
-			cli_error("run: unknown option '%s'", a);
+			cli_error("run: unknown option '%s'", cli_shown(a));
 			fputs(usage, stderr);
 			return -1;
 		}

@@ -146,6 +146,33 @@ int fmt_leak_check_signal(const char *opts)
 	return sig;
 }
 
+char *fmt_shown(char *out, size_t cap, const char *s, size_t n)
+{
+	/* "... (" + up to 20 digits + " bytes)" + NUL */
+	size_t keep = n < cap ? n : cap - 34, i;
+	for (i = 0; i < keep; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	if (keep < n) {
+		static const char cut[] = "... (", unit[] = " bytes)";
+		char dec[24];
+		int d = 0;
+		size_t v = n;
+		do
+			dec[d++] = (char)('0' + v % 10);
+		while ((v /= 10));
+		for (size_t k = 0; cut[k]; k++)
+			out[i++] = cut[k];
+		while (d)
+			out[i++] = dec[--d];
+		for (size_t k = 0; unit[k]; k++)
+			out[i++] = unit[k];
+	}
+	out[i] = 0;
+	return out;
+}
+
 bool fmt_run_id_ok(const char *s, size_t n)
 {
 	if (!n || n > FMT_RUN_ID_MAX)

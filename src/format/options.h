@@ -49,6 +49,14 @@ void fmt_options_each(const char *opts,
 int fmt_leak_check_signal_default(void);
 int fmt_leak_check_signal(const char *opts);
 
+/* A value the user gave, fit to be quoted in a one-line message: n bytes
+ * of s into out (cap bytes, at least FMT_SHOWN_MIN), each control byte
+ * (a newline, an escape) as '?'; one that does not fit is cut, and
+ * "... (N bytes)" says how long it was. Returns out. Safe in the agent
+ * (no libc). */
+#define FMT_SHOWN_MIN 64
+char *fmt_shown(char *out, size_t cap, const char *s, size_t n);
+
 /* A run id (the `run` option): 1 to FMT_RUN_ID_MAX letters, digits, '-'
  * or '_'. fmt_run_id writes the id the agent ends up with for opts (the
  * last well-formed run=, "" when none) into out (cap FMT_RUN_ID_MAX + 1)

@@ -90,6 +90,9 @@ and the runner's own cases, on simple_leak.c and the others:
   hostile:run:bad-options  bad --sample/--every/--interval/--signal/
                     --timeline/--depth values: one-line error, non-zero
                     exit, the program never started
+  hostile:run:long-values  100 KB bad values (--alloc-fn, --sample, an
+                    unknown option; run, top, the agent alone) and one
+                    with a newline: one short line saying how long
   hostile:run:signal-11  --signal 11: refused with one line before the
                     program starts (a handler on a fault signal would turn
                     a crash into an endless loop of dumps)
@@ -1102,6 +1105,64 @@ class Hostile:
                 problems.append("%s: the program was started" % what)
         return problems, []
 
+    def case_long_values(self):
+        """A 100 KB bad value (an --alloc-fn spec, a --sample, an unknown
+        option; to `heaptrail run`, `top` and the agent alone) and one
+        holding a newline: the error is one line of at most 400 bytes
+        that says how long the value was (it was echoed whole)."""
+        problems = []
+        prog = self.simple()
+        w = self.work("long-values")
+        big = "x" * 100000 + "("
+        agent = os.path.join(self.build, "libheaptrail.so")
+        dump = os.path.join(w, "d.heap")
+        with open(dump, "w") as f:
+            f.write("heap profile: 1: 64 [1: 64] @ heap_v2/1\n")
+        # (what, command, agent options or None, the length the error
+        # must state or None, whether stderr is that one line: an
+        # unknown option is followed by the usage)
+        n = len(big)
+        cases = [
+            ("run --alloc-fn BIG", [self.heaptrail, "run", "-o", w + "/o",
+                                    "--alloc-fn", big, "--", prog], None,
+             n, True),
+            ("run --sample BIG", [self.heaptrail, "run", "-o", w + "/o",
+                                  "--sample", big, "--", prog], None, n,
+             True),
+            ("run --BIG", [self.heaptrail, "run", "--" + big, "--", prog],
+             None, n + 2, False),
+            ("top --BIG", [self.heaptrail, "top", "--" + big, dump], None,
+             n + 2, False),
+            ("run --alloc-fn 'a\\nb('", [self.heaptrail, "run", "-o",
+                                         w + "/o", "--alloc-fn", "a\nb(",
+                                         "--", prog], None, None, True),
+            ("agent alloc_fn=BIG", [prog], "sample=1,alloc_fn=" + big, n,
+             False),
+            ("agent BIG=1", [prog], "sample=1," + big + "=1", n + 2, False),
+        ]
+        for what, cmd, opts, length, alone in cases:
+            env = dict(run_tests.RUN_ENV)
+            if opts:
+                env.update(LD_PRELOAD=agent, HEAPTRAIL_OPTIONS=opts)
+            rc, out, err, _ = run_group(cmd, w, 20, env=env)
+            lines = [l for l in err.split(b"\n") if l.startswith(b"heaptrail: ")]
+            if opts is None and rc == 0:
+                problems.append("%s: exit 0" % what)
+            if alone and len(err.splitlines()) != 1:
+                problems.append("%s: %d stderr lines, expected one" % (
+                    what, len(err.splitlines())))
+            if len(lines) != 1:
+                problems.append("%s: %d heaptrail lines on stderr" % (
+                    what, len(lines)))
+                continue
+            if len(lines[0]) > 400:
+                problems.append("%s: a line of %d bytes" % (what,
+                                                            len(lines[0])))
+            if length and b"(%d bytes)" % length not in lines[0]:
+                problems.append("%s: does not say how long it was: %r" % (
+                    what, run_tests.short(lines[0], 300)))
+        return problems, []
+
     def case_signal_11(self):
         """--signal 11 would turn a crash into an endless loop of dumps: it
         is refused before the program starts, with one line naming it."""
@@ -1362,6 +1423,7 @@ def collect(suite):
                      ("bad-options", h.case_bad_options),
                      ("default-dir", h.case_default_dir),
                      ("signal-11", h.case_signal_11),
+                     ("long-values", h.case_long_values),
                      ("stale-dir", h.case_stale_dir),
                      ("exit-race-loop", h.case_exit_race_loop),
                      ("leak-check-signal", h.case_leak_check_signal),

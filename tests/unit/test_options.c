@@ -90,6 +90,18 @@ int main(void)
 	expect_int(fmt_leak_check_signal("leak_check_signal_x=10"), def, "a longer key");
 	expect_int(fmt_leak_check_signal(",,leak_check_signal=34,"), 34, "empty options around");
 
+	/* a value quoted in a message: control bytes shown as '?', one that
+	 * does not fit cut with its length said */
+	char shown[FMT_SHOWN_MIN], val[200];
+	expect_int(strcmp(fmt_shown(shown, sizeof shown, "a\nb\x1b", 4), "a?b?"), 0,
+		   "shown: control bytes");
+	memset(val, 'v', sizeof val);
+	expect_int((int)strlen(fmt_shown(shown, sizeof shown, val, sizeof shown - 1)),
+		   (int)sizeof shown - 1, "shown: cap - 1 bytes kept whole");
+	fmt_shown(shown, sizeof shown, val, sizeof val);
+	expect_int(strlen(shown) < sizeof shown && strstr(shown, "... (200 bytes)") != NULL, 1,
+		   "shown: cut, its length said, within cap");
+
 	/* the run id `heaptrail run` filters its reports by: the agent's */
 	char id[FMT_RUN_ID_MAX + 1];
 	expect_int((int)fmt_run_id(NULL, id), 0, "run id: no options");
