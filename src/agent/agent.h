@@ -164,8 +164,16 @@ static inline pid_t agent_gettid(void)
 /* The number of threads of this process (/proc/self/task), -1 when it
  * cannot tell. Not hook-safe (open). */
 int agent_thread_count(void);
-/* Writes a message to stderr as one write(2). Signal-safe. */
+/* Writes a message to stderr as one write(2). Signal-safe. While the
+ * calling thread captures (below), the line goes into the capture
+ * instead, without its "heaptrail: " prefix. */
 void agent_log(const char *a, const char *b, const char *c);
+/* Starts capturing this thread's agent_log lines into buf (cap bytes,
+ * NUL-terminated, one line each; lines that do not fit are dropped and
+ * the last kept says so), or stops with buf NULL. For an attach: what
+ * the agent has to say then is for the CLI, not the program's stderr.
+ * One capture at a time (the attach is serialized). */
+void agent_log_capture(char *buf, size_t cap);
 /* A short lower-case description of an errno value (e > 0), without
  * libc's strerror (which may load a locale). Signal-safe. */
 const char *agent_strerror(int e);

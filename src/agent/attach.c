@@ -437,9 +437,52 @@ static void put_time(struct agent_writer *w, const struct timespec *t)
 	agent_put(w, buf);
 }
 
+/* What the agent had to say during the last attach or detach (refused
+ * functions, ignored options): kept out of the program's stderr and put
+ * into the record as "note" lines, which the CLI prints. */
+static char notes[4096];
+
+/* The notes into w, one "note TEXT" line each. */
+static void put_notes(struct agent_writer *w)
+{
+	for (const char *s = notes; *s;) {
+		const char *e = s;
+		while (*e && *e != '\n')
+			e++;
+		char line[1024];
+		size_t n = (size_t)(e - s) < sizeof line ? (size_t)(e - s) : sizeof line - 1;
+		agent_memcpy(line, s, n);
+		line[n] = 0;
+		agent_put(w, "note ");
+		agent_put(w, line);
+		agent_put(w, "\n");
+		s = *e ? e + 1 : e;
+	}
+}
+
+/* Ends the capture; when the record did not take the notes, they go to
+ * stderr after all (said somewhere rather than lost). */
+static void notes_end(bool recorded)
+{
+	agent_log_capture(NULL, 0);
+	if (recorded)
+		return;
+	for (char *s = notes; *s;) {
+		char *e = s;
+		while (*e && *e != '\n')
+			e++;
+		char c = *e;
+		*e = 0;
+		agent_log(s, NULL, NULL);
+		*e = c;
+		s = c ? e + 1 : e;
+	}
+}
+
 /* heaptrail.PID.attach in the output directory: when the recording
- * started (and ended), so readers can say "since attach". */
-static void write_record(bool detached)
+ * started (and ended), so readers can say "since attach", and the notes.
+ * Returns whether it was written. */
+static bool write_record(bool detached)
 {
 	struct agent_writer w;
 	char name[64], *e = name;
@@ -447,7 +490,7 @@ static void write_record(bool detached)
 	e = agent_put_dec(e + 10, (uint64_t)agent_pid);
 	agent_memcpy(e, ".attach", 8);
 	if (agent_writer_open(&w, agent_config.output, name))
-		return;
+		return false;
 	agent_put(&w, "heaptrail attach 1\n");
 	if (agent_config.run_id[0]) {
 		agent_put(&w, "run ");
@@ -477,7 +520,8 @@ static void write_record(bool detached)
 		put_time(&w, &now);
 		agent_put(&w, "\n");
 	}
-	agent_writer_commit(&w);
+	put_notes(&w);
+	return agent_writer_commit(&w) == 0;
 }
 
 /* ---------- entry points called by heaptrail's injected calls ---------- */
@@ -499,6 +543,8 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
 	int busy = agent_tls.busy;
 	agent_tls.busy = 1;
 	int ret = 0;
+	bool recorded = false;
+	agent_log_capture(notes, sizeof notes);
 	if (!slots) {
 		slots = agent_mmap(MAX_SLOTS * sizeof *slots);
 		mods = agent_mmap(MAX_MODS * sizeof *mods);
@@ -544,12 +590,13 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
 	patch_new(true);
 	agent_hooks_on_dlsym(patch_loaded_since);
 	agent_fnhook_install(pc, sp);
-	write_record(false);
+	recorded = write_record(false);
 	if (dir_fd < 0)
 		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
 				      agent_config.output[0] ? agent_config.output : ".",
 				      O_PATH | O_DIRECTORY | O_CLOEXEC);
 out:
+	notes_end(recorded);
 	agent_tls.busy = busy;
 	return ret;
 }
@@ -563,6 +610,7 @@ AGENT_API int heaptrail_attach_stop(void)
 		return -ENOENT;
 	int busy = agent_tls.busy;
 	agent_tls.busy = 1;
+	agent_log_capture(notes, sizeof notes);
 	agent_hooks_on_dlsym(NULL);
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
@@ -574,7 +622,7 @@ AGENT_API int heaptrail_attach_stop(void)
 	agent_tls.busy = 1;
 	agent_set_recording(false);
 	atomic_store(&agent_attach_state, 2);
-	write_record(true);
+	notes_end(write_record(true));
 	if (dir_fd >= 0)
 		syscall(SYS_close, dir_fd);
 	dir_fd = -1;

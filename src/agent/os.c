@@ -253,10 +253,39 @@ ssize_t agent_read_small(const char *path, char *buf, size_t cap)
 	return n ? (ssize_t)n : -1;
 }
 
+static char *capture;
+static size_t capture_cap;
+static pid_t capture_tid;
+
+void agent_log_capture(char *buf, size_t cap)
+{
+	if (buf && cap)
+		buf[0] = 0;
+	capture_tid = buf ? agent_gettid() : 0;
+	capture_cap = buf ? cap : 0;
+	capture = buf;
+}
+
+/* line (n bytes, with its newline) onto the capture, or "..." when full */
+static void capture_line(const char *line, size_t n)
+{
+	static const char more[] = "(more messages dropped)\n";
+	size_t have = agent_strlen(capture);
+	if (have + n + sizeof more <= capture_cap) {
+		agent_memcpy(capture + have, line, n);
+		capture[have + n] = 0;
+	} else if (have + sizeof more <= capture_cap &&
+		   (have < sizeof more - 1 ||
+		    agent_memcmp(capture + have - (sizeof more - 1), more, sizeof more - 1))) {
+		agent_memcpy(capture + have, more, sizeof more);
+	}
+}
+
 void agent_log(const char *a, const char *b, const char *c)
 {
+	static const char prefix[] = "heaptrail: ";
 	char line[1024];
-	size_t n = agent_strlcpy(line, "heaptrail: ", sizeof line);
+	size_t n = agent_strlcpy(line, prefix, sizeof line);
 	const char *parts[] = { a, b, c };
 	for (int i = 0; i < 3; i++)
 		if (parts[i] && n < sizeof line - 2)
@@ -264,6 +293,10 @@ void agent_log(const char *a, const char *b, const char *c)
 	if (n > sizeof line - 2)
 		n = sizeof line - 2;
 	line[n++] = '\n';
+	if (capture && capture_tid == agent_gettid()) {
+		capture_line(line + sizeof prefix - 1, n - (sizeof prefix - 1));
+		return;
+	}
 	ssize_t r = write(2, line, n);
 	(void)r;
 }

@@ -1025,12 +1025,42 @@ static int parse_pid(const char *s)
 	return v > 0 ? (int)v : -1;
 }
 
+/* Prints the "note" lines of dir's heaptrail.PID.attach (what the agent
+ * had to say during the attach or detach: functions it would not hook,
+ * options it ignored), which it keeps out of the program's stderr; only
+ * from a record whose `key` time ("attached", "detached") is not before
+ * since, so an older record's notes are never shown again. */
+static void print_notes(const char *dir, long pid, const char *key, const struct timespec *since)
+{
+	char rec[PATH_MAX + 64], want[32];
+	snprintf(rec, sizeof rec, "%s/heaptrail.%ld.attach", dir, pid);
+	snprintf(want, sizeof want, "\n%s ", key);
+	char *text = slurp(rec, NULL), *at, *end;
+	if (!text || !(at = strstr(text, want)))
+		goto out;
+	long long sec = strtoll(at + strlen(want), &end, 10);
+	long nsec = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+	if (sec < since->tv_sec || (sec == since->tv_sec && nsec < since->tv_nsec))
+		goto out;
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, "note ", 5))
+			fprintf(stderr, "heaptrail: %.*s\n", (int)strcspn(l + 5, "\n"), l + 5);
+out:
+	free(text);
+}
+
 static int detach_now(long pid, bool quiet)
 {
 	int r;
 	double ms = 0;
+	char dir[PATH_MAX];
+	struct timespec since;
+	bool has_dir = !cli_attached_dir(pid, dir, sizeof dir);
+	clock_gettime(CLOCK_REALTIME, &since);
 	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, &r, &ms))
 		return 1;
+	if (has_dir && r != -ENOENT)
+		print_notes(dir, pid, "detached", &since);
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
 			  "already)", pid);
@@ -1185,8 +1215,9 @@ int cmd_attach(int argc, char **argv)
 	if ((lo.addr || lo.push) && !(live = cli_live_bind(&lo)))
 		return 2;
 	double ms = 0;
-	struct timespec t0;
+	struct timespec t0, since;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_REALTIME, &since);
 	if (do_attach(pid, all, abs, &ms)) {
 		if (made)
 			rmdir(abs);  /* made for this attach, and still empty */
@@ -1195,6 +1226,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	fprintf(stderr, "heaptrail: attached to process %ld in %.1f ms (one thread stopped "
 		"%.1f ms); files in %s\n", pid, ms_since(&t0), ms, abs);
+	print_notes(abs, pid, "attached", &since);
 	if (live) {
 		struct cli_agent ag = { .pid = pid, .sig = fmt_leak_check_signal(all) };
 		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
