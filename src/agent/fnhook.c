@@ -331,6 +331,8 @@ struct found {
 	const char *name;
 	char mangled[FMT_FN_NAME_MAX + 64]; /* name's C++ mangling up to its
 					     * parameters ("" when too long) */
+	const char *part;        /* NULL: the function; ".cold": GCC's part of
+				  * it by that suffix (for a mangled match) */
 	bool exe_only;           /* look in the program only */
 	bool active;             /* looked for in the module being read */
 	bool done;               /* found (the first module that has it wins) */
@@ -479,11 +481,25 @@ static bool name_starts(const char *name, size_t room, const char *prefix)
 	return !prefix[j];
 }
 
+/* Whether name[0..room), which starts with f's mangled prefix, is f: its
+ * parameters and then no GCC suffix (".cold", ".part.0", ".isra.0",
+ * ".constprop.0": a part or a clone of the function, another symbol),
+ * or exactly f->part when f is looking for that part. */
+static bool mangled_is(const char *name, size_t room, const struct found *f)
+{
+	size_t j = agent_strlen(f->mangled);
+	while (j < room && name[j] && name[j] != '.')
+		j++;
+	if (j >= room)
+		return false;
+	return f->part ? name_is(name + j, room - j, f->part) : !name[j];
+}
+
 static void match_one(const char *name, size_t room, uint64_t value, uint64_t size, void *arg)
 {
 	struct found *f = arg;
 	if (!name_is(name, room, f->name) &&
-	    !(f->mangled[0] && name_starts(name, room, f->mangled)))
+	    !(f->mangled[0] && name_starts(name, room, f->mangled) && mangled_is(name, room, f)))
 		return;   /* another name */
 	if (f->count && value == f->addr)
 		return;   /* an alias, or .dynsym's copy */
@@ -1152,6 +1168,9 @@ static void hook_lines(const ZydisDecoder *dec, const char *s, bool builtin)
 			agent_strlcpy(b->cold_name[n], f->name, sizeof b->cold_name[n]);
 			agent_strlcpy(b->cold_name[n] + agent_strlen(b->cold_name[n]), ".cold", 8);
 			cold->name = b->cold_name[n];
+			/* a C++ name's cold part: its mangled name + ".cold" */
+			agent_strlcpy(cold->mangled, f->mangled, sizeof cold->mangled);
+			cold->part = ".cold";
 			n++;
 		}
 		s = *e ? e + 1 : e;

@@ -22,8 +22,12 @@
                      back to its entry and a name that does not exist are
                      refused, each with its one line, and run unhooked;
                      the program prints the same as bare
-    allocfn:cxx      tests/analyze/progs/allocfn_cxx.cc: a C++ method hooked
-                     by its qualified name (mem::Pool::take) and a function
+    allocfn:cxx      tests/analyze/progs/allocfn_cxx.cc: C++ methods hooked
+                     by their qualified names (mem::Pool::take, and
+                     mem::Pool::grab, which has a .cold part: it was
+                     refused as "several functions"; a method whose .cold
+                     part jumps back to its entry is refused for that,
+                     with its one line) and a function
                      whose displaced first bytes hold a call (pool_take);
                      exceptions thrown by the method reach main through
                      both hooks (the program prints the same as bare, exits
@@ -369,11 +373,23 @@ def test_cxx(suite):
         raise Failure("bare: status %d, prints %s %s" % (rc, rt.short(bare), rt.short(err)))
     problems, obj = hooked_run(suite, work, prog,
                                ["--alloc-fn", "mem::Pool::take(ctx=arg1,size=arg2)->ret",
-                                "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret"], bare)
+                                "--alloc-fn", "pool_take(ctx=arg1,size=arg2)->ret",
+                                "--alloc-fn", "mem::Pool::grab(ctx=arg1,size=arg2)->ret"], bare)
     got = pools_held(obj)
     want = [(int(m.group(1)), int(m.group(2)))]
     if got != want:
         problems.append("pools hold %s bytes/blocks, the program %s" % (got, want))
+    # a .cold part found by the qualified name's mangling: one that jumps
+    # back to the entry is refused for it
+    rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", os.path.join(work, "back"),
+                              "--alloc-fn", "mem::Pool::grab_back(ctx=arg1,size=arg2)->ret",
+                              "--", prog], cwd=work)
+    said = [l for l in err.decode(errors="replace").split("\n") if "cannot hook" in l]
+    want_said = ["heaptrail: cannot hook 'mem::Pool::grab_back': a branch of its .cold part "
+                 "at +0x5 jumps back into its first 6 bytes, which the hook replaces"]
+    if rc != 0 or stdout != bare or said != want_said:
+        problems.append("grab_back: status %d, prints %s, says %s; want %s" % (
+            rc, rt.short(stdout), said, want_said))
     return problems, ["pools: %s, program: %s" % (got, want)]
 
 

@@ -4,9 +4,17 @@
  * function whose first instructions include the call to it (built -O1:
  * sub, call), so the call is among the bytes the hook moves. take throws
  * std::bad_alloc for a big request: the exception must travel through
- * both hooks to main's catch. The program prints what it holds:
+ * both hooks to main's catch. mem::Pool::grab has a .cold part, as GCC
+ * makes one (_ZN3mem4Pool4grabEm.cold: size 0 carves 16), which jumps
+ * back into grab past the bytes a hook replaces: named by its qualified name,
+ * grab is hooked and its cold part read (it was refused: the cold part's
+ * symbol starts with the same mangled prefix). mem::Pool::grab_back's
+ * cold part jumps back to its entry: refused with the .cold line, and it
+ * allocates from a second pool of its own. The program prints what it
+ * holds:
  *   caught N
  *   pool live BYTES BLOCKS
+ *   other live BYTES BLOCKS
  */
 #include <cstdio>
 #include <new>
@@ -18,6 +26,8 @@ struct Pool {
 	char buf[1 << 16];
 	size_t used = 0, bytes = 0, blocks = 0;
 	NOINLINE void *take(size_t n);
+	void *grab(size_t n);        /* in assembly below */
+	void *grab_back(size_t n);
 };
 
 NOINLINE void *Pool::take(size_t n)
@@ -31,6 +41,37 @@ NOINLINE void *Pool::take(size_t n)
 	return r;
 }
 }  // namespace mem
+
+/* n bytes carved, asked counted (a chunk of 0 bytes asked takes 16) */
+extern "C" NOINLINE void *pool_carve(mem::Pool *p, size_t n, size_t asked)
+{
+	void *r = p->buf + p->used;
+	p->used += (n + 15) & ~static_cast<size_t>(15);
+	p->bytes += asked;
+	p->blocks++;
+	return r;
+}
+
+/* grab(n): pool_carve(this, n ? n : 16 (the cold part), n); the cold
+ * part jumps back into grab past the 6 bytes a hook replaces. */
+#define GRAB(NAME, BACK)                                   \
+	".globl " NAME "\n"                                  \
+	".p2align 4\n"                                       \
+	".type " NAME ", @function\n"                        \
+	NAME ":\n"                                           \
+	"	movq %rsi, %rdx\n"                           \
+	"	testq %rsi, %rsi\n"                          \
+	"	je " NAME ".cold\n"                          \
+	"1:	jmp pool_carve\n"                            \
+	".size " NAME ", .-" NAME "\n"                       \
+	".type " NAME ".cold, @function\n"                   \
+	NAME ".cold:\n"                                      \
+	"	movl $16, %esi\n"                            \
+	"	jmp " BACK "\n"                              \
+	".size " NAME ".cold, .-" NAME ".cold\n"
+__asm__(".text\n"
+	GRAB("_ZN3mem4Pool4grabEm", "1b")
+	GRAB("_ZN3mem4Pool9grab_backEm", "_ZN3mem4Pool9grab_backEm"));
 
 NOINLINE void *pool_take(mem::Pool *p, size_t n)
 {
@@ -49,6 +90,13 @@ int main()
 		}
 	}
 	pool_take(p, 32);
-	std::printf("caught %d\npool live %zu %zu\n", caught, p->bytes, p->blocks);
+	mem::Pool *other = new mem::Pool;
+	static const size_t sizes[] = { 40, 0, 24 };
+	for (size_t n : sizes) {
+		p->grab(n);
+		other->grab_back(n);
+	}
+	std::printf("caught %d\npool live %zu %zu\nother live %zu %zu\n", caught, p->bytes,
+		    p->blocks, other->bytes, other->blocks);
 	return 0;
 }
