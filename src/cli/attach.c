@@ -878,7 +878,7 @@ out:
 static const char attach_usage[] =
 	"usage: heaptrail attach [options] PID\n"
 	"  -o DIR                 where the agent writes its files (default a fresh\n"
-	"                         ./heaptrail-attach-PID)\n"
+	"                         ./heaptrail-attach-PID, -2, -3... when taken)\n"
 	"  --sample SIZE|auto     sample every SIZE bytes on average (default auto:\n"
 	"                         from 8k, coarser as the heap grows, up to 512k);\n"
 	"                         1 tracks every allocation from the attach on\n"
@@ -1072,6 +1072,33 @@ static int detach_now(long pid, bool quiet)
 	return r ? 1 : 0;
 }
 
+/* Why dir, holding old (a heaptrail.* file), is refused for an attach to
+ * pid. Files of this process's earlier attach are named as such: a new
+ * attach starts a new recording (counts from zero, its own timeline and
+ * attach record, which would replace the earlier ones), so the two are
+ * kept apart rather than mixed. */
+static void refuse_used_dir(const char *dir, long pid, const char *old)
+{
+	char rec[PATH_MAX + 64], when[64] = "";
+	snprintf(rec, sizeof rec, "%s/heaptrail.%ld.attach", dir, pid);
+	char *text = slurp(rec, NULL), *at = text ? strstr(text, "\ndetached ") : NULL;
+	if (text && !at)
+		cli_error("process %ld is attached already, its files in '%s' (`heaptrail detach "
+			  "%ld` first)", pid, dir, pid);
+	else if (text) {
+		time_t sec = (time_t)strtoll(at + 10, NULL, 10);
+		struct tm tm;
+		if (gmtime_r(&sec, &tm))
+			strftime(when, sizeof when, " at %Y-%m-%d %H:%M:%S UTC", &tm);
+		cli_error("'%s' holds the recording of process %ld's earlier attach (detached%s); "
+			  "a new attach records afresh: give another directory with -o (without "
+			  "-o, heaptrail makes a fresh one)", dir, pid, when);
+	} else
+		cli_error("'%s' holds another run's files (%s): give a fresh directory with -o", dir,
+			  old);
+	free(text);
+}
+
 struct attach_args {
 	const char *outdir;
 	char opts[1024], fns[4096];
@@ -1183,20 +1210,29 @@ int cmd_attach(int argc, char **argv)
 		memmove(all, all + 1, strlen(all));
 	/* the directory, absolute: the target's working directory is not ours */
 	char dir[PATH_MAX], abs[PATH_MAX], old[256];
-	if (outdir)
-		snprintf(dir, sizeof dir, "%s", outdir);
-	else
-		snprintf(dir, sizeof dir, "heaptrail-attach-%ld", pid);
 	struct stat dst;
-	bool made = stat(dir, &dst) != 0;
-	int e = cli_make_dir(dir, !outdir);
+	bool made = true;
+	int e;
+	if (outdir) {
+		snprintf(dir, sizeof dir, "%s", outdir);
+		made = stat(dir, &dst) != 0;
+		e = cli_make_dir(dir, false);
+	} else {
+		/* a fresh one, made now: heaptrail-attach-PID, or -2, -3...
+		 * when an earlier attach to the process (or anyone) has it */
+		snprintf(dir, sizeof dir, "heaptrail-attach-%ld", pid);
+		e = cli_make_dir(dir, true);
+		for (int k = 2; e == -EEXIST && k <= 100; k++) {
+			snprintf(dir, sizeof dir, "heaptrail-attach-%ld-%d", pid, k);
+			e = cli_make_dir(dir, true);
+		}
+	}
 	if (e) {
 		cli_error("cannot make the output directory '%s': %s", dir, strerror(-e));
 		return 1;
 	}
 	if (cli_other_run_file(dir, old, sizeof old)) {
-		cli_error("'%s' holds another run's files (%s): give a fresh directory with -o", dir,
-			  old);
+		refuse_used_dir(dir, pid, old);
 		return 1;
 	}
 	if (!realpath(dir, abs)) {

@@ -52,6 +52,11 @@ commands on stdin).
                     faked in a mount namespace: this kernel has no Yama), a
                     seccomp filter refusing the injected mmap: one line
                     each, exit 1, target untouched
+    attach:reattach attach, detach, attach again: the same -o DIR is
+                    refused with one line naming the earlier attach (a new
+                    recording would replace its timeline and record), and
+                    so is an attach while attached; without -o each
+                    attach makes a fresh directory
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
     attach:fnhook   allocator functions named at the attach
@@ -412,6 +417,57 @@ def test_loop(suite):
                % (len(stopped), sorted(stopped)[len(stopped) // 2], max(stopped))] \
         if stopped else []
     return problems, details
+
+
+def test_reattach(suite):
+    """Attach, detach, attach again: with the same -o DIR, refused with one
+    line that names the earlier attach (it said "another run's files");
+    while attached, a second attach says so; without -o, each attach gets
+    a fresh directory (the second failed with "File exists")."""
+    work, prog = build(suite)
+    base = run_tests.fresh_dir(os.path.join(work, "reattach"))
+    out = os.path.join(base, "out")
+    problems = []
+    t = Target(prog, work)
+    done = 0
+
+    def one_line(what, rc, err, words):
+        lines = err.decode(errors="replace").splitlines()
+        if rc == 0 or len(lines) != 1 or not all(w in lines[0] for w in words):
+            problems.append("%s: exit %d, stderr %r; want one line with %s" % (
+                what, rc, run_tests.short(err, 300), words))
+    try:
+        rc, _, err = heaptrail(suite, "attach", "-o", out, str(t.p.pid))
+        if not expect_ok(problems, "attach", rc, err):
+            return problems, []
+        rc, _, err = heaptrail(suite, "attach", "-o", out, str(t.p.pid))
+        one_line("attach while attached", rc, err, ["attached already", "detach"])
+        rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+        expect_ok(problems, "detach", rc, err)
+        before = sorted(os.listdir(out))
+        rc, _, err = heaptrail(suite, "attach", "-o", out, str(t.p.pid))
+        one_line("attach -o DIR again", rc, err, ["earlier attach", "-o"])
+        if sorted(os.listdir(out)) != before:
+            problems.append("the refused attach changed %s" % out)
+        t.ask("leak 1")
+        done += 1
+        dirs = []
+        for i in range(2):
+            rc, _, err = run_tests.run([suite.heaptrail, "attach", str(t.p.pid)], cwd=base)
+            m = re.search(rb"files in (\S+)", err)
+            if not expect_ok(problems, "attach %d without -o" % i, rc, err) or not m:
+                break
+            dirs.append(m.group(1).decode())
+            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+            expect_ok(problems, "detach %d" % i, rc, err)
+            t.ask("leak 1")
+            done += 1
+        if len(dirs) == 2 and dirs[0] == dirs[1]:
+            problems.append("both attaches without -o wrote into %s" % dirs[0])
+        check_end(t, problems, ["ready"] + ["ok 1"] * done + ["done held=0 cached=256"])
+    finally:
+        t.kill()
+    return problems, []
 
 
 def test_detach_forks(suite):
@@ -957,6 +1013,7 @@ def collect(suite):
             ("attach:loop", lambda: test_loop(suite)),
             ("attach:exit", lambda: test_exit(suite)),
             ("attach:detach-forks", lambda: test_detach_forks(suite)),
+            ("attach:reattach", lambda: test_reattach(suite)),
             ("attach:crash", lambda: test_crash(suite)),
             ("attach:for", lambda: test_for(suite)),
             ("attach:preloaded", lambda: test_preloaded(suite)),
