@@ -1133,7 +1133,8 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",peak=1");
 	} else if ((v = cli_opt_value(argc, argv, i, "--for"))) {
 		if (!fmt_opt_duration(v, strlen(v), &a->for_ms) || !a->for_ms) {
-			cli_error("attach: bad value for --for: '%s' (want a duration, e.g. 30s)", v);
+			cli_error("attach: bad value for --for: '%s' (want a duration, e.g. 30s)",
+				  cli_shown(v));
 			return -1;
 		}
 	} else if ((v = cli_opt_value(argc, argv, i, "--sample")) ||
@@ -1145,7 +1146,7 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		const char *why = *v ? cli_check_profile_value(key, v, val, sizeof val)
 				     : "a value is needed";
 		if (why) {
-			cli_error("attach: bad value for --%s: '%s' (%s)", key, v, why);
+			cli_error("attach: bad value for --%s: '%s' (%s)", key, cli_shown(v), why);
 			return -1;
 		}
 		a->has_sample |= !strcmp(key, "sample");
@@ -1157,13 +1158,13 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		;
 	} else {
 		cli_error(in_file ? "attach: '%s' is not an option of heaptrail attach"
-				  : "attach: unexpected argument '%s'", arg);
+				  : "attach: unexpected argument '%s'", cli_shown(arg));
 		if (!in_file)
 			fputs(attach_usage, stderr);
 		return -1;
 	}
 	if (v && !*v) {
-		cli_error("attach: option '%s' needs a value", arg);
+		cli_error("attach: option '%s' needs a value", cli_shown(arg));
 		return -1;
 	}
 	return 1;
@@ -1175,7 +1176,8 @@ static int attach_file_line(int argc, char **argv, void *ctx)
 	int i = 1;
 	int r = attach_arg(argc, argv, &i, ctx, true);
 	if (r > 0 && i + 1 < argc) {
-		cli_error("attach: '%s %s': one option per line", argv[1], argv[2]);
+		cli_error("attach: '%s %s': one option per line", cli_shown(argv[1]),
+			  cli_shown(argv[2]));
 		return -1;
 	}
 	return r > 0 ? 0 : -1;

@@ -129,12 +129,12 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 	int line;
 	if ((v = cli_opt_value(argc, argv, i, "--show-leak-kinds"))) {
 		if (prof_kinds_parse(v, &o->shown)) {
-			cli_error("--show-leak-kinds: unknown kind in '%s'", v);
+			cli_error("--show-leak-kinds: unknown kind in '%s'", cli_shown(v));
 			return -1;
 		}
 	} else if ((v = cli_opt_value(argc, argv, i, "--errors-for-leak-kinds"))) {
 		if (prof_kinds_parse(v, &o->errors)) {
-			cli_error("--errors-for-leak-kinds: unknown kind in '%s'", v);
+			cli_error("--errors-for-leak-kinds: unknown kind in '%s'", cli_shown(v));
 			return -1;
 		}
 	} else if ((v = cli_opt_value(argc, argv, i, "--suppressions"))) {
@@ -158,7 +158,7 @@ int cli_report_opt(int argc, char **argv, int *i, struct cli_report_opts *o)
 		return 0;
 	}
 	if (v && !*v) {
-		cli_error("option '%s' needs a value", argv[*i]);
+		cli_error("option '%s' needs a value", cli_shown(argv[*i]));
 		return -1;
 	}
 	return 1;
@@ -309,6 +309,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	cli_error("unknown command '%s' (try 'heaptrail --help')", argv[1]);
+	cli_error("unknown command '%s' (try 'heaptrail --help')", cli_shown(argv[1]));
 	return 2;
 }

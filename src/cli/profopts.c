@@ -61,7 +61,7 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 			o->value = PROF_ALLOC_OBJECTS;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--sample-index"))) {
 			if ((o->value = prof_value_parse(v)) < 0) {
-				cli_error("--sample-index: unknown value '%s'", v);
+				cli_error("--sample-index: unknown value '%s'", cli_shown(v));
 				return 2;
 			}
 		} else if (!strcmp(a, "--lines")) {
@@ -92,7 +92,7 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 		} else if ((v = cli_opt_value(argc, argv, &i, "-n")) ||
 			   (v = cli_opt_value(argc, argv, &i, "--nodecount"))) {
 			if ((o->nodecount = cli_parse_count(v, 1000000000)) < 1) {
-				cli_error("%s: want a positive number, not '%s'", a, v);
+				cli_error("%s: want a positive number, not '%s'", a, cli_shown(v));
 				return 2;
 			}
 		} else if (!strcmp(a, "--no-symbolize")) {
@@ -106,7 +106,7 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 		}
 		continue;
 missing:
-		cli_error("%s: '%s' needs a value", argv[0], a);
+		cli_error("%s: '%s' needs a value", argv[0], cli_shown(a));
 		return 2;
 	}
 	if (!o->load.binary_path)

@@ -30,7 +30,7 @@ int cmd_report(int argc, char **argv)
 			fputs(usage, stdout);
 			goto out;
 		} else if (argv[i][0] == '-' || path) {
-			cli_error("report: unexpected argument '%s'", argv[i]);
+			cli_error("report: unexpected argument '%s'", cli_shown(argv[i]));
 			fputs(usage, stderr);
 			ret = 2;
 			goto out;

@@ -1107,7 +1107,8 @@ class Hostile:
 
     def case_long_values(self):
         """A 100 KB bad value (an --alloc-fn spec, a --sample, an unknown
-        option; to `heaptrail run`, `top` and the agent alone) and one
+        option, a leak kind; to `heaptrail run`, `attach`, `top`, `report`
+        and the agent alone) and one
         holding a newline: the error is one line of at most 400 bytes
         that says how long the value was (it was echoed whole)."""
         problems = []
@@ -1133,6 +1134,12 @@ class Hostile:
              None, n + 2, False),
             ("top --BIG", [self.heaptrail, "top", "--" + big, dump], None,
              n + 2, False),
+            ("attach --alloc-fn BIG", [self.heaptrail, "attach",
+                                       "--alloc-fn", big, "1"], None, n,
+             True),
+            ("report --show-leak-kinds BIG", [self.heaptrail, "report",
+                                              "--show-leak-kinds", big, w],
+             None, n, True),
             ("run --alloc-fn 'a\\nb('", [self.heaptrail, "run", "-o",
                                          w + "/o", "--alloc-fn", "a\nb(",
                                          "--", prog], None, None, True),
