@@ -253,17 +253,23 @@ ssize_t agent_read_small(const char *path, char *buf, size_t cap)
 	return n ? (ssize_t)n : -1;
 }
 
+/* capture and capture_cap belong to the thread capture_tid names: other
+ * threads read only capture_tid (0: nobody captures) */
 static char *capture;
 static size_t capture_cap;
-static pid_t capture_tid;
+static _Atomic pid_t capture_tid;
 
 void agent_log_capture(char *buf, size_t cap)
 {
-	if (buf && cap)
-		buf[0] = 0;
-	capture_tid = buf ? agent_gettid() : 0;
-	capture_cap = buf ? cap : 0;
+	if (!buf) {
+		atomic_store(&capture_tid, 0);
+		capture = NULL;
+		return;
+	}
+	buf[0] = 0;
 	capture = buf;
+	capture_cap = cap;
+	atomic_store(&capture_tid, agent_gettid());
 }
 
 /* line (n bytes, with its newline) onto the capture, or "..." when full */
@@ -293,7 +299,8 @@ void agent_log(const char *a, const char *b, const char *c)
 	if (n > sizeof line - 2)
 		n = sizeof line - 2;
 	line[n++] = '\n';
-	if (capture && capture_tid == agent_gettid()) {
+	pid_t tid = atomic_load_explicit(&capture_tid, memory_order_relaxed);
+	if (tid && tid == agent_gettid()) {
 		capture_line(line + sizeof prefix - 1, n - (sizeof prefix - 1));
 		return;
 	}
