@@ -1059,8 +1059,6 @@ static int detach_now(long pid, bool quiet)
 	clock_gettime(CLOCK_REALTIME, &since);
 	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, &r, &ms))
 		return 1;
-	if (has_dir && r != -ENOENT)
-		print_notes(dir, pid, "detached", &since);
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
 			  "already)", pid);
@@ -1069,6 +1067,8 @@ static int detach_now(long pid, bool quiet)
 	if (!quiet)
 		fprintf(stderr, "heaptrail: detached from process %ld (thread stopped %.1f ms)\n", pid,
 			ms);
+	if (has_dir)
+		print_notes(dir, pid, "detached", &since);
 	return r ? 1 : 0;
 }
 

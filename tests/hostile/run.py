@@ -1308,7 +1308,7 @@ class Hostile:
             d = os.path.join(w, "out")
             runs = {}
             for tag, cmd in (("leaky", [prog, "sleep", "200"]),
-                             ("clean", ["/bin/sleep", "0.6"])):
+                             ("clean", ["/bin/sleep", "1"])):
                 j = os.path.join(w, tag + ".json")
                 runs[tag] = (j, subprocess.Popen(
                     [self.heaptrail, "run", "-q", "-o", d, "--json", j,
