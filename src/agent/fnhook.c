@@ -402,7 +402,7 @@ static bool debug_file(const struct dl_phdr_info *info, char *out, size_t cap)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_NOTE)
 			agent_build_id_in_notes(info->dlpi_addr + ph->p_vaddr,
-						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex);
+						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex, true);
 	}
 	size_t n = agent_strlen(hex);
 	if (n < 4 || cap < sizeof agent_config.debug_dir + 64)
