@@ -38,7 +38,12 @@
  *    frame and a zero return address ends the walk;
  *  - reads of .eh_frame stay inside the PT_LOAD segment holding the
  *    object's .eh_frame_hdr; anything malformed or not understood ends the
- *    walk instead of guessing.
+ *    walk instead of guessing;
+ *  - a module may be unloaded by another thread while a miss reads it
+ *    only if the walk reached it by a guess (rbp chaining, which marks
+ *    the walk guessed): the module of a pc found by its callee's CFI is
+ *    held by the program, a thread running inside it. A guessed walk's
+ *    misses read the module by copy (cfi.h: by_copy), never in place.
  *
  * What it understands: CFA = rsp/rbp + offset or a DWARF expression (the
  * PLT's, a realigned frame's *(rbp-8)), rbp saved at CFA+offset, unchanged
