@@ -770,13 +770,18 @@ static bool write_entry(uintptr_t fn, const uint8_t *bytes)
 	return true;
 }
 
-/* Whether the JMP_LEN bytes at code are b's. */
+/* Whether the JMP_LEN bytes at code are b's; false when code is not
+ * mapped any more (its module was unloaded since the function was found:
+ * read by copy, never in place, where the kernel allows it). */
 static bool same_bytes(uintptr_t code, const uint8_t *b)
 {
-	for (int i = 0; i < JMP_LEN; i++)
-		if (((const uint8_t *)code)[i] != b[i])
-			return false;
-	return true;
+	uint8_t now[JMP_LEN];
+	ssize_t got = agent_copy_self(now, code, JMP_LEN);
+	if (got == -EFAULT || (got >= 0 && got != JMP_LEN))
+		return false;
+	if (got < 0)    /* refused (seccomp): read in place */
+		agent_memcpy(now, (const void *)code, JMP_LEN);
+	return agent_memcmp(now, b, JMP_LEN) == 0;
 }
 
 /* F's first bytes as the hook writes them: jmp rel32 to the stub. */
@@ -1222,13 +1227,9 @@ void agent_fnhook_remove(void)
 		struct fnhook *h = &hooks[i];
 		uint8_t jmp[JMP_LEN];
 		jump_bytes(h, jmp);
-		uint8_t now[JMP_LEN];
 		if (!h->on || !held)
 			continue;
-		ssize_t got = agent_copy_self(now, h->fn, JMP_LEN);
-		if (got != JMP_LEN && got != -EFAULT)   /* refused: read in place */
-			agent_memcpy(now, (const void *)h->fn, JMP_LEN);
-		if (got == -EFAULT || !same_bytes((uintptr_t)now, jmp))
+		if (!same_bytes(h->fn, jmp))
 			h->on = false;   /* gone, or not ours any more: left alone */
 		else if (write_entry(h->fn, h->saved))
 			h->on = false;
