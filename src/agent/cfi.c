@@ -63,10 +63,10 @@ bool cfi_describe(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct cfi_
  * A module marked by_copy may be unloaded by another thread while a miss
  * reads it (see cfi.h), so its bytes are copied through the kernel
  * (agent_copy_self, which fails instead of faulting) into a small window,
- * read ahead up to the reader's end. Any other module is read in place,
- * the window then pointing into it. Where the kernel refuses the copy
- * (seccomp), and in the fuzz target (no agent: ASan sees each read), the
- * bytes are read in place too. */
+ * read ahead up to the reader's end. Any other module is read in place by
+ * the readers' fast path (a window that points into it, for the code).
+ * Where the kernel refuses the copy (seccomp), and in the fuzz target (no
+ * agent: ASan sees each read), the bytes are read in place too. */
 
 #define WIN 128
 
