@@ -5,10 +5,16 @@
  * read here are untrusted, so every reader below is bounded.
  */
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 
 #include "agent/cfi.h"
+#define AGENT_CFI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define AGENT_CFI_NOINLINE __attribute__((noinline))
+#ifdef HEAPTRAIL_AGENT
+#include "agent/agent.h"
+#endif
 #include "agent/banned.h"
 
 /* ---------- modules ---------- */
@@ -52,24 +58,106 @@ bool cfi_describe(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct cfi_
 	return true;
 }
 
+/* ---------- module memory, in place or by copy ----------
+ *
+ * A module marked by_copy may be unloaded by another thread while a miss
+ * reads it (see cfi.h), so its bytes are copied through the kernel
+ * (agent_copy_self, which fails instead of faulting) into a small window,
+ * read ahead up to the reader's end. Any other module is read in place by
+ * the readers' fast path (a window that points into it, for the code).
+ * Where the kernel refuses the copy (seccomp), and in the fuzz target (no
+ * agent: ASan sees each read), the bytes are read in place too. */
+
+#define WIN 128
+
+struct win {
+	uintptr_t lo, hi;       /* the module bytes data holds */
+	const uint8_t *data;    /* buf, or the module itself */
+	bool by_copy;
+	uint8_t buf[WIN];
+};
+
+#define WIN_INIT(w, copy) ((w)->lo = (w)->hi = 0, (w)->by_copy = (copy))
+
+#ifdef HEAPTRAIL_AGENT
+static _Atomic bool copy_refused;
+#endif
+
+/* Points w at [a, end), copied when w is by_copy (at least need bytes,
+ * need <= WIN); false when the first need bytes cannot be read. */
+static AGENT_CFI_NOINLINE bool win_fill(struct win *w, uintptr_t a, uintptr_t end, size_t need)
+{
+	w->lo = w->hi = 0;
+#ifdef HEAPTRAIL_AGENT
+	if (w->by_copy && !atomic_load_explicit(&copy_refused, memory_order_relaxed)) {
+		size_t want = end - a < WIN ? end - a : WIN;
+		ssize_t got = agent_copy_self(w->buf, a, want);
+		if (got == -EFAULT || (got >= 0 && (size_t)got < need))
+			return false;
+		if (got >= 0) {
+			w->data = w->buf;
+			w->lo = a;
+			w->hi = a + (size_t)got;
+			return true;
+		}
+		atomic_store_explicit(&copy_refused, true, memory_order_relaxed);
+	}
+#else
+	(void)need;
+#endif
+	w->data = (const uint8_t *)a;
+	w->lo = a;
+	w->hi = end;
+	return true;
+}
+
+/* Copies n (<= WIN) module bytes at at, all below end, into out through
+ * w; false when they cannot be read. */
+static inline bool win_read(struct win *w, const uint8_t *at, const uint8_t *end, void *out,
+			    size_t n)
+{
+	uintptr_t a = (uintptr_t)at;
+	if (AGENT_CFI_UNLIKELY(a < w->lo || a + n > w->hi) && !win_fill(w, a, (uintptr_t)end, n))
+		return false;
+	/* a loop, not memcpy: n is a small constant once inlined, and the
+	 * agent is built with -fno-builtin */
+	const uint8_t *from = w->data + (a - w->lo);
+	for (size_t i = 0; i < n; i++)
+		((uint8_t *)out)[i] = from[i];
+	return true;
+}
+
 /* ---------- bounded byte reader over module memory ---------- */
 
 struct bytes {
 	const uint8_t *p, *end;
 	bool bad;
+	bool by_copy;           /* read through w, else in place */
+	struct win *w;
 };
 
-static inline uint8_t rd_u8(struct bytes *b)
+#define BYTES(p, end, w) { (p), (end), false, (w)->by_copy, (w) }
+
+static AGENT_CFI_NOINLINE uint64_t rd_copy(struct bytes *b, int n)
 {
-	if (b->p >= b->end) {
+	uint8_t c[8];
+	if (b->end - b->p < n || !win_read(b->w, b->p, b->end, c, (size_t)n)) {
 		b->bad = true;
+		b->p = b->end;
 		return 0;
 	}
-	return *b->p++;
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)c[i] << (8 * i);
+	b->p += n;
+	return v;
 }
 
-static uint64_t rd_fixed(struct bytes *b, int n)
+/* n (<= 8) bytes, little-endian. */
+static inline __attribute__((always_inline)) uint64_t rd_fixed(struct bytes *b, int n)
 {
+	if (AGENT_CFI_UNLIKELY(b->by_copy))
+		return rd_copy(b, n);
 	if (b->end - b->p < n) {
 		b->bad = true;
 		b->p = b->end;
@@ -82,7 +170,12 @@ static uint64_t rd_fixed(struct bytes *b, int n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct bytes *b)
+static inline __attribute__((always_inline)) uint8_t rd_u8(struct bytes *b)
+{
+	return (uint8_t)rd_fixed(b, 1);
+}
+
+static inline __attribute__((always_inline)) uint64_t rd_uleb(struct bytes *b)
 {
 	uint64_t v = 0;
 	for (int shift = 0; shift < 64; shift += 7) {
@@ -151,13 +244,16 @@ static bool rd_encoded(struct bytes *b, uint8_t enc, uintptr_t datarel, uintptr_
 
 /* ---------- FDE search ---------- */
 
-/* Entry i of the table (its words are 4-byte aligned in every linker's
- * output, but nothing in the file promises it). */
-static inline int32_t tab_at(const uint8_t *tab, size_t i)
+/* Entry i of the table, below end, into *v; false when it cannot be read
+ * (its words are 4-byte aligned in every linker's output, but nothing in
+ * the file promises it). */
+static inline bool tab_at(struct win *w, const uint8_t *tab, const uint8_t *end, size_t i,
+			  int32_t *v)
 {
-	int32_t v;
-	__builtin_memcpy(&v, tab + 4 * i, sizeof v);
-	return v;
+	if (AGENT_CFI_UNLIKELY(w->by_copy))
+		return win_read(w, tab + 4 * i, end, v, sizeof *v);
+	__builtin_memcpy(v, tab + 4 * i, sizeof *v);
+	return true;
 }
 
 /* Returns the FDE covering a from the module's .eh_frame_hdr table, or
@@ -167,7 +263,9 @@ const uint8_t *cfi_fde_search(const struct cfi_module *m, uintptr_t a)
 {
 	if (!m->hdr)
 		return NULL;
-	struct bytes b = { (const uint8_t *)m->hdr, (const uint8_t *)m->seg_hi, false };
+	struct win w;
+	WIN_INIT(&w, m->by_copy);
+	struct bytes b = BYTES((const uint8_t *)m->hdr, (const uint8_t *)m->seg_hi, &w);
 	uint8_t version = rd_u8(&b), ptr_enc = rd_u8(&b), cnt_enc = rd_u8(&b);
 	uint8_t tab_enc = rd_u8(&b);
 	uintptr_t eh_frame, count;
@@ -179,17 +277,22 @@ const uint8_t *cfi_fde_search(const struct cfi_module *m, uintptr_t a)
 	if ((uintptr_t)(b.end - b.p) / 8 < count)
 		return NULL;
 	intptr_t rel = (intptr_t)(a - m->hdr);
-	if (rel < tab_at(tab, 0))
+	int32_t v;
+	if (!tab_at(&w, tab, b.end, 0, &v) || rel < v)
 		return NULL;
 	size_t lo = 0, hi = count;      /* tab[lo] <= rel < tab[hi] */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (tab_at(tab, 2 * mid) <= rel)
+		if (!tab_at(&w, tab, b.end, 2 * mid, &v))
+			return NULL;
+		if (v <= rel)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	uintptr_t fde = m->hdr + (intptr_t)tab_at(tab, 2 * lo + 1);
+	if (!tab_at(&w, tab, b.end, 2 * lo + 1, &v))
+		return NULL;
+	uintptr_t fde = m->hdr + (intptr_t)v;
 	if (fde < m->seg_lo || fde >= m->seg_hi)
 		return NULL;
 	return (const uint8_t *)fde;
@@ -217,9 +320,9 @@ static const uint8_t *entry_end(struct bytes *b)
 	return b->p + len;
 }
 
-static bool cie_parse(const uint8_t *p, const struct cfi_module *m, struct cie *c)
+static bool cie_parse(const uint8_t *p, const struct cfi_module *m, struct win *w, struct cie *c)
 {
-	struct bytes b = { p, (const uint8_t *)m->seg_hi, false };
+	struct bytes b = BYTES(p, (const uint8_t *)m->seg_hi, w);
 	const uint8_t *end = entry_end(&b);
 	if (!end || rd_fixed(&b, 4) != 0)
 		return false;
@@ -308,6 +411,7 @@ struct row {
 
 struct cfa_prog {
 	const struct cie *cie;
+	struct win *w;          /* for the program being run */
 	uintptr_t a, loc;
 	struct row row, init;
 	struct row stack[STATE_DEPTH];
@@ -369,7 +473,7 @@ static inline int64_t scaled(uint64_t v, int64_t align)
  * anything malformed or not understood. */
 static bool run_cfa(struct cfa_prog *s, const uint8_t *p, const uint8_t *end)
 {
-	struct bytes b = { p, end, false };
+	struct bytes b = BYTES(p, end, s->w);
 	const struct cie *c = s->cie;
 	while (b.p < b.end && !b.bad) {
 		uint8_t op = rd_u8(&b);
@@ -501,7 +605,10 @@ static bool run_cfa(struct cfa_prog *s, const uint8_t *p, const uint8_t *end)
 bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t a,
 			  struct cfi_rule *r)
 {
-	struct bytes b = { fde, (const uint8_t *)m->seg_hi, false };
+	struct win fw, cw;      /* the FDE's bytes, the CIE's */
+	WIN_INIT(&fw, m->by_copy);
+	WIN_INIT(&cw, m->by_copy);
+	struct bytes b = BYTES(fde, (const uint8_t *)m->seg_hi, &fw);
 	const uint8_t *end = entry_end(&b);
 	if (!end)
 		return false;
@@ -511,7 +618,7 @@ bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t
 	if (b.bad || cie_off == 0 || (uintptr_t)at - m->seg_lo < cie_off)
 		return false;
 	struct cie c;
-	if (!cie_parse(at - cie_off, m, &c))
+	if (!cie_parse(at - cie_off, m, &cw, &c))
 		return false;
 	uintptr_t begin, range;
 	if (!rd_encoded(&b, c.fde_enc, 0, &begin) ||
@@ -528,6 +635,7 @@ bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t
 
 	struct cfa_prog s;
 	s.cie = &c;
+	s.w = &cw;
 	s.a = UINTPTR_MAX;
 	s.loc = begin;
 	s.depth = 0;
@@ -542,6 +650,7 @@ bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t
 	s.init = s.row;
 	s.a = a;
 	s.depth = 0;
+	s.w = &fw;
 	if (!run_cfa(&s, b.p, b.end))
 		return true;
 
@@ -581,12 +690,14 @@ bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t
  * constants, arithmetic, comparisons, rsp/rbp/rip as base registers and
  * dereferences of this stack. */
 bool cfi_eval(const struct cfi_frame *w, const uint8_t *blk, bool push_cfa, uintptr_t cfa,
-		 uintptr_t *out)
+	      bool by_copy, uintptr_t *out)
 {
 	uintptr_t st[8];
 	int n = 0;
 	const uint8_t *p = blk;
-	struct bytes b = { p, p + 10, false };
+	struct win win;
+	WIN_INIT(&win, by_copy);
+	struct bytes b = BYTES(p, p + 10, &win);
 	uint64_t len = rd_uleb(&b);
 	b.end = b.p + len;      /* checked against the segment by rd_block */
 	if (push_cfa)
@@ -680,7 +791,11 @@ bool cfi_is_sigreturn(const struct cfi_module *m, uintptr_t pc)
 	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
 	if (!m->code_readable || pc < m->lo || pc > m->hi - sizeof code)
 		return false;
-	const uint8_t *p = (const uint8_t *)pc;
+	struct win w;
+	WIN_INIT(&w, m->by_copy);
+	uint8_t p[sizeof code];
+	if (!win_read(&w, (const uint8_t *)pc, (const uint8_t *)pc + sizeof code, p, sizeof p))
+		return false;
 	for (size_t i = 0; i < sizeof code; i++)
 		if (p[i] != code[i])
 			return false;

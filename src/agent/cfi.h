@@ -6,7 +6,8 @@
  *
  * Called by unwind.c on a rule-cache miss, inside malloc hooks and signal
  * handlers: every function here is hook-safe and async-signal-safe, takes
- * no lock, allocates nothing and keeps no state.
+ * no lock, allocates nothing and keeps no state (but whether the kernel
+ * refuses copies).
  *
  * The bytes it reads belong to whatever library the target loaded, so
  * they are untrusted: every read of a module stays inside the segment the
@@ -14,6 +15,14 @@
  * inside the frame's bounds (cfi_frame.lo .. lo + span), and anything
  * malformed or not understood gives a rule that ends the walk instead of
  * a guess. tests/fuzz/fuzz_cfi.c drives it with hostile bytes.
+ *
+ * The library may also be unloaded by another thread while it is read.
+ * The module of a return address that its callee's CFI gave is held by
+ * the program (a thread runs inside it) and is read in place; one that a
+ * walk reached by a guess (rbp chaining) may be any, so a module marked
+ * by_copy, and an expression evaluated by_copy, is read only through
+ * agent_copy_self, which fails where a read would fault: what cannot be
+ * read gives no rule.
  */
 #ifndef HEAPTRAIL_AGENT_CFI_H
 #define HEAPTRAIL_AGENT_CFI_H
@@ -56,6 +65,8 @@ struct cfi_module {
 	uintptr_t seg_lo, seg_hi;       /* PT_LOAD holding .eh_frame_hdr */
 	uintptr_t hdr;                  /* .eh_frame_hdr, 0 when none */
 	bool code_readable;             /* every PF_X segment also PF_R */
+	bool by_copy;                   /* read its bytes only by copy (see
+					 * below), never in place */
 };
 
 /* A frame's registers, and where its stack may be read: 8-byte reads at
@@ -100,7 +111,7 @@ bool cfi_rule_from_fde(const struct cfi_module *m, const uint8_t *fde, uintptr_t
  * registers and dereferences inside f's stack bounds. False when the
  * expression is malformed, not understood or reads outside the stack. */
 bool cfi_eval(const struct cfi_frame *f, const uint8_t *blk, bool push_cfa, uintptr_t cfa,
-	      uintptr_t *out);
+	      bool by_copy, uintptr_t *out);
 
 /* Whether pc starts the Linux rt_sigreturn trampoline (mov $15, %rax;
  * syscall), read only when m's code is readable and pc inside it. */

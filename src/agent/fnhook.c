@@ -404,7 +404,7 @@ static bool debug_file(const struct dl_phdr_info *info, char *out, size_t cap)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_NOTE)
 			agent_build_id_in_notes(info->dlpi_addr + ph->p_vaddr,
-						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex);
+						info->dlpi_addr + ph->p_vaddr + ph->p_memsz, hex, true);
 	}
 	size_t n = agent_strlen(hex);
 	if (n < 4 || cap < sizeof agent_config.debug_dir + 64)
@@ -582,17 +582,45 @@ static const char *hex(char *buf, uint64_t v)
 	return buf;
 }
 
-/* Looks at the code [code, code+size) for a jump (not a call) into
- * [lo, hi): -1 and its offset in *at when there is one, -2 and the offset
- * when an instruction cannot be decoded, 0 when there is none. */
-static long branch_into(const ZydisDecoder *dec, uintptr_t code, uint64_t size, uintptr_t lo,
-			uintptr_t hi, size_t *at)
+/* A copy of the code [addr, addr + size), and of up to 15 bytes after it
+ * (an instruction that starts at its last byte), where they are mapped,
+ * into *len bytes of agent_mmap'd memory (agent_munmap): the functions
+ * are found under the loader's lock, but read after it, while another
+ * thread may unload their library (an attach). NULL when they cannot be
+ * read. */
+#define CODE_MAX (64u << 20)
+static const uint8_t *code_copy(uintptr_t addr, uint64_t size, size_t *len)
+{
+	if (size == 0 || size > CODE_MAX)
+		return NULL;
+	*len = (size_t)size + 15;
+	uint8_t *buf = agent_mmap(*len);
+	if (!buf)
+		return NULL;
+	ssize_t got = agent_copy_self(buf, addr, *len);
+	if (got < 0 && got != -EFAULT) {   /* refused (seccomp): in place */
+		agent_memcpy(buf, (const void *)addr, (size_t)size);
+		got = (ssize_t)size;
+	}
+	if (got < (ssize_t)size) {
+		agent_munmap(buf, *len);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Looks at the code [code, code+size), whose copy is bytes, for a jump
+ * (not a call) into [lo, hi): -1 and its offset in *at when there is one,
+ * -2 and the offset when an instruction cannot be decoded, 0 when there
+ * is none. */
+static long branch_into(const ZydisDecoder *dec, const uint8_t *bytes, uintptr_t code,
+			uint64_t size, uintptr_t lo, uintptr_t hi, size_t *at)
 {
 	ZydisDecodedInstruction ins;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	for (size_t off = 0; off < size; off += ins.length) {
 		*at = off;
-		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(code + off), size - off, &ins, ops)))
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, bytes + off, size - off, &ins, ops)))
 			return -2;
 		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE) || ins.meta.category == ZYDIS_CATEGORY_CALL)
 			continue;
@@ -608,10 +636,11 @@ static long branch_into(const ZydisDecoder *dec, uintptr_t code, uint64_t size, 
 }
 
 /* How many bytes of F the jump displaces (whole instructions, >= 5), or
- * 0 after saying why F cannot be hooked. cold, when it was found, is F's
- * part GCC moved away (NAME.cold), whose jumps into F are looked at too. */
-static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uint64_t size,
-		    const struct found *cold)
+ * 0 after saying why F cannot be hooked. F's code is read from its copy
+ * bytes (code_copy). cold, when it was found, is F's part GCC moved away
+ * (NAME.cold), whose jumps into F are looked at too. */
+static size_t check(const ZydisDecoder *dec, const char *name, const uint8_t *bytes, uintptr_t fn,
+		    uint64_t size, const struct found *cold)
 {
 	char buf[64], num[24];
 	if (size == 0) {
@@ -630,7 +659,7 @@ static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uin
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	size_t n = 0;
 	while (n < JMP_LEN) {
-		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + n), size - n, &ins, ops))) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, bytes + n, size - n, &ins, ops))) {
 			say(name, "cannot decode its instruction at +", hex(num, n));
 			return 0;
 		}
@@ -638,13 +667,22 @@ static size_t check(const ZydisDecoder *dec, const char *name, uintptr_t fn, uin
 	}
 	/* every branch of the function's, into the bytes the jump replaces */
 	size_t at;
-	long r = branch_into(dec, fn, size, fn, fn + n, &at);
+	long r = branch_into(dec, bytes, fn, size, fn, fn + n, &at);
 	if (r == -2) {
 		say(name, "cannot decode its instruction at +", hex(num, at));
 		return 0;
 	}
-	if (r == 0 && cold && branch_into(dec, cold->addr, cold->size, fn, fn + n, &at) == -1)
-		r = -3;
+	if (r == 0 && cold) {
+		size_t cold_len;
+		const uint8_t *cold_bytes = code_copy(cold->addr, cold->size, &cold_len);
+		if (!cold_bytes) {
+			say(name, "its .cold part cannot be read (its library unloaded?)", NULL);
+			return 0;
+		}
+		if (branch_into(dec, cold_bytes, cold->addr, cold->size, fn, fn + n, &at) == -1)
+			r = -3;
+		agent_munmap((void *)cold_bytes, cold_len);
+	}
 	if (r < 0) {
 		char off[24];
 		hex(off, at);
@@ -669,17 +707,18 @@ static uint8_t *put_jmp_abs(uint8_t *p, uintptr_t to)
 	return p + 14;
 }
 
-/* Relocates F's first n bytes to out (at most cap), then a jump back to
- * F + n; returns the length, or 0 after saying why not. */
-static size_t relocate(const ZydisDecoder *dec, const char *name, uintptr_t fn, size_t n, uint8_t *out,
-		       size_t cap)
+/* Relocates F's first n bytes (read from their copy bytes) to out (at
+ * most cap), then a jump back to F + n; returns the length, or 0 after
+ * saying why not. */
+static size_t relocate(const ZydisDecoder *dec, const char *name, const uint8_t *bytes, uintptr_t fn,
+		       size_t n, uint8_t *out, size_t cap)
 {
 	size_t len = 0;
 	for (size_t off = 0; off < n;) {
 		ZydisDecodedInstruction ins;
 		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 		char num[24];
-		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, (const void *)(fn + off), n - off + 15, &ins, ops)))
+		if (ZYAN_FAILED(ZydisDecoderDecodeFull(dec, bytes + off, n - off + 15, &ins, ops)))
 			return 0;
 		if (ins.meta.category == ZYDIS_CATEGORY_CALL) {
 			/* A call made from here would leave a return address in
@@ -706,7 +745,7 @@ static size_t relocate(const ZydisDecoder *dec, const char *name, uintptr_t fn, 
 		if (!(ins.attributes & ZYDIS_ATTRIB_IS_RELATIVE)) {
 			if (len + ins.length > cap)
 				return 0;
-			agent_memcpy(out + len, (const void *)(fn + off), ins.length);
+			agent_memcpy(out + len, bytes + off, ins.length);
 			len += ins.length;
 			off += ins.length;
 			continue;
@@ -786,13 +825,18 @@ static bool write_entry(uintptr_t fn, const uint8_t *bytes)
 	return true;
 }
 
-/* Whether the JMP_LEN bytes at code are b's. */
+/* Whether the JMP_LEN bytes at code are b's; false when code is not
+ * mapped any more (its module was unloaded since the function was found:
+ * read by copy, never in place, where the kernel allows it). */
 static bool same_bytes(uintptr_t code, const uint8_t *b)
 {
-	for (int i = 0; i < JMP_LEN; i++)
-		if (((const uint8_t *)code)[i] != b[i])
-			return false;
-	return true;
+	uint8_t now[JMP_LEN];
+	ssize_t got = agent_copy_self(now, code, JMP_LEN);
+	if (got == -EFAULT || (got >= 0 && got != JMP_LEN))
+		return false;
+	if (got < 0)    /* refused (seccomp): read in place */
+		agent_memcpy(now, (const void *)code, JMP_LEN);
+	return agent_memcmp(now, b, JMP_LEN) == 0;
 }
 
 /* F's first bytes as the hook writes them: jmp rel32 to the stub. */
@@ -862,18 +906,30 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 		say(spec->name, "too many allocator functions", NULL);
 		return;
 	}
-	size_t n = check(dec, spec->name, f->addr, f->size, cold->count == 1 ? cold : NULL);
-	if (!n)
-		return;
-	uint8_t *page = near_page(f->addr);
-	if (!page) {
-		say(spec->name, "no free memory within 2 GiB of it for the trampoline", NULL);
+	if (f->size > CODE_MAX) {
+		say(spec->name, "the function is too large to check", NULL);
 		return;
 	}
+	size_t code_len;
+	const uint8_t *code = f->size ? code_copy(f->addr, f->size, &code_len) : NULL;
+	if (f->size && !code) {
+		say(spec->name, "its code cannot be read (its library unloaded?)", NULL);
+		return;
+	}
+	size_t n = check(dec, spec->name, code, f->addr, f->size, cold->count == 1 ? cold : NULL);
+	uint8_t *page = n ? near_page(f->addr) : NULL;
+	if (n && !page)
+		say(spec->name, "no free memory within 2 GiB of it for the trampoline", NULL);
 	struct fnhook *h = &hooks[nhooks];
-	size_t len = relocate(dec, spec->name, f->addr, n, page + STUB_LEN, PAGE - STUB_LEN);
+	size_t len = page ? relocate(dec, spec->name, code, f->addr, n, page + STUB_LEN,
+				     PAGE - STUB_LEN) : 0;
+	if (len)
+		agent_memcpy(h->saved, code, JMP_LEN);   /* what orig was made from */
+	if (code)
+		agent_munmap((void *)code, code_len);
 	if (!len) {
-		syscall(SYS_munmap, page, PAGE);
+		if (page)
+			syscall(SYS_munmap, page, PAGE);
 		return;
 	}
 	/* the stub: mov $h, %r11; jmp *agent_fnhook_entry */
@@ -888,7 +944,6 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 	}
 	h->orig = (uintptr_t)(page + STUB_LEN);
 	h->fn = f->addr;
-	agent_memcpy(h->saved, (const void *)f->addr, JMP_LEN);   /* what orig was made from */
 	h->spec = h->next = *spec;
 	h->page = page;
 	h->want = true;
@@ -1241,13 +1296,9 @@ void agent_fnhook_remove(void)
 		struct fnhook *h = &hooks[i];
 		uint8_t jmp[JMP_LEN];
 		jump_bytes(h, jmp);
-		uint8_t now[JMP_LEN];
 		if (!h->on || !held)
 			continue;
-		ssize_t got = agent_copy_self(now, h->fn, JMP_LEN);
-		if (got != JMP_LEN && got != -EFAULT)   /* refused: read in place */
-			agent_memcpy(now, (const void *)h->fn, JMP_LEN);
-		if (got == -EFAULT || !same_bytes((uintptr_t)now, jmp))
+		if (!same_bytes(h->fn, jmp))
 			h->on = false;   /* gone, or not ours any more: left alone */
 		else if (write_entry(h->fn, h->saved))
 			h->on = false;

@@ -53,7 +53,7 @@ static void describe(struct dl_phdr_info *info, struct module *m)
 				m->hi = a + ph->p_memsz;
 		} else if (ph->p_type == PT_NOTE && !m->build_id[0]) {
 			uintptr_t p = info->dlpi_addr + ph->p_vaddr;
-			agent_build_id_in_notes(p, p + ph->p_memsz, m->build_id);
+			agent_build_id_in_notes(p, p + ph->p_memsz, m->build_id, true);
 		}
 	}
 	if (m->lo == UINTPTR_MAX)

@@ -226,7 +226,9 @@ ssize_t agent_copy_self(void *to, uintptr_t from, size_t n)
 {
 	int saved = errno;
 	struct iovec local = { to, n }, remote = { (void *)from, n };
-	long r = syscall(SYS_process_vm_readv, agent_pid, &local, 1UL, &remote, 1UL, 0UL);
+	/* getpid(), not agent_pid: a child forked by a raw system call (no
+	 * atfork handler ran) would read its parent's memory */
+	long r = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL);
 	if (r < 0)
 		r = -errno;
 	errno = saved;

@@ -38,7 +38,12 @@
  *    frame and a zero return address ends the walk;
  *  - reads of .eh_frame stay inside the PT_LOAD segment holding the
  *    object's .eh_frame_hdr; anything malformed or not understood ends the
- *    walk instead of guessing.
+ *    walk instead of guessing;
+ *  - a module may be unloaded by another thread while a miss reads it
+ *    only if the walk reached it by a guess (rbp chaining, which marks
+ *    the walk guessed): the module of a pc found by its callee's CFI is
+ *    held by the program, a thread running inside it. A guessed walk's
+ *    misses read the module by copy (cfi.h: by_copy), never in place.
  *
  * What it understands: CFA = rsp/rbp + offset or a DWARF expression (the
  * PLT's, a realigned frame's *(rbp-8)), rbp saved at CFA+offset, unchanged
@@ -49,6 +54,7 @@
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 
@@ -200,29 +206,64 @@ void agent_unwind_cfi_flush(void)
 
 #ifdef DLFO_EH_SEGMENT_TYPE
 /* glibc >= 2.35: _dl_find_object is lock-free and async-signal-safe. It
- * gives the object's mapping, its PT_GNU_EH_FRAME and its link map; the
- * program headers come from the ELF header at the start of the mapping,
- * checked before use (they must lie in its first page, which is mapped).
- * Without them, the whole mapping bounds the reads of .eh_frame and the
- * code is not read (no signal-frame check). */
-static bool module_find(uintptr_t a, struct cfi_module *m)
+ * gives the object's mapping and its PT_GNU_EH_FRAME; the program headers
+ * come from the ELF header at the start of the mapping, checked before
+ * use (they must lie in its first page, which is mapped). by_copy (a pc
+ * the walk guessed, in a library another thread may be unloading): they
+ * are copied, never read in place, and the load bias comes from them, not
+ * from the link map (freed by a dlclose). When they cannot be had, the
+ * whole mapping bounds the reads of .eh_frame and the code is not read
+ * (no signal-frame check); when the object is gone, there is no module. */
+#define MAX_PHDRS 16
+static bool module_find(uintptr_t a, bool by_copy, struct cfi_module *m)
 {
 	struct dl_find_object fo;
 	if (_dl_find_object((void *)a, &fo) != 0 || !fo.dlfo_link_map)
 		return false;
 	uintptr_t start = (uintptr_t)fo.dlfo_map_start & ~(uintptr_t)4095;
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	const ElfW(Phdr) *ph = NULL;
+	ElfW(Ehdr) eh_copy;
+	ElfW(Phdr) ph_copy[MAX_PHDRS];
+	ssize_t got = sizeof eh_copy;
+	if (by_copy && (got = agent_copy_self(&eh_copy, start, sizeof eh_copy)) >= 0) {
+		if (got != (ssize_t)sizeof eh_copy)
+			return false;   /* unmapped since _dl_find_object saw it */
+		eh = &eh_copy;
+	} else if (got == -EFAULT) {
+		return false;
+	}
 	if (eh->e_ident[EI_MAG0] == ELFMAG0 && eh->e_ident[EI_MAG1] == ELFMAG1 &&
 	    eh->e_ident[EI_MAG2] == ELFMAG2 && eh->e_ident[EI_MAG3] == ELFMAG3 &&
 	    eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phoff < 4096 &&
-	    eh->e_phnum <= (4096 - eh->e_phoff) / sizeof(ElfW(Phdr)) &&
-	    cfi_describe(fo.dlfo_link_map->l_addr, (const ElfW(Phdr) *)(start + eh->e_phoff),
-		     eh->e_phnum, m))
+	    eh->e_phnum <= (4096 - eh->e_phoff) / sizeof(ElfW(Phdr))) {
+		ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+		if (eh == &eh_copy) {
+			size_t len = eh->e_phnum * sizeof *ph;
+			ph = NULL;
+			if (eh->e_phnum <= MAX_PHDRS) {
+				got = agent_copy_self(ph_copy, start + eh->e_phoff, len);
+				if (got >= 0 && got != (ssize_t)len)
+					return false;
+				if (got >= 0)
+					ph = ph_copy;
+			}
+		}
+	}
+	uintptr_t first = UINTPTR_MAX;
+	for (int i = 0; ph && i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
+			first = ph[i].p_vaddr;
+	if (first != UINTPTR_MAX &&
+	    cfi_describe(start - (first & ~(uintptr_t)4095), ph, eh->e_phnum, m)) {
+		m->by_copy = by_copy;
 		return true;
+	}
 	m->lo = m->seg_lo = (uintptr_t)fo.dlfo_map_start;
 	m->hi = m->seg_hi = (uintptr_t)fo.dlfo_map_end;
 	m->hdr = (uintptr_t)fo.dlfo_eh_frame;
 	m->code_readable = false;
+	m->by_copy = by_copy;
 	return true;
 }
 #else
@@ -248,11 +289,12 @@ static int iter_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static bool module_find(uintptr_t a, struct cfi_module *m)
+static bool module_find(uintptr_t a, bool by_copy, struct cfi_module *m)
 {
 	struct iter it = { .a = a };
 	dl_iterate_phdr(iter_cb, &it);
 	*m = it.found;
+	m->by_copy = by_copy;   /* read after the loader's lock is let go */
 	return it.have;
 }
 #endif
@@ -262,6 +304,9 @@ static bool module_find(uintptr_t a, struct cfi_module *m)
 struct walk {
 	struct cfi_frame f;
 	bool exact;             /* pc is not a return address (signal frame) */
+	bool guessed;           /* a step went by rbp chaining: the pcs from
+				 * there on may lie in any module, even one
+				 * being unloaded, which is then read by copy */
 	uint32_t gen;
 	struct slot *cache;
 };
@@ -294,7 +339,7 @@ static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
 	struct cfi_rule r;
 	agent_memset(&r, 0, sizeof r);
 	uint32_t gen = w->gen;
-	if (!module_find(a, &m)) {
+	if (!module_find(a, w->guessed, &m)) {
 		r.kind = CFI_K_NOMOD;
 	} else if (!w->exact && cfi_is_sigreturn(&m, a + 1)) {
 		r.kind = CFI_K_SIGNAL;
@@ -337,7 +382,7 @@ static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
 		cfa = w->f.bp + (uintptr_t)off_of(w0);
 		break;
 	case CFI_K_CFA_EXPR:
-		if (!cfi_eval(&w->f, expr_of(w0), false, 0, &cfa))
+		if (!cfi_eval(&w->f, expr_of(w0), false, 0, w->guessed, &cfa))
 			return false;
 		break;
 	case CFI_K_FP:
@@ -349,6 +394,7 @@ static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
 		cfa = w->f.bp + 16;
 		if (!cfi_stack_read(&w->f, w->f.bp, &bp))
 			return false;
+		w->guessed = true;
 		break;
 	case CFI_K_SIGNAL: {
 		/* The handler returned into the trampoline: sp points at the
@@ -380,7 +426,8 @@ static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
 		break;
 	case CFI_BP_EXPR: {
 		uintptr_t at;
-		if (!cfi_eval(&w->f, expr_of(w1), true, cfa, &at) || !cfi_stack_read(&w->f, at, &bp))
+		if (!cfi_eval(&w->f, expr_of(w1), true, cfa, w->guessed, &at) ||
+		    !cfi_stack_read(&w->f, at, &bp))
 			return false;
 		break;
 	}
@@ -750,7 +797,7 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	l1_check_gen(ms, gen);
 	w->gen = gen;
-	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true, w->guessed = false;
 	stack_bounds(w, sp);
 	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
 	uintptr_t hi = w->f.lo + w->f.span + 8;
@@ -861,7 +908,7 @@ static AGENT_NOINLINE struct agent_walk walk_record(uintptr_t pc, uintptr_t sp, 
 	uint32_t gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	l1_check_gen(ms, gen);
 	w->gen = gen;
-	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true, w->guessed = false;
 	int n = 0, k = 0, bp_src = -1;  /* which record's read gave bp (-1: bp0) */
 	struct walk_memo *m = NULL;
 	bool record = ms != NULL, ended = false, joined = false;
@@ -1048,7 +1095,7 @@ AGENT_NOINLINE int agent_unwind_frames(uintptr_t *pcs, uintptr_t *sps, int max)
 	struct walk w_, *w = &w_;
 	uintptr_t pc, sp, bp;
 	AGENT_FRAME_REGS(pc, sp, bp);
-	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true;
+	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true, w->guessed = false;
 	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
 	stack_bounds(w, sp);

@@ -83,9 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_expr(&m, r.bp_expr);
 			uintptr_t out;
 			if (r.cfa_expr)
-				(void)cfi_eval(&f, r.cfa_expr, false, 0, &out);
+				(void)cfi_eval(&f, r.cfa_expr, false, 0, false, &out);
 			if (r.bp_expr)
-				(void)cfi_eval(&f, r.bp_expr, true, f.sp + 16, &out);
+				(void)cfi_eval(&f, r.bp_expr, true, f.sp + 16, false, &out);
 		}
 	}
 	free(seg);

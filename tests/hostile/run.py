@@ -47,6 +47,7 @@ frame pointers and -O1.  Each describes itself in its header comment:
                          (setuid: owned by 65534 with the set-user-ID bit)
     @timeout SECONDS     per run (default 10)
     @env NAME=VALUE      in the environment of every run, bare included
+    @every INTERVAL      the sample mode's --every (default 50ms)
 
 Per program and case, the tests (all compare with the bare run's stdout,
 exit status or death signal, and fail on a timeout, which kills the whole
@@ -54,7 +55,7 @@ process group):
   hostile:PROG[CASE]:exact    heaptrail run -o OUT --json J: same
                     behaviour; the @kinds; each process's summary adds up
                     to its in-use totals
-  hostile:PROG[CASE]:sample   --every 50ms --timeline 10 (a profiling
+  hostile:PROG[CASE]:sample   --every 50ms (or @every) --timeline 10 (a profiling
                     run's default, --sample auto: S from 8k, raised with
                     the samples thinned as the heap grows): same
                     behaviour, a timeline was written
@@ -174,6 +175,7 @@ class Prog:
         self.helpers = []        # [(src, name, flags)]
         self.timeout = DEFAULT_TIMEOUT
         self.env = {}
+        self.every = "50ms"
         with open(path) as f:
             text = f.read()
         head = text.split("*/", 1)[0]
@@ -225,6 +227,8 @@ class Prog:
                 self.env[k] = v
             elif key == "timeout":
                 self.timeout = int(rest[0])
+            elif key == "every":
+                self.every = rest[0]
         if not self.cases:
             self.cases = [("", [])]
 
@@ -543,7 +547,7 @@ class Hostile:
                                 (label, secs, bare_secs, prog.max_extra))
         elif mode == "sample":
             rc, out, err, secs = run_group(self.ht_cmd(
-                outdir, jpath, ["--every", "50ms", "--timeline", "10"], prog, case),
+                outdir, jpath, ["--every", prog.every, "--timeline", "10"], prog, case),
                 w, prog.timeout,
                 env=self.env(prog))
             same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,

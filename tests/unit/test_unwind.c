@@ -9,7 +9,8 @@
  * (must stop, not crash), the agent's own-frame skipping, a library
  * loaded, unloaded and loaded again (zlib, whose allocator callback is
  * where we unwind from), many threads unwinding at once while the cache is
- * flushed under them, and fork() while other threads unwind.
+ * flushed under them, fork() while other threads unwind, and a module
+ * read by copy (a walk that guessed) that is unmapped under the parser.
  *
  * Both unwinders are called through one indirect call site, so their lists
  * must be identical pc for pc, down to the outermost frame (_start or the
@@ -26,6 +27,7 @@
 #include <libunwind.h>
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/unwind.h"
 
 #include <dlfcn.h>
@@ -420,6 +422,12 @@ static void test_no_fde(void)
 	jit_pair = &pairs[1];
 	call_stub(fp, NULL);
 	compare(&pairs[1], 6, "through code without an FDE, warm");
+	/* cold: each frame past the stub is a miss of a walk that guessed,
+	 * whose modules are read by copy */
+	agent_unwind_cfi_flush();
+	jit_pair = &pairs[1];
+	call_stub(fp, NULL);
+	compare(&pairs[1], 6, "through code without an FDE, cold (modules read by copy)");
 
 	/* rbp garbage: the walk must stop at the stub, not crash. */
 	jit_pair = &pairs[2];
@@ -438,6 +446,103 @@ static void test_no_fde(void)
 	t = &pairs[3].t[0];
 	check(t->n == 5 && t->pc[4] == 0x4141414141414141ull,
 	      "a fake frame with a looping rbp: stops after its bogus pc (%d frames)", t->n);
+}
+
+/* ---- a module that vanishes ----------------------------------------------- */
+
+struct own_seg {
+	uintptr_t a;
+	struct cfi_module m;
+	bool have;
+};
+
+static int own_seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct own_seg *o = arg;
+	struct cfi_module m;
+	(void)size;
+	if (!o->have && cfi_describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) &&
+	    o->a >= m.lo && o->a < m.hi && m.hdr) {
+		m.by_copy = false;
+		o->m = m;
+		o->have = true;
+	}
+	return 0;
+}
+
+/* A walk that went by rbp chaining reads the module of each later pc by
+ * copy, as that pc may lie in a library another thread is unloading.
+ * This program's .eh_frame segment is copied to a fresh mapping (the
+ * table and the FDEs are position-independent, so the copy describes
+ * the same code moved by delta): read by copy, it gives the rules the
+ * original gives in place; once unmapped, every reader finds nothing
+ * instead of faulting (in place, each would die of SIGSEGV). */
+static void test_vanished(void)
+{
+	struct own_seg o = { .a = (uintptr_t)test_chain + 4 };
+	dl_iterate_phdr(own_seg_cb, &o);
+	if (!o.have) {
+		check(false, "this program's .eh_frame_hdr found");
+		return;
+	}
+	size_t off = o.m.seg_lo & 4095, len = (off + o.m.seg_hi - o.m.seg_lo + 4095) & ~(size_t)4095;
+	uint8_t *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED) {
+		check(false, "cannot map %zu bytes", len);
+		return;
+	}
+	memcpy(copy + off, (const void *)o.m.seg_lo, o.m.seg_hi - o.m.seg_lo);
+	uintptr_t delta = (uintptr_t)copy + off - o.m.seg_lo;
+	struct cfi_module c = o.m;
+	c.seg_lo += delta, c.seg_hi += delta, c.hdr += delta;
+	c.lo = c.seg_lo, c.hi = c.seg_hi, c.code_readable = true;
+	c.by_copy = true;
+
+	/* functions of this file: the same rules from the copy */
+	static void (*const funcs[])(void) = { test_chain, test_alignment, test_recursion,
+					     test_vla, test_expr, test_thread, test_qsort,
+					     test_signal, test_no_fde };
+	int same_rules = 0, total = 0;
+	const uint8_t *fde_copy = NULL, *expr_copy = NULL;
+	uintptr_t a_copy = 0;
+	for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) {
+		for (uintptr_t k = 1; k < 64; k += 7) {
+			uintptr_t a = (uintptr_t)funcs[i] + k;
+			const uint8_t *f0 = cfi_fde_search(&o.m, a);
+			const uint8_t *f1 = cfi_fde_search(&c, a + delta);
+			struct cfi_rule r0, r1;
+			memset(&r0, 0, sizeof r0);
+			memset(&r1, 0, sizeof r1);
+			bool g0 = f0 && cfi_rule_from_fde(&o.m, f0, a, &r0);
+			bool g1 = f1 && cfi_rule_from_fde(&c, f1, a + delta, &r1);
+			total++;
+			if (f1 == (f0 ? f0 + delta : NULL) && g0 == g1 && r0.kind == r1.kind &&
+			    r0.bp_how == r1.bp_how && r0.cfa_off == r1.cfa_off && r0.bp_off == r1.bp_off &&
+			    r1.cfa_expr == (r0.cfa_expr ? r0.cfa_expr + delta : NULL) &&
+			    r1.bp_expr == (r0.bp_expr ? r0.bp_expr + delta : NULL))
+				same_rules++;
+			if (g1 && !fde_copy) {
+				fde_copy = f1;
+				a_copy = a + delta;
+			}
+			if (g1 && r1.cfa_expr && !expr_copy)
+				expr_copy = r1.cfa_expr;
+		}
+	}
+	check(total && same_rules == total && fde_copy,
+	      "a module read by copy gives the rules read in place (%d of %d)", same_rules, total);
+
+	munmap(copy, len);
+	struct cfi_rule r;
+	memset(&r, 0, sizeof r);
+	struct cfi_frame f = { .pc = a_copy, .sp = (uintptr_t)&r, .bp = 0,
+			       .lo = (uintptr_t)&r, .span = 0 };
+	uintptr_t out;
+	check(cfi_fde_search(&c, a_copy) == NULL, "unmapped module: no FDE found");
+	check(!cfi_rule_from_fde(&c, fde_copy, a_copy, &r), "unmapped module: no rule from its FDE");
+	check(!cfi_is_sigreturn(&c, a_copy), "unmapped module: no signal trampoline");
+	check(!cfi_eval(&f, expr_copy ? expr_copy : (const uint8_t *)c.hdr, false, 0, true, &out),
+	      "unmapped module: its expression is not evaluated");
 }
 
 /* ---- skipping the agent's own frames --------------------------------------- */
@@ -1116,6 +1221,7 @@ int main(void)
 	test_qsort();
 	test_signal();
 	test_no_fde();
+	test_vanished();
 	test_skip();
 	test_dlopen();
 	test_stress();
