@@ -83,6 +83,7 @@
 static void (*libc_freeres)(void);
 static void install_check_handler(void);
 static void install_fatal_handlers(bool all);
+static void remove_fatal_handlers(bool keep_faults);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static int find_ldso(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
@@ -132,6 +133,8 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_modules_fork_child(fork_threaded);
 	agent_pid = getpid();
+	if (agent_pid == 1)  /* the init of a new PID namespace (above) */
+		remove_fatal_handlers(true);
 	atomic_store(&reported, 0);
 	atomic_store(&scan_owner, 0);  /* its thread is not in this process */
 	atomic_store(&exit_owner, 0);
@@ -763,11 +766,11 @@ static void install_check_handler(void)
  * program's sigaction is not the agent's and a program would read the
  * handler, only the classic six: the faults, SIGABRT and SIGTERM.
  *
- * The init of a PID namespace (a container's program) is not killed by
- * a signal left at SIG_DFL unless it is a fault or comes from outside the
- * namespace: a handler would report a death that does not come, or,
- * re-raising from inside, turn a death into none. There the agent takes
- * only the faults. */
+ * The init of a PID namespace (a container's program, or a forked child
+ * that became one) is killed by no signal it leaves at SIG_DFL but
+ * SIGKILL and a fault, from inside or outside: a handler would report a
+ * death that does not come, and then no report at the real exit. There
+ * the agent takes only the faults. */
 
 static bool is_fault(int sig)
 {
@@ -868,30 +871,39 @@ static void install_fatal_handlers(bool all)
 	}
 }
 
-/* Attached, a process killed by a fatal signal gets its report as under
- * `heaptrail run` (for the classic six, above); the detach puts the
- * default disposition back where the handler is still the agent's (the
- * program may have replaced it since). The program's sigaction is not
- * hooked while attached: asked, it sees the agent's handler instead of
- * SIG_DFL. */
-void agent_fatal_handlers(bool on)
+/* libc's own sigaction, under its exported second name: the kernel's
+ * disposition, not what the agent shows the program */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Takes the agent's handler off every signal it put one on (but the
+ * faults when keep_faults): SIG_DFL back where the kernel still has the
+ * handler (the program may have replaced it since), and the program's
+ * SIG_DFL no longer puts it back. */
+static void remove_fatal_handlers(bool keep_faults)
 {
-	if (on) {
-		install_fatal_handlers(false);
-		return;
-	}
 	for (int sig = 1; sig < 65 && sig < _NSIG; sig++) {
-		struct sigaction cur, dfl;
-		if (!(fatal_installed & (1ull << (sig - 1))) || sigaction(sig, NULL, &cur))
+		struct sigaction cur;
+		if (!(fatal_installed & (1ull << (sig - 1))) || (keep_faults && is_fault(sig)))
 			continue;
 		fatal_installed &= ~(1ull << (sig - 1));
-		agent_sig_hide_default(sig, NULL);
-		if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != fatal_handler)
-			continue;
-		agent_memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigaction(sig, &dfl, NULL);
+		if (__sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_sigaction == fatal_handler)
+			agent_sig_kernel_default(sig);
+		else
+			agent_sig_hide_default(sig, NULL);
 	}
+}
+
+/* Attached, a process killed by a fatal signal gets its report as under
+ * `heaptrail run` (for the classic six, above); the detach takes the
+ * handlers away. The program's sigaction is not hooked while attached:
+ * asked, it sees the agent's handler instead of SIG_DFL. */
+void agent_fatal_handlers(bool on)
+{
+	if (on)
+		install_fatal_handlers(false);
+	else
+		remove_fatal_handlers(false);
 }
 
 /* ---------- exit, _exit and _Exit ---------- */
