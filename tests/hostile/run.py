@@ -23,7 +23,7 @@ frame pointers and -O1.  Each describes itself in its header comment:
                          cached by binary hash in BUILD/hostile/vgcache
     @exit N / (default 0)  the bare run's exit status
     @killed              the bare run dies of a signal (@case decides
-                         which); heaptrail's report must say so
+                         which); heaptrail's report must name that signal
     @case NAME ARGS...   one set of tests per case, with these arguments
     @modes M ...         which heaptrail runs (default: exact sample
                          leaks; "none": only the runner's own cases)
