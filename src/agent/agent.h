@@ -82,7 +82,7 @@ struct agent_tls {
 	 * kept for when it leaves (hooks.c, "deferred calls"). */
 	int deferred;            /* the buffer holds records (counted in agent_pending) */
 	bool pushing;            /* a record is being written (nested signals) */
-	bool tables_locked;      /* this thread holds every table lock */
+	bool tables_locked;      /* this thread holds (or is taking) every table lock */
 	bool in_loader;          /* inside dlclose: the loader's list may be
 				  * half changed (hooks.c, dlclose) */
 	struct agent_defer *defer;

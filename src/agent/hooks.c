@@ -123,6 +123,10 @@ static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
 		return;
 	}
+	/* p may be a block a handler freed meanwhile, still in the table
+	 * until its record is drained ("deferred calls") */
+	if (AGENT_UNLIKELY(agent_tls.deferred))
+		agent_defer_drain();
 	note_alloc_id(c, p, n, capture_stack(fn));
 }
 
@@ -157,12 +161,30 @@ static void put_back(void *p, size_t size, uint32_t id)
  * may interrupt this thread inside an entry point, holding a table lock
  * or halfway through a counter update. Touching the tables then would
  * deadlock (the spinlock is held by the code the handler interrupted) or,
- * single-threaded, corrupt them; so the handler's call is written down in
- * a per-thread buffer and carried out when the entry point leaves. A free
- * is kept back until then (the block stays allocated a few instructions
- * longer, so its address cannot be handed out while the table still
- * holds it). An allocation is made at once and its stack taken at once
- * (the unwinder takes no lock), and it is entered in the tables later.
+ * single-threaded, corrupt them; so what the handler's call does to the
+ * tables is written down in a per-thread buffer and done when the entry
+ * point leaves. The call itself reaches the real allocator at once, in
+ * the handler, as bare: an allocation with its stack taken then (the
+ * unwinder takes no lock), a free given back then. A program whose
+ * handler mallocs and frees (glibc allows it in practice when the
+ * handler's size comes from the thread's tcache, balanced, and nothing
+ * else uses that size) relies on the allocator's state being what its
+ * own calls leave: a free kept back until the entry point left (as it
+ * once was) left the handler's next malloc an empty tcache list, so it
+ * went for the arena lock the interrupted realloc held (a deadlock), or
+ * was done outside the handler where the next signal's handler took
+ * from the list that free was changing ("double free detected in tcache
+ * 2"; issue 27, hostile:handler_storm).
+ *
+ * So the table may hold a freed block for a moment. A free is written
+ * down before the block goes back, so a later handler's allocation of
+ * the same address comes after it in the buffer; the interrupted entry
+ * point, which may get that address from the real allocator, drains the
+ * buffer before it enters its own block (note_alloc). Another thread
+ * can get the address only once this thread's cache has passed it on,
+ * within the same microseconds: then the table holds the address twice
+ * for that moment, the drain forgets one of the two, and the block
+ * counts stay right (its size and stack may be the handler's block's).
  * The same holds for a free while the thread holds every table lock for
  * a dump or a scan; allocations there cannot be told from the agent's
  * own and stay untracked.
@@ -214,8 +236,9 @@ static void defer_end(struct agent_defer *d, uint32_t end)
 	agent_tls.pushing = false;
 }
 
-/* A handler's free of p, kept back; false when it cannot be (then the
- * caller frees p now, and the table may keep a stale entry for it). */
+/* A handler's free of p, to be forgotten later; false when it cannot be
+ * written down (the table may then keep a stale entry for it). The
+ * caller frees p after this, not before. */
 static bool defer_free(void *p)
 {
 	uint32_t at;
@@ -259,8 +282,7 @@ static void drain_record(const uintptr_t *w)
 	if ((w[0] & 0xff) == DEFER_FREE) {
 		size_t size;
 		uint32_t id;
-		note_free(p, &size, &id);
-		agent_real.free(p);
+		note_free(p, &size, &id);  /* freed by the handler already */
 		return;
 	}
 	size_t n = w[2];
@@ -325,8 +347,8 @@ static AGENT_NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 static AGENT_NOINLINE void nested_free(void *p, int busy)
 {
 	if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked) {
-		if (!defer_free(p))
-			agent_real.free(p);
+		defer_free(p);
+		agent_real.free(p);
 		return;
 	}
 	/* the agent's own work, no table lock held: libc freeing something
@@ -340,7 +362,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 }
 
 /* A handler's realloc while the thread is inside the agent: what realloc
- * does, from parts that need no table (the old block's free waits). */
+ * does, from parts that need no table (forgetting the old block waits). */
 static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 {
 	if (!n) {  /* glibc frees the block and returns NULL */

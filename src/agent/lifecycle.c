@@ -82,7 +82,8 @@
 
 static void (*libc_freeres)(void);
 static void install_check_handler(void);
-static void install_fatal_handlers(void);
+static void install_fatal_handlers(bool all);
+static void remove_fatal_handlers(bool keep_faults);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
 static int find_ldso(struct dl_phdr_info *info, size_t size, void *arg);
 static bool reports_enabled = true;
@@ -132,6 +133,8 @@ static void fork_child(void)
 	agent_modules_unlock();
 	agent_modules_fork_child(fork_threaded);
 	agent_pid = getpid();
+	if (agent_pid == 1)  /* the init of a new PID namespace (above) */
+		remove_fatal_handlers(true);
 	atomic_store(&reported, 0);
 	atomic_store(&scan_owner, 0);  /* its thread is not in this process */
 	atomic_store(&exit_owner, 0);
@@ -258,7 +261,7 @@ static void start(bool preloaded)
 	agent_signals_init();
 	install_check_handler();
 	if (preloaded)
-		install_fatal_handlers();
+		install_fatal_handlers(true);
 	if (agent_config.sample > 1)
 		start_sampling();
 	agent_set_recording(agent_config.active);
@@ -740,21 +743,70 @@ static void install_check_handler(void)
 
 /* ---------- a report for a process killed by a signal ----------
  *
- * As valgrind does, a process killed by a fatal signal still gets its
- * leak report ("exit signal N"), written before the signal takes its
- * default action. The handlers go only where the program left the
- * default disposition, at start-up; a program that installs its own
- * replaces them. Then the signal is raised again with the default
- * action (a fault is simply re-executed), so the exit status and the
- * core dump are those of the bare run. */
+ * As valgrind does, a process killed by a signal still gets its leak
+ * report ("exit signal N"), written before the signal takes its default
+ * action. The handlers go only where the program left the default
+ * disposition, at start-up; a program that installs its own replaces
+ * them, and one that resets it to SIG_DFL and raises the signal again
+ * (coreutils' sort, most daemons) gets the agent's back (signals.c,
+ * hidden). Then the signal is raised again with the default action (a
+ * fault is simply re-executed), so the exit status and the core dump
+ * are those of the bare run.
+ *
+ * Which signals: under `heaptrail run`, every one whose default action
+ * ends the process (man 7 signal: Term and Core), real-time ones
+ * included, as valgrind reports them all; not SIGTRAP, the debugger's
+ * (and a breakpoint is not re-executed), nor the agent's own. A handler
+ * there changes nothing the program can see: the program reads SIG_DFL
+ * (sigaction and signal are the agent's), a handler is reset to SIG_DFL
+ * across exec as SIG_DFL stays, a blocked signal stays pending for
+ * sigwait or a signalfd, and the thread the handler interrupts dies
+ * before any code of the program runs again (the others are stopped by
+ * ptrace for the report, which restarts their calls). Attached, where the
+ * program's sigaction is not the agent's and a program would read the
+ * handler, only the classic six: the faults, SIGABRT and SIGTERM.
+ *
+ * The init of a PID namespace (a container's program, or a forked child
+ * that became one) is killed by no signal it leaves at SIG_DFL but
+ * SIGKILL and a fault, from inside or outside: a handler would report a
+ * death that does not come, and then no report at the real exit. There
+ * the agent takes only the faults. */
 
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
+static bool is_fault(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
+
+/* Whether the agent puts its handler on sig where the program left
+ * SIG_DFL (above); all: every signal whose default ends the process. */
+static bool reported_signal(int sig, bool all)
+{
+	if (sig == agent_config.leak_check_signal || sig == agent_config.stop_signal ||
+	    sig == agent_config.dump_signal)
+		return false;  /* the agent's own (signals.c reports them) */
+	if (is_fault(sig))
+		return true;
+	if (getpid() == 1)
+		return false;
+	if (!all)
+		return sig == SIGABRT || sig == SIGTERM;
+	switch (sig) {
+	case SIGCHLD: case SIGCONT: case SIGURG: case SIGWINCH:  /* ignored */
+	case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:  /* stopped */
+	case SIGKILL: case SIGTRAP:
+		return false;
+	}
+	return (sig >= 1 && sig < 32) || (sig >= SIGRTMIN && sig <= SIGRTMAX);
+}
 
 static void die_by_default(int sig, const siginfo_t *si)
 {
 	agent_sig_kernel_default(sig);
-	bool fault = si && si->si_code > 0 && sig != SIGABRT && sig != SIGTERM;
-	if (!fault)  /* delivered when the handler returns: it is blocked now */
+	/* a fault the kernel raised comes back when the instruction runs
+	 * again; anything else (SIGXCPU, SIGALRM and SIGHUP come from the
+	 * kernel too) is sent again, and is delivered when the handler
+	 * returns: it is blocked now */
+	if (!(si && si->si_code > 0 && is_fault(sig)))
 		syscall(SYS_tgkill, getpid(), agent_gettid(), sig);
 }
 
@@ -798,15 +850,13 @@ static void fatal_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
-static unsigned fatal_installed;  /* bit i: fatal_signals[i] has fatal_handler */
+static uint64_t fatal_installed;  /* bit sig-1: sig has fatal_handler */
 
-static void install_fatal_handlers(void)
+static void install_fatal_handlers(bool all)
 {
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
-		int sig = fatal_signals[i];
+	for (int sig = 1; sig < 65 && sig < _NSIG; sig++) {
 		struct sigaction old, sa;
-		if (sig == agent_config.leak_check_signal || sig == agent_config.stop_signal ||
-		    sigaction(sig, NULL, &old))
+		if (!reported_signal(sig, all) || sigaction(sig, NULL, &old))
 			continue;
 		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
 			continue;  /* the program's (or ignored): not ours to touch */
@@ -816,34 +866,44 @@ static void install_fatal_handlers(void)
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(sig, &sa, NULL) == 0) {
 			agent_sig_hide_default(sig, fatal_handler);
-			fatal_installed |= 1u << i;
+			fatal_installed |= 1ull << (sig - 1);
 		}
 	}
 }
 
+/* libc's own sigaction, under its exported second name: the kernel's
+ * disposition, not what the agent shows the program */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Takes the agent's handler off every signal it put one on (but the
+ * faults when keep_faults): SIG_DFL back where the kernel still has the
+ * handler (the program may have replaced it since), and the program's
+ * SIG_DFL no longer puts it back. */
+static void remove_fatal_handlers(bool keep_faults)
+{
+	for (int sig = 1; sig < 65 && sig < _NSIG; sig++) {
+		struct sigaction cur;
+		if (!(fatal_installed & (1ull << (sig - 1))) || (keep_faults && is_fault(sig)))
+			continue;
+		fatal_installed &= ~(1ull << (sig - 1));
+		if (__sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_sigaction == fatal_handler)
+			agent_sig_kernel_default(sig);
+		else
+			agent_sig_hide_default(sig, NULL);
+	}
+}
+
 /* Attached, a process killed by a fatal signal gets its report as under
- * `heaptrail run`; the detach puts the default disposition back where
- * the handler is still the agent's (the program may have replaced it
- * since). The program's sigaction is not hooked while attached: asked,
- * it sees the agent's handler instead of SIG_DFL. */
+ * `heaptrail run` (for the classic six, above); the detach takes the
+ * handlers away. The program's sigaction is not hooked while attached:
+ * asked, it sees the agent's handler instead of SIG_DFL. */
 void agent_fatal_handlers(bool on)
 {
-	if (on) {
-		install_fatal_handlers();
-		return;
-	}
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
-		struct sigaction cur, dfl;
-		if (!(fatal_installed & (1u << i)) || sigaction(fatal_signals[i], NULL, &cur))
-			continue;
-		fatal_installed &= ~(1u << i);
-		agent_sig_hide_default(fatal_signals[i], NULL);
-		if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != fatal_handler)
-			continue;
-		agent_memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigaction(fatal_signals[i], &dfl, NULL);
-	}
+	if (on)
+		install_fatal_handlers(false);
+	else
+		remove_fatal_handlers(false);
 }
 
 /* ---------- exit, _exit and _Exit ---------- */

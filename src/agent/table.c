@@ -714,11 +714,14 @@ agent_lock_t agent_pool_lock;
 
 void agent_tables_lock_all(void)
 {
+	/* set first: a handler that frees while only some locks are held
+	 * must not take one of them (hooks.c, nested_free) */
+	agent_tls.tables_locked = true;
+	atomic_signal_fence(memory_order_seq_cst);
 	agent_lock(&agent_pool_lock);
 	agent_lock(&stack_lock);
 	for (unsigned i = 0; i < NSHARDS; i++)
 		agent_lock(&shards[i].lock);
-	agent_tls.tables_locked = true;  /* a handler's frees wait (hooks.c) */
 }
 
 bool agent_tables_wait_unlocked(long ms)
@@ -746,6 +749,7 @@ void agent_tables_unlock_all(void)
 		agent_unlock(&shards[i].lock);
 	agent_unlock(&stack_lock);
 	agent_unlock(&agent_pool_lock);
+	atomic_signal_fence(memory_order_seq_cst);
 	agent_tls.tables_locked = false;
 	if (AGENT_UNLIKELY(agent_tls.deferred) && on_unlock)
 		on_unlock();

@@ -23,7 +23,7 @@ frame pointers and -O1.  Each describes itself in its header comment:
                          cached by binary hash in BUILD/hostile/vgcache
     @exit N / (default 0)  the bare run's exit status
     @killed              the bare run dies of a signal (@case decides
-                         which); heaptrail's report must say so
+                         which); heaptrail's report must name that signal
     @case NAME ARGS...   one set of tests per case, with these arguments
     @modes M ...         which heaptrail runs (default: exact sample
                          leaks; "none": only the runner's own cases)
@@ -85,6 +85,9 @@ and the runner's own cases, on simple_leak.c and the others:
   hostile:run:timeout-term  `timeout -s TERM 1 heaptrail run -- PROG`,
                     with --foreground, and kill -TERM of heaptrail run
                     alone: the program dies too, promptly
+  hostile:run:pipeline-sigpipe  `sh -c 'seq 1 50000 | sort | uniq -c |
+                    sort -rn | head -3'`: output and status as bare, a
+                    report for each process, sort -rn's killed by 13
   hostile:run:default-dir  ./heaptrail-PROG-PID directories planted
                     (another owner, 0777) for the next 400 pids: the run
                     without -o writes into none of them
@@ -514,10 +517,13 @@ class Hostile:
                                                            ", ".join(bad)))
                 if prog.killed and depth == 0:
                     ex = o.get("exit") or {}
-                    if not ex.get("signal"):
+                    bare_rc = self.bare(prog, case)[0]
+                    if ex.get("signal") != -bare_rc:
                         problems.append("%s: report not marked as killed by"
-                                        " a signal (exit %s)" % (
-                                            label, json.dumps(o.get("exit"))))
+                                        " signal %d, as the bare run was "
+                                        "(exit %s)" % (
+                                            label, -bare_rc,
+                                            json.dumps(o.get("exit"))))
 
     def check_modes(self, label, outdir, problems):
         """Every file the run left is the owner's alone."""
@@ -1038,6 +1044,60 @@ class Hostile:
                 p.wait()
         return problems, details
 
+    PIPELINE = "seq 1 50000 | sort | uniq -c | sort -rn | head -3"
+
+    def case_pipeline_sigpipe(self):
+        """The issue's pipeline under `heaptrail run` through sh -c:
+        `head -3` leaves after three lines, so `sort -rn` dies of SIGPIPE
+        writing the rest (bare too: its status, written by a subshell
+        around it, is 141).  The pipeline's output and status are the
+        bare run's, every one of its six processes has a report, and
+        that of `sort -rn` says killed by signal 13, as valgrind's does
+        (before, it had none)."""
+        problems, details = [], []
+        w = self.work("pipeline-sigpipe")
+        with_status = self.PIPELINE.replace(
+            "sort -rn", "{ sort -rn; echo $? > status; }")
+        for label, ht in (("bare", []),
+                          ("heaptrail", [self.heaptrail, "run", "-q", "-o",
+                                         os.path.join(w, "out-status"),
+                                         "--"])):
+            status = os.path.join(w, "status")
+            if os.path.exists(status):
+                os.unlink(status)
+            run_group(ht + ["sh", "-c", with_status], w, 60)
+            try:
+                with open(status) as f:
+                    got = f.read().strip()
+            except OSError:
+                got = "none"
+            if got != "141":
+                problems.append("%s: sort -rn ended with status %s, expected"
+                                " 141 (killed by SIGPIPE)" % (label, got))
+        bare = run_group(["sh", "-c", self.PIPELINE], w, 60)
+        outdir, jpath = os.path.join(w, "out"), os.path.join(w, "out.json")
+        rc, out, err, _ = run_group(
+            [self.heaptrail, "run", "-o", outdir, "--json", jpath, "--",
+             "sh", "-c", self.PIPELINE], w, 60)
+        same_behaviour("heaptrail", (rc, out), bare[:2], problems, err)
+        objs = run_tests.load_json_objects(jpath) \
+            if os.path.exists(jpath) else []
+        details.append("; ".join("%s: %s" % (" ".join(o.get("command") or []),
+                                             json.dumps(o.get("exit")))
+                                 for o in objs))
+        reports = [f for f in os.listdir(outdir) if f.endswith(".leaks")] \
+            if os.path.isdir(outdir) else []
+        if len(objs) != 6 or len(reports) != 6:
+            problems.append("%d processes in the JSON and %d reports, expected"
+                            " 6 of each (sh, seq, sort, uniq, sort -rn, head)"
+                            % (len(objs), len(reports)))
+        sorts = [o for o in objs if (o.get("command") or [])[:2] == ["sort", "-rn"]]
+        if not sorts or (sorts[0].get("exit") or {}).get("signal") != 13:
+            problems.append("the report of sort -rn does not say killed by "
+                            "signal 13: %s" % (json.dumps(sorts[0].get("exit"))
+                                               if sorts else "no report"))
+        return problems, details
+
     def case_default_dir(self):
         """Directories an attacker made at the names `heaptrail run`
         without -o would pick (./heaptrail-PROG-PID for the next pids):
@@ -1431,6 +1491,7 @@ def collect(suite):
                      ("symlinks", h.case_symlinks),
                      ("sigkill-dump", h.case_sigkill_dump),
                      ("timeout-term", h.case_timeout_term),
+                     ("pipeline-sigpipe", h.case_pipeline_sigpipe),
                      ("bad-options", h.case_bad_options),
                      ("default-dir", h.case_default_dir),
                      ("signal-11", h.case_signal_11),
