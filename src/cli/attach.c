@@ -130,6 +130,25 @@ static const char *status_field(const char *status, const char *key, char *out, 
 	return NULL;
 }
 
+/* Whether process pid has ended (or is ending: a zombie). */
+static bool process_gone(long pid)
+{
+	char path[64], buf[16];
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	bool gone = !status || (status_field(status, "State", buf, sizeof buf) &&
+				(buf[0] == 'Z' || buf[0] == 'X'));
+	free(status);
+	return gone;
+}
+
+/* An error about process pid, or "process N exited" when it is gone: a
+ * process that ends during an attach makes any step fail, and the step's
+ * own message would mislead. */
+#define target_error(pid, ...)                                                 \
+	(process_gone(pid) ? cli_error("process %ld exited", (long)(pid))        \
+			   : cli_error(__VA_ARGS__))
+
 /* The load address (the mapping at file offset 0) and path of the first
  * module in maps whose path ends in one of suffixes. */
 static int find_module(const char *maps, const char *const *suffixes, uint64_t *base, char *path,
@@ -802,7 +821,7 @@ static int borrow(struct target *t)
 		if (attempt > 20)
 			usleep(1000);  /* the one found cannot be held: others may come */
 	}
-	cli_error("no thread of process %d could be borrowed safely: none waits in a system "
+	target_error(t->pid, "no thread of process %d could be borrowed safely: none waits in a system "
 		  "call (read, poll, epoll_wait, a sleep, a condition variable...) or runs the "
 		  "program's own code (not libc's, the loader's or an allocator's) with room on "
 		  "its stack", t->pid);
@@ -924,7 +943,7 @@ static void seize_error(pid_t pid, int e)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);
 	else
-		cli_error("cannot trace process %d: %s", pid, strerror(e));
+		target_error(pid, "cannot trace process %d: %s", pid, strerror(e));
 }
 
 /* Opens the target for calls; checks what can be checked without
@@ -962,7 +981,7 @@ static int open_target(struct target *t, long pid, char **maps)
 		if (errno == EACCES || errno == EPERM)
 			seize_error((pid_t)pid, EPERM);
 		else
-			cli_error("cannot read /proc/%ld/maps: %s", pid, strerror(errno));
+			target_error(pid, "cannot read /proc/%ld/maps: %s", pid, strerror(errno));
 		return -1;
 	}
 	if (!**maps) {
@@ -991,13 +1010,13 @@ static int start_calls(struct target *t, const char *maps)
 	t->masked = !sigprocmask(SIG_BLOCK, &stop, &t->oldmask);
 	t->restorer = find_restorer(t->pid, maps);
 	if (!t->restorer) {
-		cli_error("cannot find the signal return (__restore_rt) of the libc of process %d",
-			  t->pid);
+		target_error(t->pid, "cannot find the signal return (__restore_rt) of the libc of "
+			     "process %d", t->pid);
 		return -1;
 	}
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
-		cli_error("cannot open %s: %s", path, strerror(errno));
+		target_error(t->pid, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
 	int e = borrow(t);
@@ -1007,7 +1026,7 @@ static int start_calls(struct target *t, const char *maps)
 		return -1;
 	}
 	if (write_frame(t)) {
-		cli_error("cannot write into the stack of process %d", t->pid);
+		target_error(t->pid, "cannot write into the stack of process %d", t->pid);
 		return -1;
 	}
 	return 0;
@@ -1045,17 +1064,6 @@ static void end_calls(struct target *t)
 	t->masked = false;
 }
 
-/* Whether process pid has ended (or is ending: a zombie). */
-static bool process_gone(long pid)
-{
-	char path[64], buf[16];
-	snprintf(path, sizeof path, "/proc/%ld/status", pid);
-	char *status = slurp(path, NULL);
-	bool gone = !status || (status_field(status, "State", buf, sizeof buf) &&
-				(buf[0] == 'Z' || buf[0] == 'X'));
-	free(status);
-	return gone;
-}
 
 /* The agent's load address and its file as the target sees it. */
 static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
@@ -1111,11 +1119,8 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
 	if (!fn || !call) {
-		if (process_gone(pid))
-			cli_error("process %ld exited", pid);
-		else
-			cli_error("the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
-				  agent, fn ? "heaptrail_attach_call" : name);
+		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
+			     agent, fn ? "heaptrail_attach_call" : name);
 		goto out;
 	}
 	if (start_calls(&t, maps))
@@ -1131,10 +1136,7 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	}
 	int e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
 	if (e) {
-		if (e == -ESRCH)
-			cli_error("process %ld exited during the call", pid);
-		else
-			cli_error("the call into process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the call into process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
 	*ret = (int)(uint32_t)rv;
@@ -1190,8 +1192,8 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	int st = is_static((pid_t)pid);
 	static const char *const libcs[] = { "libc.so.6", NULL };
 	if (st == 1 || find_module(maps, libcs, &libc_base, libc, sizeof libc)) {
-		cli_error("cannot attach to process %ld: it is a static binary (no dynamic loader "
-			  "and no libc.so.6 to load the agent with)", pid);
+		target_error(pid, "cannot attach to process %ld: it is a static binary (no dynamic "
+			     "loader and no libc.so.6 to load the agent with)", pid);
 		goto out;
 	}
 	uint64_t ab;
@@ -1214,16 +1216,17 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	if (access(file, R_OK)) {
-		cli_error("the agent %s is not visible in the mount namespace of process %ld "
-			  "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid, strerror(errno));
+		target_error(pid, "the agent %s is not visible in the mount namespace of process %ld "
+			     "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid,
+			     strerror(errno));
 		goto out;
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, outdir);
 	struct stat ours, theirs;
 	if (stat(file, &theirs) || stat(outdir, &ours) || ours.st_dev != theirs.st_dev ||
 	    ours.st_ino != theirs.st_ino) {
-		cli_error("the output directory %s is not the same in the mount namespace of "
-			  "process %ld: give one it sees with -o", outdir, pid);
+		target_error(pid, "the output directory %s is not the same in the mount namespace "
+			     "of process %ld: give one it sees with -o", outdir, pid);
 		goto out;
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
@@ -1234,11 +1237,8 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
 	if (!dlopen_off || !start_off || !call_off) {
-		if (process_gone(pid))
-			cli_error("process %ld exited during the attach", pid);
-		else
-			cli_error("cannot find %s in %s", dlopen_off ? "heaptrail_attach_start" : "dlopen",
-				  dlopen_off ? agent : libc);
+		target_error(pid, "cannot find %s in %s", dlopen_off ? "heaptrail_attach_start" : "dlopen",
+			     dlopen_off ? agent : libc);
 		goto out;
 	}
 	if (start_calls(&t, maps))
@@ -1251,16 +1251,13 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true) ||
 	    mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
 	    mem_rw(&t, s_out, (void *)outdir, strlen(outdir) + 1, true)) {
-		cli_error("cannot write into process %ld's memory", pid);
+		target_error(pid, "cannot write into process %ld's memory", pid);
 		goto out;
 	}
 	uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
 	int e = remote_call(&t, libc_base + dlopen_off, a);
 	if (e) {
-		if (e == -ESRCH)
-			cli_error("process %ld exited during the attach", pid);
-		else
-			cli_error("the call to dlopen in process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the call to dlopen in process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
 	/* dlopen's result went with the call's registers: the map says */
@@ -1276,7 +1273,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 		status = slurp(file, NULL);
 		status_field(status, "Seccomp", sec, sizeof sec);
 		free(status);
-		cli_error("process %ld could not load the agent %s with dlopen%s%s", pid, agent, why,
+		target_error(pid, "process %ld could not load the agent %s with dlopen%s%s", pid, agent, why,
 			  !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "");
 		goto out;
 	}
@@ -1285,10 +1282,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	e = agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp,
 		       &rv);
 	if (e) {
-		if (e == -ESRCH)
-			cli_error("process %ld exited during the attach", pid);
-		else
-			cli_error("the agent's start in process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
 	int r = (int)(uint32_t)rv;

@@ -65,6 +65,11 @@ commands on stdin).
                     fatal on EINTR) answers after each kill, is traced by
                     no one, a later attach, dump and detach work, and it
                     ends with its own check passed
+    attach:exiting  a process that exits during the attach (`sleep 0.03`,
+                    attached after a sweep of delays): the attach works or
+                    says one line, "no process N", "process N is a
+                    zombie" or "process N exited", never the step that
+                    failed with it (before: "cannot find dlopen...")
     attach:namespace  the agent's path missing in the target's mount
                     namespace: one line naming it, target untouched
     attach:fnhook   allocator functions named at the attach
@@ -90,6 +95,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import threading
@@ -1087,6 +1093,33 @@ def test_kill(suite):
     return problems, details
 
 
+def test_exiting(suite):
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "attach-exiting"))
+    sleep = shutil.which("sleep")
+    problems, seen = [], {}
+    want = re.compile(r"^heaptrail: (no process \d+|process \d+ exited|process \d+ is a zombie "
+                      r"\(.*\))$")
+    for i in range(60):
+        p = subprocess.Popen([sleep, "0.03"], env=run_tests.RUN_ENV)
+        try:
+            time.sleep(i * 0.001)
+            rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "d%d" % i),
+                                   str(p.pid))
+        finally:
+            p.wait()
+        err = err.decode() if isinstance(err, bytes) else err
+        if rc == 0:
+            seen["attached"] = seen.get("attached", 0) + 1
+            continue
+        line = err.strip()
+        if rc != 1 or "\n" in line or not want.match(line):
+            problems.append("attach after %d ms: exit %d: %r" % (i, rc, err[:300]))
+        else:
+            key = re.sub(r"\d+", "N", line)
+            seen[key] = seen.get(key, 0) + 1
+    return problems, ["; ".join("%s: %d" % kv for kv in sorted(seen.items()))]
+
+
 def collect(suite):
     return [("attach:growth", lambda: test_growth(suite)),
             ("attach:exact", lambda: test_exact(suite)),
@@ -1101,5 +1134,6 @@ def collect(suite):
             ("attach:cpu", lambda: test_cpu(suite)),
             ("attach:errors", lambda: test_errors(suite)),
             ("attach:kill", lambda: test_kill(suite)),
+            ("attach:exiting", lambda: test_exiting(suite)),
             ("attach:namespace", lambda: test_namespace(suite)),
             ("attach:fnhook", lambda: test_fnhook(suite))]
