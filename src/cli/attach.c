@@ -67,11 +67,6 @@ struct target {
 	int failed_err;
 	sigset_t oldmask;       /* heaptrail's own, while the thread is borrowed */
 	bool masked;
-	/* signals that arrived for the thread during the calls, delivered when
-	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
-	 * their siginfo is lost) */
-	int pending[16];
-	int npending;
 	struct timespec stopped_at;
 	double stopped_ms;
 	/* the thread was stopped in the program's own code, not in a system
@@ -529,9 +524,9 @@ out:
  * the entry of that rt_sigreturn: there it starts the next call (one
  * PTRACE_SETREGS again) or lets it go. Nothing is mapped or left behind.
  * No PTRACE_O_EXITKILL; PTRACE_O_TRACESYSGOOD, whose stops leave no
- * signal behind when their tracer is gone. A signal for the thread that
- * arrives during a call is held and given back after it (lost if
- * heaptrail dies in between). */
+ * signal behind when their tracer is gone. A call runs with every signal
+ * blocked (see remote_call): one for the thread waits, pending, until
+ * the rt_sigreturn at its end; heaptrail holds no signal back. */
 
 #define FP_XSTATE_MAGIC1 0x46505853U
 #define FP_XSTATE_MAGIC2 0x46505845U
@@ -540,7 +535,9 @@ out:
 #define UC_STRICT_RESTORE_SS 0x4
 #define RED_ZONE 128
 #define STRINGS_SPACE 16384        /* the calls' strings and the result */
-#define CALL_STACK (256 * 1024)    /* room the calls may take below the frame */
+/* room the calls may take below the frame: an attach with --sample 1, a
+ * dump and a detach took 22 KiB of a thread's stack below the block */
+#define CALL_STACK (128 * 1024)
 
 /* The kernel's x86-64 rt_sigframe (arch/x86/include/asm/sigframe.h). */
 struct k_sigcontext {
@@ -638,6 +635,17 @@ static struct user_regs_struct resume_regs(const struct target *t)
 	return r;
 }
 
+static void fill_context(struct k_sigcontext *m, const struct user_regs_struct *r)
+{
+	m->r8 = r->r8; m->r9 = r->r9; m->r10 = r->r10; m->r11 = r->r11;
+	m->r12 = r->r12; m->r13 = r->r13; m->r14 = r->r14; m->r15 = r->r15;
+	m->rdi = r->rdi; m->rsi = r->rsi; m->rbp = r->rbp; m->rbx = r->rbx;
+	m->rdx = r->rdx; m->rax = r->rax; m->rcx = r->rcx; m->rsp = r->rsp;
+	m->rip = r->rip; m->eflags = r->eflags;
+	m->cs = (uint16_t)r->cs;
+	m->ss = (uint16_t)r->ss;
+}
+
 /* Writes the frame below the thread's stack pointer (see above).
  * Returns 0 or -1. */
 static int write_frame(struct target *t)
@@ -680,15 +688,8 @@ static int write_frame(struct target *t)
 	f.uc.uc_flags = (fp && xlen > 512 + 64 ? UC_FP_XSTATE : 0) | UC_SIGCONTEXT_SS |
 			UC_STRICT_RESTORE_SS;
 	/* uc_stack left invalid (size 0): the thread's sigaltstack stays */
-	struct k_sigcontext *m = &f.uc.mc;
-	m->r8 = r.r8; m->r9 = r.r9; m->r10 = r.r10; m->r11 = r.r11;
-	m->r12 = r.r12; m->r13 = r.r13; m->r14 = r.r14; m->r15 = r.r15;
-	m->rdi = r.rdi; m->rsi = r.rsi; m->rbp = r.rbp; m->rbx = r.rbx;
-	m->rdx = r.rdx; m->rax = r.rax; m->rcx = r.rcx; m->rsp = r.rsp;
-	m->rip = r.rip; m->eflags = r.eflags;
-	m->cs = (uint16_t)r.cs;
-	m->ss = (uint16_t)r.ss;
-	m->fpstate = fp;
+	fill_context(&f.uc.mc, &r);
+	f.uc.mc.fpstate = fp;
 	f.uc.sigmask = t->sigmask;
 	if ((fp && mem_rw(t, fp, x, xlen + 4, true)) || mem_rw(t, t->frame, &f, sizeof f, true))
 		return -1;
@@ -828,24 +829,11 @@ static int borrow(struct target *t)
 	return -EAGAIN;
 }
 
-/* A signal for the thread, held while it runs our calls (a standard
- * signal pending twice is delivered once, as the kernel does). */
-static void keep_signal(struct target *t, int sig)
-{
-	for (int i = 0; i < t->npending; i++)
-		if (t->pending[i] == sig && sig < SIGRTMIN)
-			return;
-	if (t->npending < (int)(sizeof t->pending / sizeof t->pending[0]))
-		t->pending[t->npending++] = sig;
-}
-
 /* Gives the thread back: it resumes as it was (from the entry of the
- * last call's rt_sigreturn, or from its stop), with the signals held. */
+ * last call's rt_sigreturn, or from its stop). */
 static void give_back(struct target *t)
 {
-	pt(PTRACE_DETACH, t->tid, 0, (void *)(long)(t->npending ? t->pending[0] : 0));
-	for (int i = 1; i < t->npending; i++)
-		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
+	pt(PTRACE_DETACH, t->tid, 0, 0);
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 	t->busy = false;
@@ -869,10 +857,26 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 	r.r8 = a[4];
 	r.r9 = a[5];
 	r.rax = 0;
-	r.orig_rax = (unsigned long long)-1;  /* no restart: at a stop in a call, none runs */
 	r.eflags &= ~(0x100ull | 0x400ull | 0x40000ull);  /* TF, DF, AC: as for a handler */
+	/* The call starts through a frame of its own too, under the other:
+	 * an rt_sigreturn into fn with every signal blocked (one that comes
+	 * waits until the call's end puts the thread's mask back: heaptrail
+	 * holds none) and the initial floating-point state. */
+	struct k_rt_sigframe f;
+	memset(&f, 0, sizeof f);
+	uint64_t setup = (t->frame - 256 - sizeof f) & ~(uint64_t)15;
+	f.uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	fill_context(&f.uc.mc, &r);
+	f.uc.sigmask = ~0ull;
+	if (mem_rw(t, setup, &f, sizeof f, true))
+		return -EIO;
+	struct user_regs_struct go = t->saved;
+	go.rip = t->restorer;
+	go.rsp = setup + 8;  /* as after the restorer's return address is taken */
+	go.rax = 0;
+	go.orig_rax = (unsigned long long)-1;  /* no restart: at a stop in a call, none runs */
 	t->failed_nr = -1;
-	if (pt(PTRACE_SETREGS, t->tid, 0, &r) || pt(PTRACE_SYSCALL, t->tid, 0, 0))
+	if (pt(PTRACE_SETREGS, t->tid, 0, &go) || pt(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
 		int st, sig = wait_stop(t, &st);
@@ -895,9 +899,10 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 			t->tid = 0;
 			return -EFAULT;
 		}
-		if (sig > 0)
-			keep_signal(t, sig);
-		pt(PTRACE_SYSCALL, t->tid, 0, 0);
+		/* a signal before the call's own rt_sigreturn has blocked them
+		 * all: delivered now (its handler returns to that rt_sigreturn),
+		 * or queued again by the kernel when blocked; heaptrail holds none */
+		pt(PTRACE_SYSCALL, t->tid, 0, (void *)(long)(sig > 0 ? sig : 0));
 	}
 }
 

@@ -2,15 +2,21 @@
  * in tests/analyze/test_attach.py): four threads allocate and free
  * through the PLT without a pause, each block filled with a pattern
  * checked before it is freed; one thread waits in epoll_wait and one in
- * nanosleep; the main thread reads commands on stdin:
+ * nanosleep; one sends the main thread a queued signal (SIGRTMIN+1, its
+ * handler installed with SA_RESTART) every 2 ms; the main thread reads
+ * commands on stdin:
  *   ping   answers "ok N" (N: blocks checked so far, which grows)
+ *   lost   answers "ok lost N": the signals sent that never arrived so far
+ *          (the sending paused until the last ones have arrived)
  *   quit   stops the threads, checks every block still held, prints
  *          "done ok" and exits 0
  * It dies with its own status when something goes wrong: 99 a block's
  * pattern changed, 98 a read, 97 a nanosleep, 96 an epoll_wait failed
  * with EINTR (or any other error). */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +29,9 @@
 #define WORKERS 4
 #define HELD 64
 
-static atomic_int quitting;
+static atomic_int quitting, stop_sending, pause_sending;
+static atomic_long sent, received;
+static pthread_t main_thread;
 static atomic_long checked;
 static void *held[WORKERS][HELD];
 static size_t held_size[WORKERS][HELD];
@@ -79,6 +87,26 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&received, 1);
+}
+
+static void *sender(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_sending)) {
+		struct timespec t = { 0, 2 * 1000 * 1000 };
+		if (!atomic_load(&pause_sending) &&
+		    pthread_sigqueue(main_thread, SIGRTMIN + 1, (union sigval){ 0 }) == 0)
+			atomic_fetch_add(&sent, 1);
+		while (nanosleep(&t, &t))
+			;
+	}
+	return NULL;
+}
+
 static void *waiter(void *arg)
 {
 	(void)arg;
@@ -94,7 +122,14 @@ static void *waiter(void *arg)
 
 int main(void)
 {
-	pthread_t t[WORKERS + 2];
+	pthread_t t[WORKERS + 2], send;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGRTMIN + 1, &sa, NULL);
+	main_thread = pthread_self();
+	pthread_create(&send, NULL, sender, NULL);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
 	pthread_create(&t[WORKERS], NULL, sleeper, NULL);
@@ -112,6 +147,17 @@ int main(void)
 		if (r == 0 || line[n] == '\n' || n + 1 == sizeof line) {
 			line[n] = 0;
 			n = 0;
+			if (!strcmp(line, "lost")) {
+				atomic_store(&pause_sending, 1);
+				usleep(20000);
+				for (int i = 0; i < 100 && atomic_load(&received) != atomic_load(&sent);
+				     i++)
+					usleep(10000);
+				printf("ok lost %ld\n", atomic_load(&sent) - atomic_load(&received));
+				fflush(stdout);
+				atomic_store(&pause_sending, 0);
+				continue;
+			}
 			if (!strcmp(line, "ping")) {
 				printf("ok %ld\n", atomic_load(&checked));
 				fflush(stdout);
@@ -123,6 +169,8 @@ int main(void)
 		}
 		n++;
 	}
+	atomic_store(&stop_sending, 1);
+	pthread_join(send, NULL);
 	atomic_store(&quitting, 1);
 	for (int i = 0; i < WORKERS + 2; i++)
 		pthread_join(t[i], NULL);
