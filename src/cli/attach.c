@@ -125,14 +125,16 @@ static const char *status_field(const char *status, const char *key, char *out, 
 	return NULL;
 }
 
-/* Whether process pid has ended (or is ending: a zombie). */
+/* Whether process pid has ended, or is ending: a zombie, or exiting with
+ * its memory already gone (no VmSize in its status). */
 static bool process_gone(long pid)
 {
 	char path[64], buf[16];
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	char *status = slurp(path, NULL);
 	bool gone = !status || (status_field(status, "State", buf, sizeof buf) &&
-				(buf[0] == 'Z' || buf[0] == 'X'));
+				(buf[0] == 'Z' || buf[0] == 'X')) ||
+		    !status_field(status, "VmSize", buf, sizeof buf);
 	free(status);
 	return gone;
 }
@@ -299,17 +301,45 @@ static bool avoided(const struct avoid *a, pid_t tid)
 	return false;
 }
 
-static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex);
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout);
 
-/* A thread of pid blocked in a waiting system call, or 0. Second
- * choice: one waiting on a futex that is no lock of libc's (see above). */
-static pid_t pick_thread(pid_t pid, const struct avoid *avoid)
+/* Whether a wait in call nr with arguments a would start its timeout
+ * again whole after the calls: the rt_sigreturn that ends them leaves the
+ * kernel no remaining time to restart it with (nanosleep, poll or a futex
+ * wait with a relative timeout; epoll_wait, whose stop already fails it
+ * with EINTR). select, ppoll and pselect keep their remaining time in the
+ * program's memory; absolute timeouts are unchanged by a restart. */
+static bool timeout_restarts(long nr, const unsigned long *a)
 {
-	pid_t best = pick_waiting(pid, avoid, false);
-	return best ? best : pick_waiting(pid, avoid, true);
+	switch (nr) {
+	case SYS_nanosleep: return true;
+	case SYS_clock_nanosleep: return !(a[1] & 1);  /* TIMER_ABSTIME */
+	case SYS_poll: return (int)a[2] > 0;
+	case SYS_epoll_wait: case SYS_epoll_pwait: return (int)a[3] > 0;
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2: return a[3] != 0;
+#endif
+	case SYS_futex: return (a[1] & 0x7f) == 0 && a[3] != 0;  /* FUTEX_WAIT, relative */
+	case SYS_rt_sigtimedwait: return a[2] != 0;
+	case SYS_semtimedop: return a[3] != 0;
+	case SYS_io_getevents: return a[4] != 0;
+	case SYS_recvmmsg: return a[4] != 0;
+	default: return false;
+	}
 }
 
-static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex)
+/* A thread of pid blocked in a waiting system call, or 0. Second
+ * choice: one waiting on a futex that is no lock of libc's (see above).
+ * Either whose timeout a borrow leaves as it is, before any other. */
+static pid_t pick_thread(pid_t pid, const struct avoid *avoid)
+{
+	pid_t best = 0;
+	for (int pass = 0; pass < 4 && !best; pass++)
+		best = pick_waiting(pid, avoid, pass & 1, pass >= 2);
+	return best;
+}
+
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/task", pid);
@@ -330,10 +360,13 @@ static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex)
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
 		char *s = slurp(sp, NULL);
 		long nr = s && *s != 'r' ? strtol(s, NULL, 10) : -1;
-		unsigned long uaddr = 0, op = ~0ul;
-		if (futex && nr == SYS_futex)
-			sscanf(s, "%*s %lx %lx", &uaddr, &op);
+		unsigned long a[6] = { 0, ~0ul, 0, 0, 0, 0 };
+		if (nr >= 0)
+			sscanf(s, "%*s %lx %lx %lx %lx %lx %lx", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+		unsigned long uaddr = a[0], op = a[1];
 		free(s);
+		if (nr >= 0 && !any_timeout && timeout_restarts(nr, a))
+			continue;
 		if (!futex && nr >= 0 && waiting_call(nr)) {
 			best = tid;
 			break;

@@ -68,6 +68,11 @@ commands on stdin).
                     ends with its own check passed, with no mapping more
                     than after the first attach and detach; three more
                     cycles lose none of its signals
+    attach:timeout  a program whose main thread sleeps 2 s in nanosleep while
+                    another waits in read (tests/analyze/progs/
+                    attach_sleep.c), attached 0.8 s into the sleep: the
+                    reader is borrowed, the sleep ends on time (under
+                    2.5 s; a borrowed sleep starts its 2 s again whole)
     attach:exiting  a process that exits during the attach (`sleep 0.03`,
                     attached after a sweep of delays): the attach works or
                     says one line, "no process N", "process N is a
@@ -1115,6 +1120,33 @@ def test_kill(suite):
     return problems, details
 
 
+def test_timeout(suite):
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "attach-timeout"))
+    prog = os.path.join(work, "attach_sleep")
+    rc, _, err = run_tests.run([suite.cc, "-O1", "-pthread", "-o", prog,
+                                os.path.join(HERE, "progs", "attach_sleep.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    problems, slept = [], None
+    t = Target(prog, work)
+    try:
+        time.sleep(0.8)
+        rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "out"), str(t.p.pid))
+        expect_ok(problems, "attach", rc, err.decode())
+        rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+        expect_ok(problems, "detach", rc, err.decode())
+        slept = int(t.line().split()[1])
+        if slept >= 2500:
+            problems.append("the 2 s sleep took %d ms: its thread was borrowed" % slept)
+        t.p.stdin.close()
+        t.p.wait(timeout=30)
+        if t.p.returncode != 0:
+            problems.append("exit status %d" % t.p.returncode)
+    finally:
+        t.kill()
+    return problems, ["the 2 s sleep took %s ms" % slept]
+
+
 def test_exiting(suite):
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "attach-exiting"))
     sleep = shutil.which("sleep")
@@ -1157,5 +1189,6 @@ def collect(suite):
             ("attach:errors", lambda: test_errors(suite)),
             ("attach:kill", lambda: test_kill(suite)),
             ("attach:exiting", lambda: test_exiting(suite)),
+            ("attach:timeout", lambda: test_timeout(suite)),
             ("attach:namespace", lambda: test_namespace(suite)),
             ("attach:fnhook", lambda: test_fnhook(suite))]
