@@ -1156,9 +1156,9 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
-	if (!fn || !call) {
+	if (!fn) {
 		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
-			     agent, fn ? "heaptrail_attach_call" : name);
+			     agent, name);
 		goto out;
 	}
 	if (start_calls(&t, maps))
@@ -1172,7 +1172,19 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		a1 = t.strings + 8192;
 		mem_rw(&t, a1, (void *)s1, strlen(s1) + 1, true);
 	}
-	int e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
+	int e;
+	if (call) {
+		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
+	} else {
+		/* an agent loaded by an older heaptrail: the call runs, its
+		 * result goes with the registers the rt_sigreturn puts back */
+		uint64_t a[6] = { a0, a1, 0, 0, 0, 0 };
+		e = remote_call(&t, base + fn, a);
+		rv = 0;
+		if (!e)
+			fprintf(stderr, "heaptrail: the agent in process %ld is older than heaptrail: "
+				"%s ran, its result is not known\n", pid, name);
+	}
 	if (e) {
 		target_error(pid, "the call into process %ld failed: %s", pid, strerror(-e));
 		goto out;
@@ -1275,8 +1287,12 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
 	if (!dlopen_off || !start_off || !call_off) {
-		target_error(pid, "cannot find %s in %s", dlopen_off ? "heaptrail_attach_start" : "dlopen",
-			     dlopen_off ? agent : libc);
+		target_error(pid, "cannot find %s in %s%s",
+			     !dlopen_off ? "dlopen" : !start_off ? "heaptrail_attach_start"
+							 : "heaptrail_attach_call",
+			     dlopen_off ? agent : libc,
+			     dlopen_off ? " (loaded by an older heaptrail? that one attaches again)"
+					: "");
 		goto out;
 	}
 	if (start_calls(&t, maps))
