@@ -106,6 +106,10 @@ static size_t nslots;
 static struct { uintptr_t addr; const void *phdr; } *mods;  /* modules patched */
 static size_t nmods;
 static int patch_lock;               /* the start, the program's dlsym, the stop */
+/* The start and the stop, one at a time: a heaptrail killed during an
+ * attach leaves its call to run to its end on the borrowed thread, while
+ * the next heaptrail (a detach) calls in on another. */
+static int entry_lock;
 
 static atomic_bool watching;  /* patching modules loaded later */
 static unsigned long long seen_adds;  /* the loader's count of loads, when last patched */
@@ -118,15 +122,25 @@ static uint64_t untracked_at_attach;  /* untracked_frees when it started */
  * HEAPTRAIL_OUTPUT in its environment). */
 static int dir_fd = -1;
 
+static void spin_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 static void lock(void)
 {
-	while (__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
+	spin_lock(&patch_lock);
 }
 
 static void unlock(void)
 {
-	__atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
+	spin_unlock(&patch_lock);
 }
 
 /* A d_ptr of a dynamic entry: glibc relocates most in place, but not in
@@ -526,14 +540,34 @@ static bool write_record(bool detached)
 
 /* ---------- entry points called by heaptrail's injected calls ---------- */
 
+/* Every call heaptrail makes into the agent goes through here: the call
+ * returns into an rt_sigreturn that puts back all the thread's registers
+ * (src/cli/attach.c), so the result is stored at *result, in the block
+ * heaptrail wrote below the thread's stack pointer. */
+AGENT_API void heaptrail_attach_call(long (*fn)(long, long, long, long), long a0, long a1,
+				     long a2, long a3, volatile long *result)
+{
+	*result = fn(a0, a1, a2, a3);
+}
+
 /* Starts recording in a process the agent was just loaded into (or
  * loaded and detached from before). opts: HEAPTRAIL_OPTIONS syntax;
  * output: the directory for the files; pc and sp: where the thread
  * running this call was when heaptrail borrowed it (0: unknown). Returns 0, -EALREADY when already
  * attached, -EPERM when the agent was preloaded, -ENOMEM, -ENOENT when
  * the agent's own entry points cannot be found. */
+static int attach_start(const char *opts, const char *output, uintptr_t pc, uintptr_t sp);
+
 AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintptr_t pc,
 				     uintptr_t sp)
+{
+	spin_lock(&entry_lock);
+	int r = attach_start(opts, output, pc, sp);
+	spin_unlock(&entry_lock);
+	return r;
+}
+
+static int attach_start(const char *opts, const char *output, uintptr_t pc, uintptr_t sp)
 {
 	if (!agent_attach_loaded_late())
 		return -EPERM;
@@ -604,7 +638,17 @@ out:
 /* Stops recording: puts back the slots, stops the agent's thread and
  * writes the final dump (kind "final") and the attach record. Returns 0,
  * or -ENOENT when not attached. */
+static int attach_stop(void);
+
 AGENT_API int heaptrail_attach_stop(void)
+{
+	spin_lock(&entry_lock);
+	int r = attach_stop();
+	spin_unlock(&entry_lock);
+	return r;
+}
+
+static int attach_stop(void)
 {
 	if (atomic_load(&agent_attach_state) != 1)
 		return -ENOENT;

@@ -8,18 +8,17 @@
  * seen in /proc/PID/task/TID/syscall): such a thread holds no allocator
  * or loader lock, so dlopen can run on it. When there is none, a thread
  * waiting on a futex that is no lock of libc's or of the loader (a
- * condition variable, pthread_join) is taken instead. It is seized and interrupted;
- * its registers and extended (xsave) state are saved; a private page is
- * mapped by running the thread's own `syscall` instruction again with
- * mmap's arguments; the calls (dlopen, then the agent's entry points) run
- * on that page as a stack, with return address 0, so the return faults
- * and stops the thread; then the page is unmapped and every register is
- * put back. The interrupted system call is restarted as the kernel would
- * have (and one the stop made fail with EINTR, as epoll_wait does, is
- * restarted too: the program never sees it).
+ * condition variable, pthread_join) is taken instead. It is seized and
+ * interrupted; the calls (dlopen, then the agent's entry points) run on
+ * it as a signal handler would, on its own stack, returning into libc's
+ * rt_sigreturn, which puts back its registers, extended state and mask
+ * (see "the calls" below: every step leaves a thread that can run on if
+ * heaptrail dies). The interrupted system call is restarted as the kernel
+ * would have (and one the stop made fail with EINTR, as epoll_wait does,
+ * is restarted too: the program never sees it).
  *
- * Nothing in the target is written but the private page, which is gone
- * afterwards, unless allocator functions are named (--alloc-fn...,
+ * Nothing in the target is written but the thread's stack below its
+ * stack pointer, unless allocator functions are named (--alloc-fn...,
  * --options-file, or a built-in profile the program matches): the agent
  * then rewrites their first bytes, with every other thread stopped for
  * the write (src/agent/fnhook.c), and puts them back at the detach.
@@ -51,7 +50,6 @@
 
 #define RTLD_NOW_VALUE 2  /* dlfcn.h: RTLD_NOW, and the agent stays local */
 
-#define PAGE_SIZE_INJ (256 * 1024)   /* strings at the bottom, stack above */
 #define XSTATE_MAX 16384
 
 struct target {
@@ -60,21 +58,20 @@ struct target {
 	unsigned char xstate[XSTATE_MAX];
 	size_t xstate_len;
 	int memfd;
-	uint64_t page;
+	uint64_t restorer;      /* libc's rt_sigreturn */
+	uint64_t frame;         /* the signal frame, below the thread's stack pointer */
+	uint64_t strings;       /* STRINGS_SPACE above the frame: the calls' strings */
+	uint64_t result;        /* where heaptrail_attach_call stores a result */
+	uint64_t sigmask;       /* the thread's blocked signals */
+	long failed_nr;         /* the last system call that failed in a call, or -1 */
+	int failed_err;
 	sigset_t oldmask;       /* heaptrail's own, while the thread is borrowed */
 	bool masked;
-	/* signals that arrived for the thread during the calls, delivered when
-	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
-	 * their siginfo is lost) */
-	int pending[16];
-	int npending;
 	struct timespec stopped_at;
 	double stopped_ms;
 	/* the thread was stopped in the program's own code, not in a system
-	 * call: calls run libc's syscall instruction at sysinsn, and it is
-	 * given back with its registers exactly as they were */
+	 * call: it is given back with its registers exactly as they were */
 	bool busy;
-	uint64_t sysinsn;
 };
 
 static double ms_since(const struct timespec *t0)
@@ -127,6 +124,27 @@ static const char *status_field(const char *status, const char *key, char *out, 
 		}
 	return NULL;
 }
+
+/* Whether process pid has ended, or is ending: a zombie, or exiting with
+ * its memory already gone (no VmSize in its status). */
+static bool process_gone(long pid)
+{
+	char path[64], buf[16];
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	bool gone = !status || (status_field(status, "State", buf, sizeof buf) &&
+				(buf[0] == 'Z' || buf[0] == 'X')) ||
+		    !status_field(status, "VmSize", buf, sizeof buf);
+	free(status);
+	return gone;
+}
+
+/* An error about process pid, or "process N exited" when it is gone: a
+ * process that ends during an attach makes any step fail, and the step's
+ * own message would mislead. */
+#define target_error(pid, ...)                                                 \
+	(process_gone(pid) ? cli_error("process %ld exited", (long)(pid))        \
+			   : cli_error(__VA_ARGS__))
 
 /* The load address (the mapping at file offset 0) and path of the first
  * module in maps whose path ends in one of suffixes. */
@@ -268,17 +286,60 @@ static bool futex_may_be_libc_lock(const char *maps, unsigned long addr)
 	return true;  /* not mapped: something odd, leave it */
 }
 
-static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex);
+/* Threads found unfit to borrow (no room on their stack, a mask of
+ * their own...), passed over for the rest of the attach. */
+struct avoid {
+	pid_t tid[16];
+	int n;
+};
 
-/* A thread of pid blocked in a waiting system call, or 0. Second
- * choice: one waiting on a futex that is no lock of libc's (see above). */
-static pid_t pick_thread(pid_t pid, pid_t avoid)
+static bool avoided(const struct avoid *a, pid_t tid)
 {
-	pid_t best = pick_waiting(pid, avoid, false);
-	return best ? best : pick_waiting(pid, avoid, true);
+	for (int i = 0; a && i < a->n; i++)
+		if (a->tid[i] == tid)
+			return true;
+	return false;
 }
 
-static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout);
+
+/* Whether a wait in call nr with arguments a would start its timeout
+ * again whole after the calls: the rt_sigreturn that ends them leaves the
+ * kernel no remaining time to restart it with (nanosleep, poll or a futex
+ * wait with a relative timeout; epoll_wait, whose stop already fails it
+ * with EINTR). select, ppoll and pselect keep their remaining time in the
+ * program's memory; absolute timeouts are unchanged by a restart. */
+static bool timeout_restarts(long nr, const unsigned long *a)
+{
+	switch (nr) {
+	case SYS_nanosleep: return true;
+	case SYS_clock_nanosleep: return !(a[1] & 1);  /* TIMER_ABSTIME */
+	case SYS_poll: return (int)a[2] > 0;
+	case SYS_epoll_wait: case SYS_epoll_pwait: return (int)a[3] > 0;
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2: return a[3] != 0;
+#endif
+	case SYS_futex: return (a[1] & 0x7f) == 0 && a[3] != 0;  /* FUTEX_WAIT, relative */
+	case SYS_rt_sigtimedwait: return a[2] != 0;
+	case SYS_semtimedop: return a[3] != 0;
+	case SYS_io_getevents: return a[4] != 0;
+	case SYS_recvmmsg: return a[4] != 0;
+	default: return false;
+	}
+}
+
+/* A thread of pid blocked in a waiting system call, or 0. Second
+ * choice: one waiting on a futex that is no lock of libc's (see above).
+ * Either whose timeout a borrow leaves as it is, before any other. */
+static pid_t pick_thread(pid_t pid, const struct avoid *avoid)
+{
+	pid_t best = 0;
+	for (int pass = 0; pass < 4 && !best; pass++)
+		best = pick_waiting(pid, avoid, pass & 1, pass >= 2);
+	return best;
+}
+
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/task", pid);
@@ -293,16 +354,19 @@ static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
 	}
 	for (struct dirent *e; (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || tid == avoid)
+		if (tid <= 0 || avoided(avoid, tid))
 			continue;
 		char sp[160];
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
 		char *s = slurp(sp, NULL);
 		long nr = s && *s != 'r' ? strtol(s, NULL, 10) : -1;
-		unsigned long uaddr = 0, op = ~0ul;
-		if (futex && nr == SYS_futex)
-			sscanf(s, "%*s %lx %lx", &uaddr, &op);
+		unsigned long a[6] = { 0, ~0ul, 0, 0, 0, 0 };
+		if (nr >= 0)
+			sscanf(s, "%*s %lx %lx %lx %lx %lx %lx", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+		unsigned long uaddr = a[0], op = a[1];
 		free(s);
+		if (nr >= 0 && !any_timeout && timeout_restarts(nr, a))
+			continue;
 		if (!futex && nr >= 0 && waiting_call(nr)) {
 			best = tid;
 			break;
@@ -319,8 +383,31 @@ static pid_t pick_waiting(pid_t pid, pid_t avoid, bool futex)
 	return best;
 }
 
+/* Every ptrace request and every write into the target goes through
+ * here. HEAPTRAIL_TEST_KILL_AT=N makes heaptrail kill itself (SIGKILL)
+ * just before its Nth: the crash-only test (tests/analyze/test_attach.py,
+ * attach:kill) walks N over every step of an attach and a detach. */
+static void step_point(void)
+{
+	static long left = -1;
+	if (left < 0) {
+		const char *e = getenv("HEAPTRAIL_TEST_KILL_AT");
+		left = e && atol(e) > 0 ? atol(e) : LONG_MAX;
+	}
+	if (--left == 0)
+		raise(SIGKILL);
+}
+
+static long pt(int req, pid_t tid, void *addr, void *data)
+{
+	step_point();
+	return ptrace((enum __ptrace_request)req, tid, addr, data);
+}
+
 static int mem_rw(struct target *t, uint64_t addr, void *buf, size_t n, bool write)
 {
+	if (write)
+		step_point();
 	ssize_t r = write ? pwrite(t->memfd, buf, n, (off_t)addr) : pread(t->memfd, buf, n, (off_t)addr);
 	return r == (ssize_t)n ? 0 : -1;
 }
@@ -411,23 +498,288 @@ static bool own_code(const char *maps, uint64_t pc)
 	return false;
 }
 
-/* The address of a syscall instruction in the target's libc (inside its
- * syscall() function), for a thread that was not stopped in one; 0 when
- * not found. */
-static uint64_t find_sysinsn(struct target *t, const char *maps)
+/* The address of an rt_sigreturn in the target's libc (glibc's
+ * __restore_rt, `mov $15, %rax; syscall`, the restorer of its signal
+ * handlers), found in the file's executable segment; 0 when none. */
+static uint64_t find_restorer(pid_t pid, const char *maps)
 {
 	static const char *const libc[] = { "libc.so.6", NULL };
-	char path[PATH_MAX];
-	uint64_t base, fn;
-	if (find_module(maps, libc, &base, path, sizeof path) ||
-	    !(fn = elf_symbol(path, "syscall")))
+	static const unsigned char code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	char path[PATH_MAX], file[PATH_MAX + 32];
+	uint64_t base, found = 0;
+	size_t len;
+	if (find_module(maps, libc, &base, path, sizeof path))
 		return 0;
-	unsigned char code[64];
-	if (mem_rw(t, base + fn, code, sizeof code, false))
-		return 0;
-	for (size_t i = 0; i + 1 < sizeof code; i++)
-		if (code[i] == 0x0f && code[i + 1] == 0x05)
-			return base + fn + i;
+	snprintf(file, sizeof file, "/proc/%d/root%s", pid, path);
+	char *img = slurp(file, &len);
+	if (!img || len < sizeof(Elf64_Ehdr))
+		goto out;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len)
+		goto out;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(img + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum && !found; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) ||
+		    ph[i].p_offset + ph[i].p_filesz > len)
+			continue;
+		const unsigned char *s = (const unsigned char *)img + ph[i].p_offset;
+		const unsigned char *hit = memmem(s, ph[i].p_filesz, code, sizeof code);
+		if (hit)
+			found = base + ph[i].p_vaddr + (uint64_t)(hit - s);
+	}
+out:
+	free(img);
+	return found;
+}
+
+/* ---------- the calls: a signal frame of heaptrail's own ----------
+ *
+ * heaptrail may die at any moment (a SIGKILL, a CI timeout): the kernel
+ * then lets the borrowed thread run on with whatever registers it has.
+ * So every state heaptrail puts the thread in is one it can run from
+ * alone, and each change is a single write:
+ *  - stopped: its registers are its own (a call the stop made fail with
+ *    EINTR is set to run again first);
+ *  - the frame, below its stack pointer (past the red zone, where a
+ *    signal handler's frame would go), holds its registers, its
+ *    extended state and its signal mask exactly as the kernel's signal
+ *    delivery saves them, with a return address that is libc's
+ *    rt_sigreturn (glibc's __restore_rt); writing it changes nothing the
+ *    thread uses;
+ *  - one PTRACE_SETREGS starts a call (dlopen, or an agent entry point
+ *    through heaptrail_attach_call, which stores the result in the
+ *    frame's block): the call runs to its end and returns into the
+ *    rt_sigreturn, which puts every register, the extended state and the
+ *    mask back: the thread resumes where it was, as after a signal
+ *    handler, whether heaptrail is there or not.
+ * heaptrail follows the call with PTRACE_SYSCALL and takes the thread at
+ * the entry of that rt_sigreturn: there it starts the next call (one
+ * PTRACE_SETREGS again) or lets it go. Nothing is mapped or left behind.
+ * No PTRACE_O_EXITKILL; PTRACE_O_TRACESYSGOOD, whose stops leave no
+ * signal behind when their tracer is gone. A call runs with every signal
+ * blocked (see remote_call): one for the thread waits, pending, until
+ * the rt_sigreturn at its end; heaptrail holds no signal back. */
+
+#define FP_XSTATE_MAGIC1 0x46505853U
+#define FP_XSTATE_MAGIC2 0x46505845U
+#define UC_FP_XSTATE 0x1
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define RED_ZONE 128
+#define STRINGS_SPACE 16384        /* the calls' strings and the result */
+/* room the calls may take below the frame: an attach with --sample 1, a
+ * dump and a detach took 22 KiB of a thread's stack below the block */
+#define CALL_STACK (128 * 1024)
+
+/* The kernel's x86-64 rt_sigframe (arch/x86/include/asm/sigframe.h). */
+struct k_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp,
+		rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2, fpstate, reserved1[8];
+};
+struct k_ucontext {
+	uint64_t uc_flags, uc_link;
+	struct {
+		uint64_t sp;
+		int32_t flags, pad;
+		uint64_t size;
+	} uc_stack;
+	struct k_sigcontext mc;
+	uint64_t sigmask;
+};
+struct k_rt_sigframe {
+	uint64_t pretcode;
+	struct k_ucontext uc;
+	unsigned char info[128];
+};
+_Static_assert(sizeof(struct k_sigcontext) == 256, "sigcontext");
+_Static_assert(sizeof(struct k_ucontext) == 304, "ucontext");
+
+/* The thread's blocked signals (SigBlk in its status). */
+static int thread_sigmask(struct target *t, uint64_t *mask)
+{
+	char path[96], buf[64];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", t->pid, t->tid);
+	char *status = slurp(path, NULL);
+	int ret = -1;
+	if (status && status_field(status, "SigBlk", buf, sizeof buf)) {
+		char *end;
+		*mask = strtoull(buf, &end, 16);
+		ret = end > buf ? 0 : -1;
+	}
+	free(status);
+	return ret;
+}
+
+/* Whether the thread's call replaced its signal mask for the wait
+ * (sigsuspend, ppoll/pselect/epoll_pwait given a mask): SigBlk then shows
+ * the temporary mask, not the one to put back. */
+static bool swaps_mask(const struct user_regs_struct *r)
+{
+	switch ((long)r->orig_rax) {
+	case SYS_rt_sigsuspend: return true;
+	case SYS_ppoll: return r->r10 != 0;
+	case SYS_pselect6: return r->r9 != 0;
+	case SYS_epoll_pwait: return r->r8 != 0;
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2: return r->r8 != 0;
+#endif
+	default: return false;
+	}
+}
+
+/* Whether the stack the thread is on has room for the frame and the
+ * calls below its stack pointer: the process's stack (it grows) with the
+ * frame inside its mapping, or another mapping with CALL_STACK to spare. */
+static bool stack_room(struct target *t, uint64_t sp)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
+	char *maps = slurp(path, NULL);
+	bool ok = false;
+	uint64_t need = RED_ZONE + STRINGS_SPACE + XSTATE_MAX + 1024;
+	for (const char *l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long lo, hi;
+		if (sscanf(l, "%lx-%lx", &lo, &hi) != 2 || sp <= lo || sp > hi)
+			continue;
+		size_t n = strcspn(l, "\n");
+		bool grows = n >= 7 && !memcmp(l + n - 7, "[stack]", 7);
+		ok = sp - lo >= need + (grows ? 0 : CALL_STACK);
+		break;
+	}
+	free(maps);
+	return ok;
+}
+
+/* The registers the thread resumes with when it is let go: a waiting
+ * call the stop ended runs again, as the kernel restarts one (the
+ * rt_sigreturn at the end of a call disables the kernel's restart, so
+ * the frame must hold the restarted state). */
+static struct user_regs_struct resume_regs(const struct target *t)
+{
+	struct user_regs_struct r = t->saved;
+	if (!t->busy && (long)r.orig_rax >= 0 && restart_names((long)r.rax)) {
+		r.rax = r.orig_rax;
+		r.rip -= 2;
+		r.orig_rax = (unsigned long long)-1;
+	}
+	return r;
+}
+
+static void fill_context(struct k_sigcontext *m, const struct user_regs_struct *r)
+{
+	m->r8 = r->r8; m->r9 = r->r9; m->r10 = r->r10; m->r11 = r->r11;
+	m->r12 = r->r12; m->r13 = r->r13; m->r14 = r->r14; m->r15 = r->r15;
+	m->rdi = r->rdi; m->rsi = r->rsi; m->rbp = r->rbp; m->rbx = r->rbx;
+	m->rdx = r->rdx; m->rax = r->rax; m->rcx = r->rcx; m->rsp = r->rsp;
+	m->rip = r->rip; m->eflags = r->eflags;
+	m->cs = (uint16_t)r->cs;
+	m->ss = (uint16_t)r->ss;
+}
+
+/* Writes the frame below the thread's stack pointer (see above).
+ * Returns 0 or -1. */
+static int write_frame(struct target *t)
+{
+	struct user_regs_struct r = resume_regs(t);
+	uint64_t top = (t->saved.rsp - RED_ZONE) & ~(uint64_t)63;
+	t->strings = top - STRINGS_SPACE;
+	t->result = top - 16;
+	uint64_t fp = 0;
+	unsigned char *x = t->xstate;
+	size_t xlen = t->xstate_len;
+	if (xlen >= 512) {
+		/* the fxsave area's software bytes: the kernel's ptrace copy
+		 * carries them; say them when it did not */
+		uint32_t magic1, xsize;
+		memcpy(&magic1, x + 464, 4);
+		memcpy(&xsize, x + 464 + 16, 4);
+		if (xlen > 512 + 64 && (magic1 != FP_XSTATE_MAGIC1 || xsize != xlen)) {
+			uint32_t ext = (uint32_t)xlen + 4;
+			uint64_t feat;
+			memcpy(&feat, x + 512, 8);
+			magic1 = FP_XSTATE_MAGIC1;
+			xsize = (uint32_t)xlen;
+			memcpy(x + 464, &magic1, 4);
+			memcpy(x + 468, &ext, 4);
+			memcpy(x + 472, &feat, 8);
+			memcpy(x + 480, &xsize, 4);
+		} else if (xlen <= 512 + 64) {
+			memset(x + 464, 0, 48);  /* the legacy area alone */
+		}
+		uint32_t magic2 = FP_XSTATE_MAGIC2;
+		memcpy(x + xlen, &magic2, 4);
+		fp = (t->strings - (xlen + 4)) & ~(uint64_t)63;
+	}
+	uint64_t below = fp ? fp : t->strings;
+	struct k_rt_sigframe f;
+	memset(&f, 0, sizeof f);
+	t->frame = ((below - sizeof f) & ~(uint64_t)15) - 8;  /* as at a function's entry */
+	f.pretcode = t->restorer;
+	f.uc.uc_flags = (fp && xlen > 512 + 64 ? UC_FP_XSTATE : 0) | UC_SIGCONTEXT_SS |
+			UC_STRICT_RESTORE_SS;
+	/* uc_stack left invalid (size 0): the thread's sigaltstack stays */
+	fill_context(&f.uc.mc, &r);
+	f.uc.mc.fpstate = fp;
+	f.uc.sigmask = t->sigmask;
+	if ((fp && mem_rw(t, fp, x, xlen + 4, true)) || mem_rw(t, t->frame, &f, sizeof f, true))
+		return -1;
+	return 0;
+}
+
+/* Checks that the stopped thread can run calls (a stack with room, a
+ * mask it can be given back), saves its state and makes it resumable
+ * (a wait the stop made fail with EINTR runs again). Returns 0, or -1
+ * with the thread still held (give_back or detach it). */
+static int hold(struct target *t)
+{
+	struct iovec iov = { t->xstate, XSTATE_MAX - 64 };
+	if (t->busy ? false : swaps_mask(&t->saved))
+		return -1;
+	if (!stack_room(t, t->saved.rsp) || thread_sigmask(t, &t->sigmask))
+		return -1;
+	if (pt(PTRACE_GETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov) == 0)
+		t->xstate_len = iov.iov_len;
+	else if (pt(PTRACE_GETFPREGS, t->tid, 0, t->xstate) == 0)
+		t->xstate_len = 512;
+	else
+		return -1;
+	return 0;
+}
+
+/* Lets go of a thread stopped but not held. */
+static void let_go(struct target *t)
+{
+	pt(PTRACE_DETACH, t->tid, 0, 0);
+	t->tid = 0;
+	t->stopped_ms += ms_since(&t->stopped_at);
+}
+
+/* Seizes tid and stops it. Returns 0, -1 when it is gone, or -errno. */
+static int seize_stop(struct target *t, pid_t tid)
+{
+	if (pt(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD))
+		return errno == ESRCH ? -1 : -errno;
+	t->tid = tid;
+	clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
+	pt(PTRACE_INTERRUPT, tid, 0, 0);
+	int st, sig;
+	while ((sig = wait_stop(t, &st)) > 0)
+		pt(PTRACE_CONT, tid, 0, (void *)(long)sig);  /* a signal on its way: let it through */
+	if (sig < 0 || pt(PTRACE_GETREGS, tid, 0, &t->saved)) {
+		if (sig >= 0)
+			let_go(t);
+		t->tid = 0;
+		return -1;
+	}
+	/* a wait the stop made fail with EINTR (epoll_wait does) runs again
+	 * whatever comes next: the program never sees the EINTR */
+	if ((long)t->saved.orig_rax >= 0 && (long)t->saved.rax == -EINTR) {
+		struct user_regs_struct r = resume_regs(t);
+		pt(PTRACE_SETREGS, tid, 0, &r);
+	}
 	return 0;
 }
 
@@ -440,37 +792,20 @@ static int borrow_busy(struct target *t)
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
 	char *maps = slurp(path, NULL);
-	uint64_t sysinsn = maps ? find_sysinsn(t, maps) : 0;
 	snprintf(path, sizeof path, "/proc/%d/task", t->pid);
-	DIR *d = sysinsn ? opendir(path) : NULL;
+	DIR *d = maps ? opendir(path) : NULL;
 	int found = -EAGAIN;
 	for (struct dirent *e; d && found && (e = readdir(d));) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || ptrace(PTRACE_SEIZE, tid, 0, 0))
+		if (tid <= 0 || seize_stop(t, tid))
 			continue;
-		t->tid = tid;
-		clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
-		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-		int st, sig;
-		while ((sig = wait_stop(t, &st)) > 0)
-			ptrace(PTRACE_CONT, tid, 0, sig);
-		if (sig < 0) {
-			t->tid = 0;
-			continue;
-		}
-		if (!ptrace(PTRACE_GETREGS, tid, 0, &t->saved) &&
-		    (long)t->saved.orig_rax == -1 && own_code(maps, t->saved.rip)) {
-			struct iovec iov = { t->xstate, sizeof t->xstate };
-			if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0)
-				t->xstate_len = iov.iov_len;
-			t->busy = true;
-			t->sysinsn = sysinsn;
+		t->busy = true;
+		if ((long)t->saved.orig_rax == -1 && own_code(maps, t->saved.rip) && !hold(t)) {
 			found = 0;
 			break;
 		}
-		ptrace(PTRACE_DETACH, tid, 0, 0);
-		t->tid = 0;
-		t->stopped_ms += ms_since(&t->stopped_at);
+		t->busy = false;
+		let_go(t);
 	}
 	if (d)
 		closedir(d);
@@ -478,14 +813,15 @@ static int borrow_busy(struct target *t)
 	return found;
 }
 
-/* Seizes and stops one waiting thread; fills t->saved. Returns 0, or
- * -errno with the reason printed. */
+/* Seizes and stops one waiting thread and holds it (see hold). Returns
+ * 0, or -errno with the reason printed. */
 static int borrow(struct target *t)
 {
 	struct timespec t0;
+	struct avoid unfit = { .n = 0 };
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int attempt = 0; attempt < 200; attempt++) {
-		pid_t tid = pick_thread(t->pid, 0);
+		pid_t tid = pick_thread(t->pid, &unfit);
 		if (!tid) {
 			/* no thread waits: after a short while, take one that
 			 * runs the program's own code */
@@ -496,29 +832,11 @@ static int borrow(struct target *t)
 			usleep(10000);
 			continue;
 		}
-		if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
-			int e = errno;
-			if (e == ESRCH)
-				continue;  /* the thread has just ended */
-			return -e;
-		}
-		t->tid = tid;
-		clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
-		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-		int st, sig;
-		while ((sig = wait_stop(t, &st)) > 0) {
-			/* a signal on its way to the thread: let it through first */
-			ptrace(PTRACE_CONT, tid, 0, sig);
-		}
-		if (sig < 0) {
-			t->tid = 0;
-			continue;
-		}
-		if (ptrace(PTRACE_GETREGS, tid, 0, &t->saved)) {
-			ptrace(PTRACE_DETACH, tid, 0, 0);
-			t->tid = 0;
-			continue;
-		}
+		int e = seize_stop(t, tid);
+		if (e == -1)
+			continue;  /* the thread has just ended */
+		if (e)
+			return e;
 		/* still in the waiting call: the stop aborted it */
 		if ((long)t->saved.orig_rax >= 0 &&
 		    (waiting_call((long)t->saved.orig_rax) ||
@@ -527,146 +845,113 @@ static int borrow(struct target *t)
 			unsigned char insn[2];
 			if (!mem_rw(t, t->saved.rip - 2, insn, 2, false) && insn[0] == 0x0f &&
 			    insn[1] == 0x05) {
-				struct iovec iov = { t->xstate, sizeof t->xstate };
-				if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0)
-					t->xstate_len = iov.iov_len;
-				return 0;
+				if (!hold(t))
+					return 0;
+				if (unfit.n < (int)(sizeof unfit.tid / sizeof unfit.tid[0]))
+					unfit.tid[unfit.n++] = tid;
 			}
 		}
-		ptrace(PTRACE_DETACH, tid, 0, 0);
-		t->tid = 0;
-		t->stopped_ms += ms_since(&t->stopped_at);
+		let_go(t);
+		if (attempt > 20)
+			usleep(1000);  /* the one found cannot be held: others may come */
 	}
-	cli_error("no thread of process %d could be borrowed safely: none waits in a system "
+	target_error(t->pid, "no thread of process %d could be borrowed safely: none waits in a system "
 		  "call (read, poll, epoll_wait, a sleep, a condition variable...) or runs the "
-		  "program's own code (not libc's, the loader's or an allocator's)", t->pid);
+		  "program's own code (not libc's, the loader's or an allocator's) with room on "
+		  "its stack", t->pid);
 	return -EAGAIN;
 }
 
-/* A signal for the thread, held while it runs our calls (a standard
- * signal pending twice is delivered once, as the kernel does). */
-static void keep_signal(struct target *t, int sig)
-{
-	for (int i = 0; i < t->npending; i++)
-		if (t->pending[i] == sig && sig < SIGRTMIN)
-			return;
-	if (t->npending < (int)(sizeof t->pending / sizeof t->pending[0]))
-		t->pending[t->npending++] = sig;
-}
-
-/* Gives the thread back as it was; its interrupted call starts again. */
+/* Gives the thread back: it resumes as it was (from the entry of the
+ * last call's rt_sigreturn, or from its stop). */
 static void give_back(struct target *t)
 {
-	struct user_regs_struct r = t->saved;
-	if (!t->busy && (long)r.rax == -EINTR) {
-		/* the stop itself made the call fail (epoll_wait does):
-		 * run it again rather than let the program see EINTR */
-		r.rax = r.orig_rax;
-		r.rip -= 2;
-		r.orig_rax = (unsigned long long)-1;
-	}
-	if (t->xstate_len) {
-		struct iovec iov = { t->xstate, t->xstate_len };
-		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
-	}
-	ptrace(PTRACE_SETREGS, t->tid, 0, &r);
-	ptrace(PTRACE_DETACH, t->tid, 0, t->npending ? t->pending[0] : 0);
-	for (int i = 1; i < t->npending; i++)
-		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
+	pt(PTRACE_DETACH, t->tid, 0, 0);
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 	t->busy = false;
 }
 
-/* Runs the system call nr in the thread (its own syscall instruction).
- * Returns the result (-errno on failure); *gone when the thread died. */
-static long remote_syscall(struct target *t, long nr, const long *a, int *gone)
+/* Calls fn(a[0], ..., a[5]) in the thread, on its own stack below the
+ * frame, returning into the frame's rt_sigreturn. Returns 0 when the
+ * call ended (stopped at that rt_sigreturn), -ESRCH when the thread is
+ * gone, -EFAULT when the call faulted (the fault is delivered: the
+ * program would have died of it). The last system call that failed
+ * during the call is in t->failed_nr, t->failed_err. */
+static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 {
 	struct user_regs_struct r = t->saved;
-	r.rip = t->busy ? t->sysinsn : t->saved.rip - 2;
-	r.rax = (unsigned long long)nr;
-	r.orig_rax = (unsigned long long)-1;
-	r.rdi = (unsigned long long)a[0];
-	r.rsi = (unsigned long long)a[1];
-	r.rdx = (unsigned long long)a[2];
-	r.r10 = (unsigned long long)a[3];
-	r.r8 = (unsigned long long)a[4];
-	r.r9 = (unsigned long long)a[5];
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0))
-		return -errno;
-	int st, sig;
-	while ((sig = wait_stop(t, &st)) != SIGTRAP) {
-		if (sig < 0) {
-			*gone = 1;
-			return -ESRCH;
-		}
-		if (sig > 0)
-			keep_signal(t, sig);
-		ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0);
-	}
-	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
-		return -errno;
-	return (long)r.rax;
-}
-
-/* Calls fn(a0, a1, a2, a3) in the thread on the private page; returns rax. */
-static int remote_call4(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
-			uint64_t a3, uint64_t *ret)
-{
-	struct user_regs_struct r = t->saved;
-	uint64_t sp = (t->page + PAGE_SIZE_INJ - 64) & ~(uint64_t)15;
-	uint64_t zero = 0;
-	sp -= 8;  /* the return address: 0, which faults and stops the thread */
-	if (mem_rw(t, sp, &zero, 8, true))
-		return -EIO;
 	r.rip = fn;
-	r.rsp = sp;
-	r.rdi = a0;
-	r.rsi = a1;
-	r.rdx = a2;
-	r.rcx = a3;
+	r.rsp = t->frame;
+	r.rdi = a[0];
+	r.rsi = a[1];
+	r.rdx = a[2];
+	r.rcx = a[3];
+	r.r8 = a[4];
+	r.r9 = a[5];
 	r.rax = 0;
-	r.orig_rax = (unsigned long long)-1;
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
+	r.eflags &= ~(0x100ull | 0x400ull | 0x40000ull);  /* TF, DF, AC: as for a handler */
+	/* The call starts through a frame of its own too, under the other:
+	 * an rt_sigreturn into fn with every signal blocked (one that comes
+	 * waits until the call's end puts the thread's mask back: heaptrail
+	 * holds none) and the initial floating-point state. */
+	struct k_rt_sigframe f;
+	memset(&f, 0, sizeof f);
+	uint64_t setup = (t->frame - 256 - sizeof f) & ~(uint64_t)15;
+	f.uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	fill_context(&f.uc.mc, &r);
+	f.uc.sigmask = ~0ull;
+	if (mem_rw(t, setup, &f, sizeof f, true))
+		return -EIO;
+	struct user_regs_struct go = t->saved;
+	go.rip = t->restorer;
+	go.rsp = setup + 8;  /* as after the restorer's return address is taken */
+	go.rax = 0;
+	go.orig_rax = (unsigned long long)-1;  /* no restart: at a stop in a call, none runs */
+	t->failed_nr = -1;
+	if (pt(PTRACE_SETREGS, t->tid, 0, &go) || pt(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
-	int st, sig;
 	for (;;) {
-		sig = wait_stop(t, &st);
+		int st, sig = wait_stop(t, &st);
 		if (sig < 0)
 			return -ESRCH;
-		if (sig == SIGSEGV && !ptrace(PTRACE_GETREGS, t->tid, 0, &r) && r.rip == 0)
-			break;
-		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
-			/* a fault inside the call: deliver it (the program would
-			 * have died of it anyway) */
-			ptrace(PTRACE_DETACH, t->tid, 0, sig);
+		if (sig == (SIGTRAP | 0x80)) {
+			struct user_regs_struct q;
+			if (pt(PTRACE_GETREGS, t->tid, 0, &q))
+				return -errno;
+			if ((long)q.orig_rax == SYS_rt_sigreturn && q.rsp == t->frame + 8 &&
+			    (long)q.rax == -ENOSYS)
+				return 0;  /* the call has returned */
+			if ((long)q.rax < 0 && (long)q.rax > -4096 && (long)q.rax != -ENOSYS) {
+				t->failed_nr = (long)q.orig_rax;
+				t->failed_err = (int)-(long)q.rax;
+			}
+			sig = 0;
+		} else if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
+			pt(PTRACE_DETACH, t->tid, 0, (void *)(long)sig);
 			t->tid = 0;
 			return -EFAULT;
 		}
-		if (sig > 0)
-			keep_signal(t, sig);
-		ptrace(PTRACE_CONT, t->tid, 0, 0);
+		/* a signal before the call's own rt_sigreturn has blocked them
+		 * all: delivered now (its handler returns to that rt_sigreturn),
+		 * or queued again by the kernel when blocked; heaptrail holds none */
+		pt(PTRACE_SYSCALL, t->tid, 0, (void *)(long)(sig > 0 ? sig : 0));
 	}
-	*ret = r.rax;
-	return 0;
 }
 
-static int remote_call(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret)
+/* Calls the agent's fn(a0..a3) through its heaptrail_attach_call (at
+ * call), which stores the result in the frame's block: *ret. */
+static int agent_call(struct target *t, uint64_t call, uint64_t fn, uint64_t a0, uint64_t a1,
+		      uint64_t a2, uint64_t a3, uint64_t *ret)
 {
-	return remote_call4(t, fn, a0, a1, 0, 0, ret);
-}
-
-static void read_string(struct target *t, uint64_t addr, char *out, size_t cap)
-{
-	out[0] = 0;
-	if (!addr || mem_rw(t, addr, out, cap - 1, false)) {
-		/* shorter than cap near the end of a mapping: byte by byte */
-		size_t i = 0;
-		for (; addr && i < cap - 1 && !mem_rw(t, addr + i, out + i, 1, false) && out[i]; i++)
-			;
-		out[i] = 0;
-	}
-	out[cap - 1] = 0;
+	uint64_t unset = 0x5eadbeefdeadull;
+	uint64_t a[6] = { fn, a0, a1, a2, a3, t->result };
+	if (mem_rw(t, t->result, &unset, 8, true))
+		return -EIO;
+	int e = remote_call(t, call, a);
+	if (!e && (mem_rw(t, t->result, ret, 8, false) || *ret == unset))
+		e = -EIO;
+	return e;
 }
 
 /* ---------- common front: checks and the calls ---------- */
@@ -696,7 +981,7 @@ static void seize_error(pid_t pid, int e)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);
 	else
-		cli_error("cannot trace process %d: %s", pid, strerror(e));
+		target_error(pid, "cannot trace process %d: %s", pid, strerror(e));
 }
 
 /* Opens the target for calls; checks what can be checked without
@@ -734,7 +1019,7 @@ static int open_target(struct target *t, long pid, char **maps)
 		if (errno == EACCES || errno == EPERM)
 			seize_error((pid_t)pid, EPERM);
 		else
-			cli_error("cannot read /proc/%ld/maps: %s", pid, strerror(errno));
+			target_error(pid, "cannot read /proc/%ld/maps: %s", pid, strerror(errno));
 		return -1;
 	}
 	if (!**maps) {
@@ -745,13 +1030,14 @@ static int open_target(struct target *t, long pid, char **maps)
 	return 0;
 }
 
-/* Seizes a thread, maps the private page. Returns 0 or prints and -1. */
-static int start_calls(struct target *t)
+/* Seizes and holds a thread, writes the frame of the calls. Returns 0
+ * or prints and -1. */
+static int start_calls(struct target *t, const char *maps)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/mem", t->pid);
-	/* a heaptrail killed while it holds the thread would leave it running
-	 * our call's registers: the signals that ask it to end wait */
+	/* the signals that ask heaptrail to end wait while it holds the
+	 * thread (a SIGKILL cannot: see "the calls" above) */
 	sigset_t stop;
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGINT);
@@ -760,9 +1046,15 @@ static int start_calls(struct target *t)
 	sigaddset(&stop, SIGQUIT);
 	sigaddset(&stop, SIGPIPE);
 	t->masked = !sigprocmask(SIG_BLOCK, &stop, &t->oldmask);
+	t->restorer = find_restorer(t->pid, maps);
+	if (!t->restorer) {
+		target_error(t->pid, "cannot find the signal return (__restore_rt) of the libc of "
+			     "process %d", t->pid);
+		return -1;
+	}
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
-		cli_error("cannot open %s: %s", path, strerror(errno));
+		target_error(t->pid, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
 	int e = borrow(t);
@@ -771,42 +1063,35 @@ static int start_calls(struct target *t)
 			seize_error(t->pid, -e);
 		return -1;
 	}
-	long a[6] = { 0, PAGE_SIZE_INJ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 };
-	int gone = 0;
-	long r = remote_syscall(t, SYS_mmap, a, &gone);
-	if (gone) {
-		cli_error("process %d ended during the attach", t->pid);
-		t->tid = 0;
+	if (write_frame(t)) {
+		target_error(t->pid, "cannot write into the stack of process %d", t->pid);
 		return -1;
 	}
-	if (r < 0 && r > -4096) {
-		char st[64] = "", *status;
-		snprintf(path, sizeof path, "/proc/%d/status", t->pid);
-		status = slurp(path, NULL);
-		status_field(status, "Seccomp", st, sizeof st);
-		free(status);
-		give_back(t);
-		if (!strcmp(st, "2"))
-			cli_error("the seccomp filter of process %d refuses mmap (%s): cannot load the "
-				  "agent", t->pid, strerror((int)-r));
-		else
-			cli_error("mmap in process %d failed: %s", t->pid, strerror((int)-r));
-		return -1;
-	}
-	t->page = (uint64_t)r;
 	return 0;
 }
 
-/* Unmaps the page and gives the thread back. */
+/* The name of a system call a loader makes, for a message. */
+static const char *syscall_name(long nr)
+{
+	static char buf[32];
+	switch (nr) {
+	case SYS_openat: return "openat";
+	case SYS_open: return "open";
+	case SYS_mmap: return "mmap";
+	case SYS_mprotect: return "mprotect";
+	case SYS_read: return "read";
+	case SYS_pread64: return "pread64";
+	case SYS_newfstatat: return "newfstatat";
+	case SYS_fstat: return "fstat";
+	default:
+		snprintf(buf, sizeof buf, "system call %ld", nr);
+		return buf;
+	}
+}
+
+/* Gives the thread back. */
 static void end_calls(struct target *t)
 {
-	if (t->tid && t->page) {
-		long a[6] = { (long)t->page, PAGE_SIZE_INJ, 0, 0, 0, 0 };
-		int gone = 0;
-		remote_syscall(t, SYS_munmap, a, &gone);
-		if (gone)
-			t->tid = 0;
-	}
 	if (t->tid)
 		give_back(t);
 	if (t->memfd >= 0)
@@ -817,11 +1102,40 @@ static void end_calls(struct target *t)
 	t->masked = false;
 }
 
+
 /* The agent's load address and its file as the target sees it. */
 static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 {
-	static const char *const names[] = { "libheaptrail.so", NULL };
-	return find_module(maps, names, base, path, cap);
+	/* the load address is the mapping at offset 0 followed by the
+	 * executable one of the same file: a dlopen that failed half-way can
+	 * leave the first alone behind */
+	const char *name = "/libheaptrail.so";
+	size_t nl = strlen(name);
+	uint64_t start = 0;
+	char first[PATH_MAX] = "";
+	for (const char *l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long lo, hi, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(l, "%lx-%lx %7s %lx %*s %*s%n", &lo, &hi, perms, &off, &pos) < 4 || !pos)
+			continue;
+		const char *p = l + pos;
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, "\n");
+		if (*p != '/' || n < nl || n >= sizeof first || memcmp(p + n - nl, name, nl))
+			continue;
+		if (off == 0) {
+			start = lo;
+			snprintf(first, sizeof first, "%.*s", (int)n, p);
+		} else if (perms[2] == 'x' && first[0] && strlen(first) == n &&
+			   !memcmp(first, p, n)) {
+			*base = start;
+			snprintf(path, cap, "%s", first);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
@@ -841,26 +1155,38 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		goto out;
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	uint64_t fn = elf_symbol(file, name);
+	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
 	if (!fn) {
-		cli_error("the agent in process %ld (%s) has no %s: an older heaptrail?", pid, agent,
-			  name);
+		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
+			     agent, name);
 		goto out;
 	}
-	if (start_calls(&t))
+	if (start_calls(&t, maps))
 		goto out;
 	uint64_t a0 = 0, a1 = 0;
 	if (s0) {
-		a0 = t.page;
+		a0 = t.strings;
 		mem_rw(&t, a0, (void *)s0, strlen(s0) + 1, true);
 	}
 	if (s1) {
-		a1 = t.page + 8192;
+		a1 = t.strings + 8192;
 		mem_rw(&t, a1, (void *)s1, strlen(s1) + 1, true);
 	}
-	int e = remote_call(&t, base + fn, a0, a1, &rv);
+	int e;
+	if (call) {
+		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
+	} else {
+		/* an agent loaded by an older heaptrail: the call runs, its
+		 * result goes with the registers the rt_sigreturn puts back */
+		uint64_t a[6] = { a0, a1, 0, 0, 0, 0 };
+		e = remote_call(&t, base + fn, a);
+		rv = 0;
+		if (!e)
+			fprintf(stderr, "heaptrail: the agent in process %ld is older than heaptrail: "
+				"%s ran, its result is not known\n", pid, name);
+	}
 	if (e) {
-		cli_error("the call into process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the call into process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
 	*ret = (int)(uint32_t)rv;
@@ -916,8 +1242,8 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	int st = is_static((pid_t)pid);
 	static const char *const libcs[] = { "libc.so.6", NULL };
 	if (st == 1 || find_module(maps, libcs, &libc_base, libc, sizeof libc)) {
-		cli_error("cannot attach to process %ld: it is a static binary (no dynamic loader "
-			  "and no libc.so.6 to load the agent with)", pid);
+		target_error(pid, "cannot attach to process %ld: it is a static binary (no dynamic "
+			     "loader and no libc.so.6 to load the agent with)", pid);
 		goto out;
 	}
 	uint64_t ab;
@@ -940,67 +1266,77 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	if (access(file, R_OK)) {
-		cli_error("the agent %s is not visible in the mount namespace of process %ld "
-			  "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid, strerror(errno));
+		target_error(pid, "the agent %s is not visible in the mount namespace of process %ld "
+			     "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid,
+			     strerror(errno));
 		goto out;
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, outdir);
 	struct stat ours, theirs;
 	if (stat(file, &theirs) || stat(outdir, &ours) || ours.st_dev != theirs.st_dev ||
 	    ours.st_ino != theirs.st_ino) {
-		cli_error("the output directory %s is not the same in the mount namespace of "
-			  "process %ld: give one it sees with -o", outdir, pid);
+		target_error(pid, "the output directory %s is not the same in the mount namespace "
+			     "of process %ld: give one it sees with -o", outdir, pid);
 		goto out;
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	uint64_t start_off = elf_symbol(file, "heaptrail_attach_start");
+	uint64_t call_off = elf_symbol(file, "heaptrail_attach_call");
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, libc);
 	uint64_t dlopen_off = elf_symbol(file, "dlopen");
-	int old_dlopen = 0;
-	if (!dlopen_off) {  /* glibc before 2.34: the loader's private entry */
+	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
-		old_dlopen = 1;
-	}
-	uint64_t dlerror_off = old_dlopen ? 0 : elf_symbol(file, "dlerror");
-	if (!dlopen_off || !start_off) {
-		cli_error("cannot find %s in %s", dlopen_off ? "heaptrail_attach_start" : "dlopen",
-			  dlopen_off ? agent : libc);
+	if (!dlopen_off || !start_off || !call_off) {
+		target_error(pid, "cannot find %s in %s%s",
+			     !dlopen_off ? "dlopen" : !start_off ? "heaptrail_attach_start"
+							 : "heaptrail_attach_call",
+			     dlopen_off ? agent : libc,
+			     dlopen_off ? " (loaded by an older heaptrail? that one attaches again)"
+					: "");
 		goto out;
 	}
-	if (start_calls(&t))
+	if (start_calls(&t, maps))
 		goto out;
-	uint64_t s_path = t.page, s_opts = t.page + 8192, s_out = t.page + 16384;
+	uint64_t s_path = t.strings, s_opts = t.strings + 4096, s_out = t.strings + 12288;
+	if (strlen(agent) >= 4096 || strlen(opts) >= 8192 || strlen(outdir) >= 3072) {
+		cli_error("the options are too long for the attach (%zu bytes)", strlen(opts));
+		goto out;
+	}
 	if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true) ||
 	    mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
 	    mem_rw(&t, s_out, (void *)outdir, strlen(outdir) + 1, true)) {
-		cli_error("cannot write into process %ld's memory", pid);
+		target_error(pid, "cannot write into process %ld's memory", pid);
 		goto out;
 	}
-	int e = remote_call(&t, libc_base + dlopen_off, s_path, RTLD_NOW_VALUE, &rv);
+	uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
+	int e = remote_call(&t, libc_base + dlopen_off, a);
 	if (e) {
-		cli_error("the call to dlopen in process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the call to dlopen in process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
-	if (!rv) {
-		char why[512] = "unknown error";
-		uint64_t msg;
-		if (dlerror_off && !remote_call(&t, libc_base + dlerror_off, 0, 0, &msg) && msg)
-			read_string(&t, msg, why, sizeof why);
-		cli_error("process %ld could not load the agent: %s", pid, why);
-		goto out;
-	}
+	/* dlopen's result went with the call's registers: the map says */
 	free(maps);
 	snprintf(file, sizeof file, "/proc/%ld/maps", pid);
 	maps = slurp(file, NULL);
 	if (!maps || agent_in(maps, &ab, loaded, sizeof loaded)) {
-		cli_error("the agent loaded into process %ld is not in its memory map", pid);
+		char why[160] = "", sec[16] = "", *status;
+		if (t.failed_nr >= 0)
+			snprintf(why, sizeof why, " (its last failed system call: %s: %s)",
+				 syscall_name(t.failed_nr), strerror(t.failed_err));
+		snprintf(file, sizeof file, "/proc/%ld/status", pid);
+		status = slurp(file, NULL);
+		status_field(status, "Seccomp", sec, sizeof sec);
+		free(status);
+		target_error(pid, "process %ld could not load the agent %s with dlopen%s%s", pid, agent, why,
+			  !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "");
 		goto out;
 	}
 	/* where the borrowed thread is, which the agent must know before it
 	 * rewrites code (allocator functions hooked by name) */
-	e = remote_call4(&t, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp, &rv);
+	e = agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp,
+		       &rv);
 	if (e) {
-		cli_error("the agent's start in process %ld failed: %s", pid, strerror(-e));
+		target_error(pid, "the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
 	int r = (int)(uint32_t)rv;
