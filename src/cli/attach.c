@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,25 @@ static int mem_rw(struct target *t, uint64_t addr, void *buf, size_t n, bool wri
 	return r == (ssize_t)n ? 0 : -1;
 }
 
+/* The borrowed thread was the main thread of a child of ours (`run
+ * --http`), and its end was reaped by our wait, not by run's. */
+static _Atomic long reaped_pid;
+static _Atomic int reaped_status;
+
+static void note_reaped(pid_t pid, int status)
+{
+	atomic_store(&reaped_status, status);
+	atomic_store(&reaped_pid, (long)pid);
+}
+
+bool cli_reaped_exit(pid_t pid, int *status)
+{
+	if (atomic_load(&reaped_pid) != (long)pid)
+		return false;
+	*status = atomic_load(&reaped_status);
+	return true;
+}
+
 /* Waits for the next stop of the borrowed thread. Returns the stop
  * signal, 0 for a ptrace event stop, -1 when the thread is gone (*why
  * says how). Signals that are the program's are kept for later. */
@@ -334,8 +354,11 @@ static int wait_stop(struct target *t, int *status)
 		pid_t r = waitpid(t->tid, status, __WALL);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status))
+		if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status)) {
+			if (r == t->pid)
+				note_reaped(r, *status);
 			return -1;
+		}
 		if (WIFSTOPPED(*status)) {
 			if (*status >> 16)
 				return 0;
@@ -825,9 +848,11 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 }
 
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
- * result. Returns 0 or prints and -1. */
-static int call_agent(long pid, const char *name, const char *s0, const char *s1, int *ret,
-		      double *stopped_ms)
+ * result. With request (a FMT_SIGVAL_* value), name(request, regs,
+ * nregs) instead, regs the borrowed thread's registers as it was stopped
+ * (heaptrail_request). Returns 0 or prints and -1. */
+static int call_agent(long pid, const char *name, const char *s0, const char *s1, int request,
+		      int *ret, double *stopped_ms)
 {
 	struct target t;
 	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
@@ -858,7 +883,15 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		a1 = t.page + 8192;
 		mem_rw(&t, a1, (void *)s1, strlen(s1) + 1, true);
 	}
-	int e = remote_call(&t, base + fn, a0, a1, &rv);
+	int e;
+	if (request) {
+		uint64_t regs = t.page + 16384;
+		mem_rw(&t, regs, &t.saved, sizeof t.saved, true);
+		e = remote_call4(&t, base + fn, (uint32_t)request, regs,
+				 sizeof t.saved / sizeof(uint64_t), 0, &rv);
+	} else {
+		e = remote_call(&t, base + fn, a0, a1, &rv);
+	}
 	if (e) {
 		cli_error("the call into process %ld failed: %s", pid, strerror(-e));
 		goto out;
@@ -1029,7 +1062,7 @@ static int detach_now(long pid, bool quiet)
 {
 	int r;
 	double ms = 0;
-	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, &r, &ms))
+	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms))
 		return 1;
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
@@ -1196,7 +1229,7 @@ int cmd_attach(int argc, char **argv)
 	fprintf(stderr, "heaptrail: attached to process %ld in %.1f ms (one thread stopped "
 		"%.1f ms); files in %s\n", pid, ms_since(&t0), ms, abs);
 	if (live) {
-		struct cli_agent ag = { .pid = pid, .sig = fmt_leak_check_signal(all) };
+		struct cli_agent ag = { .pid = pid };
 		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
 		size_t clen;
 		char *cmd = cli_read_proc(pid, "cmdline", &clen);
@@ -1268,7 +1301,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, &r, &ms))
+	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -1282,6 +1315,11 @@ int cmd_dump(int argc, char **argv)
 	fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f ms)\n",
 		pid, ms);
 	return 0;
+}
+
+int cli_agent_request(long pid, int value, int *ret)
+{
+	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL);
 }
 
 /* The output directory of an attached agent: the directory it holds open
