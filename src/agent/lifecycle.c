@@ -766,10 +766,10 @@ AGENT_API int heaptrail_request(int value, const uintptr_t *regs, int nregs)
 static void install_check_handler(void)
 {
 	int sig = agent_config.leak_check_signal;
-	/* SA_NODEFER: while the main thread runs a check in this handler,
-	 * `heaptrail leaks` still finds it taking the signal (it sends it
-	 * there, src/cli/leaks.c), and a second request is left for later
-	 * (-EBUSY) instead of going to another thread */
+	/* SA_NODEFER: while a thread runs a check in this handler, a
+	 * second request by signal (heaptrail itself asks by ptrace now:
+	 * heaptrail_request) finds it taking the signal and is left for
+	 * later (-EBUSY) instead of going to another thread */
 	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL, SA_NODEFER))
 		agent_log("cannot install the leak check signal's handler", NULL, NULL);
 }

@@ -373,9 +373,12 @@ void agent_stopworld_lent(pid_t tid, uintptr_t sp)
 	atomic_store(&lent.tid, (int)tid);
 }
 
-/* Is thread tid traced by a task other than this stop's tracer (its
- * status file's TracerPid)? Raw system calls only. */
-static bool traced_by_other(pid_t pid, pid_t tid)
+/* Is thread tid traced by heaptrail's CLI (its status file's
+ * TracerPid, a task named heaptrail), which holds it for a request or a
+ * dump and runs none of the program's code in it meanwhile? Not a
+ * debugger: the fallback's signal stops those threads. Raw system calls
+ * only. */
+static bool traced_by_heaptrail(pid_t pid, pid_t tid)
 {
 	char buf[2048];
 	if (read_task_file(pid, tid, "/status", buf, sizeof buf) <= 0)
@@ -392,7 +395,16 @@ static bool traced_by_other(pid_t pid, pid_t tid)
 	long v = 0;
 	for (; *p >= '0' && *p <= '9'; p++)
 		v = v * 10 + (*p - '0');
-	return v != 0 && v != RAW(SYS_getpid, 0, 0, 0, 0);
+	if (v <= 0 || v == RAW(SYS_getpid, 0, 0, 0, 0))
+		return false;
+	char path[48] = "/proc/";
+	agent_strlcpy(agent_put_dec(path + 6, (unsigned long)v), "/comm", 8);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	long n = RAW(SYS_read, fd, buf, 16, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	return n >= 9 && !agent_memcmp(buf, "heaptrail", 9);
 }
 
 /* arg: NULL from the listing, which leaves the main thread for last (see
@@ -434,11 +446,11 @@ static void tracer_add(pid_t tid, void *arg)
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
 	if (r == -ESRCH || (r == -EPERM && is_zombie(tr.pid, tid)))
 		return;  /* gone already */
-	if (r == -EPERM && traced_by_other(tr.pid, tid)) {
+	if (r == -EPERM && traced_by_heaptrail(tr.pid, tid)) {
 		/* heaptrail's CLI holds it (a request, a dump: it runs no
-		 * program code until given back) or a debugger does: scanned
-		 * from its stack pointer, without its registers, rather than
-		 * every thread stopped by the signal instead */
+		 * program code until given back): scanned from its stack
+		 * pointer, without its registers, rather than every thread
+		 * stopped by the signal instead */
 		struct agent_stopped *s = &stop.slots[stop.nslots++];
 		agent_memset(s, 0, sizeof *s);
 		s->tid = tid;

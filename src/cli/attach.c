@@ -68,7 +68,9 @@ struct target {
 	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
 	 * their siginfo is lost) */
 	int pending[16];
+	siginfo_t pending_info[16];  /* as they came (sender, sigqueue value) */
 	int npending;
+	bool sigstop;           /* stopped to take a signal (not an event stop) */
 	struct timespec stopped_at;
 	double stopped_ms;
 	/* the thread was stopped in the program's own code, not in a system
@@ -127,6 +129,25 @@ static const char *status_field(const char *status, const char *key, char *out, 
 			return out;
 		}
 	return NULL;
+}
+
+/* Whether thread tid of pid is traced now by the agent's own tracer (a
+ * leak scan of the process: a task whose parent is pid), which lets it
+ * go within milliseconds. */
+static bool held_by_agent(pid_t pid, pid_t tid)
+{
+	char path[96], buf[32];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+	char *st = slurp(path, NULL);
+	long tracer = st && status_field(st, "TracerPid", buf, sizeof buf) ? atol(buf) : 0;
+	free(st);
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/status", tracer);
+	st = slurp(path, NULL);
+	bool ours = st && status_field(st, "PPid", buf, sizeof buf) && atol(buf) == pid;
+	free(st);
+	return ours;
 }
 
 /* The load address (the mapping at file offset 0) and path of the first
@@ -523,6 +544,10 @@ static int borrow(struct target *t)
 			int e = errno;
 			if (e == ESRCH)
 				continue;  /* the thread has just ended */
+			if (e == EPERM && held_by_agent(t->pid, tid)) {
+				usleep(2000);  /* a scan of the agent's: for a moment */
+				continue;
+			}
 			return -e;
 		}
 		t->tid = tid;
@@ -573,8 +598,15 @@ static void keep_signal(struct target *t, int sig)
 	for (int i = 0; i < t->npending; i++)
 		if (t->pending[i] == sig && sig < SIGRTMIN)
 			return;
-	if (t->npending < (int)(sizeof t->pending / sizeof t->pending[0]))
+	if (t->npending < (int)(sizeof t->pending / sizeof t->pending[0])) {
+		siginfo_t *si = &t->pending_info[t->npending];
+		if (ptrace(PTRACE_GETSIGINFO, t->tid, 0, si) || si->si_signo != sig) {
+			memset(si, 0, sizeof *si);
+			si->si_signo = sig;
+			si->si_code = SI_TKILL;
+		}
 		t->pending[t->npending++] = sig;
+	}
 }
 
 /* Gives the thread back as it was; its interrupted call starts again. */
@@ -593,9 +625,23 @@ static void give_back(struct target *t)
 		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
 	}
 	ptrace(PTRACE_SETREGS, t->tid, 0, &r);
-	ptrace(PTRACE_DETACH, t->tid, 0, t->npending ? t->pending[0] : 0);
-	for (int i = 1; i < t->npending; i++)
-		syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
+	/* the signals kept keep their siginfo (a leak check request by
+	 * sigqueue is told by its value): the first is delivered by the
+	 * detach from a signal stop, the others queued again to the thread
+	 * (a sigqueue'd one whole; a kill's or tgkill's as a tgkill of ours) */
+	int first = 0;
+	if (t->npending && t->sigstop &&
+	    !ptrace(PTRACE_SETSIGINFO, t->tid, 0, &t->pending_info[0]))
+		first = 1;
+	ptrace(PTRACE_DETACH, t->tid, 0, first ? t->pending[0] : 0);
+	for (int i = first; i < t->npending; i++) {
+		siginfo_t *si = &t->pending_info[i];
+		if (si->si_code >= 0 || si->si_code == SI_TKILL ||
+		    syscall(SYS_rt_tgsigqueueinfo, t->pid, t->tid, t->pending[i], si))
+			syscall(SYS_tgkill, t->pid, t->tid, t->pending[i]);
+	}
+	t->npending = 0;
+	t->sigstop = false;
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 	t->busy = false;
@@ -627,6 +673,7 @@ static long remote_syscall(struct target *t, long nr, const long *a, int *gone)
 			keep_signal(t, sig);
 		ptrace(PTRACE_SINGLESTEP, t->tid, 0, 0);
 	}
+	t->sigstop = true;
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
 		return -errno;
 	return (long)r.rax;
@@ -657,8 +704,10 @@ static int remote_call4(struct target *t, uint64_t fn, uint64_t a0, uint64_t a1,
 		sig = wait_stop(t, &st);
 		if (sig < 0)
 			return -ESRCH;
-		if (sig == SIGSEGV && !ptrace(PTRACE_GETREGS, t->tid, 0, &r) && r.rip == 0)
+		if (sig == SIGSEGV && !ptrace(PTRACE_GETREGS, t->tid, 0, &r) && r.rip == 0) {
+			t->sigstop = true;
 			break;
+		}
 		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
 			/* a fault inside the call: deliver it (the program would
 			 * have died of it anyway) */
@@ -730,6 +779,8 @@ static int open_target(struct target *t, long pid, char **maps)
 	memset(t, 0, sizeof *t);
 	t->pid = (pid_t)pid;
 	t->memfd = -1;
+	for (int i = 0; i < 1000 && held_by_agent((pid_t)pid, (pid_t)pid); i++)
+		usleep(2000);  /* the agent's own scan holds it for a moment */
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	char *status = slurp(path, NULL);
 	if (!status) {
