@@ -71,6 +71,7 @@ struct target {
 	siginfo_t pending_info[16];  /* as they came (sender, sigqueue value) */
 	int npending;
 	bool sigstop;           /* stopped to take a signal (not an event stop) */
+	bool signalled;         /* a signal stopped it during our calls */
 	struct timespec stopped_at;
 	double stopped_ms;
 	/* the thread was stopped in the program's own code, not in a system
@@ -595,6 +596,7 @@ static int borrow(struct target *t)
  * signal pending twice is delivered once, as the kernel does). */
 static void keep_signal(struct target *t, int sig)
 {
+	t->signalled = true;
 	for (int i = 0; i < t->npending; i++)
 		if (t->pending[i] == sig && sig < SIGRTMIN)
 			return;
@@ -613,9 +615,14 @@ static void keep_signal(struct target *t, int sig)
 static void give_back(struct target *t)
 {
 	struct user_regs_struct r = t->saved;
-	if (!t->busy && (long)r.rax == -EINTR) {
+	if (!t->busy && ((long)r.rax == -EINTR || ((long)r.rax == -516 && t->signalled))) {
 		/* the stop itself made the call fail (epoll_wait does):
-		 * run it again rather than let the program see EINTR */
+		 * run it again rather than let the program see EINTR. And a
+		 * call the kernel resumes from the thread's restart record
+		 * (-ERESTART_RESTARTBLOCK: nanosleep, poll, a futex wait with
+		 * a timeout) when a signal woke our calls meanwhile: a wait
+		 * of theirs it cut short wrote that record, so the call
+		 * starts again, with its whole timeout */
 		r.rax = r.orig_rax;
 		r.rip -= 2;
 		r.orig_rax = (unsigned long long)-1;
@@ -642,6 +649,7 @@ static void give_back(struct target *t)
 	}
 	t->npending = 0;
 	t->sigstop = false;
+	t->signalled = false;
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 	t->busy = false;
