@@ -82,7 +82,6 @@
 #include "agent/banned.h"
 
 static void (*libc_freeres)(void);
-
 static void install_check_handler(void);
 static void install_fatal_handlers(void);
 static int find_libc(struct dl_phdr_info *info, size_t size, void *arg);
@@ -738,9 +737,8 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
  * words: the thread's user_regs_struct as it was stopped) are roots of a
  * leak check, as a handler's interrupted context was, its stack above
  * their rsp is live, and their rip tells whether it was in the loader.
- * value: FMT_SIGVAL_MAGIC |
- * FMT_SIGVAL_DUMP for a dump (PREFIX.PID.live.heap), | 1 for a check of
- * what increased. Returns 0, -ENOTCONN when the process was detached,
+ * value: FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP for a dump
+ * (PREFIX.PID.live.heap), | 1 for a check of what increased. Returns 0, -ENOTCONN when the process was detached,
  * -EAGAIN when this thread cannot do it now (inside the agent or the
  * loader: the CLI tries again), -EBUSY when a check or a dump is under
  * way, -EINVAL for a value that is not heaptrail's. */

@@ -375,7 +375,7 @@ void agent_stopworld_lent(pid_t tid, uintptr_t sp)
 
 /* Is thread tid traced by heaptrail's CLI (its status file's
  * TracerPid, a task named heaptrail), which holds it for a request or a
- * dump and runs none of the program's code in it meanwhile? Not a
+ * dump and gives it back in the system call it waited in? Not a
  * debugger: the fallback's signal stops those threads. Raw system calls
  * only. */
 static bool traced_by_heaptrail(pid_t pid, pid_t tid)
@@ -447,10 +447,10 @@ static void tracer_add(pid_t tid, void *arg)
 	if (r == -ESRCH || (r == -EPERM && is_zombie(tr.pid, tid)))
 		return;  /* gone already */
 	if (r == -EPERM && traced_by_heaptrail(tr.pid, tid)) {
-		/* heaptrail's CLI holds it (a request, a dump: it runs no
-		 * program code until given back): scanned from its stack
-		 * pointer, without its registers, rather than every thread
-		 * stopped by the signal instead */
+		/* heaptrail's CLI holds it (a request, a dump): scanned from
+		 * its stack pointer (its own stack's, during a request),
+		 * without its registers, rather than every thread stopped by
+		 * the signal instead */
 		struct agent_stopped *s = &stop.slots[stop.nslots++];
 		agent_memset(s, 0, sizeof *s);
 		s->tid = tid;

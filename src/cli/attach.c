@@ -54,6 +54,7 @@
 
 #define PAGE_SIZE_INJ (256 * 1024)   /* strings at the bottom, stack above */
 #define XSTATE_MAX 16384
+#define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
 
 struct target {
 	pid_t pid, tid;
@@ -65,8 +66,7 @@ struct target {
 	sigset_t oldmask;       /* heaptrail's own, while the thread is borrowed */
 	bool masked;
 	/* signals that arrived for the thread during the calls, delivered when
-	 * it is given back (the first by PTRACE_DETACH, the others by tgkill:
-	 * their siginfo is lost) */
+	 * it is given back, with their siginfo (see give_back) */
 	int pending[16];
 	siginfo_t pending_info[16];  /* as they came (sender, sigqueue value) */
 	int npending;
@@ -615,7 +615,7 @@ static void keep_signal(struct target *t, int sig)
 static void give_back(struct target *t)
 {
 	struct user_regs_struct r = t->saved;
-	if (!t->busy && ((long)r.rax == -EINTR || ((long)r.rax == -516 && t->signalled))) {
+	if (!t->busy && ((long)r.rax == -EINTR || ((long)r.rax == ERESTART_RESTARTBLOCK_RET && t->signalled))) {
 		/* the stop itself made the call fail (epoll_wait does):
 		 * run it again rather than let the program see EINTR. And a
 		 * call the kernel resumes from the thread's restart record

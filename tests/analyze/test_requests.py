@@ -14,8 +14,9 @@ stdin and wants "eintr: no call was interrupted" and status 0.
     requests:http-run       `heaptrail run --http`: 200 GETs of
                             /debug/pprof/heap, 16 at a time, all 200 OK
     requests:http-attach    `heaptrail attach --http`: the same
-    requests:attach-cycles  ATTACH_CYCLES times attach, `heaptrail dump`,
-                            detach (before: the program died by cycle 77)
+    requests:attach-cycles  ATTACH_CYCLES times `attach --http`, one
+                            /debug/pprof/heap, `heaptrail dump`, detach
+                            (before: the program died within a few cycles)
     requests:detached-leaks attach, detach, then `heaptrail leaks PID`: one
                             line saying the process was detached, non-zero
                             status, and the program never notices (before:
@@ -241,13 +242,29 @@ def test_attach_cycles(suite):
     done = 0
     for i in range(ATTACH_CYCLES):
         if not prog.alive():
-            problems.append("the program died in cycle %d" % i)
+            problems.append("the program died in cycle %d" % (i + 1))
             break
         n = len(problems)
-        if attach(suite, work, prog, problems, out="att%d" % i):
-            rc, _, err = heaptrail(suite, work, "dump", str(prog.pid))
-            if rc:
-                problems.append("dump: status %d: %s" % (rc, run_tests.short(err, 300)))
+        port = free_port()
+        serve = subprocess.Popen([suite.heaptrail, "attach", "-o",
+                                  os.path.join(work, "att%d" % i), "--http",
+                                  "127.0.0.1:%d" % port, str(prog.pid)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=work)
+        try:
+            if not wait_port(port):
+                problems.append("attach --http: the endpoint never listened")
+            else:
+                parallel_heap(port, problems, n=1, width=1)
+                rc, _, err = heaptrail(suite, work, "dump", str(prog.pid))
+                if rc:
+                    problems.append("dump: status %d: %s" % (rc, run_tests.short(err, 300)))
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            _, serr = serve.communicate(timeout=60)
+        if serve.returncode:
+            problems.append("attach --http: status %d: %s" % (
+                serve.returncode, run_tests.short(serr, 300)))
+        if prog.alive():
             detach(suite, work, prog, problems)
         if len(problems) > n:
             problems.append("in cycle %d" % (i + 1))
