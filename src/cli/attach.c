@@ -133,9 +133,10 @@ static const char *status_field(const char *status, const char *key, char *out, 
 }
 
 /* Whether thread tid of pid is traced now by the agent's own tracer (a
- * leak scan of the process: a task whose parent is pid), which lets it
- * go within milliseconds. */
-static bool held_by_agent(pid_t pid, pid_t tid)
+ * leak scan of the process: a task whose parent is pid) or by another
+ * heaptrail asking the agent (a dump, a leak check, the live endpoint),
+ * which let it go within milliseconds. */
+static bool held_briefly(pid_t pid, pid_t tid)
 {
 	char path[96], buf[32];
 	snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
@@ -147,6 +148,8 @@ static bool held_by_agent(pid_t pid, pid_t tid)
 	snprintf(path, sizeof path, "/proc/%ld/status", tracer);
 	st = slurp(path, NULL);
 	bool ours = st && status_field(st, "PPid", buf, sizeof buf) && atol(buf) == pid;
+	ours = ours || (st && status_field(st, "Name", buf, sizeof buf) &&
+			!strcmp(buf, "heaptrail"));
 	free(st);
 	return ours;
 }
@@ -545,8 +548,8 @@ static int borrow(struct target *t)
 			int e = errno;
 			if (e == ESRCH)
 				continue;  /* the thread has just ended */
-			if (e == EPERM && held_by_agent(t->pid, tid)) {
-				usleep(2000);  /* a scan of the agent's: for a moment */
+			if (e == EPERM && held_briefly(t->pid, tid)) {
+				usleep(2000);  /* for a moment */
 				continue;
 			}
 			return -e;
@@ -787,8 +790,8 @@ static int open_target(struct target *t, long pid, char **maps)
 	memset(t, 0, sizeof *t);
 	t->pid = (pid_t)pid;
 	t->memfd = -1;
-	for (int i = 0; i < 1000 && held_by_agent((pid_t)pid, (pid_t)pid); i++)
-		usleep(2000);  /* the agent's own scan holds it for a moment */
+	for (int i = 0; i < 1000 && held_briefly((pid_t)pid, (pid_t)pid); i++)
+		usleep(2000);  /* the agent's scan, or another request, for a moment */
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	char *status = slurp(path, NULL);
 	if (!status) {

@@ -17,6 +17,10 @@ stdin and wants "eintr: no call was interrupted" and status 0.
     requests:attach-cycles  ATTACH_CYCLES times `attach --http`, one
                             /debug/pprof/heap, `heaptrail dump`, detach
                             (before: the program died within a few cycles)
+    requests:concurrent     `run --http`: 10 `heaptrail leaks PID` while 200
+                            heap requests come over HTTP: every one answers
+                            (a thread held by the other heaptrail is waited
+                            for, not "already traced")
     requests:detached-leaks attach, detach, then `heaptrail leaks PID`: one
                             line saying the process was detached, non-zero
                             status, and the program never notices (before:
@@ -235,6 +239,24 @@ def test_http_attach(suite):
     return problems, ["%d of 200 answered" % ok, serr.decode("utf-8", "replace"), err]
 
 
+def test_concurrent(suite):
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "requests", "concurrent"))
+    problems = []
+    port = free_port()
+    prog = Prog(suite, work, run=["--http", "127.0.0.1:%d" % port])
+    ok = 0
+    if wait_port(port):
+        got = []
+        t = threading.Thread(target=lambda: got.append(parallel_heap(port, problems)))
+        t.start()
+        ok = many_leaks(suite, work, prog, problems, n=10)
+        t.join()
+    else:
+        problems.append("the endpoint never listened")
+    err = prog.finish(problems)
+    return problems, ["%d of 10 leaks calls answered" % ok, err]
+
+
 def test_attach_cycles(suite):
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "requests", "cycles"))
     problems = []
@@ -304,4 +326,5 @@ def collect(suite):
             ("requests:http-run", lambda: test_http_run(suite)),
             ("requests:http-attach", lambda: test_http_attach(suite)),
             ("requests:attach-cycles", lambda: test_attach_cycles(suite)),
+            ("requests:concurrent", lambda: test_concurrent(suite)),
             ("requests:detached-leaks", lambda: test_detached_leaks(suite))]
