@@ -93,25 +93,37 @@ static unsigned last_check(const char *dir, long pid)
 	return best;
 }
 
-/* Asks the agent by ptrace (cli_agent_request: a borrowed thread runs
- * heaptrail_request; no signal is sent), again while it says it cannot
- * now (the thread was inside the agent or the loader, or a check or dump
- * was under way), for up to timeout_ms. 0, or -1 with why ("" when the
- * cause was printed already). */
-static bool process_ended(long pid);
-
 /* The state letter of pid's main thread ('T': stopped by SIGSTOP or a
- * terminal), or 0 when it cannot be read. */
+ * terminal; 'Z': a zombie), or 0 when it cannot be read (errno). */
 static char process_state(long pid)
 {
 	size_t len;
 	char *stat = cli_read_proc(pid, "stat", &len);
-	const char *close = stat ? strrchr(stat, ')') : NULL;
-	char st = close && close[1] == ' ' ? close[2] : 0;
+	if (!stat)
+		return 0;
+	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
+	 * last ')' */
+	const char *close = strrchr(stat, ')');
+	char st = close && close[1] == ' ' ? close[2] : '?';
 	free(stat);
 	return st;
 }
 
+/* The process is gone, or a zombie: no check will come. */
+static bool process_ended(long pid)
+{
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	char st = process_state(pid);
+	return st ? st == 'Z' || st == 'X' : errno == ENOENT;
+}
+
+/* Asks the agent by ptrace (cli_agent_request: a borrowed thread runs
+ * heaptrail_request; no signal is sent), again while it says it cannot
+ * now (the thread was inside the agent or the loader, or a check or dump
+ * was under way), for up to timeout_ms. A process someone stopped (kill
+ * -STOP, ^Z) is not run by heaptrail: it is asked once it is continued.
+ * 0, or -1 with why ("" when the cause was printed already). */
 int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
 		  size_t whycap)
 {
@@ -119,8 +131,6 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		int r = -EAGAIN;
-		/* a process someone stopped (kill -STOP, ^Z) is not run by
-		 * heaptrail: it is asked once it is continued */
 		if (process_ended(a->pid)) {
 			snprintf(why, whycap, "process %ld ended before it answered", a->pid);
 			return -1;
@@ -152,23 +162,6 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 		}
 		usleep(20 * 1000);
 	}
-}
-
-/* The process is gone, or a zombie: no check will come. */
-static bool process_ended(long pid)
-{
-	if (kill((pid_t)pid, 0) && errno == ESRCH)
-		return true;
-	size_t len;
-	char *stat = cli_read_proc(pid, "stat", &len);
-	if (!stat)
-		return errno == ENOENT;
-	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
-	 * last ')' */
-	const char *close = strrchr(stat, ')');
-	bool zombie = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-	free(stat);
-	return zombie;
 }
 
 int cli_agent_open(long pid, struct cli_agent *a)
