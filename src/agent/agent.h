@@ -225,6 +225,13 @@ static inline void agent_lock(agent_lock_t *l)
  * means it stayed held all along: perhaps by the code a signal handler
  * interrupted, so taking it would never return. Signal-safe. */
 bool agent_lock_seen_free(agent_lock_t *l, long ms);
+/* Sleeps about us microseconds; keeps errno. The agent's only sleep:
+ * never nanosleep, which resets the thread's restart record on entry,
+ * from which a thread heaptrail's CLI borrowed out of the program's
+ * nanosleep, poll or futex wait resumes that call afterwards
+ * (heaptrail_request). A futex wait leaves the record alone unless a
+ * signal interrupts it. Signal-safe. */
+void agent_nap_us(long us);
 static inline void agent_unlock(agent_lock_t *l)
 {
 	atomic_store_explicit(&l->v, 0, memory_order_release);

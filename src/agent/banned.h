@@ -29,5 +29,10 @@
 #define setlocale(...) AGENT_BANNED(setlocale)
 #undef qsort
 #define qsort(...) AGENT_BANNED(qsort)
+/* nanosleep resets the thread's restart record: agent_nap_us */
+#undef nanosleep
+#define nanosleep(...) AGENT_BANNED(nanosleep)
+#undef usleep
+#define usleep(...) AGENT_BANNED(usleep)
 
 #endif

@@ -1114,8 +1114,7 @@ static void commit(bool alone)
 		return;
 	}
 	for (int t = 0; t < TRIES && commit_round(t == TRIES - 1); t++) {
-		struct timespec ts = { 0, 2000000 };
-		syscall(SYS_nanosleep, &ts, NULL);
+		agent_nap_us(2000);
 	}
 }
 

@@ -70,6 +70,7 @@
 #include "agent/modules.h"
 #include "agent/signals.h"
 #include "agent/startup.h"
+#include "agent/stopworld.h"
 #include "agent/table.h"
 #include "agent/triggers.h"
 #include "agent/writer.h"
@@ -418,8 +419,7 @@ static void exit_park(int status, void *arg)
 	late_report(status, arg);  /* nothing when it is written already */
 	for (pid_t t; atomic_load(&reported) && !atomic_load(&report_done) &&
 		      (t = atomic_load(&report_tid)) && syscall(SYS_tgkill, agent_pid, t, 0) == 0;) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
+		agent_nap_us(1000);
 	}
 	exit_if_report_lost(status);
 }
@@ -571,8 +571,7 @@ static long exit_report(void *arg)
 	 * one waits for it (up to 2 s: this thread may be that dump's,
 	 * exiting from a signal handler) instead of being skipped. */
 	for (int i = 0; agent_config.final && agent_dump(NULL, "final") == -EBUSY && i < 2000; i++) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
+		agent_nap_us(1000);
 	}
 	return write_report(arg);
 }
@@ -593,8 +592,7 @@ static bool scan_enter(bool wait)
 			return true;
 		if (none == me || !wait || i == 30000)
 			return false;
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
+		agent_nap_us(1000);
 	}
 }
 
@@ -730,13 +728,49 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+/* heaptrail's own requests, made by ptrace (src/cli/attach.c,
+ * cli_agent_request): `heaptrail leaks PID`, the live endpoint. The CLI
+ * stops one thread that waits in a system call (or runs the program's
+ * own code), runs this function in it on a private page as a stack, and
+ * gives the thread back with its registers as they were. No signal is
+ * sent: a thread stopped by ptrace resumes its nanosleep, poll, select,
+ * futex or read where it was, with its timeout intact, and the CLI starts
+ * again a call the stop made fail with EINTR (epoll_wait,
+ * sigtimedwait), so no thread of the program sees EINTR. regs (nregs
+ * words: the thread's user_regs_struct as it was stopped) are roots of a
+ * leak check, as a handler's interrupted context was, its stack above
+ * their rsp is live, and their rip tells whether it was in the loader.
+ * value: FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP for a dump
+ * (PREFIX.PID.live.heap), | 1 for a check of what increased. Returns 0, -ENOTCONN when the process was detached,
+ * -EAGAIN when this thread cannot do it now (inside the agent or the
+ * loader: the CLI tries again), -EBUSY when a check or a dump is under
+ * way, -EINVAL for a value that is not heaptrail's. */
+AGENT_API int heaptrail_request(int value, const uintptr_t *regs, int nregs)
+{
+	/* x86-64's user_regs_struct: rip and rsp */
+	enum { UREG_RIP = 16, UREG_RSP = 19, UREGS = 27 };
+	if (!FMT_SIGVAL_IS_OURS(value) || nregs != UREGS || !regs)
+		return -EINVAL;
+	uintptr_t pc = regs[UREG_RIP], sp = regs[UREG_RSP];
+	if (!agent_attach_reports())
+		return -ENOTCONN;
+	if (agent_tls.busy || agent_tls.in_loader || (pc >= ldso_lo && pc < ldso_hi))
+		return -EAGAIN;
+	/* below the interrupted frame's red zone nothing is live */
+	agent_stopworld_lent(agent_gettid(), sp - 128);
+	int r = value & FMT_SIGVAL_DUMP ? agent_dump(NULL, FMT_HEAP_LIVE)
+					: agent_leak_check(value & 1, sp - 128, regs, nregs);
+	agent_stopworld_lent(0, 0);
+	return r;
+}
+
 static void install_check_handler(void)
 {
 	int sig = agent_config.leak_check_signal;
-	/* SA_NODEFER: while the main thread runs a check in this handler,
-	 * `heaptrail leaks` still finds it taking the signal (it sends it
-	 * there, src/cli/leaks.c), and a second request is left for later
-	 * (-EBUSY) instead of going to another thread */
+	/* SA_NODEFER: while a thread runs a check in this handler, a
+	 * second request by signal (heaptrail itself asks by ptrace now:
+	 * heaptrail_request) finds it taking the signal and is left for
+	 * later (-EBUSY) instead of going to another thread */
 	if (sig > 0 && !agent_sig_own(sig, check_handler, NULL, SA_NODEFER))
 		agent_log("cannot install the leak check signal's handler", NULL, NULL);
 }
@@ -820,8 +854,7 @@ void agent_report_fatal(int sig, siginfo_t *si, void *ucv)
 		/* another thread is writing the report: let it finish */
 		for (int i = 0; i < 30000 && atomic_load(&report_tid) != self &&
 				!atomic_load(&report_done); i++) {
-			struct timespec ts = { 0, 1000 * 1000 };
-			syscall(SYS_nanosleep, &ts, NULL);
+			agent_nap_us(1000);
 		}
 	} else if (agent_tls.busy &&
 		   (!agent_tables_wait_unlocked(1000) || !agent_modules_wait_unlocked(1000))) {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -343,13 +344,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+void agent_nap_us(long us)
+{
+	int saved = errno, word = 0;
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	errno = saved;
+}
+
 bool agent_lock_seen_free(agent_lock_t *l, long ms)
 {
 	for (long waited = 0; atomic_load_explicit(&l->v, memory_order_relaxed); waited++) {
 		if (waited >= ms)
 			return false;
-		struct timespec ts = { 0, 1000 * 1000 };
-		syscall(SYS_nanosleep, &ts, NULL);
+		agent_nap_us(1000);
 	}
 	return true;
 }

@@ -87,10 +87,12 @@ static long raw6(long nr, long a, long b, long c, long d, long e, long f)
 }
 #define RAW(nr, a, b, c, d) raw6(nr, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
+/* agent_nap_us without errno (see there: never nanosleep) */
 static void sleep_us_raw(long us)
 {
+	int word = 0;
 	struct timespec ts = { 0, us * 1000 };
-	RAW(SYS_nanosleep, &ts, 0, 0, 0);
+	RAW(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts);
 }
 
 static uint64_t now_ns(void)
@@ -359,6 +361,52 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	return st == 'Z' || st == 'X';
 }
 
+/* A thread heaptrail's CLI has lent to a request (agent_stopworld_lent). */
+static struct {
+	atomic_int tid;
+	_Atomic uintptr_t sp;
+} lent;
+
+void agent_stopworld_lent(pid_t tid, uintptr_t sp)
+{
+	atomic_store(&lent.sp, sp);
+	atomic_store(&lent.tid, (int)tid);
+}
+
+/* Is thread tid traced by heaptrail's CLI (its status file's
+ * TracerPid, a task named heaptrail), which holds it for a request or a
+ * dump and gives it back in the system call it waited in? Not a
+ * debugger: the fallback's signal stops those threads. Raw system calls
+ * only. */
+static bool traced_by_heaptrail(pid_t pid, pid_t tid)
+{
+	char buf[2048];
+	if (read_task_file(pid, tid, "/status", buf, sizeof buf) <= 0)
+		return false;
+	const char *p = buf;
+	for (; *p; p++)
+		if (p[0] == '\n' && !agent_memcmp(p + 1, "TracerPid:", 10))
+			break;
+	if (!*p)
+		return false;
+	p += 11;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	long v = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	if (v <= 0 || v == RAW(SYS_getpid, 0, 0, 0, 0))
+		return false;
+	char path[48] = "/proc/";
+	agent_strlcpy(agent_put_dec(path + 6, (unsigned long)v), "/comm", 8);
+	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	long n = RAW(SYS_read, fd, buf, 16, 0);
+	RAW(SYS_close, fd, 0, 0, 0);
+	return n >= 9 && !agent_memcmp(buf, "heaptrail", 9);
+}
+
 /* arg: NULL from the listing, which leaves the main thread for last (see
  * "the program's signals during a stop"). */
 static void tracer_add(pid_t tid, void *arg)
@@ -398,6 +446,18 @@ static void tracer_add(pid_t tid, void *arg)
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
 	if (r == -ESRCH || (r == -EPERM && is_zombie(tr.pid, tid)))
 		return;  /* gone already */
+	if (r == -EPERM && traced_by_heaptrail(tr.pid, tid)) {
+		/* heaptrail's CLI holds it (a request, a dump): scanned from
+		 * its stack pointer (its own stack's, during a request),
+		 * without its registers, rather than every thread stopped by
+		 * the signal instead */
+		struct agent_stopped *s = &stop.slots[stop.nslots++];
+		agent_memset(s, 0, sizeof *s);
+		s->tid = tid;
+		s->sp = tid == atomic_load(&lent.tid) ? atomic_load(&lent.sp) : sp;
+		s->state = AGENT_STOP_IN_SYSCALL;
+		return;
+	}
 	if (r < 0) {
 		tr.seize_errno = (int)-r;
 		return;

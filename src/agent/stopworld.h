@@ -32,6 +32,11 @@ struct agent_stopped {
 	unsigned long runs;      /* the tracer's: times it was scheduled */
 	uintptr_t regs[AGENT_STOP_NREGS];
 };
+/* Thread tid runs a request of heaptrail's CLI (lifecycle.c's
+ * heaptrail_request) while the CLI traces it, on a stack of the CLI's:
+ * its own stack's live part starts at sp. 0: none. A stop cannot seize
+ * a thread traced by another, and scans it from there. Signal-safe. */
+void agent_stopworld_lent(pid_t tid, uintptr_t sp);
 /* Once, from the constructor: sig is the fallback's stop signal. */
 void agent_stopworld_init(int sig);
 /* Stops every thread of the process but the caller and skip (ptrace from

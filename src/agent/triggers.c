@@ -321,8 +321,7 @@ void agent_time_final(void)
 	for (int i = 0; atomic_exchange(&checking, 1); i++) {
 		if (i >= 1000)
 			return;  /* a checker that never returns (this thread's?) */
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
+		agent_nap_us(1000);
 	}
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
@@ -343,8 +342,7 @@ void agent_triggers_stop(void)
 	atomic_store(&timeline_next_ms, UINT64_MAX);
 	atomic_store(&every_next_ms, UINT64_MAX);
 	for (int i = 0; i < 4000 && atomic_load(&checking); i++) {
-		struct timespec ms = { 0, 1000000 };
-		nanosleep(&ms, NULL);
+		agent_nap_us(1000);
 	}
 }
 

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@
 #define RTLD_NOW_VALUE 2  /* dlfcn.h: RTLD_NOW, and the agent stays local */
 
 #define XSTATE_MAX 16384
+#define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
 
 struct target {
 	pid_t pid, tid;
@@ -145,6 +147,28 @@ static bool process_gone(long pid)
 #define target_error(pid, ...)                                                 \
 	(process_gone(pid) ? cli_error("process %ld exited", (long)(pid))        \
 			   : cli_error(__VA_ARGS__))
+
+/* Whether thread tid of pid is traced now by the agent's own tracer (a
+ * leak scan of the process: a task whose parent is pid) or by another
+ * heaptrail asking the agent (a dump, a leak check, the live endpoint),
+ * which let it go within milliseconds. */
+static bool held_briefly(pid_t pid, pid_t tid)
+{
+	char path[96], buf[32];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+	char *st = slurp(path, NULL);
+	long tracer = st && status_field(st, "TracerPid", buf, sizeof buf) ? atol(buf) : 0;
+	free(st);
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/status", tracer);
+	st = slurp(path, NULL);
+	bool ours = st && status_field(st, "PPid", buf, sizeof buf) && atol(buf) == pid;
+	ours = ours || (st && status_field(st, "Name", buf, sizeof buf) &&
+			!strcmp(buf, "heaptrail"));
+	free(st);
+	return ours;
+}
 
 /* The load address (the mapping at file offset 0) and path of the first
  * module in maps whose path ends in one of suffixes. */
@@ -412,6 +436,25 @@ static int mem_rw(struct target *t, uint64_t addr, void *buf, size_t n, bool wri
 	return r == (ssize_t)n ? 0 : -1;
 }
 
+/* The borrowed thread was the main thread of a child of ours (`run
+ * --http`), and its end was reaped by our wait, not by run's. */
+static _Atomic long reaped_pid;
+static _Atomic int reaped_status;
+
+static void note_reaped(pid_t pid, int status)
+{
+	atomic_store(&reaped_status, status);
+	atomic_store(&reaped_pid, (long)pid);
+}
+
+bool cli_reaped_exit(pid_t pid, int *status)
+{
+	if (atomic_load(&reaped_pid) != (long)pid)
+		return false;
+	*status = atomic_load(&reaped_status);
+	return true;
+}
+
 /* Waits for the next stop of the borrowed thread. Returns the stop
  * signal, 0 for a ptrace event stop, -1 when the thread is gone (*why
  * says how). Signals that are the program's are kept for later. */
@@ -421,8 +464,11 @@ static int wait_stop(struct target *t, int *status)
 		pid_t r = waitpid(t->tid, status, __WALL);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status))
+		if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status)) {
+			if (r == t->pid)
+				note_reaped(r, *status);
 			return -1;
+		}
 		if (WIFSTOPPED(*status)) {
 			if (*status >> 16)
 				return 0;
@@ -835,6 +881,10 @@ static int borrow(struct target *t)
 		int e = seize_stop(t, tid);
 		if (e == -1)
 			continue;  /* the thread has just ended */
+		if (e == -EPERM && held_briefly(t->pid, tid)) {
+			usleep(2000);  /* the agent's scan, or another request: for a moment */
+			continue;
+		}
 		if (e)
 			return e;
 		/* still in the waiting call: the stop aborted it */
@@ -992,6 +1042,8 @@ static int open_target(struct target *t, long pid, char **maps)
 	memset(t, 0, sizeof *t);
 	t->pid = (pid_t)pid;
 	t->memfd = -1;
+	for (int i = 0; i < 1000 && held_briefly((pid_t)pid, (pid_t)pid); i++)
+		usleep(2000);  /* the agent's scan, or another request, for a moment */
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	char *status = slurp(path, NULL);
 	if (!status) {
@@ -1139,9 +1191,11 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 }
 
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
- * result. Returns 0 or prints and -1. */
-static int call_agent(long pid, const char *name, const char *s0, const char *s1, int *ret,
-		      double *stopped_ms)
+ * result. With request (a FMT_SIGVAL_* value), name(request, regs,
+ * nregs) instead, regs the borrowed thread's registers as it was stopped
+ * (heaptrail_request). Returns 0 or prints and -1. */
+static int call_agent(long pid, const char *name, const char *s0, const char *s1, int request,
+		      int *ret, double *stopped_ms)
 {
 	struct target t;
 	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
@@ -1173,7 +1227,16 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		mem_rw(&t, a1, (void *)s1, strlen(s1) + 1, true);
 	}
 	int e;
-	if (call) {
+	if (call && request) {
+		/* heaptrail_request(request, regs, nregs): the registers the
+		 * thread was stopped with, roots of a leak check */
+		uint64_t regs = t.strings;
+		if (mem_rw(&t, regs, &t.saved, sizeof t.saved, true))
+			e = -EIO;
+		else
+			e = agent_call(&t, base + call, base + fn, (uint32_t)request, regs,
+				       sizeof t.saved / sizeof(uint64_t), 0, &rv);
+	} else if (call) {
 		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
 	} else {
 		/* an agent loaded by an older heaptrail: the call runs, its
@@ -1393,7 +1456,7 @@ static int detach_now(long pid, bool quiet)
 	struct timespec since;
 	bool has_dir = !cli_attached_dir(pid, dir, sizeof dir);
 	clock_gettime(CLOCK_REALTIME, &since);
-	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, &r, &ms))
+	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms))
 		return 1;
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
@@ -1602,7 +1665,7 @@ int cmd_attach(int argc, char **argv)
 		"%.1f ms); files in %s\n", pid, ms_since(&t0), ms, abs);
 	print_notes(abs, pid, "attached", &since);
 	if (live) {
-		struct cli_agent ag = { .pid = pid, .sig = fmt_leak_check_signal(all) };
+		struct cli_agent ag = { .pid = pid };
 		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
 		size_t clen;
 		char *cmd = cli_read_proc(pid, "cmdline", &clen);
@@ -1674,7 +1737,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, &r, &ms))
+	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -1688,6 +1751,11 @@ int cmd_dump(int argc, char **argv)
 	fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f ms)\n",
 		pid, ms);
 	return 0;
+}
+
+int cli_agent_request(long pid, int value, int *ret)
+{
+	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL);
 }
 
 /* The output directory of an attached agent: the directory it holds open

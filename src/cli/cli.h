@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "analyze/load.h"
 #include "analyze/report.h"
@@ -162,29 +163,36 @@ int cli_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */
 int cli_other_run_file(const char *dir, char *name, size_t cap);
 
-/* leaks.c: talking to a running agent (preloaded or attached) through
- * its leak check signal. */
+/* leaks.c: talking to a running agent (preloaded or attached). Every
+ * request is a call made by ptrace in one borrowed thread
+ * (cli_agent_request): no signal is sent to the process. */
 struct cli_agent {
 	long pid;
 	char dir[4096];         /* where it writes its files */
-	int sig;                /* its leak check signal */
 };
-/* Finds pid's agent, its directory and signal, and checks the signal is
- * safe to send now. Prints the error and returns -1 when not. */
+/* Finds pid's agent and its directory; refuses a process detached from
+ * heaptrail without touching it. Prints the error and returns -1. */
 int cli_agent_open(long pid, struct cli_agent *a);
 /* Asks for a leak check (increased: only what grew) and waits up to
- * timeout_ms for its file, whose path goes to path. 0, or -1 with why. */
+ * timeout_ms for its file, whose path goes to path. 0, or -1 with why
+ * ("" when the cause was printed). */
 int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
 			 char *path, size_t cap, char *why, size_t whycap);
-/* Sends a's leak check signal with value (sigqueue's) to the main thread
- * (the process when that one blocks it or has exited), or with quiet to
- * the thread it disturbs least: one running now, else one in a system
- * call the handler's SA_RESTART restarts, else any (the kernel's choice;
- * a sleeping thread then sees EINTR). 0 or -1, errno. */
-int cli_agent_signal(const struct cli_agent *a, int value, bool quiet);
-/* Why sending sig to pid would do harm or nothing now (it does not catch
- * it, ignores it, every thread blocks it), or NULL. Static buffer. */
-const char *cli_signal_refused(long pid, int sig);
+/* Asks for value (FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP: the live dump; |
+ * 1: a check of what increased), again while the agent says not now,
+ * up to timeout_ms. 0, or -1 with why ("" when printed). */
+int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
+		  size_t whycap);
+/* attach.c: one call of the agent's heaptrail_request(value, regs, nregs)
+ * in a thread of pid borrowed with ptrace (as `heaptrail dump` does: the
+ * thread's interrupted call is restarted, it never sees EINTR); *ret is
+ * the agent's answer. 0, or -1 when the call could not be made
+ * (printed). */
+int cli_agent_request(long pid, int value, int *ret);
+/* When a call above reaped pid's end (its main thread was the one
+ * borrowed, and pid a child of ours: `run --http`), its wait status into
+ * *status, and true. */
+bool cli_reaped_exit(pid_t pid, int *status);
 /* /proc/PID/FILE whole, malloc'd, NUL-terminated; NULL on failure. */
 char *cli_read_proc(long pid, const char *file, size_t *len);
 /* NAME's value in a NUL-separated environment block, or NULL. */

@@ -69,67 +69,6 @@ const char *cli_env_get(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
-/* The mask of a "Name:\tHEX" line of a /proc status file; 0 when absent. */
-static uint64_t status_mask(const char *status, const char *name)
-{
-	const char *p = strstr(status, name);
-	return p ? strtoull(p + strlen(name), NULL, 16) : 0;
-}
-
-/* Why sending sig to pid would do harm or nothing, from what the kernel
- * says of its dispositions. The agent interposes sigaction/signal on its
- * signals and keeps its own handler in the kernel (the program's
- * disposition is only recorded), so a caught signal is the agent's; one
- * not caught means the program went around libc (a raw rt_sigaction
- * system call) or the agent could not install its handler, and would
- * kill it; one it ignores, or that every one of its threads blocks,
- * would never be acted on. NULL when it is safe. */
-const char *cli_signal_refused(long pid, int sig)
-{
-	static char why[160];
-	uint64_t bit = 1ull << (sig - 1);
-	size_t len;
-	char *st = cli_read_proc(pid, "status", &len);
-	if (!st) {
-		snprintf(why, sizeof why, "cannot read its /proc status: %s", strerror(errno));
-		return why;
-	}
-	uint64_t ign = status_mask(st, "\nSigIgn:"), cgt = status_mask(st, "\nSigCgt:");
-	free(st);
-	if (ign & bit) {
-		snprintf(why, sizeof why, "it ignores signal %d, its leak check signal", sig);
-		return why;
-	}
-	if (!(cgt & bit)) {
-		snprintf(why, sizeof why, "it does not catch signal %d (its handler was reset to "
-			 "the default action behind the agent's back), which would kill it", sig);
-		return why;
-	}
-	/* a process-directed signal goes to any thread that does not block it */
-	char dirpath[64];
-	snprintf(dirpath, sizeof dirpath, "/proc/%ld/task", pid);
-	DIR *d = opendir(dirpath);
-	bool all_block = d != NULL;
-	for (struct dirent *e; d && all_block && (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		char file[96];
-		snprintf(file, sizeof file, "task/%s/status", e->d_name);
-		char *ts = cli_read_proc(pid, file, &len);
-		if (ts && !(status_mask(ts, "\nSigBlk:") & bit))
-			all_block = false;
-		free(ts);
-	}
-	if (d)
-		closedir(d);
-	if (all_block) {
-		snprintf(why, sizeof why, "every thread of it blocks signal %d, its leak check "
-			 "signal", sig);
-		return why;
-	}
-	return NULL;
-}
-
 /* The highest check number already written by pid in dir. */
 static unsigned last_check(const char *dir, long pid)
 {
@@ -154,115 +93,20 @@ static unsigned last_check(const char *dir, long pid)
 	return best;
 }
 
-/* System calls that a handler installed with SA_RESTART (the agent's)
- * does not cut short: a thread waiting in one of them loses nothing to
- * our signal. nanosleep, poll, select and epoll_wait are never restarted
- * (they fail with EINTR), nor is anything with a timeout. x86-64 numbers. */
-static bool restarted_syscall(long nr)
+/* The state letter of pid's main thread ('T': stopped by SIGSTOP or a
+ * terminal; 'Z': a zombie), or 0 when it cannot be read (errno). */
+static char process_state(long pid)
 {
-	static const long ok[] = {
-		0 /* read */, 1 /* write */, 17 /* pread64 */, 18 /* pwrite64 */,
-		19 /* readv */, 20 /* writev */, 43 /* accept */, 44 /* sendto */,
-		45 /* recvfrom */, 46 /* sendmsg */, 47 /* recvmsg */, 61 /* wait4 */,
-		73 /* flock */, 202 /* futex */, 247 /* waitid */, 288 /* accept4 */,
-	};
-	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-		if (ok[i] == nr)
-			return true;
-	return false;
-}
-
-/* The thread of pid that our signal disturbs least, or 0 for any (let
- * the kernel choose): one running now (it notices nothing but the time
- * the work takes), else one waiting in a system call that is restarted
- * after the handler, else 0 (a sleeping thread will see EINTR, as it
- * would with `kill`). Threads that block sig are never chosen. */
-static pid_t quiet_thread(long pid, int sig)
-{
-	char dirpath[64];
-	snprintf(dirpath, sizeof dirpath, "/proc/%ld/task", pid);
-	DIR *d = opendir(dirpath);
-	pid_t running = 0, restarting = 0;
-	uint64_t bit = 1ull << (sig - 1);
-	for (struct dirent *e; d && !running && (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		char file[96];
-		size_t len;
-		snprintf(file, sizeof file, "task/%s/status", e->d_name);
-		char *st = cli_read_proc(pid, file, &len);
-		bool blocks = !st || (status_mask(st, "\nSigBlk:") & bit);
-		const char *state = st ? strstr(st, "\nState:\t") : NULL;
-		bool is_running = state && state[8] == 'R';
-		free(st);
-		if (blocks)
-			continue;
-		pid_t tid = (pid_t)atol(e->d_name);
-		if (is_running) {
-			running = tid;
-			break;
-		}
-		if (restarting)
-			continue;
-		/* readable by the tracer's peers only (Yama): else no preference */
-		snprintf(file, sizeof file, "task/%s/syscall", e->d_name);
-		char *sc = cli_read_proc(pid, file, &len);
-		if (sc && sc[0] >= '0' && sc[0] <= '9' && restarted_syscall(atol(sc)))
-			restarting = tid;
-		free(sc);
-	}
-	if (d)
-		closedir(d);
-	return running ? running : restarting;
-}
-
-/* The main thread of pid, when it is alive and does not block sig (or
- * stops blocking it within 100 ms: glibc blocks every signal for a
- * moment in pthread_create, and a leak check may have stopped the thread
- * right there): the thread the kernel gives a signal sent to the process
- * first. Sent to it alone, a leak check waits there while the main
- * thread is busy (in the agent's own check, or stopped by another
- * thread's) instead of going to a thread asleep in epoll_wait or
- * nanosleep, which would see EINTR. 0 otherwise. */
-static pid_t main_thread(long pid, int sig)
-{
-	char file[48];
-	snprintf(file, sizeof file, "task/%ld/status", pid);
-	for (int tries = 0; tries < 20; tries++) {
-		size_t len;
-		char *st = cli_read_proc(pid, file, &len);
-		const char *state = st ? strstr(st, "\nState:\t") : NULL;
-		bool alive = state && state[8] != 'Z' && state[8] != 'X';
-		bool blocks = st && (status_mask(st, "\nSigBlk:") & (1ull << (sig - 1)));
-		free(st);
-		if (!alive)
-			return 0;
-		if (!blocks)
-			return (pid_t)pid;
-		usleep(5 * 1000);
-	}
-	return 0;
-}
-
-int cli_agent_signal(const struct cli_agent *a, int value, bool quiet)
-{
-	pid_t tid = quiet ? quiet_thread(a->pid, a->sig) : main_thread(a->pid, a->sig);
-	if (tid > 0) {
-		/* rt_tgsigqueueinfo: sigqueue to one thread (SI_QUEUE, which the
-		 * kernel lets another process send; the agent checks it) */
-		siginfo_t si;
-		memset(&si, 0, sizeof si);
-		si.si_signo = a->sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = getpid();
-		si.si_uid = getuid();
-		si.si_value.sival_int = value;
-		if (syscall(SYS_rt_tgsigqueueinfo, (pid_t)a->pid, tid, a->sig, &si) == 0)
-			return 0;
-		/* the thread just ended: to the process, then */
-	}
-	union sigval val = { .sival_int = value };
-	return sigqueue((pid_t)a->pid, a->sig, val);
+	size_t len;
+	char *stat = cli_read_proc(pid, "stat", &len);
+	if (!stat)
+		return 0;
+	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
+	 * last ')' */
+	const char *close = strrchr(stat, ')');
+	char st = close && close[1] == ' ' ? close[2] : '?';
+	free(stat);
+	return st;
 }
 
 /* The process is gone, or a zombie: no check will come. */
@@ -270,16 +114,54 @@ static bool process_ended(long pid)
 {
 	if (kill((pid_t)pid, 0) && errno == ESRCH)
 		return true;
-	size_t len;
-	char *stat = cli_read_proc(pid, "stat", &len);
-	if (!stat)
-		return errno == ENOENT;
-	/* "PID (COMM) S ...": COMM may hold anything, the state follows its
-	 * last ')' */
-	const char *close = strrchr(stat, ')');
-	bool zombie = close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-	free(stat);
-	return zombie;
+	char st = process_state(pid);
+	return st ? st == 'Z' || st == 'X' : errno == ENOENT;
+}
+
+/* Asks the agent by ptrace (cli_agent_request: a borrowed thread runs
+ * heaptrail_request; no signal is sent), again while it says it cannot
+ * now (the thread was inside the agent or the loader, or a check or dump
+ * was under way), for up to timeout_ms. A process someone stopped (kill
+ * -STOP, ^Z) is not run by heaptrail: it is asked once it is continued.
+ * 0, or -1 with why ("" when the cause was printed already). */
+int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
+		  size_t whycap)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = -EAGAIN;
+		if (process_ended(a->pid)) {
+			snprintf(why, whycap, "process %ld ended before it answered", a->pid);
+			return -1;
+		}
+		if (process_state(a->pid) != 'T' && cli_agent_request(a->pid, value, &r)) {
+			snprintf(why, whycap, "%s", "");
+			return -1;
+		}
+		if (r == 0)
+			return 0;
+		if (r == -ENOTCONN) {
+			snprintf(why, whycap, "process %ld was detached from heaptrail: 'heaptrail "
+				 "attach %ld' to record again", a->pid, a->pid);
+			return -1;
+		}
+		if (r != -EAGAIN && r != -EBUSY) {
+			snprintf(why, whycap, "process %ld could not %s: %s", a->pid,
+				 value & FMT_SIGVAL_DUMP ? "write a heap dump" : "run a leak check",
+				 strerror(-r));
+			return -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms) {
+			snprintf(why, whycap, "process %ld %s for %ld ms", a->pid,
+				 r == -EBUSY ? "was busy with another check or dump"
+					     : "could not be asked (stopped, or inside heaptrail)",
+				 timeout_ms);
+			return -1;
+		}
+		usleep(20 * 1000);
+	}
 }
 
 int cli_agent_open(long pid, struct cli_agent *a)
@@ -312,6 +194,15 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	char cwd_link[64], cwd[PATH_MAX], attached[PATH_MAX];
 	if (!dir && !cli_attached_dir(pid, attached, sizeof attached))
 		dir = attached;  /* heaptrail attach: no HEAPTRAIL_OUTPUT */
+	const char *preload = env ? cli_env_get(env, envlen, "LD_PRELOAD") : NULL;
+	if (!dir && !(preload && strstr(preload, "libheaptrail"))) {
+		/* loaded by an attach, and the directory it holds open while
+		 * attached is closed: detached (the agent would refuse too, but
+		 * the process is not touched at all) */
+		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
+			  "record again", pid, pid);
+		goto out;
+	}
 	if (!dir) {
 		/* without an output directory the agent writes into its cwd */
 		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
@@ -323,21 +214,7 @@ int cli_agent_open(long pid, struct cli_agent *a)
 		cwd[n] = 0;
 		dir = cwd;
 	}
-	/* the agent's own parse of its options: name or number, key=value or
-	 * key:value, the last well-formed one when given twice */
-	const char *opts = env ? cli_env_get(env, envlen, "HEAPTRAIL_OPTIONS") : NULL;
-	int sig = fmt_leak_check_signal(opts);
-	if (sig <= 0) {
-		cli_error("process %ld has leak checks by signal turned off (leak_check_signal=0)", pid);
-		goto out;
-	}
-	const char *why = cli_signal_refused(pid, sig);
-	if (why) {
-		cli_error("not signalling process %ld: %s", pid, why);
-		goto out;
-	}
 	snprintf(a->dir, sizeof a->dir, "%s", dir);
-	a->sig = sig;
 	ret = 0;
 out:
 	free(env);
@@ -350,15 +227,9 @@ int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_
 {
 	long pid = a->pid;
 	const char *dir = a->dir;
-	int sig = a->sig;
 	unsigned before = last_check(dir, pid);
-	/* to the main thread, the kernel's first choice (a leak check on a
-	 * thread caught running, in tests/hostile's storm in the middle of
-	 * its fork and dlopen storm, has been seen to crash the program) */
-	if (cli_agent_signal(a, FMT_SIGVAL_MAGIC | increased, false)) {
-		snprintf(why, whycap, "cannot signal process %ld: %s", pid, strerror(errno));
+	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | increased, timeout_ms, why, whycap))
 		return -1;
-	}
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -374,9 +245,8 @@ int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms) {
-			snprintf(why, whycap, "process %ld wrote no leak check within %ld ms (is it "
-				 "stopped, blocking signal %d, or detached from heaptrail?)", pid,
-				 timeout_ms, sig);
+			snprintf(why, whycap, "process %ld wrote no leak check file in '%s' within "
+				 "%ld ms", pid, dir, timeout_ms);
 			return -1;
 		}
 		usleep(20 * 1000);
@@ -431,7 +301,8 @@ int cmd_leaks(int argc, char **argv)
 	char path[PATH_MAX + 64], why[PATH_MAX + 128];
 	if (cli_agent_leak_check(&ag, increased, timeout * 1000, path, sizeof path, why,
 				 sizeof why)) {
-		cli_error("%s", why);
+		if (why[0])
+			cli_error("%s", why);
 		goto out;
 	}
 	struct prof_run run;

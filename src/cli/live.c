@@ -6,11 +6,12 @@
  * Why the CLI and not a thread of the agent: no network input is ever
  * parsed inside the host, the host gets no thread, socket or memory of
  * ours, and the CLI has the symbolizer and the pprof encoder already.
- * The agent's part is one request: a heap dump now. The CLI sends the
- * agent's leak check signal with FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP
- * (cli_agent_signal: to a running thread when there is one), the agent writes PREFIX.PID.live.heap into its private
- * output directory (0600, a temporary name renamed into place, as every
- * dump), the CLI reads and removes it. Leak checks use the same signal.
+ * The agent's part is one request: a heap dump now. The CLI asks it by
+ * ptrace, in one borrowed thread (cli_agent_ask: no signal, no EINTR),
+ * with FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP; the agent writes
+ * PREFIX.PID.live.heap into its private output directory (0600, a
+ * temporary name renamed into place, as every dump), the CLI reads and
+ * removes it. Leak checks are asked for the same way.
  *
  * The server: one thread, one poll loop, at most LIVE_MAX_CONN
  * connections (the one nearest its deadline is dropped for a new one),
@@ -323,17 +324,13 @@ static const char *agent_not_ready(const struct cli_agent *a, char *why, size_t 
 		snprintf(why, cap, "process %ld has no agent loaded (yet)", a->pid);
 		return why;
 	}
-	const char *r = cli_signal_refused(a->pid, a->sig);
-	if (r) {
-		snprintf(why, cap, "not signalling process %ld: %s", a->pid, r);
-		return why;
-	}
 	return NULL;
 }
 
 /* Has the agent write PREFIX.PID.live.heap and returns its path (into
- * path), 0; or -1 with why. The request is sent again every second: a
- * dump already being written (a timer's) makes the agent drop it. */
+ * path), 0; or -1 with why. The agent writes it during the call; one
+ * already being written (a timer's) makes it answer -EBUSY, and the
+ * request is made again (cli_agent_ask). */
 static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size_t whycap)
 {
 	const struct cli_agent *a = &l->ag;
@@ -345,33 +342,20 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 		snprintf(why, whycap, "cannot remove '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	long long t0 = now_ms(), sent = 0;
-	struct timespec t0s;
+	struct timespec t0s, ts;
 	clock_gettime(CLOCK_MONOTONIC, &t0s);
-	long long t0_ns = now_ns(&t0s);
-	for (;;) {
-		long long t = now_ms();
-		if (!sent || t - sent >= 1000) {
-			if (cli_agent_signal(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, true)) {
-				snprintf(why, whycap, "cannot signal process %ld: %s", a->pid,
-					 strerror(errno));
-				return -1;
-			}
-			sent = t;
-		}
-		struct stat st;
-		if (!lstat(path, &st) && S_ISREG(st.st_mode)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			l->last_dump_s = (double)(now_ns(&ts) - t0_ns) / 1e9;
-			break;
-		}
-		if (t - t0 >= LIVE_DUMP_MS || atomic_load(&l->stop)) {
-			snprintf(why, whycap, "process %ld wrote no heap dump within %d ms", a->pid,
-				 LIVE_DUMP_MS);
-			return -1;
-		}
-		usleep(2000);
+	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, LIVE_DUMP_MS, why, whycap)) {
+		if (!why[0])
+			snprintf(why, whycap, "cannot ask process %ld for a heap dump (heaptrail's "
+				 "stderr says why)", a->pid);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	l->last_dump_s = (double)(now_ns(&ts) - now_ns(&t0s)) / 1e9;
+	struct stat st;
+	if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(why, whycap, "process %ld wrote no heap dump at '%s'", a->pid, path);
+		return -1;
 	}
 	l->dumps++;
 	return 0;

@@ -549,21 +549,43 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 static int wait_all(pid_t child)
 {
 	int status = 0, st;
+	bool reaped = false;
 	pid_t p;
 	for (;;) {
-		p = waitpid(-1, &st, 0);
-		if (p < 0) {
+		/* --http asks the agent by ptrace from the endpoint's thread:
+		 * a ptrace stop of the program's main thread is reported to
+		 * this wait too (its tracer is a thread of ours), and is the
+		 * endpoint's to take. So look first, and take only exits. */
+		siginfo_t si;
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;  /* ECHILD: nothing left */
 		}
+		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED ||
+		    si.si_code == CLD_CONTINUED) {
+			usleep(1000);
+			continue;
+		}
+		p = waitpid(si.si_pid, &st, WNOHANG);
+		if (p <= 0)
+			continue;  /* the endpoint's wait took it (see below) */
 		if (p == child) {
+			reaped = true;
 			status = st;
 			/* its pid may be reused from now on; a signal now is for
 			 * heaptrail (still waiting for orphans, or reporting) */
 			forward_to = 0;
 			forward_restore();
 		}
+	}
+	/* it ended while the endpoint held its main thread: the endpoint's
+	 * wait reaped it, and kept its status */
+	if (!reaped && cli_reaped_exit(child, &st)) {
+		status = st;
+		forward_to = 0;
+		forward_restore();
 	}
 	return status;
 }
@@ -742,15 +764,10 @@ int cmd_run(int argc, char **argv)
 	while (got < 0 && errno == EINTR);
 	close(pipefd[0]);
 	if (live && got == 0) {
-		/* exec'd: the endpoint asks the agent through its leak check
-		 * signal, as `heaptrail leaks` does */
-		struct cli_agent ag = { .pid = child,
-					.sig = fmt_leak_check_signal(getenv("HEAPTRAIL_OPTIONS")) };
+		/* exec'd: the endpoint asks the agent as `heaptrail leaks` does */
+		struct cli_agent ag = { .pid = child };
 		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
-		if (ag.sig <= 0 || cli_live_start(live, &ag, o.prog[0])) {
-			if (ag.sig <= 0)
-				cli_error("--http: leak_check_signal=0 leaves the endpoint no way to "
-					  "ask the agent for a dump: not serving");
+		if (cli_live_start(live, &ag, o.prog[0])) {
 			cli_live_stop(live);
 			live = NULL;
 		}

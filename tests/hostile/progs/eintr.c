@@ -1,10 +1,18 @@
 /*
- * eintr — EINTR-sensitive calls in other threads during leak scans:
- * threads sit in nanosleep, poll, epoll_wait, read on a pipe and sleep,
- * each for 300 ms at a time (200 ms for the pipe's writer), and abort
- * (exit 91) if a call fails with EINTR or returns early, as many
- * programs treat that as fatal.  Meanwhile the main thread asks for leak
- * checks (and the runner sends `heaptrail leaks`).
+ * eintr — EINTR-sensitive calls during leak scans and heaptrail's
+ * requests: threads sit in nanosleep, poll, epoll_wait, select,
+ * sem_timedwait, sigtimedwait, read on a pipe and sleep, and the main
+ * thread goes through nanosleep, poll, epoll_wait, select, sem_timedwait
+ * and sigtimedwait in turn; each call waits 300 ms (100 ms in the main
+ * thread; 200 ms for the pipe's writer), and the program aborts (exit
+ * 91) if one fails with EINTR or returns early, as many programs treat
+ * that as fatal. Meanwhile the main thread asks for leak checks (and the
+ * runner sends `heaptrail leaks`).
+ *
+ * `eintr wait`: the same calls, over and over, until a line (or EOF)
+ * comes on stdin; no leak; prints "ready" first and "eintr: no call was
+ * interrupted" at the end (tests/analyze/test_requests.py: heaptrail
+ * leaks, the live endpoint, attach/dump/detach while it runs).
  *
  * Expected: 333 bytes in 1 block definitely lost.
  *
@@ -14,42 +22,80 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 
 #include "hostile.h"
 
 #define ROUNDS 5
 
-static void *t_nanosleep(void *a)
+static int rounds = ROUNDS;     /* per thread; wait mode: until stopped */
+static atomic_int stopping;
+static sem_t never;             /* never posted */
+
+static bool go_on(int i)
 {
-	(void)a;
-	for (int i = 0; i < ROUNDS; i++) {
-		struct timespec ts = { 0, 300 * 1000000L };
-		long long s = now_ms();
-		die_if_interrupted("nanosleep", nanosleep(&ts, NULL), s, 300);
-	}
-	return NULL;
+	return rounds ? i < rounds : !atomic_load(&stopping);
 }
 
-static void *t_poll(void *a)
+/* One wait of kind k (0-5) for ms milliseconds, checked. */
+static void wait_one(int k, long ms, int ep)
 {
-	(void)a;
-	for (int i = 0; i < ROUNDS; i++) {
-		long long s = now_ms();
-		die_if_interrupted("poll", poll(NULL, 0, 300), s, 300);
+	long long s = now_ms();
+	switch (k) {
+	case 0: {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+		die_if_interrupted("nanosleep", nanosleep(&ts, NULL), s, ms);
+		break;
 	}
-	return NULL;
+	case 1:
+		die_if_interrupted("poll", poll(NULL, 0, (int)ms), s, ms);
+		break;
+	case 2: {
+		struct epoll_event ev;
+		die_if_interrupted("epoll_wait", epoll_wait(ep, &ev, 1, (int)ms), s, ms);
+		break;
+	}
+	case 3: {
+		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+		die_if_interrupted("select", select(0, NULL, NULL, NULL, &tv), s, ms);
+		break;
+	}
+	case 4: {
+		struct timespec abs;
+		clock_gettime(CLOCK_REALTIME, &abs);
+		abs.tv_nsec += (ms % 1000) * 1000000L;
+		abs.tv_sec += ms / 1000 + abs.tv_nsec / 1000000000L;
+		abs.tv_nsec %= 1000000000L;
+		int rc = sem_timedwait(&never, &abs);
+		if (rc == 0)
+			die("sem_timedwait: the semaphore was never posted");
+		die_if_interrupted("sem_timedwait", rc, s, ms);
+		break;
+	}
+	case 5: {
+		/* SIGUSR2, blocked in every thread, never comes */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR2);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+		int rc = sigtimedwait(&set, NULL, &ts);
+		die_if_interrupted("sigtimedwait", rc < 0 ? -1 : 0, s, ms);
+		break;
+	}
+	}
 }
 
-static void *t_epoll(void *a)
+static void *t_waits(void *a)
 {
-	(void)a;
+	int k = (int)(long)a;
 	int ep = epoll_create1(0);
-	struct epoll_event ev;
-	for (int i = 0; i < ROUNDS; i++) {
-		long long s = now_ms();
-		die_if_interrupted("epoll_wait", epoll_wait(ep, &ev, 1, 300), s, 300);
-	}
+	for (int i = 0; go_on(i); i++)
+		wait_one(k, 300, ep);
 	close(ep);
 	return NULL;
 }
@@ -59,11 +105,13 @@ static int pipefd[2];
 static void *t_writer(void *a)
 {
 	(void)a;
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; go_on(i); i++) {
 		nap_ms(200);
 		if (write(pipefd[1], "x", 1) != 1)
 			die("write");
 	}
+	if (write(pipefd[1], "x", 1) != 1)  /* the reader's last */
+		die("write");
 	return NULL;
 }
 
@@ -71,7 +119,7 @@ static void *t_read(void *a)
 {
 	(void)a;
 	char c;
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; rounds ? i < rounds : !atomic_load(&stopping) || i == 0; i++) {
 		long long s = now_ms();
 		ssize_t n = read(pipefd[0], &c, 1);
 		die_if_interrupted("read", (int)n, s, 0);
@@ -86,31 +134,71 @@ static void *t_read(void *a)
 static void *t_sleep(void *a)
 {
 	(void)a;
-	long long s = now_ms();
-	unsigned left = sleep(1);
-	if (left) {
-		fprintf(stderr, "eintr: sleep(1) returned %u early\n", left);
-		exit(91);
+	for (int i = 0; rounds ? i < 1 : !atomic_load(&stopping); i++) {
+		long long s = now_ms();
+		unsigned left = sleep(1);
+		if (left) {
+			fprintf(stderr, "eintr: sleep(1) returned %u early\n", left);
+			exit(91);
+		}
+		die_if_interrupted("sleep", 0, s, 1000);
 	}
-	die_if_interrupted("sleep", 0, s, 1000);
 	return NULL;
 }
 
-int main(void)
+static void *t_stdin(void *a)
 {
-	if (pipe(pipefd))
+	(void)a;
+	char c;
+	while (read(0, &c, 1) < 0 && errno == EINTR)
+		;
+	atomic_store(&stopping, 1);
+	return NULL;
+}
+
+#define NWAITS 6
+
+int main(int argc, char **argv)
+{
+	bool wait_mode = argc > 1 && !strcmp(argv[1], "wait");
+	if (wait_mode)
+		rounds = 0;
+	if (pipe(pipefd) || sem_init(&never, 0, 0))
 		die("pipe");
-	void *(*fns[])(void *) = { t_nanosleep, t_poll, t_epoll, t_writer, t_read, t_sleep };
-	pthread_t t[6];
-	for (int i = 0; i < 6; i++)
-		if (pthread_create(&t[i], NULL, fns[i], NULL))
+	sigset_t usr2;
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, NULL);  /* inherited by every thread */
+	pthread_t t[NWAITS + 4];
+	int n = 0;
+	for (long k = 0; k < NWAITS; k++)
+		if (pthread_create(&t[n++], NULL, t_waits, (void *)k))
 			die("pthread_create");
-	for (int i = 0; i < 12; i++) {
-		nap_ms(100);
-		maybe_leak_check();
+	void *(*more[])(void *) = { t_writer, t_read, t_sleep };
+	for (int i = 0; i < 3; i++)
+		if (pthread_create(&t[n++], NULL, more[i], NULL))
+			die("pthread_create");
+	pthread_t in;
+	if (wait_mode) {
+		if (pthread_create(&in, NULL, t_stdin, NULL))
+			die("pthread_create");
+		say("ready\n");
 	}
-	for (int i = 0; i < 6; i++)
+	int ep = epoll_create1(0);
+	for (int i = 0; wait_mode ? !atomic_load(&stopping) : i < 12; i++) {
+		wait_one(i % NWAITS, 100, ep);
+		if (!wait_mode)
+			maybe_leak_check();
+	}
+	close(ep);
+	atomic_store(&stopping, 1);
+	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
+	if (wait_mode) {
+		pthread_join(in, NULL);
+		printf("eintr: no call was interrupted\n");
+		return 0;
+	}
 	leak_bytes(333);
 	scrub_stack();
 	printf("eintr: no call was interrupted\n");
