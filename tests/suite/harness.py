@@ -8,7 +8,7 @@ import json
 import os
 import re  # noqa: F401
 import shutil
-import signal  # noqa: F401
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +22,16 @@ TOOLS = os.path.join(ROOT, "tests", "tools")
 sys.path.insert(0, TOOLS)
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import heapprof  # noqa: E402  (tests/tools: the runner's heap dump reader)
+
+# The programs are started with the dispositions a shell gives a
+# foreground job: a runner started in the background (`make test &`, a CI
+# step without a terminal) inherits SIGINT and SIGQUIT ignored, and
+# exec passes SIG_IGN on, so hostile:fatal's programs, which check that
+# every signal that ends a process reads SIG_DFL, would fail bare.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 VARIANTS = {
     "fp": ["-g", "-O1", "-fno-omit-frame-pointer"],
