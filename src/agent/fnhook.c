@@ -971,7 +971,8 @@ static void hook_one(const ZydisDecoder *dec, const struct fmt_fnspec *spec, boo
 #define MAX_STOPPED 4096        /* threads (stopworld.c's limit) */
 
 /* The thread running the install when it is not where its registers
- * say (an attach's calls run on a page of heaptrail's): where it was. */
+ * say (an attach's calls run below its stack pointer, as a signal
+ * handler would): where it was. */
 static struct agent_stopped borrowed;
 
 struct readable {

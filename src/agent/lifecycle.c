@@ -731,12 +731,13 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 /* heaptrail's own requests, made by ptrace (src/cli/attach.c,
  * cli_agent_request): `heaptrail leaks PID`, the live endpoint. The CLI
  * stops one thread that waits in a system call (or runs the program's
- * own code), runs this function in it on a private page as a stack, and
- * gives the thread back with its registers as they were. No signal is
- * sent: a thread stopped by ptrace resumes its nanosleep, poll, select,
- * futex or read where it was, with its timeout intact, and the CLI starts
- * again a call the stop made fail with EINTR (epoll_wait,
- * sigtimedwait), so no thread of the program sees EINTR. regs (nregs
+ * own code), runs this function in it as a signal handler would, on its
+ * own stack below the red zone with every signal blocked, and gives the
+ * thread back with its registers as they were. No signal is
+ * sent: the thread's interrupted call starts again when it is given
+ * back (a wait with a relative timeout starts its whole timeout again;
+ * the CLI prefers threads in other waits), so no thread of the program
+ * sees EINTR. regs (nregs
  * words: the thread's user_regs_struct as it was stopped) are roots of a
  * leak check, as a handler's interrupted context was, its stack above
  * their rsp is live, and their rip tells whether it was in the loader.

@@ -868,6 +868,8 @@ static int borrow(struct target *t)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int attempt = 0; attempt < 200; attempt++) {
 		pid_t tid = pick_thread(t->pid, &unfit);
+		if (!tid && process_gone(t->pid))
+			break;  /* said below: "process N exited" */
 		if (!tid) {
 			/* no thread waits: after a short while, take one that
 			 * runs the program's own code */

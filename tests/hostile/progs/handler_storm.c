@@ -28,9 +28,15 @@
  * Expected: every handler block is freed at the end; 900 bytes in 1
  * block definitely lost.
  *
+ * No leaks mode (known limit, issue 27): a `heaptrail leaks` request
+ * runs its check in a thread the CLI borrows and follows system call by
+ * system call (PTRACE_SYSCALL, to see the call end), and a stop of the
+ * world under a signal every 10 us on every thread then took from 2 s
+ * to 47 s, the program held meanwhile.
+ *
  * @kinds 0 definitely_lost=900/1
  * @vg
- * @leaks-calls
+ * @modes exact sample
  * @timeout 30
  */
 #include <pthread.h>
