@@ -1192,10 +1192,12 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
  * result. With request (a FMT_SIGVAL_* value), name(request, regs,
- * nregs) instead, regs the borrowed thread's registers as it was stopped
- * (heaptrail_request). Returns 0 or prints and -1. */
+ * nregs, wrote) instead, regs the borrowed thread's registers as it was
+ * stopped (heaptrail_request), and the path of the file the agent wrote
+ * into wrote (FMT_REQUEST_PATH_MAX bytes; "" from an agent that does not
+ * say). Returns 0 or prints and -1. */
 static int call_agent(long pid, const char *name, const char *s0, const char *s1, int request,
-		      int *ret, double *stopped_ms)
+		      int *ret, double *stopped_ms, char *wrote)
 {
 	struct target t;
 	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
@@ -1230,12 +1232,23 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	if (call && request) {
 		/* heaptrail_request(request, regs, nregs): the registers the
 		 * thread was stopped with, roots of a leak check */
-		uint64_t regs = t.strings;
-		if (mem_rw(&t, regs, &t.saved, sizeof t.saved, true))
+		/* one write: the registers, then an empty path for the agent's
+		 * answer (wrote) */
+		unsigned char in[sizeof t.saved + 1];
+		uint64_t regs = t.strings, path = t.strings + sizeof t.saved;
+		_Static_assert(sizeof t.saved + FMT_REQUEST_PATH_MAX <= STRINGS_SPACE - 16,
+			       "the path fits below the result");
+		memcpy(in, &t.saved, sizeof t.saved);
+		in[sizeof t.saved] = 0;
+		if (mem_rw(&t, regs, in, sizeof in, true))
 			e = -EIO;
 		else
 			e = agent_call(&t, base + call, base + fn, (uint32_t)request, regs,
-				       sizeof t.saved / sizeof(uint64_t), 0, &rv);
+				       sizeof t.saved / sizeof(uint64_t), wrote ? path : 0, &rv);
+		if (wrote && (e || mem_rw(&t, path, wrote, FMT_REQUEST_PATH_MAX, false)))
+			wrote[0] = 0;
+		if (wrote)
+			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else if (call) {
 		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
 	} else {
@@ -1456,7 +1469,7 @@ static int detach_now(long pid, bool quiet)
 	struct timespec since;
 	bool has_dir = !cli_attached_dir(pid, dir, sizeof dir);
 	clock_gettime(CLOCK_REALTIME, &since);
-	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms))
+	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms, NULL))
 		return 1;
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
@@ -1737,7 +1750,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms))
+	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms, NULL))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -1753,9 +1766,11 @@ int cmd_dump(int argc, char **argv)
 	return 0;
 }
 
-int cli_agent_request(long pid, int value, int *ret)
+int cli_agent_request(long pid, int value, int *ret, char *wrote)
 {
-	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL);
+	if (wrote)
+		wrote[0] = 0;
+	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL, wrote);
 }
 
 /* The output directory of an attached agent: the directory it holds open

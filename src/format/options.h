@@ -75,6 +75,12 @@ size_t fmt_run_id(const char *opts, char out[FMT_RUN_ID_MAX + 1]);
 #define FMT_SIGVAL_MAGIC 0x48540000
 #define FMT_SIGVAL_DUMP 2
 #define FMT_SIGVAL_IS_OURS(v) (((unsigned)(v) & ~3u) == FMT_SIGVAL_MAGIC)
+/* heaptrail_request's fourth argument, when not NULL: a buffer of this
+ * many bytes where the agent writes the path of the file it wrote (as
+ * the process names it), "" when none. The CLI reads its files there
+ * rather than guess the agent's directory: output= and prefix= are made
+ * absolute against the working directory the process started in. */
+#define FMT_REQUEST_PATH_MAX 4352
 
 /* Value parsers shared by the agent (config.c) and the CLI (which checks
  * `heaptrail run`'s flags before starting anything). Each takes n bytes
