@@ -173,8 +173,10 @@ struct cli_agent {
 				 * request says where it wrote (cli_agent_path) */
 };
 /* Finds pid's agent and its directory; refuses a process detached from
- * heaptrail without touching it. Prints the error and returns -1. */
-int cli_agent_open(long pid, struct cli_agent *a);
+ * heaptrail without touching it. live: for the live endpoint (`serve`),
+ * else for `leaks` (what a refusal advises). Prints the error and
+ * returns -1. */
+int cli_agent_open(long pid, struct cli_agent *a, bool live);
 /* The path of a file the agent said it wrote (wrote, from a request),
  * for the CLI: a relative one (an output directory the agent could not
  * name at its start) is read against the process's working directory. */
@@ -198,6 +200,9 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
  * (FMT_REQUEST_PATH_MAX bytes, or NULL). 0, or -1 when the call could not
  * be made (printed). */
 int cli_agent_request(long pid, int value, int *ret, char *wrote);
+/* Says that pid may not be traced, why (Yama's mode) and what to do
+ * instead, for `leaks` or (live) the live endpoint. */
+void cli_trace_refused(long pid, bool live);
 /* When a call above reaped pid's end (its main thread was the one
  * borrowed, and pid a child of ours: `run --http`), its wait status into
  * *status, and true. */

@@ -172,7 +172,7 @@ void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, si
 		snprintf(path, cap, "/proc/%ld/cwd/%s", a->pid, wrote);
 }
 
-int cli_agent_open(long pid, struct cli_agent *a)
+int cli_agent_open(long pid, struct cli_agent *a, bool live)
 {
 	int ret = -1;
 	char *env = NULL, *maps = NULL;
@@ -183,6 +183,8 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	if (!maps) {
 		if (errno == ENOENT)
 			cli_error("no process %ld", pid);
+		else if (errno == EACCES || errno == EPERM)
+			cli_trace_refused(pid, live);  /* what the request needs too */
 		else
 			cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
 		goto out;
@@ -313,7 +315,7 @@ int cmd_leaks(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	if (cli_agent_open(pid, &ag))
+	if (cli_agent_open(pid, &ag, false))
 		goto out;
 	char path[PATH_MAX + 64], why[PATH_MAX + 128];
 	if (cli_agent_leak_check(&ag, increased, timeout * 1000, path, sizeof path, why,

@@ -1600,7 +1600,7 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	struct cli_agent ag;
-	if (cli_agent_open(pid, &ag))
+	if (cli_agent_open(pid, &ag, true))
 		return 1;
 	struct cli_live *l = cli_live_bind(&lo);
 	if (!l)
