@@ -672,7 +672,11 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	return r;
 }
 
-/* ---------- leak checks asked for by signal ---------- */
+/* ---------- leak checks asked for by signal ----------
+ *
+ * The leak check signal with heaptrail's value, by sigqueue: an older
+ * heaptrail's `leaks PID`, or anyone who asks so. heaptrail itself asks
+ * by ptrace now (heaptrail_request, below). */
 
 /* Was the code at pc, in libc's text, blocked in a system call: pc just
  * after a syscall instruction (0f 05), or on it (a call the kernel
@@ -687,7 +691,7 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 	if (!si || si->si_code != SI_QUEUE || !FMT_SIGVAL_IS_OURS(si->si_value.sival_int)) {
-		/* not `heaptrail leaks`: the program's own use of the signal */
+		/* not heaptrail's request: the program's own use of the signal */
 		errno = saved_errno;
 		agent_sig_program(sig, si, ucv);
 		errno = saved_errno;
