@@ -31,7 +31,7 @@ __attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs,
 {
 	if (!agent_config.leak_kinds)
 		return -ENOTSUP;  /* as heaptrail.h says: the program asked for kinds */
-	return agent_leak_check(flags, sp, regs, AGENT_CALLER_NREGS);
+	return agent_leak_check(flags, sp, regs, AGENT_CALLER_NREGS, NULL, 0);
 }
 
 AGENT_API int heaptrail_dump(const char *path)

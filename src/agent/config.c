@@ -47,8 +47,10 @@
  *                  ptrace is not permitted (default SIGRTMAX-1)
  * stop_ptrace      0: stop threads with stop_signal only, never ptrace
  *                  (default 1: ptrace first, the signal as the fallback)
- * leak_check_signal  signal that asks for a leak check now, as
- *                  `heaptrail leaks PID` sends it (default SIGRTMAX-2; 0 off)
+ * leak_check_signal  signal that asks for a leak check now when it comes
+ *                  by sigqueue with heaptrail's value (FMT_SIGVAL_MAGIC: an
+ *                  older heaptrail's `leaks PID`; heaptrail asks by ptrace
+ *                  now) (default SIGRTMAX-2; 0 off)
  * error_exitcode   when the exit report cannot be written (disk full,
  *                  directory gone or not writable any more...), the
  *                  process exits with this status instead of its own

@@ -190,7 +190,7 @@ static void put_pools(struct agent_writer *w, const struct agent_kinds *live, ui
 	}
 }
 
-static int dump_now(const char *path, const char *kind)
+static int dump_now(const char *path, const char *kind, char *wrote, size_t cap)
 {
 	char name[4352];
 	int err = 0;
@@ -267,6 +267,8 @@ static int dump_now(const char *path, const char *kind)
 	put_pools(&w, live, nstacks, pools, npools);
 	agent_put(&w, FMT_HEAP_END_LINE "\n");
 	err = agent_writer_commit(&w);
+	if (!err && wrote)
+		agent_strlcpy(wrote, w.path, cap);
 out:
 	if (err && err != -EBUSY) {
 		/* said once per cause: a full disk must not turn every peak or
@@ -300,7 +302,16 @@ int agent_dump(const char *path, const char *kind)
 {
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	int err = dump_now(path, kind);
+	int err = dump_now(path, kind, NULL, 0);
+	pthread_setcancelstate(cancel, NULL);
+	return err;
+}
+
+int agent_dump_wrote(const char *kind, char *wrote, size_t cap)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int err = dump_now(NULL, kind, wrote, cap);
 	pthread_setcancelstate(cancel, NULL);
 	return err;
 }

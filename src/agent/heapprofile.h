@@ -13,6 +13,9 @@
  * briefly; safe from a signal handler when the thread is not inside the
  * agent. */
 int agent_dump(const char *path, const char *kind);
+/* The same to the automatic name, whose path goes to wrote (cap bytes)
+ * when the dump is written. */
+int agent_dump_wrote(const char *kind, char *wrote, size_t cap);
 /* In a forked child: its own dumps count SEQ from 0000 again, and a dump
  * another thread of the parent was writing is not the child's. */
 void agent_heapprofile_forked(void);

@@ -404,7 +404,7 @@ AGENT_NOINLINE void agent_run_pending(void)
 		int flags = pending & AGENT_PENDING_CHECK_INCREASED ? HEAPTRAIL_LEAKS_INCREASED
 								    : HEAPTRAIL_LEAKS_ALL;
 		__builtin_unwind_init();
-		if (pending_check && pending_check(flags, agent_stack_pointer(), NULL, 0) == -EBUSY)
+		if (pending_check && pending_check(flags, agent_stack_pointer(), NULL, 0, NULL, 0) == -EBUSY)
 			atomic_fetch_or(&agent_pending,  /* later, then */
 					pending & (AGENT_PENDING_CHECK | AGENT_PENDING_CHECK_INCREASED));
 	}

@@ -39,7 +39,7 @@ void agent_run_pending(void);
 /* The leak check agent_run_pending runs (lifecycle.c's agent_leak_check,
  * set by the constructor: the hooks sit below it). */
 typedef int agent_leak_check_fn(int flags, uintptr_t stack_from, const uintptr_t *extra,
-				int nextra);
+				int nextra, char *wrote, size_t cap);
 void agent_pending_on_check(agent_leak_check_fn *fn);
 
 /* Called at the start of each of the program's dlsym calls, when set

@@ -256,6 +256,8 @@ int agent_leakfile_write(const struct agent_leak_report *r)
 		write_records(&w, r);
 		agent_put(&w, FMT_LEAKS_END "\n");
 		err = agent_writer_commit(&w);
+		if (!err && r->wrote)
+			agent_strlcpy(r->wrote, w.path, r->wrote_cap);
 	}
 	if (err) {
 		char what[4400];

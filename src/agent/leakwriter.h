@@ -39,6 +39,8 @@ struct agent_leak_report {
 	const struct agent_scan_info *info; /* the scan's summary; NULL: not classified */
 	struct agent_pool_snap *pools;  /* pool ids 2..npools+1 (pool.h); NULL: none */
 	uint32_t npools;
+	char *wrote;             /* when not NULL: the path written, wrote_cap bytes */
+	size_t wrote_cap;
 };
 
 /* Writes heaptrail.PID.leaks (check 0) or heaptrail.PID.check-N.leaks

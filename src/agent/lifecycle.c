@@ -468,6 +468,8 @@ struct report_call {
 	int flags;               /* HEAPTRAIL_LEAKS_* of a check */
 	uintptr_t alt_lo, alt_hi; /* the sigaltstack we were called on, if any */
 	int killed_by;           /* the fatal signal being reported, else 0 */
+	char *wrote;             /* when not NULL: the file's path (wrote_cap bytes) */
+	size_t wrote_cap;
 };
 
 static void note_altstack(struct report_call *c)
@@ -547,6 +549,7 @@ static int write_report(const struct report_call *c)
 		.prev = prev_kinds, .prev_nstacks = prev_nstacks,
 		.info = classified ? &info : NULL,
 		.pools = pools, .npools = npools,
+		.wrote = c->wrote, .wrote_cap = c->wrote_cap,
 	};
 	int err = agent_leakfile_write(&r);
 	agent_munmap(pools, pools_len);
@@ -645,7 +648,8 @@ static atomic_int check_running;
 
 /* Without leak kinds (sampling) the check lists what is in use, as the
  * exit report then does: `heaptrail leaks PID` waited out its timeout. */
-int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra)
+int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra,
+		     char *wrote, size_t cap)
 {
 	if (!reports_enabled || !agent_attach_reports())  /* detached: inert */
 		return -ENOTSUP;
@@ -658,7 +662,8 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	struct report_call c = { .status = -1, .stack_from = stack_from, .extra = extra,
-				 .nextra = nextra, .check = ++check_count, .flags = flags };
+				 .nextra = nextra, .check = ++check_count, .flags = flags,
+				 .wrote = wrote, .wrote_cap = cap };
 	note_altstack(&c);
 	int r = (int)agent_call_on_own_stack(check_report, &c);
 	pthread_setcancelstate(cancel, NULL);
@@ -667,7 +672,11 @@ int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, in
 	return r;
 }
 
-/* ---------- leak checks asked for by signal ---------- */
+/* ---------- leak checks asked for by signal ----------
+ *
+ * The leak check signal with heaptrail's value, by sigqueue: an older
+ * heaptrail's `leaks PID`, or anyone who asks so. heaptrail itself asks
+ * by ptrace now (heaptrail_request, below). */
 
 /* Was the code at pc, in libc's text, blocked in a system call: pc just
  * after a syscall instruction (0f 05), or on it (a call the kernel
@@ -682,7 +691,7 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 	if (!si || si->si_code != SI_QUEUE || !FMT_SIGVAL_IS_OURS(si->si_value.sival_int)) {
-		/* not `heaptrail leaks`: the program's own use of the signal */
+		/* not heaptrail's request: the program's own use of the signal */
 		errno = saved_errno;
 		agent_sig_program(sig, si, ucv);
 		errno = saved_errno;
@@ -722,7 +731,7 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 		for (int i = 0; i < NGREG; i++)
 			regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
 		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128;
-		if (agent_leak_check(flags, sp, regs, NGREG) == -EBUSY)
+		if (agent_leak_check(flags, sp, regs, NGREG, NULL, 0) == -EBUSY)
 			atomic_fetch_or(&agent_pending, bit);
 	}
 	errno = saved_errno;
@@ -742,11 +751,15 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
  * leak check, as a handler's interrupted context was, its stack above
  * their rsp is live, and their rip tells whether it was in the loader.
  * value: FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP for a dump
- * (PREFIX.PID.live.heap), | 1 for a check of what increased. Returns 0, -ENOTCONN when the process was detached,
+ * (PREFIX.PID.live.heap), | 1 for a check of what increased. wrote, when
+ * not NULL (a heaptrail that passes only three arguments passes 0 here),
+ * gets the path of the file written, FMT_REQUEST_PATH_MAX bytes at most:
+ * the CLI need not guess where output= and prefix=, made absolute against
+ * the working directory of the start, put it. Returns 0, -ENOTCONN when the process was detached,
  * -EAGAIN when this thread cannot do it now (inside the agent or the
  * loader: the CLI tries again), -EBUSY when a check or a dump is under
  * way, -EINVAL for a value that is not heaptrail's. */
-AGENT_API int heaptrail_request(int value, const uintptr_t *regs, int nregs)
+AGENT_API int heaptrail_request(int value, const uintptr_t *regs, int nregs, char *wrote)
 {
 	/* x86-64's user_regs_struct: rip and rsp */
 	enum { UREG_RIP = 16, UREG_RSP = 19, UREGS = 27 };
@@ -759,8 +772,10 @@ AGENT_API int heaptrail_request(int value, const uintptr_t *regs, int nregs)
 		return -EAGAIN;
 	/* below the interrupted frame's red zone nothing is live */
 	agent_stopworld_lent(agent_gettid(), sp - 128);
-	int r = value & FMT_SIGVAL_DUMP ? agent_dump(NULL, FMT_HEAP_LIVE)
-					: agent_leak_check(value & 1, sp - 128, regs, nregs);
+	int r = value & FMT_SIGVAL_DUMP
+			? agent_dump_wrote(FMT_HEAP_LIVE, wrote, wrote ? FMT_REQUEST_PATH_MAX : 0)
+			: agent_leak_check(value & 1, sp - 128, regs, nregs, wrote,
+					   wrote ? FMT_REQUEST_PATH_MAX : 0);
 	agent_stopworld_lent(0, 0);
 	return r;
 }

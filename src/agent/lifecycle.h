@@ -70,8 +70,10 @@ void agent_exit_entered(const uintptr_t *regs, uintptr_t sp);
 /* A leak check now: classifies and writes heaptrail.PID.check-N.leaks.
  * flags: HEAPTRAIL_LEAKS_*; extra roots (an interrupted context's
  * registers) may be NULL. Returns 0 or -errno (-EBUSY when another check
- * is running). Not hook-safe. */
-int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra);
+ * is running). When wrote is not NULL, the file's path goes there (cap
+ * bytes). Not hook-safe. */
+int agent_leak_check(int flags, uintptr_t stack_from, const uintptr_t *extra, int nextra,
+		     char *wrote, size_t cap);
 
 
 /* What the constructor starts, for an agent loaded into a running

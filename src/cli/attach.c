@@ -54,8 +54,13 @@
 #define XSTATE_MAX 16384
 #define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
 
+/* What the CLI traces a process for: its refusal advises each its own
+ * way (seize_error). */
+enum target_use { USE_ATTACH, USE_DETACH, USE_DUMP, USE_LEAKS, USE_LIVE };
+
 struct target {
 	pid_t pid, tid;
+	enum target_use use;
 	struct user_regs_struct saved;
 	unsigned char xstate[XSTATE_MAX];
 	size_t xstate_len;
@@ -1008,9 +1013,13 @@ static int agent_call(struct target *t, uint64_t call, uint64_t fn, uint64_t a0,
 
 /* ---------- common front: checks and the calls ---------- */
 
-/* Explains a failed PTRACE_SEIZE. */
-static void seize_error(pid_t pid, int e)
+/* Explains a failed PTRACE_SEIZE, with what can be done instead for
+ * what the trace was for: under Yama's mode 1 only an ancestor may trace,
+ * and `heaptrail run` is one of the program it starts (its --http
+ * endpoint asks it), never a `heaptrail leaks` started beside it. */
+static void seize_error(const struct target *t, int e)
 {
+	pid_t pid = t->pid;
 	char yama[16] = "";
 	char *y = slurp("/proc/sys/kernel/yama/ptrace_scope", NULL);
 	if (y) {
@@ -1018,17 +1027,37 @@ static void seize_error(pid_t pid, int e)
 		free(y);
 	}
 	/* Yama's modes (Documentation/admin-guide/LSM/Yama.rst) */
-	static const char *const scope_says[] = {
-		[1] = "only a parent may trace its descendants: run heaptrail as root or "
-		      "with CAP_SYS_PTRACE, or start the program under `heaptrail run`",
-		[2] = "only root or CAP_SYS_PTRACE may trace: run heaptrail as root",
-		[3] = "no process may be traced until the next boot: start the program "
-		      "under `heaptrail run` instead",
+	static const char *const parent_only = "only a parent may trace its descendants: run "
+					       "heaptrail as root or with CAP_SYS_PTRACE";
+	static const char *const one_says[] = {
+		[USE_ATTACH] = ", or start the program under `heaptrail run`",
+		[USE_DETACH] = ", as the attach was",
+		[USE_DUMP] = ", or start the program under `heaptrail run --http ADDR` and ask "
+			     "ADDR/debug/pprof/heap",
+		[USE_LEAKS] = ", or start the program under `heaptrail run --http ADDR` and ask "
+			      "ADDR/debug/heaptrail/leaks",
+		[USE_LIVE] = ", or start the program under `heaptrail run --http ADDR`",
+	};
+	static const char *const none_says[] = {
+		[USE_ATTACH] = ": start the program under `heaptrail run` instead",
+		[USE_DETACH] = "",
+		[USE_DUMP] = ": start the program under `heaptrail run --every DURATION` (or "
+			     "--signal) for dumps instead",
+		[USE_LEAKS] = ": the leak report comes when the program exits",
+		[USE_LIVE] = ": start the program under `heaptrail run --every DURATION` for "
+			     "dumps instead",
 	};
 	int scope = *yama >= '1' && *yama <= '3' && !yama[1] ? *yama - '0' : 0;
-	if (e == EPERM && scope)
+	if (e == EPERM && scope == 1)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
-			  "%d: %s", pid, scope, scope_says[scope]);
+			  "1: %s%s", pid, parent_only, one_says[t->use]);
+	else if (e == EPERM && scope == 2)
+		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
+			  "2: only root or CAP_SYS_PTRACE may trace: run heaptrail as root", pid);
+	else if (e == EPERM && scope == 3)
+		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
+			  "3: no process may be traced until the next boot%s", pid,
+			  none_says[t->use]);
 	else if (e == EPERM)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);
@@ -1038,11 +1067,12 @@ static void seize_error(pid_t pid, int e)
 
 /* Opens the target for calls; checks what can be checked without
  * touching it. maps is returned (free it). Returns 0 or prints and -1. */
-static int open_target(struct target *t, long pid, char **maps)
+static int open_target(struct target *t, long pid, enum target_use use, char **maps)
 {
 	char path[96], buf[64];
 	memset(t, 0, sizeof *t);
 	t->pid = (pid_t)pid;
+	t->use = use;
 	t->memfd = -1;
 	for (int i = 0; i < 1000 && held_briefly((pid_t)pid, (pid_t)pid); i++)
 		usleep(2000);  /* the agent's scan, or another request, for a moment */
@@ -1071,7 +1101,7 @@ static int open_target(struct target *t, long pid, char **maps)
 	*maps = slurp(path, NULL);
 	if (!*maps) {
 		if (errno == EACCES || errno == EPERM)
-			seize_error((pid_t)pid, EPERM);
+			seize_error(t, EPERM);
 		else
 			target_error(pid, "cannot read /proc/%ld/maps: %s", pid, strerror(errno));
 		return -1;
@@ -1114,7 +1144,7 @@ static int start_calls(struct target *t, const char *maps)
 	int e = borrow(t);
 	if (e) {
 		if (e != -EAGAIN)
-			seize_error(t->pid, -e);
+			seize_error(t, -e);
 		return -1;
 	}
 	if (write_frame(t)) {
@@ -1194,16 +1224,20 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
  * result. With request (a FMT_SIGVAL_* value), name(request, regs,
- * nregs) instead, regs the borrowed thread's registers as it was stopped
- * (heaptrail_request). Returns 0 or prints and -1. */
+ * nregs, wrote) instead, regs the borrowed thread's registers as it was
+ * stopped (heaptrail_request), and the path of the file the agent wrote
+ * into wrote (FMT_REQUEST_PATH_MAX bytes; "" from an agent that does not
+ * say). Returns 0 or prints and -1. */
 static int call_agent(long pid, const char *name, const char *s0, const char *s1, int request,
-		      int *ret, double *stopped_ms)
+		      int *ret, double *stopped_ms, char *wrote)
 {
 	struct target t;
 	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
 	uint64_t base, rv;
 	int result = -1;
-	if (open_target(&t, pid, &maps))
+	enum target_use use = request ? (request & FMT_SIGVAL_DUMP ? USE_LIVE : USE_LEAKS)
+			      : !strcmp(name, "heaptrail_dump") ? USE_DUMP : USE_DETACH;
+	if (open_target(&t, pid, use, &maps))
 		return -1;
 	if (agent_in(maps, &base, agent, sizeof agent)) {
 		cli_error("process %ld has no heaptrail agent (start it with `heaptrail run`, or "
@@ -1232,12 +1266,23 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	if (call && request) {
 		/* heaptrail_request(request, regs, nregs): the registers the
 		 * thread was stopped with, roots of a leak check */
-		uint64_t regs = t.strings;
-		if (mem_rw(&t, regs, &t.saved, sizeof t.saved, true))
+		/* one write: the registers, then an empty path for the agent's
+		 * answer (wrote) */
+		unsigned char in[sizeof t.saved + 1];
+		uint64_t regs = t.strings, path = t.strings + sizeof t.saved;
+		_Static_assert(sizeof t.saved + FMT_REQUEST_PATH_MAX <= STRINGS_SPACE - 16,
+			       "the path fits below the result");
+		memcpy(in, &t.saved, sizeof t.saved);
+		in[sizeof t.saved] = 0;
+		if (mem_rw(&t, regs, in, sizeof in, true))
 			e = -EIO;
 		else
 			e = agent_call(&t, base + call, base + fn, (uint32_t)request, regs,
-				       sizeof t.saved / sizeof(uint64_t), 0, &rv);
+				       sizeof t.saved / sizeof(uint64_t), wrote ? path : 0, &rv);
+		if (wrote && (e || mem_rw(&t, path, wrote, FMT_REQUEST_PATH_MAX, false)))
+			wrote[0] = 0;
+		if (wrote)
+			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else if (call) {
 		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
 	} else {
@@ -1294,7 +1339,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	char *maps = NULL, libc[PATH_MAX], agent[PATH_MAX], file[PATH_MAX + 32];
 	uint64_t libc_base, rv;
 	int ret = 1;
-	if (open_target(&t, pid, &maps))
+	if (open_target(&t, pid, USE_ATTACH, &maps))
 		return 1;
 	if (cli_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to heaptrail "
@@ -1458,7 +1503,7 @@ static int detach_now(long pid, bool quiet)
 	struct timespec since;
 	bool has_dir = !cli_attached_dir(pid, dir, sizeof dir);
 	clock_gettime(CLOCK_REALTIME, &since);
-	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms))
+	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms, NULL))
 		return 1;
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
@@ -1739,7 +1784,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms))
+	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms, NULL))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -1755,9 +1800,17 @@ int cmd_dump(int argc, char **argv)
 	return 0;
 }
 
-int cli_agent_request(long pid, int value, int *ret)
+void cli_trace_refused(long pid, bool live)
 {
-	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL);
+	struct target t = { .pid = (pid_t)pid, .use = live ? USE_LIVE : USE_LEAKS };
+	seize_error(&t, EPERM);
+}
+
+int cli_agent_request(long pid, int value, int *ret, char *wrote)
+{
+	if (wrote)
+		wrote[0] = 0;
+	return call_agent(pid, "heaptrail_request", NULL, NULL, value, ret, NULL, wrote);
 }
 
 /* The output directory of an attached agent: the directory it holds open

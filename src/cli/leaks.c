@@ -125,7 +125,7 @@ static bool process_ended(long pid)
  * -STOP, ^Z) is not run by heaptrail: it is asked once it is continued.
  * 0, or -1 with why ("" when the cause was printed already). */
 int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
-		  size_t whycap)
+		  size_t whycap, char *wrote)
 {
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -135,7 +135,7 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 			snprintf(why, whycap, "process %ld ended before it answered", a->pid);
 			return -1;
 		}
-		if (process_state(a->pid) != 'T' && cli_agent_request(a->pid, value, &r)) {
+		if (process_state(a->pid) != 'T' && cli_agent_request(a->pid, value, &r, wrote)) {
 			snprintf(why, whycap, "%s", "");
 			return -1;
 		}
@@ -164,7 +164,15 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 	}
 }
 
-int cli_agent_open(long pid, struct cli_agent *a)
+void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, size_t cap)
+{
+	if (wrote[0] == '/')
+		snprintf(path, cap, "%s", wrote);
+	else  /* its output directory could not be named at start-up */
+		snprintf(path, cap, "/proc/%ld/cwd/%s", a->pid, wrote);
+}
+
+int cli_agent_open(long pid, struct cli_agent *a, bool live)
 {
 	int ret = -1;
 	char *env = NULL, *maps = NULL;
@@ -175,6 +183,8 @@ int cli_agent_open(long pid, struct cli_agent *a)
 	if (!maps) {
 		if (errno == ENOENT)
 			cli_error("no process %ld", pid);
+		else if (errno == EACCES || errno == EPERM)
+			cli_trace_refused(pid, live);  /* what the request needs too */
 		else
 			cli_error("cannot inspect process %ld: %s", pid, strerror(errno));
 		goto out;
@@ -204,7 +214,9 @@ int cli_agent_open(long pid, struct cli_agent *a)
 		goto out;
 	}
 	if (!dir) {
-		/* without an output directory the agent writes into its cwd */
+		/* without an output directory the agent writes into its cwd
+		 * (as of its start: each request's answer says where; this
+		 * guess serves an older agent, which does not say) */
 		snprintf(cwd_link, sizeof cwd_link, "/proc/%ld/cwd", pid);
 		ssize_t n = readlink(cwd_link, cwd, sizeof cwd - 1);
 		if (n <= 0) {
@@ -228,8 +240,15 @@ int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_
 	long pid = a->pid;
 	const char *dir = a->dir;
 	unsigned before = last_check(dir, pid);
-	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | increased, timeout_ms, why, whycap))
+	char wrote[FMT_REQUEST_PATH_MAX];
+	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | increased, timeout_ms, why, whycap, wrote))
 		return -1;
+	if (wrote[0]) {
+		/* the agent says where: output= as resolved at its start */
+		cli_agent_path(a, wrote, path, cap);
+		return 0;
+	}
+	/* an agent of an older heaptrail: its file in the directory guessed */
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -296,7 +315,7 @@ int cmd_leaks(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	if (cli_agent_open(pid, &ag))
+	if (cli_agent_open(pid, &ag, false))
 		goto out;
 	char path[PATH_MAX + 64], why[PATH_MAX + 128];
 	if (cli_agent_leak_check(&ag, increased, timeout * 1000, path, sizeof path, why,

@@ -102,6 +102,7 @@ struct cli_live {
 	/* counters for /metrics */
 	unsigned long long dumps, dump_errors;
 	double last_dump_s;     /* signal to whole file, the last dump */
+	char live_path[4096 + 64]; /* where the agent said it wrote its live dump */
 };
 
 static long long now_ns(const struct timespec *ts)
@@ -328,9 +329,11 @@ static const char *agent_not_ready(const struct cli_agent *a, char *why, size_t 
 }
 
 /* Has the agent write PREFIX.PID.live.heap and returns its path (into
- * path), 0; or -1 with why. The agent writes it during the call; one
- * already being written (a timer's) makes it answer -EBUSY, and the
- * request is made again (cli_agent_ask). */
+ * path), 0; or -1 with why. The agent writes it during the call and says
+ * where (prefix= or output=, as resolved at its start; an older agent
+ * does not say: then in its directory); one already being written (a
+ * timer's) makes it answer -EBUSY, and the request is made again
+ * (cli_agent_ask). */
 static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size_t whycap)
 {
 	const struct cli_agent *a = &l->ag;
@@ -344,11 +347,17 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 	}
 	struct timespec t0s, ts;
 	clock_gettime(CLOCK_MONOTONIC, &t0s);
-	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, LIVE_DUMP_MS, why, whycap)) {
+	char wrote[FMT_REQUEST_PATH_MAX];
+	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, LIVE_DUMP_MS, why, whycap,
+			  wrote)) {
 		if (!why[0])
 			snprintf(why, whycap, "cannot ask process %ld for a heap dump (heaptrail's "
 				 "stderr says why)", a->pid);
 		return -1;
+	}
+	if (wrote[0]) {
+		cli_agent_path(a, wrote, path, cap);
+		snprintf(l->live_path, sizeof l->live_path, "%s", path);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	l->last_dump_s = (double)(now_ns(&ts) - now_ns(&t0s)) / 1e9;
@@ -1540,6 +1549,8 @@ void cli_live_stop(struct cli_live *l)
 		snprintf(path, sizeof path, "%s/" FMT_FILE_PREFIX ".%ld." FMT_HEAP_LIVE
 			 FMT_HEAP_SUFFIX, l->ag.dir, l->ag.pid);
 		unlink(path);
+		if (l->live_path[0])
+			unlink(l->live_path);
 	}
 	if (l->cache)
 		prof_sym_cache_free(l->cache);
@@ -1589,7 +1600,7 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	struct cli_agent ag;
-	if (cli_agent_open(pid, &ag))
+	if (cli_agent_open(pid, &ag, true))
 		return 1;
 	struct cli_live *l = cli_live_bind(&lo);
 	if (!l)

@@ -126,26 +126,6 @@ int fmt_leak_check_signal_default(void)
 	return SIGRTMAX - 2;
 }
 
-static void leak_check_one(const char *key, size_t klen, const char *val, size_t vlen, void *arg)
-{
-	static const char name[] = "leak_check_signal";
-	if (!val || klen != sizeof name - 1)
-		return;
-	for (size_t i = 0; i < klen; i++)
-		if (key[i] != name[i])
-			return;
-	int sig = fmt_signal_parse(val, vlen);
-	if (sig >= 0)
-		*(int *)arg = sig;
-}
-
-int fmt_leak_check_signal(const char *opts)
-{
-	int sig = fmt_leak_check_signal_default();
-	fmt_options_each(opts, leak_check_one, &sig);
-	return sig;
-}
-
 char *fmt_shown(char *out, size_t cap, const char *s, size_t n)
 {
 	/* "... (" + up to 20 digits + " bytes)" + NUL */

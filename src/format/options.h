@@ -43,11 +43,9 @@ void fmt_options_each(const char *opts,
 				 void *arg),
 		      void *arg);
 
-/* The default of leak_check_signal, and what the agent ends up with for
- * the options in opts (NULL: none): a signal number, or 0 when leak
- * checks by signal are off. */
+/* The default of leak_check_signal (the agent's config.c reads the
+ * option; `heaptrail run` keeps --signal off it). */
 int fmt_leak_check_signal_default(void);
-int fmt_leak_check_signal(const char *opts);
 
 /* A value the user gave, fit to be quoted in a one-line message: n bytes
  * of s into out (cap bytes, at least FMT_SHOWN_MIN), each control byte
@@ -66,15 +64,23 @@ char *fmt_shown(char *out, size_t cap, const char *s, size_t n);
 bool fmt_run_id_ok(const char *s, size_t n);
 size_t fmt_run_id(const char *opts, char out[FMT_RUN_ID_MAX + 1]);
 
-/* `heaptrail leaks` sends the leak check signal with sigqueue and this
- * value (| 1 for "only what increased"): a signal without it (a plain
- * kill or raise, the program's own sigqueue) is the program's. With
- * FMT_SIGVAL_DUMP instead (the live endpoint, `heaptrail serve`), the
- * agent writes a heap dump, PREFIX.PID.live.heap (FMT_HEAP_LIVE),
- * rewritten in place, rather than a leak check. */
+/* A request of heaptrail's: the value heaptrail_request takes (the CLI
+ * calls it by ptrace: `heaptrail leaks`, the live endpoint), and the
+ * sigqueue value with which the leak check signal asks for a check (an
+ * older heaptrail sent it so): | 1 for "only what increased". A signal
+ * without it (a plain kill or raise, the program's own sigqueue) is the
+ * program's. With FMT_SIGVAL_DUMP instead (the live endpoint, `heaptrail
+ * serve`), the agent writes a heap dump, PREFIX.PID.live.heap
+ * (FMT_HEAP_LIVE), rewritten in place, rather than a leak check. */
 #define FMT_SIGVAL_MAGIC 0x48540000
 #define FMT_SIGVAL_DUMP 2
 #define FMT_SIGVAL_IS_OURS(v) (((unsigned)(v) & ~3u) == FMT_SIGVAL_MAGIC)
+/* heaptrail_request's fourth argument, when not NULL: a buffer of this
+ * many bytes where the agent writes the path of the file it wrote (as
+ * the process names it), "" when none. The CLI reads its files there
+ * rather than guess the agent's directory: output= and prefix= are made
+ * absolute against the working directory the process started in. */
+#define FMT_REQUEST_PATH_MAX 4352
 
 /* Value parsers shared by the agent (config.c) and the CLI (which checks
  * `heaptrail run`'s flags before starting anything). Each takes n bytes

@@ -52,7 +52,10 @@ commands on stdin).
                     faked in a mount namespace: this kernel has no Yama), a
                     seccomp filter refusing dlopen's executable mmap: one
                     line each (the failed system call named), exit 1,
-                    target untouched
+                    target untouched. Under Yama, `leaks` and `dump` (which
+                    trace too) say what each can do instead, never "start
+                    the program under `heaptrail run`" (before: `leaks`
+                    said "Permission denied", `dump` advised `run`)
     attach:reattach attach, detach, attach again: the same -o DIR is
                     refused with one line naming the earlier attach (a new
                     recording would replace its timeline and record), and
@@ -892,17 +895,38 @@ def test_errors(suite):
             # setting is a file over /proc/sys/kernel in a mount namespace
             # of the command's own; the error must say what each mode
             # allows.
-            for scope, says in ((1, r"ptrace_scope is 1: only a parent may trace"),
-                                (2, r"ptrace_scope is 2: only root or CAP_SYS_PTRACE"),
-                                (3, r"ptrace_scope is 3: no process may be traced")):
+            # `leaks` and `dump` trace too, and a `heaptrail run` beside
+            # them is no cure: each says what it can do instead
+            attach_args = ["attach", "-o", "/tmp/heaptrail-attach-test-%d" % t.p.pid]
+            parent = r"ptrace_scope is 1: only a parent may trace its descendants: run " \
+                     r"heaptrail as root or with CAP_SYS_PTRACE"
+            for cmd, scope, says in (
+                    (attach_args, 1, parent + r", or start the program under `heaptrail "
+                                              r"run`$"),
+                    (attach_args, 2, r"ptrace_scope is 2: only root or CAP_SYS_PTRACE"),
+                    (attach_args, 3, r"ptrace_scope is 3: no process may be traced until "
+                                     r"the next boot: start the program under `heaptrail "
+                                     r"run` instead$"),
+                    (["leaks"], 1, parent + r", or start the program under `heaptrail run "
+                                            r"--http ADDR` and ask "
+                                            r"ADDR/debug/heaptrail/leaks$"),
+                    (["leaks"], 2, r"ptrace_scope is 2: only root or CAP_SYS_PTRACE"),
+                    (["leaks"], 3, r"ptrace_scope is 3: no process may be traced until "
+                                   r"the next boot: the leak report comes when the "
+                                   r"program exits$"),
+                    (["dump"], 1, parent + r", or start the program under `heaptrail run "
+                                           r"--http ADDR` and ask ADDR/debug/pprof/heap$"),
+                    (["dump"], 3, r"ptrace_scope is 3: no process may be traced until "
+                                  r"the next boot: start the program under `heaptrail run "
+                                  r"--every DURATION`")):
                 rc, _, err = run_tests.run(
                     ["unshare", "-m", "sh", "-c",
                      "mount --make-rprivate / && mount -t tmpfs tmpfs /proc/sys/kernel && "
                      "mkdir /proc/sys/kernel/yama && echo %d >/proc/sys/kernel/yama/ptrace_scope"
                      " && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" % scope,
-                     "sh", suite.heaptrail, "attach", "-o",
-                     "/tmp/heaptrail-attach-test-%d" % t.p.pid, str(t.p.pid)], env=os.environ)
-                one_line_error(problems, "Yama ptrace_scope %d" % scope, rc, err, says)
+                     "sh", suite.heaptrail] + cmd + [str(t.p.pid)], env=os.environ)
+                one_line_error(problems, "%s: Yama ptrace_scope %d" % (cmd[0], scope), rc, err,
+                               says)
             if "libheaptrail" in t.maps():
                 problems.append("another user's process got the agent")
             check_end(t, problems, ["ready", "done held=0 cached=256"])

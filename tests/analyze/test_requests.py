@@ -25,6 +25,16 @@ stdin and wants "eintr: no call was interrupted" and status 0.
                             line saying the process was detached, non-zero
                             status, and the program never notices (before:
                             its poll failed with EINTR)
+    requests:moved-cwd      the agent alone (LD_PRELOAD), output= and
+                            prefix= relative in HEAPTRAIL_OPTIONS, or a
+                            relative HEAPTRAIL_OUTPUT, and a program that
+                            changes directory once started
+                            (progs/chdir_wait.c): `heaptrail leaks PID`,
+                            run from another directory, and `heaptrail
+                            serve`'s /debug/pprof/heap find the files
+                            where the agent wrote them, against its start
+                            directory (before: leaks waited for a file
+                            in the program's new directory, or the CLI's)
 """
 import concurrent.futures
 import os
@@ -320,6 +330,82 @@ def test_detached_leaks(suite):
     return problems, logs
 
 
+def test_moved_cwd(suite):
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "requests", "moved-cwd"))
+    problems, details = [], []
+    prog = os.path.join(work, "chdir_wait")
+    rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-o", prog,
+                                os.path.join(HERE, "progs", "chdir_wait.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    agent = os.path.join(os.path.dirname(os.path.abspath(suite.heaptrail)), "libheaptrail.so")
+    start = os.path.join(work, "start")
+    moved = os.path.join(work, "moved")
+    other = os.path.join(work, "cli")
+    for d in (start, moved, other, os.path.join(start, "out"), os.path.join(start, "out2"),
+              os.path.join(start, "dumps")):
+        os.makedirs(d, exist_ok=True)
+    for tag, extra, outdir in (
+            ("output= in HEAPTRAIL_OPTIONS", {"HEAPTRAIL_OPTIONS": "sample=1,output=out,"
+                                              "prefix=dumps/p"}, "out"),
+            ("HEAPTRAIL_OUTPUT", {"HEAPTRAIL_OPTIONS": "sample=1",
+                                  "HEAPTRAIL_OUTPUT": "out2"}, "out2")):
+        env = dict(run_tests.RUN_ENV, LD_PRELOAD=agent, **extra)
+        p = subprocess.Popen([prog, moved], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=start, env=env)
+        try:
+            r, _, _ = select.select([p.stdout], [], [], 20)
+            line = p.stdout.readline() if r else b""
+            if line != b"ready\n":
+                raise run_tests.Failure("%s: chdir_wait did not start: %r" % (tag, line))
+            rc, out, err = run_tests.run([suite.heaptrail, "leaks", "--json", "--timeout", "5",
+                                          str(p.pid)], cwd=other, timeout=60)
+            want = os.path.join(start, outdir, "heaptrail.%d.check-" % p.pid)
+            said = [l for l in run_tests.stderr_lines(err) if "leak check written to" in l]
+            if rc or b'"bytes": 4321' not in out.replace(b'"bytes":4321', b'"bytes": 4321'):
+                problems.append("%s: heaptrail leaks: status %d, stdout %r, stderr %r" % (
+                    tag, rc, run_tests.short(out, 200), run_tests.short(err, 300)))
+            elif not said or want not in said[0]:
+                problems.append("%s: the check was not read from %s: %r" % (
+                    tag, os.path.join(start, outdir), said))
+            details.append("%s: %s" % (tag, said))
+            if os.listdir(moved):
+                problems.append("%s: files in the program's new directory: %s" % (
+                    tag, os.listdir(moved)))
+            if tag.startswith("output="):
+                port = free_port()
+                s = subprocess.Popen([suite.heaptrail, "serve", "--http",
+                                      "127.0.0.1:%d" % port, str(p.pid)], cwd=other,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=run_tests.RUN_ENV)
+                try:
+                    if not wait_port(port):
+                        problems.append("serve: no endpoint")
+                    else:
+                        try:
+                            with urllib.request.urlopen(
+                                    "http://127.0.0.1:%d/debug/pprof/heap?debug=1" % port,
+                                    timeout=30) as resp:
+                                body = resp.read()
+                            if b"heap profile:" not in body:
+                                problems.append("serve: /debug/pprof/heap?debug=1 gave %r"
+                                                % run_tests.short(body))
+                        except Exception as e:  # an HTTP error says why in its body
+                            why = e.read() if hasattr(e, "read") else str(e).encode()
+                            problems.append("serve: /debug/pprof/heap: %s: %r" % (
+                                e, run_tests.short(why, 300)))
+                finally:
+                    s.terminate()
+                    _, serr = s.communicate(timeout=30)
+                details.append("serve: %s" % serr.decode("utf-8", "replace"))
+        finally:
+            out, err = p.communicate(b"", timeout=30)
+        if p.returncode != 0 or out != b"done\n":
+            problems.append("%s: the program: status %d, stdout %r, stderr %r" % (
+                tag, p.returncode, out, run_tests.short(err, 300)))
+    return problems, details
+
+
 def collect(suite):
     return [("requests:leaks-run", lambda: test_leaks_run(suite)),
             ("requests:leaks-attach", lambda: test_leaks_attach(suite)),
@@ -327,4 +413,5 @@ def collect(suite):
             ("requests:http-attach", lambda: test_http_attach(suite)),
             ("requests:attach-cycles", lambda: test_attach_cycles(suite)),
             ("requests:concurrent", lambda: test_concurrent(suite)),
-            ("requests:detached-leaks", lambda: test_detached_leaks(suite))]
+            ("requests:detached-leaks", lambda: test_detached_leaks(suite)),
+            ("requests:moved-cwd", lambda: test_moved_cwd(suite))]

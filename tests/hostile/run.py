@@ -110,9 +110,6 @@ and the runner's own cases, on simple_leak.c and the others:
   hostile:run:shared-dir  two runs started together into one empty -o
                     DIR: each reports only its own process (the clean
                     one passes --error-exitcode)
-  hostile:run:leak-check-signal  leak_check_signal given as key:value,
-                    and twice: `heaptrail leaks` sends the right signal
-                    and the program survives
   hostile:run:analyzers-devzero  the analyzer commands on /dev/zero and
                     on a FIFO fail promptly instead of reading for ever
 Python standard library only.
@@ -610,14 +607,14 @@ class Hostile:
                 self.check_kinds(label, jpath, prog, case, problems, details)
         return problems, details
 
-    def run_with_leaks(self, cmd, cwd, timeout, problems, env=None,
-                       sig=None):
+    def run_with_leaks(self, cmd, cwd, timeout, problems, env=None):
         """Runs cmd (heaptrail run) and calls `heaptrail leaks --json PID`
         on the traced program every 100 ms while it lives, the first once
-        the agent has installed its handler for the leak-check signal sig
-        (or after 0.5 s: a program may reset it at once).  Returns (status,
-        stdout, stderr, [(status, stderr, stdout)])."""
-        sig = sig or signal.SIGRTMAX - 2
+        the agent has started (its constructor has installed the handler
+        of the default leak_check_signal; or after 0.5 s: a program may
+        reset it at once).  Returns (status, stdout, stderr, [(status,
+        stderr, stdout)])."""
+        sig = signal.SIGRTMAX - 2
         p = subprocess.Popen(cmd, cwd=cwd, env=env or run_tests.RUN_ENV,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
@@ -1410,29 +1407,6 @@ class Hostile:
         return ["the two runs never started together (each time one was "
                 "refused for the other's files)"], details
 
-    def case_leak_check_signal(self):
-        """leak_check_signal given as key:value and twice (the last wins):
-        `heaptrail leaks` must send the signal the agent listens on."""
-        problems, details = [], []
-        p = self.progs["simple_leak"]
-        binary = self.simple()
-        for opts in ("leak_check_signal:40", "leak_check_signal=41,"
-                     "leak_check_signal=40"):
-            w = self.work("lcs-%d" % len(opts))
-            env = dict(run_tests.RUN_ENV, HEAPTRAIL_OPTIONS=opts)
-            cmd = [self.heaptrail, "run", "-q", "-o", os.path.join(w, "out"),
-                   "--", binary, "sleep", "1500"]
-            rc, out, err, calls = self.run_with_leaks(cmd, w, 20, problems,
-                                                      env=env, sig=40)
-            brc, bout, _ = self.bare(p, ("", []))
-            same_behaviour(opts, (rc, out), (brc, bout), problems, err)
-            if not any(c[0] == 0 for c in calls):
-                problems.append("%s: no `heaptrail leaks` call succeeded "
-                                "(%s)" % (opts, "; ".join(
-                                    run_tests.short(c[1], 100)
-                                    for c in calls[:2]) or "none made"))
-        return problems, details
-
     def case_analyzers(self):
         """Every analyzer command on /dev/zero and on a FIFO nobody
         writes: all started at once, each must have failed within 3 s."""
@@ -1498,7 +1472,6 @@ def collect(suite):
                      ("long-values", h.case_long_values),
                      ("stale-dir", h.case_stale_dir),
                      ("exit-race-loop", h.case_exit_race_loop),
-                     ("leak-check-signal", h.case_leak_check_signal),
                      ("relative-output", h.case_relative_output),
                      ("shared-dir", h.case_shared_dir),
                      ("analyzers-devzero", h.case_analyzers)):

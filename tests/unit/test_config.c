@@ -221,6 +221,34 @@ int main(void)
 	EQ(agent_config.stop_signal, SIGRTMIN + 3, "stop_signal");
 	EQ(agent_config.leak_check_signal, 0, "leak_check_signal (0 off)");
 
+	/* leak_check_signal: which signal the agent takes for a request by
+	 * sigqueue (cli:leaks-signal-rules sends them) */
+	int def = SIGRTMAX - 2;
+	static const struct {
+		const char *opts;
+		int want;  /* -1: the default */
+		const char *what;
+	} lcs[] = {
+		{ "sample=1,depth=8", -1, "not given" },
+		{ "leak_check_signal=10", SIGUSR1, "key=value" },
+		{ "leak_check_signal:12", SIGUSR2, "key:value" },
+		{ "leak_check_signal=SIGUSR2", SIGUSR2, "by name" },
+		{ "leak_check_signal=10,sample=1,leak_check_signal:usr2", SIGUSR2,
+		  "given twice: the last" },
+		{ "leak_check_signal=10,leak_check_signal=bogus", SIGUSR1,
+		  "a malformed later value leaves the earlier one" },
+		{ "leak_check_signal=10,leak_check_signal=11", SIGUSR1,
+		  "a refused later value leaves the earlier one" },
+		{ "xleak_check_signal=10", -1, "another key's suffix" },
+		{ "leak_check_signal_x=10", -1, "a longer key" },
+		{ ",,leak_check_signal=34,", 34, "empty options around" },
+	};
+	for (size_t i = 0; i < sizeof lcs / sizeof lcs[0]; i++) {
+		opts = lcs[i].opts;
+		load(opts, NULL);
+		EQ(agent_config.leak_check_signal, lcs[i].want < 0 ? def : lcs[i].want, lcs[i].what);
+	}
+
 	opts = "signal=12,signal=SIGSEGV";
 	load(opts, NULL);
 	EQ(agent_config.dump_signal, 12, "signal (SIGSEGV refused, 12 kept)");

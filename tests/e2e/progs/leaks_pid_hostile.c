@@ -1,8 +1,9 @@
 /*
  * leaks_pid_hostile — a target for `heaptrail leaks PID` that the check
- * must survive: the check signal can only be taken by a thread with a
- * 16 KiB stack (the main thread blocks it), and a live block has a
- * PROT_NONE page in its middle (a guard page).  The main thread reads
+ * must survive: a thread with a 16 KiB stack waits (too small for the
+ * CLI to borrow; it is stopped for the scan, and the leak check signal,
+ * which the main thread blocks, would run a check there), and a live
+ * block has a PROT_NONE page in its middle (a guard page).  The main thread reads
  * stdin to its end, then says "done" and exits 0.  Used by cli:leaks-pid
  * only: the check must report the 100-byte leak as definitely lost and
  * the program must end as it does bare.

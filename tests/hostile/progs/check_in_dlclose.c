@@ -1,10 +1,11 @@
 /*
  * check_in_dlclose — leak checks that land on a thread in the middle of
- * dlopen/dlclose, as `heaptrail leaks PID` does when the kernel hands the
- * process's signal to that thread (the main thread blocks it, or is
- * busy): one thread loads and unloads a library 400 times while
- * another sends it heaptrail's leak-check request (the agent's signal,
- * SIGRTMAX-2, with heaptrail's value, as `heaptrail leaks` queues it)
+ * dlopen/dlclose, as a check asked for by the leak check signal does when
+ * the kernel hands the process's signal to that thread (the main thread
+ * blocks it, or is busy): one thread loads and unloads a library 400
+ * times while another sends it heaptrail's leak-check request (the
+ * agent's signal, SIGRTMAX-2, with heaptrail's value, as an older
+ * `heaptrail leaks` queued it; heaptrail asks by ptrace now)
  * every 5 ms once the thread has gone on since the last one, only when
  * the agent is loaded. dlclose unmaps the library before it takes it off
  * the loader's list, whose lock is recursive: a check run right there

@@ -4,9 +4,10 @@
  * The agent interposes signal()/sigaction() on the signals it owns: the
  * program's SIG_DFL is recorded as the program's disposition (a plain
  * kill of the leak check signal still kills it, as bare) while the
- * agent's handler stays in the kernel. So `heaptrail leaks PID` (a
- * sigqueue with heaptrail's value) is not the program's signal: the
- * calls must succeed and the program survive with its normal output.
+ * agent's handler stays in the kernel. `heaptrail leaks PID` sends no
+ * signal (it asks by ptrace), and a sigqueue with heaptrail's value
+ * would be the agent's: the calls must succeed and the program survive
+ * with its normal output.
  *
  * Expected: 1,234 bytes in 1 block definitely lost.
  *

@@ -3,8 +3,10 @@
  * about 5 KiB of it, sleeps while leak checks stop it (the stop signal's
  * handler runs on that stack) and while the program exits with the
  * thread still running.  The main thread blocks the leak-check signal
- * (SIGRTMAX-2), so a `heaptrail leaks` call is delivered to the small
- * thread, and the check runs there.
+ * (SIGRTMAX-2), so a check asked for by that signal runs on the small
+ * thread (on the agent's own stack); `heaptrail leaks` (@leaks-calls)
+ * asks by ptrace and borrows no thread with less than 128 KiB of stack
+ * to spare: the small thread is stopped for the scan, never borrowed.
  *
  * Expected: 222 bytes in 1 block definitely lost.
  *
