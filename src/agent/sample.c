@@ -130,7 +130,9 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 }
 
 /* How much estimated allocation passes between two looks at the interval
- * and peak triggers: a look sums every thread's counters. */
+ * and peak triggers: a look sums every thread's counters. An interval
+ * below that is looked at after each of its own steps, so a small
+ * program's --interval 4k writes its dumps too. */
 #define CHECK_BYTES (1u << 20)
 
 /* The time triggers (triggers.c sets them when they start): on, and how
@@ -193,7 +195,9 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;
-		if (agent_tls.since_check >= CHECK_BYTES && on_check) {
+		if ((agent_tls.since_check >= CHECK_BYTES ||
+		     (agent_config.interval && agent_tls.since_check >= agent_config.interval)) &&
+		    on_check) {
 			agent_tls.since_check = 0;
 			on_check();
 		}
