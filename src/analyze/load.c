@@ -351,8 +351,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 
 	/* a note, not an error: in a series or a diff, an early dump may
 	 * come before the pool was made */
-	if (o->pool && pool_named(&d, o->pool, err) && prof_build_warning(p, *err))
-		goto nomem;
+	if (o->pool && pool_named(&d, o->pool, err)) {
+		p->pool_absent = true;
+		if (prof_build_warning(p, *err))
+			goto nomem;
+	}
 	double sum_abs = 0;
 	for (size_t i = 0; i < d.nstacks; i++) {
 		const struct fmt_heap_stack *st = &d.stacks[i];

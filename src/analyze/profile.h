@@ -86,6 +86,7 @@ struct prof_profile {
 	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
+	bool pool_absent;       /* the load's pool names no pool of this dump */
 	int64_t total[PROF_NVALUES]; /* sums over samples */
 	double total_var[PROF_NVALUES]; /* their variances (0: exact) */
 	int64_t total_nsampled[PROF_NVALUES]; /* sampled blocks behind total (|each| summed) */

@@ -17,7 +17,8 @@ static const char collapsed_usage[] =
 	CLI_PROF_VALUE_HELP
 	"  --base OLD             the difffolded form against dump OLD\n"
 	"  --lines                frames as 'function file:line'\n"
-	"  --focus RE, --ignore RE, --hide RE, --binary-path DIRS   as for top\n"
+	"  --focus RE, --ignore RE, --hide RE, --pool NAME, --binary-path DIRS\n"
+	"                         as for top\n"
 	"  -o FILE                write FILE instead of standard output\n";
 
 static const char callgraph_usage[] =

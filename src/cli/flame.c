@@ -26,6 +26,7 @@ static const char flame_usage[] =
 	"  --ignore RE            drop stacks with a function matching RE\n"
 	"  --hide RE              remove frames matching RE from every stack (an\n"
 	"                         allocator's wrappers: the site is their caller)\n"
+	"  --pool NAME            only the blocks of the memory pool NAME\n"
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n";
 
 static int flame_extra(int argc, char **argv, int *i, void *ctx)

@@ -27,6 +27,7 @@ static const char usage[] =
 	"  --focus RE, --ignore RE  only stacks with / without a function matching RE\n"
 	"  --hide RE              remove frames matching RE from every stack (an\n"
 	"                         allocator's wrappers: the site is their caller)\n"
+	"  --pool NAME            only the blocks of the memory pool NAME\n"
 	"  --binary-path DIRS     directories searched first for the dumps' binaries\n"
 	"  --bytes                exact byte counts instead of KiB/MiB\n";
 
@@ -110,6 +111,27 @@ int cmd_growth(int argc, char **argv)
 				  ps[i].path);
 			goto out_series;
 		}
+	if (o.load.pool) {
+		/* a pool made mid-run is absent from the early dumps (it held
+		 * nothing then); absent from all of them, it is a wrong name */
+		size_t absent = 0;
+		for (size_t i = 0; i < n; i++)
+			absent += ps[i].pool_absent;
+		if (absent == n) {
+			const char *const *w;
+			size_t nw = prof_profile_warnings(&ps[n - 1], &w);
+			/* the load's note ends "(its pools: ...)" of the last dump */
+			const char *pools = nw ? strstr(w[nw - 1], "(its pools") : NULL;
+			cli_error("growth: no pool named '%s' in any of the %zu dumps%s%s",
+				  cli_shown(o.load.pool), n, pools ? " (the last one's pools" : "",
+				  pools ? pools + strlen("(its pools") : "");
+			ret = 2;
+			goto out_series;
+		}
+		if (absent)
+			fprintf(stderr, "heaptrail: note: the pool '%s' is in %zu of the %zu dumps; "
+				"in the others it counts as 0 B\n", o.load.pool, n - absent, n);
+	}
 	int v = o.value >= 0 ? o.value : PROF_INUSE_SPACE;
 	if (v == PROF_ALLOC_SPACE || v == PROF_ALLOC_OBJECTS) {
 		cli_error("growth: allocated totals only ever grow; use --inuse-space or --inuse-objects");

@@ -23,6 +23,7 @@ static const char pprof_usage[] =
 	"  --ignore RE            drop stacks with a function matching RE\n"
 	"  --hide RE              remove frames matching RE from every stack (an\n"
 	"                         allocator's wrappers: the site is their caller)\n"
+	"  --pool NAME            only the blocks of the memory pool NAME\n"
 	"  --binary-path DIRS     directories searched first for the dump's binaries\n"
 	"                         (colon-separated, like PPROF_BINARY_PATH)\n"
 	"  To see what changed between two dumps, write both and use\n"

@@ -25,6 +25,12 @@ annotated with valgrind's own client requests, built against valgrind's
                      pool=NAME add up to what the program holds in NAME
                      (and tmp's, destroyed, to nothing); `heaptrail top
                      --pool NAME` of the dump totals NAME's in-use bytes
+    pools:growth-names  the ht build under `--sample 1 --interval 16k`:
+                     `growth --pool NAME` on its dumps with a name no dump
+                     holds exits 2 naming it and the pools the last dump
+                     has (it used to print "0 B -> 0 B" and exit 0); with
+                     request, made at start, it exits 0 and says nothing
+                     of absent pools; `growth --help` lists --pool
     pools:misuse     tests/analyze/progs/pools_misuse.c: the API called
                      wrongly (unknown pools and chunks, NULL anchors, a
                      2^63-byte chunk, a 1,000-byte name, double frees and
@@ -344,8 +350,37 @@ def test_misuse(suite):
     return problems, [text]
 
 
+def test_growth_names(suite):
+    work, _, ht_bin = build(suite)
+    out = rt.fresh_dir(os.path.join(work, "growth-names"))
+    rc, _, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--sample", "1",
+                         "--interval", "16k", "--", ht_bin], cwd=work)
+    if rc != 0:
+        raise Failure("heaptrail run: status %d: %s" % (rc, rt.short(err)))
+    problems, details = [], []
+    rc, text, err = rt.run([suite.heaptrail, "growth", "--pool", "nosuch", out])
+    err = err.decode(errors="replace")
+    details.append("--pool nosuch: status %d: %s%s" % (rc, text.decode(errors="replace"), err))
+    m = re.search(r"no pool named 'nosuch' in any of the (\d+) dumps \(the last one's pools: "
+                  r"([^)]*)\)", err)
+    if rc != 2 or text or not m:
+        problems.append("growth --pool nosuch: status %d, stdout %r, stderr %r" % (rc, text, err))
+    elif not set(m.group(2).split(", ")) <= set(PARENTS) | {"tmp"} or "request" not in m.group(2):
+        problems.append("growth --pool nosuch lists the pools %r" % m.group(2))
+    rc, text, err = rt.run([suite.heaptrail, "growth", "--pool", "request", out])
+    err = err.decode(errors="replace")
+    details.append("--pool request: status %d: %s%s" % (rc, text.decode(errors="replace"), err))
+    if rc != 0 or "pool" in err:
+        problems.append("growth --pool request: status %d, stderr %r" % (rc, err))
+    rc, text, _ = rt.run([suite.heaptrail, "growth", "--help"])
+    if rc != 0 or b"--pool NAME" not in text:
+        problems.append("growth --help: status %d, no --pool NAME" % rc)
+    return problems, details
+
+
 def collect(suite):
     return [("pools:valgrind", lambda: test_valgrind(suite)),
             ("pools:per-pool", lambda: test_per_pool(suite)),
             ("pools:pprof", lambda: test_pprof(suite)),
+            ("pools:growth-names", lambda: test_growth_names(suite)),
             ("pools:misuse", lambda: test_misuse(suite))]
