@@ -118,8 +118,83 @@ static int64_t late_range(const int64_t *v, size_t n)
 	return hi - lo;
 }
 
+static void classify_whole(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
+			   bool sampled);
+
+/* Residual sum of squares of v[from, to) about their mean (line: false)
+ * or about their least-squares line against x (line: true). */
+static double rss(const double *x, const int64_t *v, size_t from, size_t to, bool line)
+{
+	double m = (double)(to - from), sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+	for (size_t i = from; i < to; i++) {
+		sx += x[i];
+		sy += (double)v[i];
+	}
+	for (size_t i = from; i < to; i++) {
+		double dx = x[i] - sx / m, dy = (double)v[i] - sy / m;
+		sxx += dx * dx;
+		sxy += dx * dy;
+		syy += dy * dy;
+	}
+	double r = line && sxx > 0 ? syy - sxy * sxy / sxx : syy;
+	return r > 0 ? r : 0;
+}
+
+/* The onset rule of growth.h: of the dumps k whose values before are
+ * flat (within an eighth of the rise after), the one where "flat, then a
+ * line from k" fits best (the least residuals; the earliest of equals).
+ * When that fits far better than one line over the whole run (a quarter
+ * of its residuals: the flat part is then not noise about the line),
+ * the dumps from k on give the verdict. */
+static void find_onset(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
+		       bool sampled)
+{
+	size_t least = sampled ? PROF_GROWTH_MIN_DUMPS : 3;
+	if (least < (n + 3) / 4)
+		least = (n + 3) / 4;
+	int64_t lo = s->values[0], hi = s->values[0];
+	size_t best = 0;
+	double best_rss = 0;
+	for (size_t k = 1; k + least <= n; k++) {
+		int64_t rise = s->values[n - 1] - s->values[k];
+		if (rise > 0 && (hi - lo) * 8 <= rise) {
+			double r = rss(x, s->values, 0, k, false) + rss(x, s->values, k, n, true);
+			if (!best || r < best_rss) {
+				best = k;
+				best_rss = r;
+			}
+		}
+		/* the values before the next k: [0, k] */
+		lo = s->values[k] < lo ? s->values[k] : lo;
+		hi = s->values[k] > hi ? s->values[k] : hi;
+	}
+	if (!best || !(best_rss * 4 <= rss(x, s->values, 0, n, true)))
+		return;
+	struct prof_growth_site sub = { .values = s->values + best, .vars = s->vars + best };
+	classify_whole(&sub, x + best, n - best, scale, sampled);
+	s->trend = sub.trend;
+	s->need = sub.need;
+	if (sub.trend != PROF_TREND_GROWING)
+		return;  /* the whole run's figures describe it as well as any */
+	s->onset = best;
+	s->slope = sub.slope;
+	s->late_slope = sub.late_slope;
+	s->r2 = sub.r2;
+	s->slope_pm = sub.slope_pm;
+	s->late_pm = sub.late_pm;
+}
+
 static void classify(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
 		     bool sampled)
+{
+	classify_whole(s, x, n, scale, sampled);
+	s->onset = 0;
+	find_onset(s, x, n, scale, sampled);
+	/* first, last and peak stay the whole run's */
+}
+
+static void classify_whole(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
+			   bool sampled)
 {
 	s->first = s->values[0];
 	s->last = s->values[n - 1];
@@ -306,7 +381,9 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 		}
 	}
 	g->total.name = "(all)";
-	classify(&g->total, g->x, n, scale, g->sampled);
+	/* the whole heap's row is the whole run's: its rate may change as
+	 * sites start and stop, none of which is its start */
+	classify_whole(&g->total, g->x, n, scale, g->sampled);
 	qsort(es, nes, sizeof *es, cmp_entries);
 	size_t nnames = 0;
 	for (size_t i = 0; i < nes; i++)

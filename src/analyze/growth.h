@@ -16,6 +16,16 @@
  * Growing sites are ranked by the later half's slope: what grows now,
  * fastest first.
  *
+ * A site that is flat and then rises (a leak that started mid-run) fits
+ * no line over the whole run well; it is growing from the dump where its
+ * rise began when the dumps from there on (at least a quarter of them,
+ * and three, or PROF_GROWTH_MIN_DUMPS sampled) pass the rules above by
+ * themselves and the values up to there stay within an eighth of the
+ * rise after, and "flat, then a line" fits the values far better than
+ * one line: its rate is the one since then (`onset`). A site whose
+ * rise from there is not growing (a cache filled late) gets that
+ * verdict. The whole heap's row is always the whole run's.
+ *
  * With sampled dumps each value is an estimate, and a small leak can be
  * lost in the noise (or noise look like a leak). Each slope then gets a
  * 90 % interval from two sources, the wider of which counts: the
@@ -71,6 +81,10 @@ struct prof_growth_site {
 	/* sampled: by how much the sampling noise of the slope would have to
 	 * shrink to tell (> 1 for PROF_TREND_UNSURE), else 0 */
 	double need;
+	/* growing from a later dump on (a leak that started mid-run): the
+	 * index of the dump it rose from, and slope, late_slope, r2 and
+	 * their intervals are of the dumps from there on; else 0 */
+	size_t onset;
 	int64_t first, last, peak;
 	int64_t *values;        /* one per dump, in time order */
 	double *vars;           /* their sampling variances (0: exact) */

@@ -383,6 +383,45 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
 }
 
+/* The growing sites that started mid-run (growth.h: onset), under the
+ * ranking: their slopes are since then. */
+static void put_onsets(FILE *out, const struct prof_growth *g, long shown)
+{
+	bool any = false;
+	for (long i = 0; i < shown; i++) {
+		const struct prof_growth_site *s = &g->sites[i];
+		if (!s->onset)
+			continue;
+		if (!any)
+			fprintf(out, "started later (slope, later half and r2 from then on):\n");
+		any = true;
+		if (g->timed)
+			fprintf(out, "%4ld  from %.1f s (dump %zu of %zu)  %s\n", i + 1, g->x[s->onset],
+				s->onset + 1, g->ndumps, s->name);
+		else
+			fprintf(out, "%4ld  from dump %zu of %zu  %s\n", i + 1, s->onset + 1, g->ndumps,
+				s->name);
+	}
+}
+
+/* The names of the first few sites of trend t, for advice about them:
+ * "a, b and 3 more". */
+static void put_names(FILE *out, const struct prof_growth *g, enum prof_trend t)
+{
+	size_t n = 0, shown = 0;
+	for (size_t i = 0; i < g->nsites; i++)
+		if (g->sites[i].trend == t)
+			n++;
+	for (size_t i = 0; i < g->nsites && shown < 3; i++) {
+		if (g->sites[i].trend != t)
+			continue;
+		shown++;
+		fprintf(out, "%s%s", shown == 1 ? "" : shown == n ? " and " : ", ", g->sites[i].name);
+	}
+	if (n > shown)
+		fprintf(out, " and %zu more", n - shown);
+}
+
 /* A run longer than this many times the one dumped is not advice. */
 #define GROWTH_LONGER_MAX 100
 
@@ -423,9 +462,10 @@ static void put_unsure(FILE *out, const struct prof_growth *g)
 		snprintf(size, sizeof size, "%" PRIu64 "k", p2 >> 10);
 	else
 		snprintf(size, sizeof size, "%" PRIu64, p2);
-	fprintf(out, "\nnot enough samples to tell whether %zu site%s grow%s (\"too few "
-		"samples\": sampling alone could make their rise, or hide one); to be sure, ",
-		n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	fprintf(out, "\nnot enough samples to tell whether %zu site%s (", n, n == 1 ? "" : "s");
+	put_names(out, g, PROF_TREND_UNSURE);
+	fprintf(out, ") grow%s (\"too few samples\": sampling alone could make their rise, or "
+		"hide one); to be sure, ", n == 1 ? "s" : "");
 	if (k > GROWTH_LONGER_MAX)
 		fprintf(out, "--sample %s (now %" PRIu64 "): a longer run alone would have to "
 			"be over %d times this one\n", size, g->sample, GROWTH_LONGER_MAX);
@@ -474,6 +514,7 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	}
 	if (!shown)
 		fprintf(out, "   -  (no site grows steadily)\n");
+	put_onsets(out, g, shown);
 	fprintf(out, "\nnot growing:\n");
 	long others = 0;
 	size_t hidden = 0;

@@ -104,10 +104,15 @@ def test_noise(suite):
                 problems.append("sample %d: %s is %r, expected %s" % (
                     sample, site, got, " or ".join(want)))
         if sample > 1:
-            if not re.search(r"not enough samples to tell whether 2 sites grow .* to be sure, "
-                             r"a run about \d+ times longer, or --sample \d+k? \(now 65536\)",
-                             text):
+            m = re.search(r"not enough samples to tell whether 2 sites \((.*)\) grow .* to be "
+                          r"sure, a run about \d+ times longer, or --sample \d+k? \(now 65536\)",
+                          text)
+            unsure = sorted(k for k, v in rows.items() if v[0] == "too few samples")
+            if not m:
                 problems.append("sample %d: no advice for the site it cannot tell" % sample)
+            elif sorted(m.group(1).split(" and ")) != unsure:
+                problems.append("sample %d: the advice names %s, the unsure sites are %s" % (
+                    sample, m.group(1), unsure))
             if leak in rows and not rows[leak][1]:
                 problems.append("sample %d: the leak's slope has no ± column" % sample)
         elif any(r[1] for r in rows.values()):

@@ -10,8 +10,16 @@ so no timing or sampling noise decides them).
                      grew from its first value and its later fit is flat,
                      but it does not stay put, so it is "fluctuating";
                      the growing site's slope is 8 * 64 KiB per 0.1 s
+    growth:onset     sixteen dumps, 100 ms apart: a site at 0 for eleven
+                     dumps that then gains 8 blocks a dump (a leak started
+                     mid-run) is growing from 1.0 s (dump 11) at 8 * 64 KiB
+                     per 0.1 s, its rate since then, and ranks above a leak
+                     of 2 blocks a dump from the start; a site at 0 that
+                     rises for two dumps and stays (a cache filled late) is
+                     not growing
 """
 import os
+import re
 
 import run_tests as rt
 from run_tests import Failure
@@ -56,5 +64,48 @@ def test_rules(suite):
     return problems, [text]
 
 
+LATE, SLOW, LATE_CACHE = 0x404000, 0x405000, 0x406000
+LATE_SERIES = [0] * 11 + [8, 16, 24, 32, 40]
+LATE_CACHE_SERIES = [0] * 11 + [20, 40, 40, 40, 40]
+
+
+def test_onset(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-onset"))
+    for i in range(16):
+        rows = ((LATE_SERIES[i], LATE), (10 + 2 * i, SLOW), (LATE_CACHE_SERIES[i], LATE_CACHE))
+        n = sum(v for v, _ in rows)
+        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
+            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/1\n" % (n, n << 16, n, n << 16))
+            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100, 1700000000000 + i * 100))
+            for v, addr in rows:
+                f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v << 16, v, v << 16, addr))
+            f.write("\nMAPPED_LIBRARIES:\n")
+    _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", work])
+    rows = {}
+    for line in text.split("\n"):
+        m = test_top.GROWTH_ROW.match(line)
+        if m:
+            rows[m.group(8)] = m
+    problems = []
+    late, slow = rows.get("0x%x" % LATE), rows.get("0x%x" % SLOW)
+    if not late or late.group(1) != "1" or late.group(2) != "growing":
+        problems.append("the late leak is %s, expected growing, ranked 1" %
+                        (late and (late.group(1), late.group(2)),))
+    elif int(late.group(3)) != 8 * 65536 * 10:
+        problems.append("the late leak's slope is %s B/s, expected %d (since it started)" %
+                        (late.group(3), 8 * 65536 * 10))
+    if not slow or slow.group(1) != "2" or slow.group(2) != "growing":
+        problems.append("the slow leak is %s, expected growing, ranked 2" %
+                        (slow and (slow.group(1), slow.group(2)),))
+    cache = rows.get("0x%x" % LATE_CACHE)
+    if not cache or cache.group(2) == "growing":
+        problems.append("the cache filled late is %s" % (cache and cache.group(2),))
+    if not re.search(r"^started later \(slope, later half and r2 from then on\):\n"
+                     r"\s+1  from 1\.0 s \(dump 11 of 16\)  0x%x$" % LATE, text, re.M):
+        problems.append("no line saying the late leak started at 1.0 s (dump 11)")
+    return problems, [text]
+
+
 def collect(suite):
-    return [("growth:rules", lambda: test_rules(suite))]
+    return [("growth:rules", lambda: test_rules(suite)),
+            ("growth:onset", lambda: test_onset(suite))]
