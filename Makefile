@@ -152,9 +152,11 @@ demo: all
 	$(B)/heaptrail run -o $(B)/demo -- $(B)/examples/leaky
 
 # The agent's include graph follows its layers (the table in
-# src/agent/agent.h): no file includes a header above its own layer.
+# src/agent/agent.h): no file includes a header above its own layer; and
+# the files the comments name exist.
 check-layers:
 	python3 scripts/check-layers src
+	python3 scripts/check-comments .
 
 test: all $(UNIT_BIN) check-layers
 	python3 tests/run_tests.py --build $(B)

@@ -34,7 +34,7 @@
  *                  the default). Timeline rows and `every` dumps are
  *                  written by the program's thread that allocates or
  *                  frees once their time has come (no thread of the
- *                  agent's: dump.c): none while the heap stays still.
+ *                  agent's: triggers.c): none while the heap stays still.
  * active           0: start with recording stopped (heaptrail_set_active)
  * depth            frames kept per allocation stack (1..256, default 64)
  * follow_children  1: exec'd programs are tracked too (default); 0: the

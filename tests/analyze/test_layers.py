@@ -9,6 +9,12 @@ check-layers`, run by `make test`).
                        files of one layer including each other's headers
                        (a circle); a new file in no layer. The untouched
                        copy passes, so a failure is the violation's.
+    layers:comments    scripts/check-comments (also run by `make
+                       check-layers`): the tree passes; a copy of
+                       src/agent/triggers.c whose comment names
+                       agent/gone.c, and one naming bare gone_timer.c,
+                       each fail naming the file, line and name; the
+                       untouched copy passes
 """
 import os
 import shutil
@@ -87,6 +93,41 @@ def test_violations(suite):
     return problems, details
 
 
+COMMENTS = os.path.join(ROOT, "scripts", "check-comments")
+
+
+def test_comments(suite):
+    problems, details = [], []
+    rc, out, err = rt.run([sys.executable, COMMENTS, ROOT])
+    out = (out + err).decode("utf-8", "replace")
+    if rc != 0:
+        problems.append("check-comments fails on the tree (rc %d):\n%s" % (rc, out))
+    details.append(out.strip())
+    with open(os.path.join(ROOT, "src", "agent", "triggers.c")) as f:
+        text = f.read()
+    with tempfile.TemporaryDirectory(prefix="check-comments-") as tmp:
+        for what, comment, name in (("untouched", None, None),
+                                    ("a path", "/* the timer lives in agent/gone.c */", "agent/gone.c"),
+                                    ("a bare name", "/* see gone_timer.c */", "gone_timer.c")):
+            path = os.path.join(tmp, "triggers.c")
+            lines = text.split("\n")
+            if comment:
+                lines.insert(2, comment)
+            with open(path, "w") as f:
+                f.write("\n".join(lines))
+            rc, out, err = rt.run([sys.executable, COMMENTS, ROOT, path])
+            out = (out + err).decode("utf-8", "replace")
+            details.append("%s: rc %d: %s" % (what, rc, out.strip()))
+            if comment is None:
+                if rc != 0:
+                    problems.append("the untouched copy fails (rc %d): %s" % (rc, out))
+            elif rc != 1 or "triggers.c:3: names '%s'" % name not in out:
+                problems.append("%s: rc %d, expected 1 naming triggers.c:3 and %s: %s" %
+                                (what, rc, name, out))
+    return problems, details
+
+
 def collect(suite):
     return [("layers:tree", lambda: test_tree(suite)),
-            ("layers:violations", lambda: test_violations(suite))]
+            ("layers:violations", lambda: test_violations(suite)),
+            ("layers:comments", lambda: test_comments(suite))]
