@@ -324,14 +324,20 @@ int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err
 	for (size_t f = 0; f < p->nframes; f++)
 		hidden[f] = !regexec(&re, p->frames[f].function, 0, NULL, 0);
 	regfree(&re);
+	int rc = prof_profile_hide_frames(p, hidden);
+	free(hidden);
+	if (rc)
+		*err = "out of memory";
+	return rc;
+}
+
+int prof_profile_hide_frames(struct prof_profile *p, const bool *hidden)
+{
 	/* a location (a pc, its inlined frames) goes when all its frames do:
 	 * pprof's output is written from the locations */
 	bool *loc_hidden = calloc(p->nlocs ? p->nlocs : 1, sizeof *loc_hidden);
-	if (!loc_hidden) {
-		free(hidden);
-		*err = "out of memory";
+	if (!loc_hidden)
 		return -ENOMEM;
-	}
 	for (size_t l = 0; l < p->nlocs; l++) {
 		loc_hidden[l] = p->locs[l].nframes > 0;
 		for (uint32_t k = 0; k < p->locs[l].nframes; k++)
@@ -357,7 +363,6 @@ int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err
 			s->nlocs = n;
 	}
 	free(loc_hidden);
-	free(hidden);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "analyze/growth.h"
 #include "analyze/series.h"
+#include "analyze/wrappers.h"
 #include "cli/cli.h"
 #include "render/render.h"
 
@@ -28,16 +29,45 @@ static const char usage[] =
 	"  --hide RE              remove frames matching RE from every stack (an\n"
 	"                         allocator's wrappers: the site is their caller)\n"
 	"  --pool NAME            only the blocks of the memory pool NAME\n"
+	"  --keep-wrappers        keep allocation wrappers as sites: by default a\n"
+	"                         function that only calls the allocator and has\n"
+	"                         3 or more callers (xmalloc, zmalloc, g_malloc)\n"
+	"                         is folded into its callers, which are the sites\n"
 	"  --binary-path DIRS     directories searched first for the dumps' binaries\n"
 	"  --bytes                exact byte counts instead of KiB/MiB\n";
+
+static int growth_opt(int argc, char **argv, int *i, void *ctx)
+{
+	(void)argc;
+	if (strcmp(argv[*i], "--keep-wrappers"))
+		return 0;
+	*(bool *)ctx = true;
+	return 1;
+}
+
+/* What was folded, under the table: the reader must know the sites are
+ * the wrappers' callers. */
+static void put_wrappers(const struct prof_wrapper *w, size_t n)
+{
+	if (!n)
+		return;
+	printf("\nfolded %zu allocation wrapper%s into %s callers (--keep-wrappers shows %s): ",
+	       n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "it as a site" : "them as sites");
+	for (size_t i = 0; i < n; i++)
+		printf("%s%s (%zu callers)", i ? ", " : "", w[i].name, w[i].callers);
+	printf("\n");
+}
 
 int cmd_growth(int argc, char **argv)
 {
 	struct cli_prof_opts o;
+	bool keep_wrappers = false;
+	struct prof_wrapper *wrappers = NULL;
+	size_t nwrappers = 0;
 	struct prof_profile *ps = NULL;
 	size_t n = 0;
 	const char *err, *err_file;
-	int ret = cli_prof_opts_parse(&o, argc, argv, usage, NULL, NULL);
+	int ret = cli_prof_opts_parse(&o, argc, argv, usage, growth_opt, &keep_wrappers);
 	if (ret) {
 		ret = ret == 1 ? 0 : ret;
 		goto out;
@@ -138,6 +168,10 @@ int cmd_growth(int argc, char **argv)
 		ret = 2;
 		goto out_series;
 	}
+	if (!keep_wrappers && prof_fold_wrappers(ps, n, &wrappers, &nwrappers)) {
+		cli_error("out of memory");
+		goto out_series;
+	}
 	struct prof_growth g;
 	if (prof_growth_compute(&g, ps, n, v, o.lines)) {
 		cli_error("out of memory");
@@ -150,9 +184,11 @@ int cmd_growth(int argc, char **argv)
 	if (pid >= 0 && !cli_attach_label(ps[0].path, pid, since, sizeof since))
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_growth(stdout, &g, pid, ps[0].sample > 1, &ro);
+	put_wrappers(wrappers, nwrappers);
 	prof_growth_release(&g);
 	ret = fflush(stdout) ? 1 : 0;
 out_series:
+	prof_wrappers_release(wrappers, nwrappers);
 	for (size_t i = 0; i < n; i++)
 		prof_profile_release(&ps[i]);
 	free(ps);
