@@ -256,6 +256,20 @@ ssize_t agent_read_small(const char *path, char *buf, size_t cap)
 	return n ? (ssize_t)n : -1;
 }
 
+uint64_t agent_rss_bytes(void)
+{
+	char buf[128];
+	if (agent_read_small("/proc/self/statm", buf, sizeof buf) < 0)
+		return 0;
+	const char *p = buf;
+	while (*p && *p != ' ')
+		p++;  /* skip the size field; resident is the second */
+	uint64_t pages = 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		pages = pages * 10 + (uint64_t)(*p - '0');
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 /* capture and capture_cap belong to the thread capture_tid names: other
  * threads read only capture_tid (0: nobody captures) */
 static char *capture;

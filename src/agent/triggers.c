@@ -86,20 +86,6 @@ static uint64_t timeline_dev, timeline_ino;
 static uint64_t timeline_last_ms;
 static uint64_t timeline_sample;   /* the S the file last said */
 
-static uint64_t rss_bytes(void)
-{
-	char buf[128];
-	if (agent_read_small("/proc/self/statm", buf, sizeof buf) < 0)
-		return 0;
-	const char *p = buf;
-	while (*p && *p != ' ')
-		p++;  /* skip the size field; resident is the second */
-	uint64_t pages = 0;
-	for (p++; *p >= '0' && *p <= '9'; p++)
-		pages = pages * 10 + (uint64_t)(*p - '0');
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 static void put_num(char *dst, size_t *n, uint64_t v)
 {
 	*n = (size_t)(agent_put_dec(dst + *n, v) - dst);
@@ -267,7 +253,7 @@ static void timeline_row(uint64_t ms, int64_t dbytes, int64_t dblocks, uint64_t 
 	line[n++] = ' ';
 	put_num(line, &n, alloc);
 	line[n++] = ' ';
-	put_num(line, &n, rss_bytes());
+	put_num(line, &n, agent_rss_bytes());
 	line[n++] = '\n';
 	timeline_append(line, n);
 }

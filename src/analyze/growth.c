@@ -380,6 +380,14 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 						    tabs[i].rows[r].flat_var[v] };
 		}
 	}
+	const struct prof_profile *a = &ps[0], *z = &ps[n - 1];
+	if (a->rss >= 0 && z->rss >= 0) {
+		g->rss_known = true;
+		g->rss_rise = z->rss - a->rss;
+		if (a->agent_bytes >= 0 && z->agent_bytes >= 0)
+			g->rss_rise -= z->agent_bytes - a->agent_bytes;
+		g->heap_rise = z->total[PROF_INUSE_SPACE] - a->total[PROF_INUSE_SPACE];
+	}
 	g->total.name = "(all)";
 	/* the whole heap's row is the whole run's: its rate may change as
 	 * sites start and stop, none of which is its start */

@@ -65,6 +65,10 @@ enum prof_trend {
  * (99 %, two-sided). */
 #define PROF_GROWTH_Z 2.5758293035489004
 
+/* The resident set rose by at least this many bytes and by more than
+ * twice the heap's rise plus this: memory the agent does not see grew */
+#define PROF_GROWTH_UNSEEN (16ll << 20)
+
 /* Fewer sampled dumps than this never make a "growing" verdict. */
 #define PROF_GROWTH_MIN_DUMPS 5
 extern const char *const prof_trend_names[];
@@ -97,6 +101,13 @@ struct prof_growth {
 	bool timed;             /* x is seconds (else dump numbers) */
 	double *x;              /* seconds since the first dump, or 0, 1, 2... */
 	struct prof_growth_site total; /* the whole heap */
+	/* from the first dump to the last (both dumps must say, else
+	 * rss_known is false): the process's resident set's rise less the
+	 * agent's own mappings', and the in-use heap's rise as the dumps
+	 * count it; a resident set that rises far more than the heap is
+	 * memory the agent does not see (PROF_GROWTH_UNSEEN) */
+	bool rss_known;
+	int64_t rss_rise, heap_rise;
 	struct prof_growth_site *sites; /* growing first (by late_slope), then the rest by |slope| */
 	size_t nsites;
 	/* private */

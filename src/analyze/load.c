@@ -318,6 +318,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->ms = d.ms;
 	p->unix_ms = d.unix_ms;
 	p->agent_bytes = d.agent_bytes;
+	p->rss = d.rss;
 	p->pid = d.pid;
 	p->has_alloc = d.has_alloc;
 

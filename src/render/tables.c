@@ -404,6 +404,24 @@ static void put_onsets(FILE *out, const struct prof_growth *g, long shown)
 	}
 }
 
+/* A resident set that grew far more than the heap the dumps hold
+ * (growth.h: rss_rise): growth cannot rank what it does not see, and
+ * says so rather than call the heap flat. */
+static void put_unseen(FILE *out, const struct prof_growth *g, bool exact)
+{
+	int64_t heap = g->heap_rise > 0 ? g->heap_rise : 0;
+	if (!g->rss_known || g->rss_rise < 2 * PROF_GROWTH_UNSEEN ||
+	    g->rss_rise <= 2 * heap + PROF_GROWTH_UNSEEN)
+		return;
+	char a[48], b[48];
+	fprintf(out, "\nthe process's resident memory grew by %s over these dumps, the heap "
+		"heaptrail sees by %s: memory it does not see is growing (a pointer to malloc "
+		"saved before an attach, an allocator it does not hook, the program's own "
+		"mmap); 'heaptrail timeline' draws both\n",
+		fmt_v(a, sizeof a, (double)g->rss_rise, true, exact, false),
+		fmt_v(b, sizeof b, (double)g->heap_rise, true, exact, false));
+}
+
 /* The names of the first few sites of trend t, for advice about them:
  * "a, b and 3 more". */
 static void put_names(FILE *out, const struct prof_growth *g, enum prof_trend t)
@@ -534,5 +552,6 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, "(%zu more; -n to see them)\n", hidden);
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
+	put_unseen(out, g, exact);
 	put_unsure(out, g);
 }

@@ -385,7 +385,8 @@ def test_dump_metadata(suite):
         name = os.path.basename(dump)
         text = open(dump).read()
         m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
-                      r"(?: agent_bytes=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$", text, re.M)
+                      r"(?: agent_bytes=(\d+))?(?: rss=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$",
+                      text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
             continue
@@ -398,13 +399,17 @@ def test_dump_metadata(suite):
         # never more than the machine could map
         if not m.group(4) or not 4096 <= int(m.group(4)) < 1 << 40:
             problems.append("%s: agent_bytes=%s" % (name, m.group(4)))
-        if not m.group(6):
+        # the resident set: a process with libc and the agent loaded holds
+        # more than a MiB, and less than the machine could
+        if not m.group(5) or not 1 << 20 <= int(m.group(5)) < 1 << 40:
+            problems.append("%s: rss=%s" % (name, m.group(5)))
+        if not m.group(7):
             problems.append("%s: no run=ID (heaptrail run names its run)" % name)
         # it says it ends with an end line, and does: a cut between two
         # lines is then seen
-        if not m.group(5) or not text.endswith("\n# heaptrail-end\n"):
+        if not m.group(6) or not text.endswith("\n# heaptrail-end\n"):
             problems.append("%s: end=1 %s, last line %r" % (
-                name, "given" if m.group(5) else "missing", text.rstrip("\n").split("\n")[-1]))
+                name, "given" if m.group(6) else "missing", text.rstrip("\n").split("\n")[-1]))
         ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
         if ids.get(prog) != want_id:
             problems.append("%s: build-id of %s is %s, readelf says %s" % (
