@@ -15,7 +15,7 @@ rm -rf "$W" && mkdir -p "$W/data" && cp "$(dirname "$0")/postgres.options" "$W/"
 as_pg() { runuser -u postgres -- "$@"; }
 as_pg $PG/initdb -D "$W/data" -A trust >/dev/null
 
-as_pg "$B/heaptrail" run -q -o "$W/out" --sample 16k --every 2s \
+as_pg "$B/heaptrail" run -q -o "$W/out" --sample 16k --every 1s \
   --options-file "$W/postgres.options" \
   -- $PG/postgres -D "$W/data" -p 5499 -k "$W" 2>"$W/server.log" &
 sleep 5
@@ -23,7 +23,10 @@ sleep 5
 as_pg $PG/pgbench -i -s 2 -h "$W" -p 5499 postgres >/dev/null 2>&1
 as_pg $PG/pgbench -c 4 -j 2 -T 10 -h "$W" -p 5499 postgres | grep -E "processed|failed|tps"
 
-# the leak: one session, 20,000 PREPAREs in 40 batches, 0.25 s apart
+# the leak: one session, 20,000 PREPAREs in 40 batches, 0.25 s apart: at
+# least 10 s of it, whatever the machine's speed (the sleeps), so dumps
+# every 1 s give growth the 5 a sampled verdict needs with room to spare
+# (a backend is dumped when it allocates after its time has come)
 awk 'BEGIN { for (b = 0; b < 40; b++) { for (i = 0; i < 500; i++) { k = b * 500 + i;
   printf "PREPARE p%d AS SELECT abalance + %d FROM pgbench_accounts WHERE aid = $1;\n", k, k }
   print "SELECT pg_sleep(0.25);" } }' > "$W/leak.sql"

@@ -147,8 +147,10 @@ size_t agent_mmap_ranges(uintptr_t *starts, size_t *lens, size_t cap);
  * its length, or -1 when it cannot be read or is empty. Signal-safe. */
 ssize_t agent_read_small(const char *path, char *buf, size_t cap);
 /* The process's resident set in bytes (/proc/self/statm), 0 when it
- * cannot be read. Signal-safe. */
-uint64_t agent_rss_bytes(void);
+ * cannot be read; anon: only its private memory (resident less the
+ * shared: file pages and shared memory, which a heap never holds).
+ * Signal-safe. */
+uint64_t agent_rss_bytes(bool anon);
 /* Copies up to n bytes of the process's own memory at from into to
  * through the kernel (process_vm_readv), so an address that is not
  * mapped, or not readable, fails instead of faulting. Returns the bytes

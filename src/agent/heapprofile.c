@@ -69,10 +69,12 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	agent_strlcpy(out + n, FMT_HEAP_SUFFIX, cap - n);
 }
 
-/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N rss=R end=1 [run=ID]":
- * when the dump was taken, for `heaptrail growth`, the agent's own mapped
- * memory (the live endpoint's /metrics), the process's resident set (growth
- * compares its rise with the heap's: memory the agent does not see), that
+/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N rss_anon=R end=1
+ * [run=ID]": when the dump was taken, for `heaptrail growth`, the agent's
+ * own mapped memory (the live endpoint's /metrics), the process's private
+ * resident memory (growth compares its rise with the heap's: memory the
+ * agent does not see; shared memory, such as PostgreSQL's buffers, is
+ * left out), that
  * the dump ends with a
  * "# heaptrail-end" line (a reader that finds none knows it was cut
  * between two lines), and by which run (the `run` option, last).
@@ -90,7 +92,7 @@ static void put_when(struct agent_writer *w)
 	agent_put(w, " " FMT_HEAP_AGENT_BYTES);
 	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
 	agent_put(w, " " FMT_HEAP_RSS);
-	agent_put_u64(w, agent_rss_bytes());
+	agent_put_u64(w, agent_rss_bytes(true));
 	agent_put(w, " " FMT_HEAP_ENDS);
 	if (agent_config.run_id[0]) {
 		agent_put(w, " " FMT_HEAP_RUN);

@@ -256,17 +256,21 @@ ssize_t agent_read_small(const char *path, char *buf, size_t cap)
 	return n ? (ssize_t)n : -1;
 }
 
-uint64_t agent_rss_bytes(void)
+uint64_t agent_rss_bytes(bool anon)
 {
 	char buf[128];
 	if (agent_read_small("/proc/self/statm", buf, sizeof buf) < 0)
 		return 0;
+	/* size resident shared ...: in pages */
+	uint64_t f[3] = { 0, 0, 0 };
 	const char *p = buf;
-	while (*p && *p != ' ')
-		p++;  /* skip the size field; resident is the second */
-	uint64_t pages = 0;
-	for (p++; *p >= '0' && *p <= '9'; p++)
-		pages = pages * 10 + (uint64_t)(*p - '0');
+	for (int i = 0; i < 3; i++) {
+		for (; *p >= '0' && *p <= '9'; p++)
+			f[i] = f[i] * 10 + (uint64_t)(*p - '0');
+		if (*p == ' ')
+			p++;
+	}
+	uint64_t pages = anon ? (f[1] > f[2] ? f[1] - f[2] : 0) : f[1];
 	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 

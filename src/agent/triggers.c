@@ -253,7 +253,7 @@ static void timeline_row(uint64_t ms, int64_t dbytes, int64_t dblocks, uint64_t 
 	line[n++] = ' ';
 	put_num(line, &n, alloc);
 	line[n++] = ' ';
-	put_num(line, &n, agent_rss_bytes());
+	put_num(line, &n, agent_rss_bytes(false));
 	line[n++] = '\n';
 	timeline_append(line, n);
 }

@@ -65,7 +65,7 @@ enum prof_trend {
  * (99 %, two-sided). */
 #define PROF_GROWTH_Z 2.5758293035489004
 
-/* The resident set rose by at least this many bytes and by more than
+/* The private resident memory rose by at least this many bytes and by more than
  * twice the heap's rise plus this: memory the agent does not see grew */
 #define PROF_GROWTH_UNSEEN (16ll << 20)
 
@@ -102,8 +102,8 @@ struct prof_growth {
 	double *x;              /* seconds since the first dump, or 0, 1, 2... */
 	struct prof_growth_site total; /* the whole heap */
 	/* from the first dump to the last (both dumps must say, else
-	 * rss_known is false): the process's resident set's rise less the
-	 * agent's own mappings', and the in-use heap's rise as the dumps
+	 * rss_known is false): the process's private resident memory's rise
+	 * less the agent's own mappings', and the in-use heap's rise as the dumps
 	 * count it; a resident set that rises far more than the heap is
 	 * memory the agent does not see (PROF_GROWTH_UNSEEN) */
 	bool rss_known;

@@ -84,7 +84,7 @@ struct prof_profile {
 	uint64_t sample;        /* 1: exact */
 	int64_t ms, unix_ms;    /* when the dump was taken (-1 when unknown) */
 	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
-	int64_t rss;            /* the process's resident set then (-1 when unknown) */
+	int64_t rss;            /* the process's private resident memory then (-1: unknown) */
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	bool pool_absent;       /* the load's pool names no pool of this dump */

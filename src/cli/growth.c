@@ -177,6 +177,9 @@ int cmd_growth(int argc, char **argv)
 		cli_error("out of memory");
 		goto out_series;
 	}
+	/* a filtered heap is a part: its rise says nothing of what is unseen */
+	if (o.load.pool || o.focus || o.ignore)
+		g.rss_known = false;
 	char since[96];
 	struct render_table_opts ro = {
 		.value = v, .lines = o.lines, .exact = o.bytes, .max = o.nodecount ? o.nodecount : 10,

@@ -414,7 +414,7 @@ static void put_unseen(FILE *out, const struct prof_growth *g, bool exact)
 	    g->rss_rise <= 2 * heap + PROF_GROWTH_UNSEEN)
 		return;
 	char a[48], b[48];
-	fprintf(out, "\nthe process's resident memory grew by %s over these dumps, the heap "
+	fprintf(out, "\nthe process's private resident memory grew by %s over these dumps, the heap "
 		"heaptrail sees by %s: memory it does not see is growing (a pointer to malloc "
 		"saved before an attach, an allocator it does not hook, the program's own "
 		"mmap); 'heaptrail timeline' draws both\n",

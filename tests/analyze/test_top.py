@@ -385,7 +385,7 @@ def test_dump_metadata(suite):
         name = os.path.basename(dump)
         text = open(dump).read()
         m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
-                      r"(?: agent_bytes=(\d+))?(?: rss=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$",
+                      r"(?: agent_bytes=(\d+))?(?: rss_anon=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$",
                       text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
@@ -399,10 +399,10 @@ def test_dump_metadata(suite):
         # never more than the machine could map
         if not m.group(4) or not 4096 <= int(m.group(4)) < 1 << 40:
             problems.append("%s: agent_bytes=%s" % (name, m.group(4)))
-        # the resident set: a process with libc and the agent loaded holds
-        # more than a MiB, and less than the machine could
-        if not m.group(5) or not 1 << 20 <= int(m.group(5)) < 1 << 40:
-            problems.append("%s: rss=%s" % (name, m.group(5)))
+        # the private resident memory: a process with the agent's tables
+        # holds more than 100 KiB, and less than the machine could
+        if not m.group(5) or not 100 << 10 <= int(m.group(5)) < 1 << 40:
+            problems.append("%s: rss_anon=%s" % (name, m.group(5)))
         if not m.group(7):
             problems.append("%s: no run=ID (heaptrail run names its run)" % name)
         # it says it ends with an end line, and does: a cut between two

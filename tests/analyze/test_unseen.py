@@ -9,7 +9,7 @@
                      rise at least 32 MiB, at most 80; the heap's at most
                      1.25 MiB); with "malloc" (the 4 MiB through malloc,
                      seen) it says nothing of the kind; each dump's header
-                     line carries rss=
+                     line carries rss_anon=
 """
 import os
 import re
@@ -20,7 +20,7 @@ from run_tests import Failure
 import test_top
 
 PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "unseen_growth.c")
-LINE = re.compile(r"^the process's resident memory grew by (\d+) over these dumps, the heap "
+LINE = re.compile(r"^the process's private resident memory grew by (\d+) over these dumps, the heap "
                   r"heaptrail sees by (-?\d+): memory it does not see is growing", re.M)
 
 
@@ -41,8 +41,8 @@ def test_unseen(suite):
         for h in heaps:
             with open(os.path.join(out, h)) as f:
                 f.readline()
-                if not re.search(r" rss=\d+ ", f.readline()):
-                    problems.append("%s: %s has no rss= on its dump line" % (mode, h))
+                if not re.search(r" rss_anon=\d+ ", f.readline()):
+                    problems.append("%s: %s has no rss_anon= on its dump line" % (mode, h))
         _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", out])
         details.append("%s:\n%s" % (mode, text))
         m = LINE.search(text)
