@@ -5,6 +5,9 @@
                    (dir, [dump paths in time order], prog path); built once
                    per test session.
     after_startup(heaps)  the first of those dumps taken after start-up
+    analyze_prog(suite, name, *flags)  tests/analyze/progs/NAME.c built
+                   (-g -O1 and flags) into a fresh BUILD/e2e/analyze/NAME:
+                   returns (that directory, the binary)
 """
 import os
 import re
@@ -17,6 +20,17 @@ _cache = {}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGS = os.path.join(ROOT, "tests", "e2e", "progs")
+
+
+def analyze_prog(suite, name, *flags):
+    import run_tests as rt
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", name))
+    binary = os.path.join(work, name)
+    rc, _, err = rt.run([suite.cc, "-g", "-O1"] + list(flags) +
+                        ["-o", binary, os.path.join(HERE, "progs", name + ".c")])
+    if rc != 0:
+        raise rt.Failure("cc %s.c: %s" % (name, rt.short(err)))
+    return work, binary
 
 
 def after_startup(heaps):

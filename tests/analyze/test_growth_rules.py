@@ -30,9 +30,10 @@ LEAK, CACHE, CHURN = 0x401000, 0x402000, 0x403000
 CHURN_SERIES = (10, 40, 5, 30, 45, 20, 45, 0, 0, 45, 20)
 
 
-def write_dumps(work):
-    for i, churn in enumerate(CHURN_SERIES):
-        rows = ((i * 8, LEAK), (min(i, 5) * 40, CACHE), (churn, CHURN))
+def write_series(work, series):
+    """One exact dump 100 ms apart per item of series: ((blocks, pc), ...),
+    blocks of 64 KiB at the site pc."""
+    for i, rows in enumerate(series):
         n = sum(v for v, _ in rows)
         with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
             f.write("heap profile: %d: %d [%d: %d] @ heap_v2/1\n" % (n, n << 16, n, n << 16))
@@ -42,15 +43,26 @@ def write_dumps(work):
             f.write("\nMAPPED_LIBRARIES:\n")
 
 
-def test_rules(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-rules"))
-    write_dumps(work)
+def growth_rows(suite, work):
+    """(heaptrail growth --bytes's text, {site: its GROWTH_ROW match})."""
     _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", work])
     rows = {}
     for line in text.split("\n"):
         m = test_top.GROWTH_ROW.match(line)
         if m:
             rows[m.group(8)] = m
+    return text, rows
+
+
+def write_dumps(work):
+    write_series(work, [((i * 8, LEAK), (min(i, 5) * 40, CACHE), (churn, CHURN))
+                        for i, churn in enumerate(CHURN_SERIES)])
+
+
+def test_rules(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-rules"))
+    write_dumps(work)
+    text, rows = growth_rows(suite, work)
     problems = []
     want = {"0x%x" % LEAK: "growing", "0x%x" % CACHE: "grew, then flat",
             "0x%x" % CHURN: "fluctuating"}
@@ -71,21 +83,9 @@ LATE_CACHE_SERIES = [0] * 11 + [20, 40, 40, 40, 40]
 
 def test_onset(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-onset"))
-    for i in range(16):
-        rows = ((LATE_SERIES[i], LATE), (10 + 2 * i, SLOW), (LATE_CACHE_SERIES[i], LATE_CACHE))
-        n = sum(v for v, _ in rows)
-        with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
-            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/1\n" % (n, n << 16, n, n << 16))
-            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100, 1700000000000 + i * 100))
-            for v, addr in rows:
-                f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v << 16, v, v << 16, addr))
-            f.write("\nMAPPED_LIBRARIES:\n")
-    _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", work])
-    rows = {}
-    for line in text.split("\n"):
-        m = test_top.GROWTH_ROW.match(line)
-        if m:
-            rows[m.group(8)] = m
+    write_series(work, [((LATE_SERIES[i], LATE), (10 + 2 * i, SLOW),
+                         (LATE_CACHE_SERIES[i], LATE_CACHE)) for i in range(16)])
+    text, rows = growth_rows(suite, work)
     problems = []
     late, slow = rows.get("0x%x" % LATE), rows.get("0x%x" % SLOW)
     if not late or late.group(1) != "1" or late.group(2) != "growing":

@@ -13,17 +13,13 @@ import re
 import run_tests as rt
 from run_tests import Failure
 
-PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs",
-                    "small_interval.c")
+import common
+
 HEADER = re.compile(r"^heap profile:\s*(\d+):\s*(\d+)\s*\[")
 
 
 def test_small_interval(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "triggers"))
-    binary = os.path.join(work, "small_interval")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", binary, PROG])
-    if rc != 0:
-        raise Failure("cc small_interval.c: %s" % rt.short(err))
+    work, binary = common.analyze_prog(suite, "small_interval")
     out = os.path.join(work, "out")
     rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--sample", "1",
                               "--interval", "8k", "--", binary], cwd=work)

@@ -17,19 +17,15 @@ import re
 import run_tests as rt
 from run_tests import Failure
 
+import common
 import test_top
 
-PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "unseen_growth.c")
 LINE = re.compile(r"^the process's private resident memory grew by (\d+) over these dumps, the heap "
                   r"heaptrail sees by (-?\d+): memory it does not see is growing", re.M)
 
 
 def test_unseen(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "unseen"))
-    binary = os.path.join(work, "unseen_growth")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", binary, PROG])
-    if rc != 0:
-        raise Failure("cc unseen_growth.c: %s" % rt.short(err))
+    work, binary = common.analyze_prog(suite, "unseen_growth")
     problems, details = [], []
     for mode in ("mmap", "malloc"):
         out = os.path.join(work, mode)

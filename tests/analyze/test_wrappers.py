@@ -16,9 +16,9 @@ import os
 import run_tests as rt
 from run_tests import Failure
 
+import common
 import test_top
 
-PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "wrapper_sites.c")
 FOLDED = ("folded 1 allocation wrapper into its callers (--keep-wrappers shows it as a "
           "site): xalloc (4 callers)")
 
@@ -35,11 +35,7 @@ def rows_of(text):
 
 
 def test_wrappers(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "wrappers"))
-    binary = os.path.join(work, "wrapper_sites")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-fno-omit-frame-pointer", "-o", binary, PROG])
-    if rc != 0:
-        raise Failure("cc wrapper_sites.c: %s" % rt.short(err))
+    work, binary = common.analyze_prog(suite, "wrapper_sites", "-fno-omit-frame-pointer")
     out = os.path.join(work, "out")
     rc, stdout, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--sample", "1",
                               "--every", "50ms", "--", binary, "30"], cwd=work)
