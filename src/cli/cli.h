@@ -112,6 +112,10 @@ int cli_prof_load(const struct cli_prof_opts *o, const char *path, struct prof_p
 int cli_prof_filter(const struct cli_prof_opts *o, struct prof_profile *p);
 /* Prints p's symbolization notes on stderr ("heaptrail: note: ..."). */
 void cli_prof_notes(const struct prof_profile *p);
+/* Without --pool, a dump that holds pool chunks counts them and the
+ * malloc blocks holding them both: says so on stderr, with the chunks'
+ * in-use bytes. */
+void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p);
 /* Writes data to path whole (a temporary file renamed into place), or to
  * standard output when path is "-". Prints the error and returns -1 on
  * failure. */

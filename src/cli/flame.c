@@ -98,6 +98,7 @@ int cmd_flame(int argc, char **argv)
 	if (cli_emit(o.output, svg, n))
 		goto out_base;
 	cli_prof_notes(&p);
+	cli_prof_pool_note(&o, &p);
 	ret = 0;
 out_base:
 	free(svg);

@@ -188,6 +188,8 @@ int cmd_growth(int argc, char **argv)
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_growth(stdout, &g, pid, ps[0].sample > 1, &ro);
 	put_wrappers(wrappers, nwrappers);
+	fflush(stdout);
+	cli_prof_pool_note(&o, &ps[n - 1]);
 	prof_growth_release(&g);
 	ret = fflush(stdout) ? 1 : 0;
 out_series:

@@ -1,5 +1,6 @@
 /* profopts.c — options and loading shared by the analyzer's commands. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,30 @@ void cli_prof_notes(const struct prof_profile *p)
 	size_t nw = prof_profile_warnings(p, &w);
 	for (size_t i = 0; i < nw; i++)
 		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
+}
+
+void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p)
+{
+	if (o->load.pool)
+		return;
+	int64_t bytes = 0;
+	const char *one = NULL;
+	bool several = false;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		if (!s->pool)
+			continue;
+		bytes += s->v[PROF_INUSE_SPACE];
+		several |= one && strcmp(one, s->pool);
+		one = one ? one : s->pool;
+	}
+	if (!one || bytes <= 0)
+		return;
+	fprintf(stderr, "heaptrail: note: %" PRId64 " bytes in use are chunks of %s%s%s: the "
+		"total counts them and the blocks the pools carved them from too, when those "
+		"came from malloc; --pool NAME shows one pool's chunks alone\n", bytes,
+		several ? "memory pools (" : "the memory pool '", cli_shown(one),
+		several ? " and others)" : "'");
 }
 
 int cli_emit(const char *path, const char *data, size_t len)

@@ -75,6 +75,7 @@ int cmd_top(int argc, char **argv)
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_top(stdout, &p, &t, &ro);
 	cli_prof_notes(&p);
+	cli_prof_pool_note(&o, &p);
 	ret = fflush(stdout) ? 1 : 0;
 	prof_table_release(&t);
 out_prof:

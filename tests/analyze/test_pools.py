@@ -24,7 +24,9 @@ annotated with valgrind's own client requests, built against valgrind's
                      in-use bytes and objects of the samples labelled
                      pool=NAME add up to what the program holds in NAME
                      (and tmp's, destroyed, to nothing); `heaptrail top
-                     --pool NAME` of the dump totals NAME's in-use bytes
+                     --pool NAME` of the dump totals NAME's in-use bytes;
+                     without --pool, top's note counts the bytes of every
+                     pool's chunks (all the program's pools hold)
     pools:growth-names  the ht build under `--sample 1 --interval 16k`:
                      `growth --pool NAME` on its dumps with a name no dump
                      holds exits 2 naming it and the pools the last dump
@@ -309,6 +311,16 @@ def check_pprof(suite, binary, extra, out):
         if rc != 0 or total != counts[name][0]:
             problems.append("top --pool %s: status %d, total %s, the program holds %d" %
                             (name, rc, total, counts[name][0]))
+    # no --pool: a note says how many bytes the chunks of all pools hold,
+    # which the total counts besides the blocks they were carved from
+    rc, text, err = rt.run([suite.heaptrail, "top", "--bytes", os.path.join(out, finals[0])])
+    m = re.search(rb"^heaptrail: note: (\d+) bytes in use are chunks of memory pools "
+                  rb"\(.*\): the total counts them and the blocks", err, re.M)
+    want = sum(lb for name, (lb, _, _, _) in counts.items() if name != "malloclike")
+    details.append("top without --pool: %s" % rt.short(err, 400))
+    if rc != 0 or not m or int(m.group(1)) != want:
+        problems.append("top without --pool: status %d, note of %s bytes, the program's pools "
+                        "hold %d" % (rc, m and m.group(1), want))
     # a pool the dump does not hold: an empty table, and a note naming the
     # pools it does hold (a series may start before a pool is made)
     rc, text, err = rt.run([suite.heaptrail, "top", "--pool", "no-such-pool",
