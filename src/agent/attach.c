@@ -122,6 +122,29 @@ static uint64_t untracked_at_attach;  /* untracked_frees when it started */
  * HEAPTRAIL_OUTPUT in its environment). */
 static int dir_fd = -1;
 
+/* A process attached from outside its mount namespace (a container) is
+ * handed the output directory as a descriptor (src/cli/attach.c,
+ * "containers"), and told output=/proc/self/fd/N: the files go through
+ * that link. The descriptor is the one held open while attached, closed
+ * at the detach; the output then names no directory at all, so that
+ * nothing is written through a number the program may reuse. Returns N,
+ * or -1 when output is not such a link. */
+#define GIVEN_DIR "/proc/self/fd/"
+#define GIVEN_DIR_CLOSED "/proc/self/fd/-1"
+
+static int given_dir_fd(const char *output)
+{
+	if (!agent_strstarts(output, GIVEN_DIR))
+		return -1;
+	const char *p = output + sizeof GIVEN_DIR - 1;
+	int n = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && n < 1 << 20; p++)
+		n = n * 10 + (*p - '0');
+	return *p ? -1 : n;
+}
+
 static void spin_lock(int *l)
 {
 	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
@@ -501,7 +524,7 @@ static bool write_record(bool detached)
 	struct agent_writer w;
 	char name[64], *e = name;
 	agent_memcpy(e, "heaptrail.", 10);
-	e = agent_put_dec(e + 10, (uint64_t)agent_pid);
+	e = agent_put_dec(e + 10, (uint64_t)agent_shown_pid());
 	agent_memcpy(e, ".attach", 8);
 	if (agent_writer_open(&w, agent_config.output, name))
 		return false;
@@ -512,7 +535,7 @@ static bool write_record(bool detached)
 		agent_put(&w, "\n");
 	}
 	agent_put(&w, "pid ");
-	agent_put_u64(&w, (uint64_t)agent_pid);
+	agent_put_u64(&w, (uint64_t)agent_shown_pid());
 	agent_put(&w, "\nsample ");
 	agent_put_u64(&w, agent_config.sample);
 	agent_put(&w, "\nattached ");
@@ -626,6 +649,8 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 	agent_fnhook_install(pc, sp);
 	recorded = write_record(false);
 	if (dir_fd < 0)
+		dir_fd = given_dir_fd(agent_config.output);
+	if (dir_fd < 0)
 		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
 				      agent_config.output[0] ? agent_config.output : ".",
 				      O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -669,6 +694,8 @@ static int attach_stop(void)
 	notes_end(write_record(true));
 	if (dir_fd >= 0)
 		syscall(SYS_close, dir_fd);
+	if (given_dir_fd(agent_config.output) >= 0)  /* closed now: nothing goes there */
+		agent_strlcpy(agent_config.output, GIVEN_DIR_CLOSED, sizeof agent_config.output);
 	dir_fd = -1;
 	agent_tls.busy = busy;
 	return 0;
