@@ -24,6 +24,7 @@
  * the write (src/agent/fnhook.c), and puts them back at the detach.
  */
 #include <elf.h>
+#include <linux/magic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,9 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -203,6 +206,18 @@ static int find_module(const char *maps, const char *const *suffixes, uint64_t *
 		}
 	}
 	return -1;
+}
+
+/* The file a path of /proc/PID/maps names, as we can open it: the kernel
+ * writes the path from our root when we can reach the file from it (a
+ * process in a chroot, or under `unshare --root`), else from the root of
+ * the process's mount namespace (a container that pivoted into its own
+ * root), which /proc/PID/root is. */
+static void target_path(long pid, const char *path, char *out, size_t cap)
+{
+	snprintf(out, cap, "/proc/%ld/root%s", pid, path);
+	if (access(out, F_OK) && !access(path, F_OK))
+		snprintf(out, cap, "%s", path);
 }
 
 /* The value of a dynamic symbol in the ELF file at path (an x86-64
@@ -561,7 +576,7 @@ static uint64_t find_restorer(pid_t pid, const char *maps)
 	size_t len;
 	if (find_module(maps, libc, &base, path, sizeof path))
 		return 0;
-	snprintf(file, sizeof file, "/proc/%d/root%s", pid, path);
+	target_path(pid, path, file, sizeof file);
 	char *img = slurp(file, &len);
 	if (!img || len < sizeof(Elf64_Ehdr))
 		goto out;
@@ -1187,7 +1202,11 @@ static void end_calls(struct target *t)
 }
 
 
-/* The agent's load address and its file as the target sees it. */
+#define MEMFD_PREFIX "/memfd:"
+#define DELETED " (deleted)"
+
+/* The agent's load address and its file as the target sees it (for one
+ * loaded from a memory file, "/memfd:NAME"). */
 static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 {
 	/* the load address is the mapping at offset 0 followed by the
@@ -1207,6 +1226,10 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 		while (*p == ' ')
 			p++;
 		size_t n = strcspn(p, "\n");
+		/* loaded from a memory file (containers, below): its name */
+		if (!strncmp(p, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) && n > strlen(DELETED) &&
+		    !memcmp(p + n - strlen(DELETED), DELETED, strlen(DELETED)))
+			n -= strlen(DELETED);
 		if (*p != '/' || n < nl || n >= sizeof first || memcmp(p + n - nl, name, nl))
 			continue;
 		if (off == 0) {
@@ -1222,6 +1245,334 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 	return -1;
 }
 
+/* ---------- a process in other namespaces (containers) ----------
+ *
+ * A process run by docker, podman or Kubernetes has a root of its own
+ * (its mount namespace) and sees itself under another PID (its PID
+ * namespace). Attached from the host, or from a container that shares
+ * its PID namespace:
+ *  - the agent, when the process does not see our file, is copied into a
+ *    memory file the process makes (memfd_create, a borrowed call),
+ *    loaded with dlopen("/proc/self/fd/M"), and M is closed: nothing is
+ *    written into its filesystem. The agent needs libc alone (the
+ *    Makefile), which every dynamically linked image has;
+ *  - the output directory, when the process does not see ours, is handed
+ *    to it as a descriptor: it makes a socket pair (a call through the
+ *    agent's heaptrail_attach_call, which returns results), heaptrail
+ *    takes one end with pidfd_getfd and sends an O_PATH descriptor of the
+ *    directory over it (SCM_RIGHTS), the process receives it and closes
+ *    the pair. The agent writes through /proc/self/fd/D, holds D while
+ *    attached and closes it at the detach; heaptrail reads what it wrote
+ *    through /proc/PID/fd/D (cli_agent_path);
+ *  - the files and the records name the PID the user typed (the agent's
+ *    `pid` option), not the one the process sees.
+ * Both routes need /proc mounted in the process's mount namespace, as
+ * every container runtime has it. A heaptrail killed between two of
+ * these calls can leave the process a descriptor it never uses (the
+ * memory file, or the socket pair), nothing else; the borrowed thread
+ * runs on as after any other call.
+ */
+
+/* Whether path names the same file for process pid as for us. */
+static bool seen_alike(long pid, const char *path)
+{
+	char file[PATH_MAX + 32];
+	struct stat ours, theirs;
+	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, path);
+	return !stat(path, &ours) && !stat(file, &theirs) && ours.st_dev == theirs.st_dev &&
+	       ours.st_ino == theirs.st_ino;
+}
+
+/* The PID process pid sees itself under (the last of its NSpid), or pid. */
+static long inner_pid(long pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	long inner = pid;
+	if (status && status_field(status, "NSpid", buf, sizeof buf)) {
+		char *last = strrchr(buf, '\t');
+		inner = atol(last ? last + 1 : buf);
+	}
+	free(status);
+	return inner > 0 ? inner : pid;
+}
+
+/* Whether /proc is mounted in the mount namespace of process pid. */
+static bool proc_mounted_in(long pid)
+{
+	char path[64];
+	struct statfs sf;
+	snprintf(path, sizeof path, "/proc/%ld/root/proc", pid);
+	return !statfs(path, &sf) && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/* "; its seccomp filter may refuse it" for a process under a seccomp
+ * filter, else "". */
+static const char *seccomp_may(long pid)
+{
+	char path[64], sec[16] = "";
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	if (status)
+		status_field(status, "Seccomp", sec, sizeof sec);
+	free(status);
+	return !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "";
+}
+
+/* The descriptor of process pid whose link reads want, or -1. */
+static int fd_linked(long pid, const char *want)
+{
+	char path[64], link[PATH_MAX];
+	snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+	DIR *d = opendir(path);
+	int found = -1;
+	for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+		char fd[96];
+		snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+		ssize_t n = readlink(fd, link, sizeof link - 1);
+		if (n > 0 && (link[n] = 0, !strcmp(link, want)))
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The value of a dynamic symbol of the module loaded at base in process
+ * pid, read from its memory (a module loaded from a memory file has no
+ * path to read): its dynamic section, whose symbol table ends where the
+ * string table starts (GNU ld and lld, as the agent's attach.c reads its
+ * own). 0 when not found. */
+static uint64_t mem_symbol(long pid, uint64_t base, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/mem", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t found = 0, symtab = 0, strtab = 0, strsz = 0, dynat = 0;
+	Elf64_Sym *syms = NULL;
+	char *strs = NULL;
+	Elf64_Ehdr eh;
+	if (fd < 0 || pread(fd, &eh, sizeof eh, (off_t)base) != (ssize_t)sizeof eh ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phnum > 64)
+		goto out;
+	for (int i = 0; i < eh.e_phnum && !dynat; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof ph, (off_t)(base + eh.e_phoff + (uint64_t)i * sizeof ph)) !=
+		    (ssize_t)sizeof ph)
+			goto out;
+		if (ph.p_type == PT_DYNAMIC)
+			dynat = base + ph.p_vaddr;
+	}
+	for (int i = 0; dynat && i < 256; i++) {
+		Elf64_Dyn dyn;
+		if (pread(fd, &dyn, sizeof dyn, (off_t)(dynat + (uint64_t)i * sizeof dyn)) !=
+		    (ssize_t)sizeof dyn || dyn.d_tag == DT_NULL)
+			break;
+		/* the loader relocates these in place, unless the section is
+		 * read-only: an unrelocated one is below the load address */
+		uint64_t v = dyn.d_un.d_ptr < base ? dyn.d_un.d_ptr + base : dyn.d_un.d_ptr;
+		if (dyn.d_tag == DT_SYMTAB)
+			symtab = v;
+		else if (dyn.d_tag == DT_STRTAB)
+			strtab = v;
+		else if (dyn.d_tag == DT_STRSZ)
+			strsz = dyn.d_un.d_val;
+	}
+	if (!symtab || strtab <= symtab || strtab - symtab > (4u << 20) || !strsz || strsz > (4u << 20))
+		goto out;
+	size_t n = (size_t)(strtab - symtab) / sizeof *syms;
+	syms = malloc(n * sizeof *syms);
+	strs = malloc(strsz + 1);
+	if (!syms || !strs ||
+	    pread(fd, syms, n * sizeof *syms, (off_t)symtab) != (ssize_t)(n * sizeof *syms) ||
+	    pread(fd, strs, strsz, (off_t)strtab) != (ssize_t)strsz)
+		goto out;
+	strs[strsz] = 0;
+	for (size_t k = 1; k < n && !found; k++)
+		if (syms[k].st_name < strsz && syms[k].st_shndx != SHN_UNDEF && syms[k].st_value &&
+		    !strcmp(strs + syms[k].st_name, name))
+			found = syms[k].st_value;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(syms);
+	free(strs);
+	return found;
+}
+
+/* A symbol of the agent loaded at base in process pid, whose file the
+ * process sees at path ("/memfd:..." for one loaded from a memory file). */
+static uint64_t agent_symbol(long pid, uint64_t base, const char *path, const char *name)
+{
+	char file[PATH_MAX + 32];
+	if (!strncmp(path, MEMFD_PREFIX, strlen(MEMFD_PREFIX)))
+		return mem_symbol(pid, base, name);
+	target_path(pid, path, file, sizeof file);
+	return elf_symbol(file, name);
+}
+
+/* Copies the file at from into descriptor fd of process pid (through
+ * /proc/PID/fd). Returns 0 or -errno. */
+static int copy_into(long pid, int fd, const char *from)
+{
+	char path[64];
+	size_t len;
+	char *img = slurp(from, &len);
+	snprintf(path, sizeof path, "/proc/%ld/fd/%d", pid, fd);
+	int out = img && len ? open(path, O_WRONLY | O_CLOEXEC) : -1, e = 0;
+	if (out < 0)
+		e = img && len ? -errno : -EIO;
+	for (size_t done = 0; !e && done < len;) {
+		ssize_t w = write(out, img + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			e = w < 0 ? -errno : -EIO;
+		else
+			done += (size_t)w;
+	}
+	if (out >= 0)
+		close(out);
+	free(img);
+	return e;
+}
+
+/* Loads the agent (our file at agent) into the held process through a
+ * memory file of its own (see above); libc's memfd_create, dlopen and
+ * close at the addresses given. Returns 0 when dlopen ran (whether it
+ * loaded the agent, the map says), or prints and -1. */
+static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64_t close_fn,
+			  const char *agent)
+{
+	long pid = t->pid;
+	char name[64], want[96], path[64];
+	uint64_t tag = 0;
+	if (getrandom(&tag, sizeof tag, 0) != (ssize_t)sizeof tag)
+		tag = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	snprintf(name, sizeof name, "heaptrail-%016llx/libheaptrail.so", (unsigned long long)tag);
+	snprintf(want, sizeof want, MEMFD_PREFIX "%s" DELETED, name);
+	uint64_t a[6] = { t->strings, MFD_CLOEXEC, 0, 0, 0, 0 };
+	if (mem_rw(t, t->strings, name, strlen(name) + 1, true)) {
+		target_error(pid, "cannot write into process %ld's memory", pid);
+		return -1;
+	}
+	int e = remote_call(t, create, a);
+	int m = e ? -1 : fd_linked(pid, want);
+	if (m < 0) {
+		char why[160] = "";
+		if (t->failed_nr >= 0)
+			snprintf(why, sizeof why, ": %s", strerror(t->failed_err));
+		target_error(pid, "process %ld could not make a memory file for the agent "
+			     "(memfd_create%s)%s", pid, e ? ": the call failed" : why,
+			     seccomp_may(pid));
+		return -1;
+	}
+	int ret = 0;
+	e = copy_into(pid, m, agent);
+	if (e) {
+		target_error(pid, "cannot copy the agent into process %ld's memory file: %s", pid,
+			     strerror(-e));
+		ret = -1;
+	} else {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", m);
+		a[0] = t->strings;
+		a[1] = RTLD_NOW_VALUE;
+		if (mem_rw(t, t->strings, path, strlen(path) + 1, true) ||
+		    (e = remote_call(t, dl, a))) {
+			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
+				     strerror(e ? -e : EIO));
+			ret = -1;
+		}
+	}
+	/* the mapping holds the file from now on */
+	a[0] = (uint64_t)m;
+	a[1] = 0;
+	if (t->tid && remote_call(t, close_fn, a) && !ret) {
+		target_error(pid, "the call to close in process %ld failed", pid);
+		ret = -1;
+	}
+	return ret;
+}
+
+/* Hands the held process, whose agent is loaded (heaptrail_attach_call
+ * at call), a descriptor of the directory dir (see above), with libc's
+ * socketpair, recvmsg and close at fns[0..2]. Its name for the process,
+ * "/proc/self/fd/D", goes into out. Returns 0, or prints and -1. */
+static int hand_dir(struct target *t, uint64_t call, const uint64_t fns[3], const char *dir,
+		    char *out, size_t cap)
+{
+	long pid = t->pid;
+	/* the calls' memory, in the strings: the pair, the message, its
+	 * one byte and its control block */
+	uint64_t at_sv = t->strings, at_msg = t->strings + 64, at_iov = t->strings + 192,
+		 at_byte = t->strings + 224, at_ctl = t->strings + 256;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	int sv[2] = { -1, -1 }, pidfd = -1, end = -1, dfd = -1, got = -1;
+	uint64_t rv = 0;
+	int e = agent_call(t, call, fns[0], AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, at_sv, &rv);
+	if (e || (long)rv != 0 || mem_rw(t, at_sv, sv, sizeof sv, false)) {
+		target_error(pid, "process %ld could not make the socket pair that takes the output "
+			     "directory (socketpair%s)%s", pid, e ? ": the call failed" : "",
+			     seccomp_may(pid));
+		return -1;
+	}
+	/* ours: the directory into one end */
+	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	end = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, sv[1], 0);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char one = 'd';
+	struct iovec iov = { &one, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof ctl.buf };
+	memset(ctl.buf, 0, sizeof ctl.buf);
+	ctl.h.cmsg_level = SOL_SOCKET;
+	ctl.h.cmsg_type = SCM_RIGHTS;
+	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&ctl.h), &dfd, sizeof dfd);
+	const char *why = pidfd < 0 ? "pidfd_open" : end < 0 ? "pidfd_getfd" : dfd < 0 ? "open" : NULL;
+	int err = why ? errno : 0;
+	if (!why && sendmsg(end, &msg, MSG_NOSIGNAL) != 1) {
+		why = "sendmsg";
+		err = errno;
+	}
+	/* theirs: received (without waiting: nothing came when ours failed) */
+	struct msghdr tmsg = { .msg_iov = (struct iovec *)at_iov, .msg_iovlen = 1,
+			       .msg_control = (void *)at_ctl, .msg_controllen = sizeof ctl.buf };
+	struct iovec tiov = { (void *)at_byte, 1 };
+	memset(ctl.buf, 0, sizeof ctl.buf);
+	if (!mem_rw(t, at_msg, &tmsg, sizeof tmsg, true) &&
+	    !mem_rw(t, at_iov, &tiov, sizeof tiov, true) &&
+	    !mem_rw(t, at_ctl, ctl.buf, sizeof ctl.buf, true) &&
+	    !agent_call(t, call, fns[1], (uint64_t)sv[0], at_msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT,
+			0, &rv) &&
+	    (long)rv == 1 && !mem_rw(t, at_ctl, ctl.buf, sizeof ctl.buf, false) &&
+	    ctl.h.cmsg_level == SOL_SOCKET && ctl.h.cmsg_type == SCM_RIGHTS)
+		memcpy(&got, CMSG_DATA(&ctl.h), sizeof got);
+	for (int i = 0; i < 2; i++)
+		agent_call(t, call, fns[2], (uint64_t)sv[i], 0, 0, 0, &rv);
+	if (dfd >= 0)
+		close(dfd);
+	if (end >= 0)
+		close(end);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (got < 0) {
+		if (why)
+			cli_error("cannot hand the output directory %s to process %ld (%s: %s)", dir,
+				  pid, why, strerror(err));
+		else
+			target_error(pid, "process %ld could not receive the output directory %s "
+				     "(recvmsg)%s", pid, dir, seccomp_may(pid));
+		return -1;
+	}
+	snprintf(out, cap, "/proc/self/fd/%d", got);
+	return 0;
+}
+
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
  * result. With request (a FMT_SIGVAL_* value), name(request, regs,
  * nregs, wrote) instead, regs the borrowed thread's registers as it was
@@ -1232,7 +1583,7 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		      int *ret, double *stopped_ms, char *wrote)
 {
 	struct target t;
-	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
+	char *maps = NULL, agent[PATH_MAX];
 	uint64_t base, rv;
 	int result = -1;
 	enum target_use use = request ? (request & FMT_SIGVAL_DUMP ? USE_LIVE : USE_LEAKS)
@@ -1244,8 +1595,8 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 			  "`heaptrail attach %ld`)", pid, pid);
 		goto out;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
+	uint64_t fn = agent_symbol(pid, base, agent, name);
+	uint64_t call = agent_symbol(pid, base, agent, "heaptrail_attach_call");
 	if (!fn) {
 		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
 			     agent, name);
@@ -1358,6 +1709,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	}
 	uint64_t ab;
 	char loaded[PATH_MAX];
+	bool again = false;
 	if (!agent_in(maps, &ab, loaded, sizeof loaded)) {
 		snprintf(file, sizeof file, "/proc/%ld/environ", pid);
 		size_t n;
@@ -1373,29 +1725,48 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 			goto out;
 		}
 		snprintf(agent, sizeof agent, "%s", loaded);  /* the same copy again */
+		again = true;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	if (access(file, R_OK)) {
+	/* a process in other namespaces (see "containers" above): the agent
+	 * from a memory file when it does not see ours (or was given one
+	 * before: loaded already), the directory as a descriptor */
+	bool in_memory = !strncmp(agent, MEMFD_PREFIX, strlen(MEMFD_PREFIX));
+	bool by_memfd = !in_memory && !again && !seen_alike(pid, agent);
+	bool by_fd = !seen_alike(pid, outdir);
+	if ((by_memfd || by_fd) && !proc_mounted_in(pid)) {
+		target_error(pid, "cannot attach to process %ld from outside its mount namespace: /proc "
+			     "is not mounted in it (the agent and the output directory reach it "
+			     "through /proc/self/fd)", pid);
+		goto out;
+	}
+	target_path(pid, agent, file, sizeof file);
+	if (!in_memory && !by_memfd && access(file, R_OK)) {
+		/* loaded by path before, and the file is gone from its view */
 		target_error(pid, "the agent %s is not visible in the mount namespace of process %ld "
 			     "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid,
 			     strerror(errno));
 		goto out;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, outdir);
-	struct stat ours, theirs;
-	if (stat(file, &theirs) || stat(outdir, &ours) || ours.st_dev != theirs.st_dev ||
-	    ours.st_ino != theirs.st_ino) {
-		target_error(pid, "the output directory %s is not the same in the mount namespace "
-			     "of process %ld: give one it sees with -o", outdir, pid);
-		goto out;
+	uint64_t start_off, call_off;
+	if (in_memory) {
+		start_off = mem_symbol(pid, ab, "heaptrail_attach_start");
+		call_off = mem_symbol(pid, ab, "heaptrail_attach_call");
+	} else {
+		const char *from = by_memfd ? agent : file;
+		start_off = elf_symbol(from, "heaptrail_attach_start");
+		call_off = elf_symbol(from, "heaptrail_attach_call");
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	uint64_t start_off = elf_symbol(file, "heaptrail_attach_start");
-	uint64_t call_off = elf_symbol(file, "heaptrail_attach_call");
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, libc);
+	target_path(pid, libc, file, sizeof file);
 	uint64_t dlopen_off = elf_symbol(file, "dlopen");
 	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
+	uint64_t memfd_off = by_memfd ? elf_symbol(file, "memfd_create") : 0;
+	uint64_t fd_fns[3] = { 0, 0, 0 }, close_off = elf_symbol(file, "close");
+	if (by_fd) {
+		fd_fns[0] = libc_base + elf_symbol(file, "socketpair");
+		fd_fns[1] = libc_base + elf_symbol(file, "recvmsg");
+		fd_fns[2] = libc_base + close_off;
+	}
 	if (!dlopen_off || !start_off || !call_off) {
 		target_error(pid, "cannot find %s in %s%s",
 			     !dlopen_off ? "dlopen" : !start_off ? "heaptrail_attach_start"
@@ -1405,6 +1776,21 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 					: "");
 		goto out;
 	}
+	if ((by_memfd && (!memfd_off || !close_off)) ||
+	    (by_fd && (fd_fns[0] == libc_base || fd_fns[1] == libc_base || !close_off))) {
+		target_error(pid, "cannot find %s in %s (needed to attach across mount namespaces)",
+			     by_memfd && !memfd_off ? "memfd_create" : "socketpair, recvmsg or close",
+			     libc);
+		goto out;
+	}
+	/* the files and records name the PID given, not the one the process
+	 * sees in its own PID namespace */
+	char opts_pid[9000];
+	long inner = inner_pid(pid);
+	snprintf(opts_pid, sizeof opts_pid, "%s%s", opts, inner != pid ? ",pid=" : "");
+	if (inner != pid)
+		snprintf(opts_pid + strlen(opts_pid), sizeof opts_pid - strlen(opts_pid), "%ld", pid);
+	opts = opts_pid;
 	if (start_calls(&t, maps))
 		goto out;
 	uint64_t s_path = t.strings, s_opts = t.strings + 4096, s_out = t.strings + 12288;
@@ -1412,39 +1798,60 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 		cli_error("the options are too long for the attach (%zu bytes)", strlen(opts));
 		goto out;
 	}
-	if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true) ||
-	    mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
-	    mem_rw(&t, s_out, (void *)outdir, strlen(outdir) + 1, true)) {
-		target_error(pid, "cannot write into process %ld's memory", pid);
-		goto out;
-	}
-	uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
-	int e = remote_call(&t, libc_base + dlopen_off, a);
-	if (e) {
-		target_error(pid, "the call to dlopen in process %ld failed: %s", pid, strerror(-e));
-		goto out;
+	int e = 0;
+	if (by_memfd) {
+		if (load_via_memfd(&t, libc_base + memfd_off, libc_base + dlopen_off,
+				   libc_base + close_off, agent))
+			goto out;
+	} else if (!in_memory) {
+		if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true)) {
+			target_error(pid, "cannot write into process %ld's memory", pid);
+			goto out;
+		}
+		uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
+		e = remote_call(&t, libc_base + dlopen_off, a);
+		if (e) {
+			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
+				     strerror(-e));
+			goto out;
+		}
 	}
 	/* dlopen's result went with the call's registers: the map says */
 	free(maps);
 	snprintf(file, sizeof file, "/proc/%ld/maps", pid);
 	maps = slurp(file, NULL);
 	if (!maps || agent_in(maps, &ab, loaded, sizeof loaded)) {
-		char why[160] = "", sec[16] = "", *status;
+		char why[160] = "";
 		if (t.failed_nr >= 0)
 			snprintf(why, sizeof why, " (its last failed system call: %s: %s)",
 				 syscall_name(t.failed_nr), strerror(t.failed_err));
-		snprintf(file, sizeof file, "/proc/%ld/status", pid);
-		status = slurp(file, NULL);
-		status_field(status, "Seccomp", sec, sizeof sec);
-		free(status);
 		target_error(pid, "process %ld could not load the agent %s with dlopen%s%s", pid, agent, why,
-			  !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "");
+			  seccomp_may(pid));
+		goto out;
+	}
+	/* the directory, for a process that does not see ours: a descriptor */
+	char given[64];
+	const char *out_as = outdir;
+	if (by_fd) {
+		if (hand_dir(&t, ab + call_off, fd_fns, outdir, given, sizeof given))
+			goto out;
+		out_as = given;
+	}
+	if (mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
+	    mem_rw(&t, s_out, (void *)out_as, strlen(out_as) + 1, true)) {
+		target_error(pid, "cannot write into process %ld's memory", pid);
 		goto out;
 	}
 	/* where the borrowed thread is, which the agent must know before it
 	 * rewrites code (allocator functions hooked by name) */
 	e = agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp,
 		       &rv);
+	if (by_fd && (e || rv)) {
+		/* not started: the descriptor is the agent's only once it runs */
+		uint64_t ignored;
+		agent_call(&t, ab + call_off, fd_fns[2], (uint64_t)atoi(given + 14), 0, 0, 0,
+			   &ignored);
+	}
 	if (e) {
 		target_error(pid, "the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;

@@ -166,7 +166,10 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 
 void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, size_t cap)
 {
-	if (wrote[0] == '/')
+	static const char given[] = "/proc/self/fd/";
+	if (!strncmp(wrote, given, sizeof given - 1))  /* a directory handed to it (attach.c) */
+		snprintf(path, cap, "/proc/%ld/fd/%s", a->pid, wrote + sizeof given - 1);
+	else if (wrote[0] == '/')
 		snprintf(path, cap, "%s", wrote);
 	else  /* its output directory could not be named at start-up */
 		snprintf(path, cap, "/proc/%ld/cwd/%s", a->pid, wrote);
