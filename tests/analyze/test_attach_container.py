@@ -1,0 +1,318 @@
+"""`heaptrail attach/dump/leaks/detach HOSTPID` on a process in mount and
+PID namespaces of its own with a root of its own, as docker, podman and
+Kubernetes run services (issue 28): the service is
+tests/analyze/progs/attach_target.c, run by `unshare --mount --pid
+--fork --mount-proc --root=ROOT` in a ROOT that holds only the program
+and the libraries ldd names (no heaptrail, no libm), attached from
+outside with the PID the host sees.
+
+    attach:container  attach; `growth` (--binary-path ROOT: the dumps
+                    name the program as the service sees it) names the
+                    slow leak alone as growing, at the rate the program
+                    reports; `leaks HOSTPID` reports it and `dump HOSTPID`
+                    writes a dump, both into -o DIR on the host; every
+                    file and record names the host's PID, never the one
+                    the service sees (1); detach; a second attach (the
+                    agent already in memory) and detach; the service runs
+                    to its end with its output and status unchanged, no
+                    descriptor is left open in it, and its root is as it
+                    was (every path, size, mode and mtime)
+    attach:container-http  `attach --http ADDR --for 3s HOSTPID`:
+                    /debug/pprof/heap and /metrics answer while attached
+    attach:container-seccomp  a service whose seccomp filter refuses
+                    memfd_create (tests/analyze/progs/attach_seccomp.c
+                    memfd): one line naming memfd_create and the filter,
+                    exit 1, the service untouched
+
+Skipped when not root, or when this machine refuses `unshare` of mount
+and PID namespaces (the message says which).
+"""
+import os
+import re
+import subprocess
+import time
+import urllib.request
+
+import run_tests
+from test_attach import (HERE, PROG_SRC, Target, build, expect_ok, growth_rows, heaptrail,
+                         new_dir, one_line_error)
+
+
+def make_root(work, name, prog):
+    """A root holding prog (as /NAME) and the libraries ldd names, and an
+    empty /proc for the service's own."""
+    root = run_tests.fresh_dir(os.path.join(work, name + "-root"))
+    os.makedirs(os.path.join(root, "proc"))
+    rc, out, err = run_tests.run(["ldd", prog], env=os.environ)
+    if rc:
+        raise run_tests.Failure("ldd %s: %s" % (prog, run_tests.short(err)))
+    for lib in re.findall(r"(/\S+)", out.decode()):
+        dst = root + lib
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(lib, "rb") as f, open(dst, "wb") as g:
+            g.write(f.read())
+        os.chmod(dst, 0o755)
+    dst = os.path.join(root, name)
+    with open(prog, "rb") as f, open(dst, "wb") as g:
+        g.write(f.read())
+    os.chmod(dst, 0o755)
+    if any("libheaptrail" in l or "libm.so" in l for l in listing(root)):
+        raise run_tests.Failure("the root holds more than the program needs: %s"
+                                % sorted(listing(root)))
+    return root
+
+
+def listing(root):
+    """Every path under root with its type, size, mode and mtime."""
+    seen = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            seen[os.path.relpath(p, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return seen
+
+
+def unshared(root, name, args=()):
+    """The command that runs /NAME in root, in mount and PID namespaces of
+    its own with /proc of its own."""
+    return ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--root=" + root,
+            "/" + name] + list(args)
+
+
+class Service(Target):
+    """The program under unshare: its PID as the host sees it is the
+    child of unshare's."""
+
+    def __init__(self, root, name, args=()):
+        super().__init__(None, root, argv=unshared(root, name, args))
+        self.unshare_pid = self.p.pid
+        with open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)) as f:
+            kids = f.read().split()
+        if len(kids) != 1:
+            raise run_tests.Failure("unshare has children %s" % kids)
+        self.pid = int(kids[0])
+        with open("/proc/%d/status" % self.pid) as f:
+            nspid = re.search(r"^NSpid:\s+(.*)$", f.read(), re.M).group(1).split()
+        if len(nspid) != 2 or nspid[1] == str(self.pid):
+            raise run_tests.Failure("the service is not in a PID namespace of its own: "
+                                    "NSpid %s" % nspid)
+        self.inner = int(nspid[1])
+
+    def maps(self):
+        with open("/proc/%d/maps" % self.pid) as f:
+            return f.read()
+
+    def fds(self):
+        return sorted(os.listdir("/proc/%d/fd" % self.pid), key=int)
+
+
+def setup(suite, name):
+    work, prog = build(suite)
+    cwork = run_tests.fresh_dir(os.path.join(work, "container-" + name))
+    root = make_root(cwork, "attach_target", prog)
+    # the probe: a program of the root's own (the target with no stdin ends at once)
+    with open(os.path.join(root, "attach_target"), "rb") as f, \
+            open(os.path.join(root, "probe"), "wb") as g:
+        g.write(f.read())
+    os.chmod(os.path.join(root, "probe"), 0o755)
+    check_probe(root, b"quit\n", 3)
+    return cwork, root
+
+
+def check_probe(root, stdin, want):
+    """Skips, naming why, where unshare cannot run root's /probe (a copy
+    of the service, ending at once on stdin) to its status want."""
+    if os.geteuid() != 0:
+        raise run_tests.Skip("not running as root: unshare of mount and PID namespaces")
+    p = subprocess.run(unshared(root, "probe"), input=stdin, capture_output=True, timeout=30)
+    os.unlink(os.path.join(root, "probe"))
+    if p.returncode != want:
+        raise run_tests.Skip("unshare of mount and PID namespaces with a root of its own "
+                             "is not permitted here: status %d, %s"
+                             % (p.returncode, run_tests.short(p.stderr, 200)))
+
+
+def names_pid(problems, out, pid, inner):
+    """Every file in out is heaptrail.PID.*, and records the host's PID."""
+    for n in os.listdir(out):
+        if not n.startswith("heaptrail.%d." % pid):
+            problems.append("%s in %s does not name the host's PID %d" % (n, out, pid))
+        with open(os.path.join(out, n), "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        for m in re.finditer(r"(?:^pid |pid=|^pid: ?)(\d+)", text, re.M):
+            if int(m.group(1)) != pid:
+                problems.append("%s records pid %s, want the host's %d (the service sees "
+                                "itself as %d)" % (n, m.group(1), pid, inner))
+
+
+def test_container(suite):
+    cwork, root = setup(suite, "growth")
+    out = new_dir(os.path.join(cwork, "out"))
+    out2 = new_dir(os.path.join(cwork, "out2"))
+    before = listing(root)
+    problems = []
+    t = Service(root, "attach_target")
+    try:
+        time.sleep(0.5)  # it has run a while: the cache is full, the epoll made
+        fds_before = t.fds()
+        rc, _, err = heaptrail(suite, "attach", "--sample", "2k", "--every", "200ms",
+                               "-o", out, str(t.pid))
+        if not expect_ok(problems, "attach", rc, err):
+            return problems, []
+        t0 = time.monotonic()
+        c0 = int(t.ask("count").split()[1])
+        if "libheaptrail.so" not in t.maps():
+            problems.append("no agent in the service's memory map after the attach")
+        time.sleep(1.5)
+        rc, lout, err = heaptrail(suite, "leaks", str(t.pid))
+        if expect_ok(problems, "leaks HOSTPID", rc, err):
+            text = lout.decode() + err.decode()
+            if "process %d" % t.pid not in text or "process %d:" % t.inner in text:
+                problems.append("leaks does not name the host's PID %d:\n%s" % (t.pid, text))
+            if "in use" not in text:
+                problems.append("leaks reports nothing in use:\n%s" % text)
+            if not any(n.endswith(".leaks") for n in os.listdir(out)):
+                problems.append("leaks HOSTPID wrote no .leaks file into %s: %s"
+                                % (out, os.listdir(out)))
+        rc, _, err = heaptrail(suite, "dump", str(t.pid))
+        if expect_ok(problems, "dump HOSTPID", rc, err) and \
+                not any(n.endswith(".api.heap") for n in os.listdir(out)):
+            problems.append("dump HOSTPID wrote no .api.heap into %s: %s"
+                            % (out, os.listdir(out)))
+        time.sleep(1.5)
+        c1 = int(t.ask("count").split()[1])
+        t1 = time.monotonic()
+        rc, _, err = heaptrail(suite, "detach", str(t.pid))
+        expect_ok(problems, "detach", rc, err)
+        rate = 512.0 * (c1 - c0) / (t1 - t0)
+        rc, gout, err = heaptrail(suite, "growth", "--bytes", "--binary-path", root, out)
+        if expect_ok(problems, "growth", rc, err):
+            rows = growth_rows(gout.decode())
+            growing = [r for r in rows if r[0] != "-" and r[3] != "(all)"]
+            if [r[3] for r in growing] != ["slow_leak_site"]:
+                problems.append("growing sites %s, want only slow_leak_site:\n%s"
+                                % ([r[3] for r in growing], gout.decode()))
+            elif not 0.6 * rate <= growing[0][2] <= 1.5 * rate:
+                problems.append("slow_leak_site grows at %d B/s, the program leaked %.0f B/s"
+                                % (growing[0][2], rate))
+        names_pid(problems, out, t.pid, t.inner)
+        if not os.path.exists(os.path.join(out, "heaptrail.%d.attach" % t.pid)):
+            problems.append("no heaptrail.%d.attach in %s: %s" % (t.pid, out, os.listdir(out)))
+        # again: the agent is in its memory already
+        rc, _, err = heaptrail(suite, "attach", "-o", out2, str(t.pid))
+        if expect_ok(problems, "second attach", rc, err):
+            rc, _, err = heaptrail(suite, "dump", str(t.pid))
+            expect_ok(problems, "second dump", rc, err)
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "second detach", rc, err)
+            names = os.listdir(out2)
+            if not any(n.endswith(".final.heap") for n in names):
+                problems.append("second attach: no final dump in %s" % names)
+            names_pid(problems, out2, t.pid, t.inner)
+        fds_after = t.fds()
+        if fds_after != fds_before:
+            problems.append("descriptors of the service before the attach %s, after the "
+                            "detach %s" % (fds_before, fds_after))
+        rc, err = t.finish()
+        if rc != 3:
+            problems.append("service exit status %d, want 3 (stderr: %s)" % (rc, err[:300]))
+        want = ["ready", "ok %d" % c0, "ok %d" % c1, "done held=0 cached=256"]
+        if t.out != want:
+            problems.append("service output %s, want %s" % (t.out, want))
+        if err:
+            problems.append("service wrote on stderr: %s" % err[:300])
+        after = listing(root)
+        if after != before:
+            changed = sorted(set(after.items()) ^ set(before.items()))
+            problems.append("the service's root changed: %s" % changed[:10])
+    finally:
+        t.kill()
+    return problems, []
+
+
+def test_http(suite):
+    cwork, root = setup(suite, "http")
+    out = new_dir(os.path.join(cwork, "out"))
+    problems = []
+    t = Service(root, "attach_target")
+    import test_live
+    port = test_live.free_port()
+    att = None
+    try:
+        errf = open(os.path.join(cwork, "stderr"), "wb")
+        att = subprocess.Popen([suite.heaptrail, "attach", "--sample", "2k", "-o", out,
+                                "--http", "127.0.0.1:%d" % port, "--for", "3s", str(t.pid)],
+                               stderr=errf, env=run_tests.RUN_ENV)
+        base = "http://127.0.0.1:%d" % port
+        for _ in range(100):
+            with open(os.path.join(cwork, "stderr"), "rb") as f:
+                if b"live endpoint" in f.read():
+                    break
+            if att.poll() is not None:
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        for path, want in (("/debug/pprof/heap?debug=1", "heap profile:"),
+                           ("/metrics", "heaptrail_")):
+            try:
+                st, body, _ = test_live.http(base + path)
+            except OSError as e:
+                problems.append("%s while attached: %s" % (path, e))
+                continue
+            if st != 200 or want not in body.decode("utf-8", "replace"):
+                problems.append("%s while attached: %d %r" % (path, st, body[:200]))
+        rc = att.wait(timeout=60)
+        errf.close()
+        if rc != 0:
+            with open(os.path.join(cwork, "stderr"), "rb") as f:
+                problems.append("attach --http --for: status %d: %s"
+                                % (rc, f.read().decode()[:300]))
+        rc, err = t.finish()
+        if rc != 3 or t.out != ["ready", "done held=0 cached=256"]:
+            problems.append("service: status %d, output %s, stderr %s" % (rc, t.out, err[:200]))
+    finally:
+        if att is not None and att.poll() is None:
+            att.kill()
+        t.kill()
+    return problems, []
+
+
+def test_seccomp(suite):
+    work, _ = build(suite)
+    sec = os.path.join(work, "attach_seccomp")
+    rc, _, err = run_tests.run([suite.cc, "-O1", "-o", sec,
+                                os.path.join(HERE, "progs", "attach_seccomp.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    cwork = run_tests.fresh_dir(os.path.join(work, "container-seccomp"))
+    root = make_root(cwork, "attach_seccomp", sec)
+    with open(os.path.join(root, "attach_seccomp"), "rb") as f, \
+            open(os.path.join(root, "probe"), "wb") as g:
+        g.write(f.read())
+    os.chmod(os.path.join(root, "probe"), 0o755)
+    check_probe(root, b"", 0)
+    before = listing(root)
+    problems = []
+    t = Service(root, "attach_seccomp", ["memfd"])
+    try:
+        rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(cwork, "out"), str(t.pid))
+        one_line_error(problems, "seccomp refusing memfd_create", rc, err,
+                       r"process %d could not make a memory file for the agent \(memfd_create"
+                       r".*\); its seccomp filter may refuse it" % t.pid)
+        if "libheaptrail" in t.maps():
+            problems.append("the agent got into the seccomp-filtered service")
+        rest, err = t.p.communicate(b"", timeout=30)
+        if t.p.returncode != 0 or rest != b"done\n":
+            problems.append("seccomp service: exit %d, output %r" % (t.p.returncode, rest))
+        if listing(root) != before:
+            problems.append("the service's root changed")
+    finally:
+        t.kill()
+    return problems, []
+
+
+def collect(suite):
+    return [("attach:container", lambda: test_container(suite)),
+            ("attach:container-http", lambda: test_http(suite)),
+            ("attach:container-seccomp", lambda: test_seccomp(suite))]
