@@ -448,11 +448,24 @@ static long pt(int req, pid_t tid, void *addr, void *data)
 	return ptrace((enum __ptrace_request)req, tid, addr, data);
 }
 
+/* Reads or writes n bytes of process pid at addr with process_vm_readv
+ * or process_vm_writev, which need the right to trace it and nothing
+ * more (its /proc/PID/mem is its user's alone: a heaptrail of another
+ * user, with CAP_SYS_PTRACE only, cannot open it). Writable memory only. */
+static ssize_t vm_rw(pid_t pid, uint64_t addr, void *buf, size_t n, bool write)
+{
+	struct iovec local = { buf, n }, remote = { (void *)addr, n };
+	return write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+		     : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
 static int mem_rw(struct target *t, uint64_t addr, void *buf, size_t n, bool write)
 {
 	if (write)
 		step_point();
-	ssize_t r = write ? pwrite(t->memfd, buf, n, (off_t)addr) : pread(t->memfd, buf, n, (off_t)addr);
+	ssize_t r = t->memfd < 0 ? vm_rw(t->pid, addr, buf, n, write)
+		    : write ? pwrite(t->memfd, buf, n, (off_t)addr)
+			    : pread(t->memfd, buf, n, (off_t)addr);
 	return r == (ssize_t)n ? 0 : -1;
 }
 
@@ -1028,6 +1041,26 @@ static int agent_call(struct target *t, uint64_t call, uint64_t fn, uint64_t a0,
 
 /* ---------- common front: checks and the calls ---------- */
 
+/* Our uid_map, its columns one space apart, when heaptrail runs in a user
+ * namespace other than the first (whose map is "0 0 4294967295"); else
+ * NULL. Static storage. */
+static const char *user_ns_map(void)
+{
+	static char map[128];
+	char *text = slurp("/proc/self/uid_map", NULL);
+	size_t n = 0;
+	for (const char *p = text; p && *p && n < sizeof map - 1; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\n')
+			map[n++] = *p;
+		else if (n && map[n - 1] != ' ' && p[1])
+			map[n++] = ' ';
+	while (n && map[n - 1] == ' ')
+		n--;
+	map[n] = 0;
+	free(text);
+	return n && strcmp(map, "0 0 4294967295") ? map : NULL;
+}
+
 /* Explains a failed PTRACE_SEIZE, with what can be done instead for
  * what the trace was for: under Yama's mode 1 only an ancestor may trace,
  * and `heaptrail run` is one of the program it starts (its --http
@@ -1063,6 +1096,7 @@ static void seize_error(const struct target *t, int e)
 			     "dumps instead",
 	};
 	int scope = *yama >= '1' && *yama <= '3' && !yama[1] ? *yama - '0' : 0;
+	const char *umap;
 	if (e == EPERM && scope == 1)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
 			  "1: %s%s", pid, parent_only, one_says[t->use]);
@@ -1073,11 +1107,51 @@ static void seize_error(const struct target *t, int e)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
 			  "3: no process may be traced until the next boot%s", pid,
 			  none_says[t->use]);
+	else if (e == EPERM && (umap = user_ns_map()))
+		cli_error("not permitted to trace process %d: heaptrail runs in a user namespace "
+			  "(uid_map %s), whose root has no CAP_SYS_PTRACE over a process outside it: "
+			  "run heaptrail in process %d's user namespace (the host's)", pid, umap, pid);
 	else if (e == EPERM)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);
 	else
 		target_error(pid, "cannot trace process %d: %s", pid, strerror(e));
+}
+
+/* Whether we hold capability cap (CapEff of our status). */
+static bool have_cap(int cap)
+{
+	char buf[32];
+	char *status = slurp("/proc/self/status", NULL);
+	bool has = status && status_field(status, "CapEff", buf, sizeof buf) &&
+		   (strtoull(buf, NULL, 16) >> cap & 1);
+	free(status);
+	return has;
+}
+
+/* A heaptrail of another user than process pid's, with CAP_SYS_PTRACE but
+ * neither CAP_DAC_READ_SEARCH nor CAP_DAC_OVERRIDE (a tool given the one
+ * capability), may trace it but not read what says which thread to borrow:
+ * /proc/PID/task/TID/syscall is its user's alone (mode 0400), as are the
+ * files its agent writes (0600). Says so in one line: 1; else 0. */
+static int dac_refuses(long pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%ld/syscall", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EACCES || stat(path, &st) || st.st_uid == geteuid() ||
+	    !have_cap(19) /* CAP_SYS_PTRACE */ || have_cap(2) /* CAP_DAC_READ_SEARCH */ ||
+	    have_cap(1) /* CAP_DAC_OVERRIDE */)
+		return 0;
+	cli_error("cannot read %s: it is for process %ld's user alone (uid %u), and so are the "
+		  "files its agent writes: heaptrail needs CAP_DAC_READ_SEARCH besides "
+		  "CAP_SYS_PTRACE, or to run as that user or root", path, pid, (unsigned)st.st_uid);
+	return 1;
 }
 
 /* Opens the target for calls; checks what can be checked without
@@ -1126,6 +1200,10 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 		free(*maps);
 		return -1;
 	}
+	if (dac_refuses(pid)) {
+		free(*maps);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1152,7 +1230,9 @@ static int start_calls(struct target *t, const char *maps)
 		return -1;
 	}
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (t->memfd < 0) {
+	if (t->memfd < 0 && (errno == EACCES || errno == EPERM)) {
+		/* the file is its user's alone: process_vm_writev (mem_rw) */
+	} else if (t->memfd < 0) {
 		target_error(t->pid, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -1340,7 +1420,7 @@ static int fd_linked(long pid, const char *want)
 }
 
 /* The value of a dynamic symbol of the module loaded at base in process
- * pid, read from its memory (a module loaded from a memory file has no
+ * pid, read from its memory through mem_rw (a module loaded from a memory file has no
  * path to read): its dynamic section, whose symbol table ends where the
  * string table starts (GNU ld and lld, as the agent's attach.c reads its
  * own). 0 when not found. */
@@ -1349,25 +1429,25 @@ static uint64_t mem_symbol(long pid, uint64_t base, const char *name)
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/mem", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct target vm = { .pid = (pid_t)pid, .memfd = fd };  /* for mem_rw */
 	uint64_t found = 0, symtab = 0, strtab = 0, strsz = 0, dynat = 0;
 	Elf64_Sym *syms = NULL;
 	char *strs = NULL;
 	Elf64_Ehdr eh;
-	if (fd < 0 || pread(fd, &eh, sizeof eh, (off_t)base) != (ssize_t)sizeof eh ||
+	if (mem_rw(&vm, base, &eh, sizeof eh, false) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phnum > 64)
 		goto out;
 	for (int i = 0; i < eh.e_phnum && !dynat; i++) {
 		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof ph, (off_t)(base + eh.e_phoff + (uint64_t)i * sizeof ph)) !=
-		    (ssize_t)sizeof ph)
+		if (mem_rw(&vm, base + eh.e_phoff + (uint64_t)i * sizeof ph, &ph, sizeof ph, false))
 			goto out;
 		if (ph.p_type == PT_DYNAMIC)
 			dynat = base + ph.p_vaddr;
 	}
 	for (int i = 0; dynat && i < 256; i++) {
 		Elf64_Dyn dyn;
-		if (pread(fd, &dyn, sizeof dyn, (off_t)(dynat + (uint64_t)i * sizeof dyn)) !=
-		    (ssize_t)sizeof dyn || dyn.d_tag == DT_NULL)
+		if (mem_rw(&vm, dynat + (uint64_t)i * sizeof dyn, &dyn, sizeof dyn, false) ||
+		    dyn.d_tag == DT_NULL)
 			break;
 		/* the loader relocates these in place, unless the section is
 		 * read-only: an unrelocated one is below the load address */
@@ -1385,8 +1465,8 @@ static uint64_t mem_symbol(long pid, uint64_t base, const char *name)
 	syms = malloc(n * sizeof *syms);
 	strs = malloc(strsz + 1);
 	if (!syms || !strs ||
-	    pread(fd, syms, n * sizeof *syms, (off_t)symtab) != (ssize_t)(n * sizeof *syms) ||
-	    pread(fd, strs, strsz, (off_t)strtab) != (ssize_t)strsz)
+	    mem_rw(&vm, symtab, syms, n * sizeof *syms, false) ||
+	    mem_rw(&vm, strtab, strs, strsz, false))
 		goto out;
 	strs[strsz] = 0;
 	for (size_t k = 1; k < n && !found; k++)

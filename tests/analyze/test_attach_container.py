@@ -24,8 +24,22 @@ outside with the PID the host sees.
                     memfd): one line naming memfd_create and the filter,
                     exit 1, the service untouched
 
+    attach:perms    who may attach (tests/analyze/progs/attach_target.c):
+                    a user's own process, by that user (this kernel has no
+                    Yama: as ptrace_scope 0): attach, leaks, detach work;
+                    root in a user namespace of its own (`unshare --user
+                    --map-root-user`), attaching to root's process outside
+                    it: one line naming the user namespace (before: "it
+                    belongs to another user", which it does not); a user
+                    with CAP_SYS_PTRACE alone, attaching to root's process:
+                    one line naming CAP_DAC_READ_SEARCH (before: "cannot
+                    open /proc/PID/mem"; /proc/PID/task/*/syscall and the
+                    agent's files are root's alone), and with both
+                    capabilities attach, leaks, dump and detach work
+                    (/proc/PID/mem is written through process_vm_writev)
+
 Skipped when not root, or when this machine refuses `unshare` of mount
-and PID namespaces (the message says which).
+and PID namespaces, or of a user namespace (the message says which).
 """
 import os
 import re
@@ -312,7 +326,81 @@ def test_seccomp(suite):
     return problems, []
 
 
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_perms(suite):
+    if os.geteuid() != 0:
+        raise run_tests.Skip("not running as root: users and capabilities are set with setpriv")
+    rc, _, err = run_tests.run(["unshare", "--user", "--map-root-user", "true"], env=os.environ)
+    if rc:
+        raise run_tests.Skip("unshare of a user namespace is not permitted here: %s"
+                             % run_tests.short(err, 200))
+    work, prog = build(suite)
+    pwork = run_tests.fresh_dir(os.path.join(work, "perms"))
+    os.chmod(pwork, 0o777)
+    problems = []
+    # a user's own process, by that user
+    t = Target(prog, pwork, argv=NOBODY + [prog])
+    try:
+        time.sleep(0.3)
+        out = os.path.join(pwork, "own")
+        rc, _, err = run_tests.run(NOBODY + [suite.heaptrail, "attach", "-o", out,
+                                             str(t.p.pid)], env=os.environ)
+        if expect_ok(problems, "nobody attaching to its own process", rc, err):
+            rc, _, err = run_tests.run(NOBODY + [suite.heaptrail, "leaks", str(t.p.pid)],
+                                       env=os.environ)
+            expect_ok(problems, "nobody: leaks of its own process", rc, err)
+            rc, _, err = run_tests.run(NOBODY + [suite.heaptrail, "detach", str(t.p.pid)],
+                                       env=os.environ)
+            expect_ok(problems, "nobody: detach of its own process", rc, err)
+        rc, err = t.finish()
+        if rc != 3 or t.out != ["ready", "done held=0 cached=256"]:
+            problems.append("nobody's process: status %d, output %s" % (rc, t.out))
+    finally:
+        t.kill()
+    # root's process, from a user namespace and with CAP_SYS_PTRACE alone
+    t = Target(prog, pwork)
+    try:
+        rc, _, err = run_tests.run(["unshare", "--user", "--map-root-user", suite.heaptrail,
+                                    "attach", "-o", os.path.join(pwork, "userns"),
+                                    str(t.p.pid)], env=os.environ)
+        one_line_error(problems, "root of a user namespace", rc, err,
+                       r"not permitted to trace process %d: heaptrail runs in a user "
+                       r"namespace \(uid_map 0 0 1\).*CAP_SYS_PTRACE" % t.p.pid)
+        ptrace_only = NOBODY + ["--inh-caps=+sys_ptrace", "--ambient-caps=+sys_ptrace"]
+        rc, _, err = run_tests.run(ptrace_only + [suite.heaptrail, "attach", "-o",
+                                                  os.path.join(pwork, "cap1"), str(t.p.pid)],
+                                   env=os.environ)
+        one_line_error(problems, "CAP_SYS_PTRACE alone", rc, err,
+                       r"cannot read /proc/%d/syscall: .*needs CAP_DAC_READ_SEARCH besides "
+                       r"CAP_SYS_PTRACE" % t.p.pid)
+        if "libheaptrail" in t.maps():
+            problems.append("a refused attach left the agent in root's process")
+        both = NOBODY + ["--inh-caps=+sys_ptrace,+dac_read_search",
+                         "--ambient-caps=+sys_ptrace,+dac_read_search"]
+        out = os.path.join(pwork, "cap2")
+        rc, _, err = run_tests.run(both + [suite.heaptrail, "attach", "-o", out, str(t.p.pid)],
+                                   env=os.environ)
+        if expect_ok(problems, "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: attach", rc, err):
+            for cmd in ("leaks", "dump", "detach"):
+                rc, _, err = run_tests.run(both + [suite.heaptrail, cmd, str(t.p.pid)],
+                                           env=os.environ)
+                expect_ok(problems, "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: " + cmd, rc, err)
+            names = os.listdir(out)
+            if not any(n.endswith(".api.heap") for n in names) or \
+                    not any(n.endswith(".leaks") for n in names):
+                problems.append("with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: files %s" % names)
+        rc, err = t.finish()
+        if rc != 3 or t.out != ["ready", "done held=0 cached=256"]:
+            problems.append("root's process: status %d, output %s" % (rc, t.out))
+    finally:
+        t.kill()
+    return problems, []
+
+
 def collect(suite):
     return [("attach:container", lambda: test_container(suite)),
             ("attach:container-http", lambda: test_http(suite)),
-            ("attach:container-seccomp", lambda: test_seccomp(suite))]
+            ("attach:container-seccomp", lambda: test_seccomp(suite)),
+            ("attach:perms", lambda: test_perms(suite))]
