@@ -1337,20 +1337,22 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
  *    written into its filesystem. The agent needs libc alone (the
  *    Makefile), which every dynamically linked image has;
  *  - the output directory, when the process does not see ours, is handed
- *    to it as a descriptor: it makes a socket pair (a call through the
- *    agent's heaptrail_attach_call, which returns results), heaptrail
- *    takes one end with pidfd_getfd and sends an O_PATH descriptor of the
- *    directory over it (SCM_RIGHTS), the process receives it and closes
- *    the pair. The agent writes through /proc/self/fd/D, holds D while
- *    attached and closes it at the detach; heaptrail reads what it wrote
- *    through /proc/PID/fd/D (cli_agent_path);
+ *    to it as a descriptor: its agent makes a socket pair
+ *    (heaptrail_attach_pair), heaptrail takes one end with pidfd_getfd
+ *    and sends an O_PATH descriptor of the directory over it
+ *    (SCM_RIGHTS), and the agent's start, told output=OUT_PENDING,
+ *    receives it and closes the pair. The agent writes through
+ *    /proc/self/fd/D, holds D while attached and closes it at the detach;
+ *    heaptrail reads what it wrote through /proc/PID/fd/D
+ *    (cli_agent_path);
  *  - the files and the records name the PID the user typed (the agent's
  *    `pid` option), not the one the process sees.
  * Both routes need /proc mounted in the process's mount namespace, as
  * every container runtime has it. A heaptrail killed between two of
- * these calls can leave the process a descriptor it never uses (the
- * memory file, or the socket pair), nothing else; the borrowed thread
- * runs on as after any other call.
+ * these calls leaves the process a descriptor it never uses (a memory
+ * file, or the pending pair) until the agent's next start or stop,
+ * which closes them (src/agent/attach.c); the borrowed thread runs on
+ * as after any other call.
  */
 
 /* Whether path names the same file for process pid as for us. */
@@ -1575,81 +1577,67 @@ static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64
 	return ret;
 }
 
-/* Hands the held process, whose agent is loaded (heaptrail_attach_call
- * at call), a descriptor of the directory dir (see above), with libc's
- * socketpair, recvmsg and close at fns[0..2]. Its name for the process,
- * "/proc/self/fd/D", goes into out. Returns 0, or prints and -1. */
-static int hand_dir(struct target *t, uint64_t call, const uint64_t fns[3], const char *dir,
-		    char *out, size_t cap)
+/* The output= the agent's start takes the directory from, sent over the
+ * pair its heaptrail_attach_pair made (src/agent/attach.c) */
+#define OUT_PENDING "/proc/self/fd/pending"
+
+/* Sends the held process, whose agent is loaded (heaptrail_attach_call at
+ * call), a descriptor of the directory dir over a socket pair its agent
+ * makes (heaptrail_attach_pair at pair; see above): its start, given
+ * OUT_PENDING, receives it and closes the pair, which the agent also
+ * closes at its next start or stop when a heaptrail killed meanwhile
+ * never started it. Returns 0, or prints and -1 (the pair then is
+ * closed by a start that finds nothing, *pending 1). */
+static int send_dir(struct target *t, uint64_t call, uint64_t pair, const char *dir,
+		    bool *pending)
 {
 	long pid = t->pid;
-	/* the calls' memory, in the strings: the pair, the message, its
-	 * one byte and its control block */
-	uint64_t at_sv = t->strings, at_msg = t->strings + 64, at_iov = t->strings + 192,
-		 at_byte = t->strings + 224, at_ctl = t->strings + 256;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	int sv[2] = { -1, -1 }, pidfd = -1, end = -1, dfd = -1, got = -1;
-	uint64_t rv = 0;
-	int e = agent_call(t, call, fns[0], AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, at_sv, &rv);
-	if (e || (long)rv != 0 || mem_rw(t, at_sv, sv, sizeof sv, false)) {
+	uint64_t at_sv = t->strings, rv = 0;
+	int sv[2] = { -1, -1 }, pidfd = -1, end = -1, dfd = -1;
+	*pending = false;
+	int e = agent_call(t, call, pair, at_sv, 0, 0, 0, &rv);
+	if (e || (int)rv || mem_rw(t, at_sv, sv, sizeof sv, false)) {
 		target_error(pid, "process %ld could not make the socket pair that takes the output "
-			     "directory (socketpair%s)%s", pid, e ? ": the call failed" : "",
-			     seccomp_may(pid));
+			     "directory (socketpair%s%s)%s", pid, !e && (int)rv ? ": " : "",
+			     !e && (int)rv ? strerror(-(int)rv) : "", seccomp_may(pid));
 		return -1;
 	}
-	/* ours: the directory into one end */
+	*pending = true;
 	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 	end = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, sv[1], 0);
-	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	char one = 'd';
-	struct iovec iov = { &one, 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = sizeof ctl.buf };
-	memset(ctl.buf, 0, sizeof ctl.buf);
-	ctl.h.cmsg_level = SOL_SOCKET;
-	ctl.h.cmsg_type = SCM_RIGHTS;
-	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&ctl.h), &dfd, sizeof dfd);
+	dfd = end < 0 ? -1 : open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	const char *why = pidfd < 0 ? "pidfd_open" : end < 0 ? "pidfd_getfd" : dfd < 0 ? "open" : NULL;
 	int err = why ? errno : 0;
-	if (!why && sendmsg(end, &msg, MSG_NOSIGNAL) != 1) {
-		why = "sendmsg";
-		err = errno;
+	if (!why) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} ctl;
+		char one = 'd';
+		struct iovec iov = { &one, 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				      .msg_controllen = sizeof ctl.buf };
+		memset(ctl.buf, 0, sizeof ctl.buf);
+		ctl.h.cmsg_level = SOL_SOCKET;
+		ctl.h.cmsg_type = SCM_RIGHTS;
+		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.h), &dfd, sizeof dfd);
+		if (sendmsg(end, &msg, MSG_NOSIGNAL) != 1) {
+			why = "sendmsg";
+			err = errno;
+		}
 	}
-	/* theirs: received (without waiting: nothing came when ours failed) */
-	struct msghdr tmsg = { .msg_iov = (struct iovec *)at_iov, .msg_iovlen = 1,
-			       .msg_control = (void *)at_ctl, .msg_controllen = sizeof ctl.buf };
-	struct iovec tiov = { (void *)at_byte, 1 };
-	memset(ctl.buf, 0, sizeof ctl.buf);
-	if (!mem_rw(t, at_msg, &tmsg, sizeof tmsg, true) &&
-	    !mem_rw(t, at_iov, &tiov, sizeof tiov, true) &&
-	    !mem_rw(t, at_ctl, ctl.buf, sizeof ctl.buf, true) &&
-	    !agent_call(t, call, fns[1], (uint64_t)sv[0], at_msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT,
-			0, &rv) &&
-	    (long)rv == 1 && !mem_rw(t, at_ctl, ctl.buf, sizeof ctl.buf, false) &&
-	    ctl.h.cmsg_level == SOL_SOCKET && ctl.h.cmsg_type == SCM_RIGHTS)
-		memcpy(&got, CMSG_DATA(&ctl.h), sizeof got);
-	for (int i = 0; i < 2; i++)
-		agent_call(t, call, fns[2], (uint64_t)sv[i], 0, 0, 0, &rv);
 	if (dfd >= 0)
 		close(dfd);
 	if (end >= 0)
 		close(end);
 	if (pidfd >= 0)
 		close(pidfd);
-	if (got < 0) {
-		if (why)
-			cli_error("cannot hand the output directory %s to process %ld (%s: %s)", dir,
-				  pid, why, strerror(err));
-		else
-			target_error(pid, "process %ld could not receive the output directory %s "
-				     "(recvmsg)%s", pid, dir, seccomp_may(pid));
+	if (why) {
+		cli_error("cannot send the output directory %s to process %ld (%s: %s)", dir, pid,
+			  why, strerror(err));
 		return -1;
 	}
-	snprintf(out, cap, "/proc/self/fd/%d", got);
 	return 0;
 }
 
@@ -1827,26 +1815,23 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 			     strerror(errno));
 		goto out;
 	}
-	uint64_t start_off, call_off;
+	uint64_t start_off, call_off, pair_off;
 	if (in_memory) {
 		start_off = mem_symbol(pid, ab, "heaptrail_attach_start");
 		call_off = mem_symbol(pid, ab, "heaptrail_attach_call");
+		pair_off = mem_symbol(pid, ab, "heaptrail_attach_pair");
 	} else {
 		const char *from = by_memfd ? agent : file;
 		start_off = elf_symbol(from, "heaptrail_attach_start");
 		call_off = elf_symbol(from, "heaptrail_attach_call");
+		pair_off = elf_symbol(from, "heaptrail_attach_pair");
 	}
 	target_path(pid, libc, file, sizeof file);
 	uint64_t dlopen_off = elf_symbol(file, "dlopen");
 	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
 	uint64_t memfd_off = by_memfd ? elf_symbol(file, "memfd_create") : 0;
-	uint64_t fd_fns[3] = { 0, 0, 0 }, close_off = elf_symbol(file, "close");
-	if (by_fd) {
-		fd_fns[0] = libc_base + elf_symbol(file, "socketpair");
-		fd_fns[1] = libc_base + elf_symbol(file, "recvmsg");
-		fd_fns[2] = libc_base + close_off;
-	}
+	uint64_t close_off = by_memfd ? elf_symbol(file, "close") : 0;
 	if (!dlopen_off || !start_off || !call_off) {
 		target_error(pid, "cannot find %s in %s%s",
 			     !dlopen_off ? "dlopen" : !start_off ? "heaptrail_attach_start"
@@ -1856,11 +1841,15 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 					: "");
 		goto out;
 	}
-	if ((by_memfd && (!memfd_off || !close_off)) ||
-	    (by_fd && (fd_fns[0] == libc_base || fd_fns[1] == libc_base || !close_off))) {
+	if (by_memfd && (!memfd_off || !close_off)) {
 		target_error(pid, "cannot find %s in %s (needed to attach across mount namespaces)",
-			     by_memfd && !memfd_off ? "memfd_create" : "socketpair, recvmsg or close",
-			     libc);
+			     !memfd_off ? "memfd_create" : "close", libc);
+		goto out;
+	}
+	if (by_fd && !pair_off) {
+		target_error(pid, "the agent in process %ld (%s) has no heaptrail_attach_pair: an "
+			     "older heaptrail? it takes no directory from outside its mount "
+			     "namespace", pid, agent);
 		goto out;
 	}
 	/* the files and records name the PID given, not the one the process
@@ -1909,29 +1898,24 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 			  seccomp_may(pid));
 		goto out;
 	}
-	/* the directory, for a process that does not see ours: a descriptor */
-	char given[64];
-	const char *out_as = outdir;
-	if (by_fd) {
-		if (hand_dir(&t, ab + call_off, fd_fns, outdir, given, sizeof given))
-			goto out;
-		out_as = given;
-	}
+	/* the directory, for a process that does not see ours: a descriptor
+	 * (s_opts and s_out are above the pair's place in the strings) */
+	const char *out_as = by_fd ? OUT_PENDING : outdir;
+	bool pending = false;
 	if (mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
 	    mem_rw(&t, s_out, (void *)out_as, strlen(out_as) + 1, true)) {
 		target_error(pid, "cannot write into process %ld's memory", pid);
+		goto out;
+	}
+	if (by_fd && send_dir(&t, ab + call_off, ab + pair_off, outdir, &pending)) {
+		if (pending)  /* the start finds nothing, and closes the pair */
+			agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, 0, 0, &rv);
 		goto out;
 	}
 	/* where the borrowed thread is, which the agent must know before it
 	 * rewrites code (allocator functions hooked by name) */
 	e = agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp,
 		       &rv);
-	if (by_fd && (e || rv)) {
-		/* not started: the descriptor is the agent's only once it runs */
-		uint64_t ignored;
-		agent_call(&t, ab + call_off, fd_fns[2], (uint64_t)atoi(given + 14), 0, 0, 0,
-			   &ignored);
-	}
 	if (e) {
 		target_error(pid, "the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;
@@ -1939,6 +1923,10 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	int r = (int)(uint32_t)rv;
 	if (r == -EALREADY) {
 		cli_error("process %ld is attached already (`heaptrail detach %ld` first)", pid, pid);
+		goto out;
+	} else if (r == -EBADMSG && by_fd) {
+		target_error(pid, "process %ld could not receive the output directory (recvmsg)%s",
+			     pid, seccomp_may(pid));
 		goto out;
 	} else if (r) {
 		cli_error("the agent could not start in process %ld: %s", pid, strerror(-r));
