@@ -20,6 +20,17 @@ outside with the PID the host sees.
                     was (every path, size, mode and mtime)
     attach:container-http  `attach --http ADDR --for 3s HOSTPID`:
                     /debug/pprof/heap and /metrics answer while attached
+    attach:container-kill  crash-only, across namespaces: heaptrail killed
+                    (HEAPTRAIL_TEST_KILL_AT=N) before each of its first 80
+                    ptrace requests and writes of an attach, then every
+                    20th until one finishes, each followed by a detach, on
+                    tests/analyze/progs/attach_kill.c in a root of its own:
+                    it answers after every kill, is traced by no one, and
+                    after a last attach and detach holds no descriptor
+                    more (the memory files and socket pairs a kill left
+                    are closed by the agent's next start or stop), its
+                    root is unchanged, and it ends with its own check
+                    passed
     attach:container-seccomp  a service whose seccomp filter refuses
                     memfd_create (tests/analyze/progs/attach_seccomp.c
                     memfd): one line naming memfd_create and the filter,
@@ -329,6 +340,70 @@ def test_seccomp(suite):
     return problems, []
 
 
+def test_kill(suite):
+    work, _ = build(suite)
+    kill_prog = os.path.join(work, "attach_kill")
+    rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", kill_prog,
+                                os.path.join(HERE, "progs", "attach_kill.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    cwork = run_tests.fresh_dir(os.path.join(work, "container-kill"))
+    root = make_root(cwork, "attach_kill", kill_prog)
+    with open(os.path.join(root, "attach_kill"), "rb") as f, \
+            open(os.path.join(root, "probe"), "wb") as g:
+        g.write(f.read())
+    os.chmod(os.path.join(root, "probe"), 0o755)
+    check_probe(root, b"quit\n", 0)
+    before = listing(root)
+    problems, details = [], []
+    t = Service(root, "attach_kill")
+    try:
+        time.sleep(0.3)
+        fds0 = t.fds()
+        n, done = 1, False
+        while not done and n < 3000:
+            out = new_dir(os.path.join(cwork, "o%d" % n))
+            env = dict(os.environ, HEAPTRAIL_TEST_KILL_AT=str(n))
+            rc, _, err = run_tests.run([suite.heaptrail, "attach", "-o", out, str(t.pid)],
+                                       env=env)
+            done = rc == 0
+            for _ in range(250):
+                with open("/proc/%d/status" % t.pid) as f:
+                    if "\nTracerPid:\t0\n" in f.read():
+                        break
+                time.sleep(0.02)
+            else:
+                problems.append("still traced after a kill at step %d" % n)
+                break
+            got = t.ask("ping")
+            if not got.startswith("ok "):
+                problems.append("after a kill at step %d it answered %r" % (n, got))
+                break
+            time.sleep(0.05)  # a call heaptrail left runs to its end
+            heaptrail(suite, "detach", str(t.pid))
+            n = n + 1 if n < 80 else n + 20
+        if not done:
+            problems.append("no attach finished within %d steps" % n)
+        details.append("attach finished at step %d" % n)
+        out = new_dir(os.path.join(cwork, "last"))
+        rc, _, err = heaptrail(suite, "attach", "-o", out, str(t.pid))
+        if expect_ok(problems, "attach after the kills", rc, err):
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "detach after the kills", rc, err)
+        left = [(f, os.readlink("/proc/%d/fd/%s" % (t.pid, f))) for f in t.fds()
+                if f not in fds0]
+        if left:
+            problems.append("descriptors left after the last detach: %s" % left)
+        rc, err = t.finish()
+        if rc != 0 or t.out[-1:] != ["done ok"]:
+            problems.append("status %d, output %s, stderr %s" % (rc, t.out[-3:], err[:300]))
+        if listing(root) != before:
+            problems.append("the service's root changed")
+    finally:
+        t.kill()
+    return problems, details
+
+
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
@@ -405,5 +480,6 @@ def test_perms(suite):
 def collect(suite):
     return [("attach:container", lambda: test_container(suite)),
             ("attach:container-http", lambda: test_http(suite)),
+            ("attach:container-kill", lambda: test_kill(suite)),
             ("attach:container-seccomp", lambda: test_seccomp(suite)),
             ("attach:perms", lambda: test_perms(suite))]
