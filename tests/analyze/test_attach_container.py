@@ -19,7 +19,9 @@ outside with the PID the host sees.
                     descriptor is left open in it, and its root is as it
                     was (every path, size, mode and mtime)
     attach:container-http  `attach --http ADDR --for 3s HOSTPID`:
-                    /debug/pprof/heap and /metrics answer while attached
+                    /debug/pprof/heap and /metrics answer while attached;
+                    then `serve --http ADDR HOSTPID` beside an attach:
+                    /metrics names slow_leak_site
     attach:container-kill  crash-only, across namespaces: heaptrail killed
                     (HEAPTRAIL_TEST_KILL_AT=N) before each of its first 80
                     ptrace requests and writes of an attach, then every
@@ -296,6 +298,32 @@ def test_http(suite):
             with open(os.path.join(cwork, "stderr"), "rb") as f:
                 problems.append("attach --http --for: status %d: %s"
                                 % (rc, f.read().decode()[:300]))
+        # `serve HOSTPID` beside an attach: its sites named from the
+        # binaries under the service's root
+        out2 = new_dir(os.path.join(cwork, "out2"))
+        rc, _, err = heaptrail(suite, "attach", "--sample", "2k", "-o", out2, str(t.pid))
+        if expect_ok(problems, "attach for serve", rc, err):
+            port = test_live.free_port()
+            att = subprocess.Popen([suite.heaptrail, "serve", "--http", "127.0.0.1:%d" % port,
+                                    str(t.pid)], stderr=subprocess.DEVNULL,
+                                   env=run_tests.RUN_ENV)
+            text = ""
+            for _ in range(50):
+                time.sleep(0.2)
+                try:
+                    st, body, _ = test_live.http("http://127.0.0.1:%d/metrics" % port)
+                    text = body.decode("utf-8", "replace")
+                    if 'site="slow_leak_site"' in text:
+                        break
+                except OSError:
+                    pass
+            if 'site="slow_leak_site"' not in text:
+                problems.append("serve HOSTPID: /metrics does not name slow_leak_site: %r"
+                                % text[-300:])
+            att.kill()
+            att.wait()
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "detach after serve", rc, err)
         rc, err = t.finish()
         if rc != 3 or t.out != ["ready", "done held=0 cached=256"]:
             problems.append("service: status %d, output %s, stderr %s" % (rc, t.out, err[:200]))
