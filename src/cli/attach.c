@@ -1610,7 +1610,7 @@ static int send_dir(struct target *t, uint64_t call, uint64_t pair, const char *
 	int err = why ? errno : 0;
 	if (!why) {
 		union {
-			struct cmsghdr h;
+			struct cmsghdr hdr;
 			char buf[CMSG_SPACE(sizeof(int))];
 		} ctl;
 		char one = 'd';
@@ -1618,10 +1618,10 @@ static int send_dir(struct target *t, uint64_t call, uint64_t pair, const char *
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 				      .msg_controllen = sizeof ctl.buf };
 		memset(ctl.buf, 0, sizeof ctl.buf);
-		ctl.h.cmsg_level = SOL_SOCKET;
-		ctl.h.cmsg_type = SCM_RIGHTS;
-		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&ctl.h), &dfd, sizeof dfd);
+		ctl.hdr.cmsg_level = SOL_SOCKET;
+		ctl.hdr.cmsg_type = SCM_RIGHTS;
+		ctl.hdr.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.hdr), &dfd, sizeof dfd);
 		if (sendmsg(end, &msg, MSG_NOSIGNAL) != 1) {
 			why = "sendmsg";
 			err = errno;
