@@ -34,9 +34,10 @@ outside with the PID the host sees.
                     root is unchanged, and it ends with its own check
                     passed
     attach:container-seccomp  a service whose seccomp filter refuses
-                    memfd_create (tests/analyze/progs/attach_seccomp.c
-                    memfd): one line naming memfd_create and the filter,
-                    exit 1, the service untouched
+                    memfd_create, or socketpair (tests/analyze/progs/
+                    attach_seccomp.c memfd|socketpair): one line naming the
+                    call and the filter, exit 1, no descriptor more, the
+                    service's output its own
 
     attach:perms    who may attach (tests/analyze/progs/attach_target.c):
                     a user's own process, by that user (this kernel has no
@@ -350,21 +351,29 @@ def test_seccomp(suite):
     check_probe(root, b"", 0)
     before = listing(root)
     problems = []
-    t = Service(root, "attach_seccomp", ["memfd"])
-    try:
-        rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(cwork, "out"), str(t.pid))
-        one_line_error(problems, "seccomp refusing memfd_create", rc, err,
-                       r"process %d could not make a memory file for the agent \(memfd_create"
-                       r".*\); its seccomp filter may refuse it" % t.pid)
-        if "libheaptrail" in t.maps():
-            problems.append("the agent got into the seccomp-filtered service")
-        rest, err = t.p.communicate(b"", timeout=30)
-        if t.p.returncode != 0 or rest != b"done\n":
-            problems.append("seccomp service: exit %d, output %r" % (t.p.returncode, rest))
-        if listing(root) != before:
-            problems.append("the service's root changed")
-    finally:
-        t.kill()
+    for call, want in (("memfd", r"could not make a memory file for the agent \(memfd_create"),
+                       ("socketpair", r"could not make the socket pair that takes the output "
+                                      r"directory \(socketpair: Operation not permitted")):
+        t = Service(root, "attach_seccomp", [call])
+        try:
+            fds = t.fds()
+            rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(cwork, "out"),
+                                   str(t.pid))
+            one_line_error(problems, "seccomp refusing " + call, rc, err,
+                           r"process %d %s.*\); its seccomp filter may refuse it$"
+                           % (t.pid, want))
+            if call == "memfd" and "libheaptrail" in t.maps():
+                problems.append("the agent got into the seccomp-filtered service")
+            if t.fds() != fds:
+                problems.append("%s refused: descriptors %s, before %s" % (call, t.fds(), fds))
+            rest, err = t.p.communicate(b"", timeout=30)
+            if t.p.returncode != 0 or rest != b"done\n":
+                problems.append("seccomp service (%s): exit %d, output %r"
+                                % (call, t.p.returncode, rest))
+            if listing(root) != before:
+                problems.append("the service's root changed")
+        finally:
+            t.kill()
     return problems, []
 
 
