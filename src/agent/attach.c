@@ -23,6 +23,11 @@
  * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
+ * A process attached from outside its mount namespace (a container) gets
+ * its output directory as a descriptor over a socket pair the agent
+ * makes (heaptrail_attach_pair), which the start receives ("what a
+ * heaptrail killed half-way leaves" below).
+ *
  * Calls through an allocator address the program saved before the attach
  * (a function pointer, a data relocation) go to the real allocator and
  * are not seen. A free of a block the agent never saw passes through.
