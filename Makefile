@@ -28,7 +28,9 @@ AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
 	-flto=auto -flto-partition=one -ffat-lto-objects
 # libc alone (libdl and libpthread are in it since glibc 2.34): an attach
-# loads the agent into a container whose image may hold nothing more
+# loads the agent into a container whose image may hold nothing more;
+# -z defs below makes a symbol of any other library (libm's log) a link
+# error rather than a dlopen that fails in the container
 AGENT_LIBS := -ldl -lpthread
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into
@@ -98,7 +100,7 @@ $(B)/gen/flame_js.h: src/render/flame.js
 $(B)/obj/src/render/flame.o: $(B)/gen/flame_js.h
 
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
-	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now \
+	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs \
 		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
 
 $(B)/heaptrail: $(CLI_OBJ)
