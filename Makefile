@@ -27,7 +27,11 @@ AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \
 	-flto=auto -flto-partition=one -ffat-lto-objects
-AGENT_LIBS := -ldl -lpthread -lm
+# libc alone (libdl and libpthread are in it since glibc 2.34): an attach
+# loads the agent into a container whose image may hold nothing more;
+# -z defs below makes a symbol of any other library (libm's log) a link
+# error rather than a dlopen that fails in the container
+AGENT_LIBS := -ldl -lpthread
 
 # pprof's message (proto/profile.proto), compiled by protoc-c into
 # build/gen at build time; the generated code is never committed.
@@ -58,7 +62,7 @@ AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi
 	$(B)/agent-obj/src/format/names.o $(B)/agent-obj/src/format/fnspec.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
 # libunwind: the reference the unwinder is compared with (not the agent's)
-AGENT_UNIT_LIBS := $(AGENT_LIBS) -lunwind
+AGENT_UNIT_LIBS := $(AGENT_LIBS) -lunwind -lm
 UNIT_SRC := $(filter-out $(UNIT_AGENT_SRC),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) \
 	$(UNIT_AGENT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -96,7 +100,7 @@ $(B)/gen/flame_js.h: src/render/flame.js
 $(B)/obj/src/render/flame.o: $(B)/gen/flame_js.h
 
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
-	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now \
+	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs \
 		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)
 
 $(B)/heaptrail: $(CLI_OBJ)

@@ -102,6 +102,10 @@ extern __thread struct agent_tls agent_tls;
 /* ---- process state (startup.c) ---- */
 extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
 extern pid_t agent_pid;          /* updated in a forked child */
+/* The PID files name and record: the process's own, or the one heaptrail
+ * attach was given for it from another PID namespace (the `pid` option),
+ * not in a child forked since. Hook-safe, signal-safe. */
+pid_t agent_shown_pid(void);
 extern uintptr_t agent_self_lo, agent_self_hi; /* our own text, skipped in stacks */
 /* Runs the part of initialisation that must precede the first tracked
  * allocation (tables, own address range). Hook-safe, idempotent. */

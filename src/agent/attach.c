@@ -23,6 +23,11 @@
  * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
+ * A process attached from outside its mount namespace (a container) gets
+ * its output directory as a descriptor over a socket pair the agent
+ * makes (heaptrail_attach_pair), which the start receives ("what a
+ * heaptrail killed half-way leaves" below).
+ *
  * Calls through an allocator address the program saved before the attach
  * (a function pointer, a data relocation) go to the real allocator and
  * are not seen. A free of a block the agent never saw passes through.
@@ -38,6 +43,8 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,6 +128,31 @@ static uint64_t untracked_at_attach;  /* untracked_frees when it started */
  * finds it through /proc/PID/fd (an attached process has no
  * HEAPTRAIL_OUTPUT in its environment). */
 static int dir_fd = -1;
+
+/* A process attached from outside its mount namespace (a container) is
+ * handed the output directory as a descriptor (src/cli/attach.c,
+ * "containers"), and told output=/proc/self/fd/N: the files go through
+ * that link. The descriptor is the one held open while attached, closed
+ * at the detach; the output then names no directory at all, so that
+ * nothing is written through a number the program may reuse. Returns N,
+ * or -1 when output is not such a link. */
+#define GIVEN_DIR "/proc/self/fd/"
+#define GIVEN_DIR_CLOSED "/proc/self/fd/-1"
+/* output=GIVEN_DIR_PENDING: the directory comes over the pending pair */
+#define GIVEN_DIR_PENDING "/proc/self/fd/pending"
+
+static int given_dir_fd(const char *output)
+{
+	if (!agent_strstarts(output, GIVEN_DIR))
+		return -1;
+	const char *p = output + sizeof GIVEN_DIR - 1;
+	int n = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && n < 1 << 20; p++)
+		n = n * 10 + (*p - '0');
+	return *p ? -1 : n;
+}
 
 static void spin_lock(int *l)
 {
@@ -501,7 +533,7 @@ static bool write_record(bool detached)
 	struct agent_writer w;
 	char name[64], *e = name;
 	agent_memcpy(e, "heaptrail.", 10);
-	e = agent_put_dec(e + 10, (uint64_t)agent_pid);
+	e = agent_put_dec(e + 10, (uint64_t)agent_shown_pid());
 	agent_memcpy(e, ".attach", 8);
 	if (agent_writer_open(&w, agent_config.output, name))
 		return false;
@@ -512,7 +544,7 @@ static bool write_record(bool detached)
 		agent_put(&w, "\n");
 	}
 	agent_put(&w, "pid ");
-	agent_put_u64(&w, (uint64_t)agent_pid);
+	agent_put_u64(&w, (uint64_t)agent_shown_pid());
 	agent_put(&w, "\nsample ");
 	agent_put_u64(&w, agent_config.sample);
 	agent_put(&w, "\nattached ");
@@ -538,6 +570,117 @@ static bool write_record(bool detached)
 	return agent_writer_commit(&w) == 0;
 }
 
+/* ---------- what a heaptrail killed half-way leaves (containers) ----------
+ *
+ * An attach from outside the process's mount namespace (src/cli/attach.c,
+ * "containers") makes descriptors in the process across several calls:
+ * the memory file the agent is loaded from, and a socket pair the output
+ * directory comes over. A heaptrail killed between two calls leaves them
+ * open; the agent closes them at the next start or stop, whoever calls:
+ * the pair is the agent's own (heaptrail_attach_pair keeps it pending
+ * until a start takes the directory from it), and the memory files are
+ * known by their name. */
+static int pending[2] = { -1, -1 };
+static uint64_t pending_ino[2];  /* a program may close them and reuse the numbers */
+
+static uint64_t socket_ino(int fd)
+{
+	struct stat st;
+	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) ? (uint64_t)st.st_ino : 0;
+}
+
+static void close_pending(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (pending[i] >= 0 && pending_ino[i] && socket_ino(pending[i]) == pending_ino[i])
+			syscall(SYS_close, pending[i]);
+	pending[0] = pending[1] = -1;
+}
+
+/* Closes every descriptor of a memory file an attach made for the agent
+ * ("/memfd:heaptrail-TAG/libheaptrail.so"): the mapping holds the agent. */
+static void close_stale_memfds(void)
+{
+	static const char head[] = "/memfd:heaptrail-", tail[] = "/libheaptrail.so (deleted)";
+	char buf[2048], path[48], link[128];
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct dirent64_raw { uint64_t ino; int64_t off; unsigned short reclen;
+					      unsigned char type; char name[]; } *d = (void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			long n = 0;
+			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+				n = n * 10 + (*c - '0');
+			if (n == fd)
+				continue;
+			agent_strlcpy(path, GIVEN_DIR, sizeof path);
+			agent_put_dec(path + sizeof GIVEN_DIR - 1, (uint64_t)n)[0] = 0;
+			long len = syscall(SYS_readlink, path, link, sizeof link - 1);
+			if (len <= 0)
+				continue;
+			link[len] = 0;
+			size_t tl = sizeof tail - 1;
+			if (agent_strstarts(link, head) && (size_t)len > tl &&
+			    agent_streq(link + len - tl, tail))
+				syscall(SYS_close, n);
+		}
+	}
+	syscall(SYS_close, fd);
+}
+
+/* Receives the directory sent over the pending pair (MSG_DONTWAIT: it
+ * was sent before the call) and closes the pair. Its name for us,
+ * "/proc/self/fd/D", into out. Returns D, or -EBADMSG when none came
+ * (nothing sent, recvmsg refused). */
+static int take_dir(char *out, size_t cap)
+{
+	char one, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &one, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			      .msg_controllen = sizeof ctl };
+	agent_memset(ctl, 0, sizeof ctl);
+	long r = pending[0] < 0 ? -1 : syscall(SYS_recvmsg, pending[0], &msg,
+						 MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int d = -1;
+	struct cmsghdr *c = r == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		agent_memcpy(&d, CMSG_DATA(c), sizeof d);
+	close_pending();
+	if (d < 0)
+		return -EBADMSG;
+	agent_strlcpy(out, GIVEN_DIR, cap);
+	agent_put_dec(out + sizeof GIVEN_DIR - 1, (uint64_t)d)[0] = 0;
+	return d;
+}
+
+/* Makes the pending socket pair (closing one a heaptrail killed before
+ * its start left) and stores its ends at sv. Returns 0 or -errno. */
+AGENT_API int heaptrail_attach_pair(int *sv)
+{
+	spin_lock(&entry_lock);
+	close_pending();
+	int r = syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pending) ? -errno : 0;
+	if (r)
+		pending[0] = pending[1] = -1;
+	else {
+		pending_ino[0] = socket_ino(pending[0]);
+		pending_ino[1] = socket_ino(pending[1]);
+		sv[0] = pending[0];
+		sv[1] = pending[1];
+	}
+	spin_unlock(&entry_lock);
+	return r;
+}
+
 /* ---------- entry points called by heaptrail's injected calls ---------- */
 
 /* Every call heaptrail makes into the agent goes through here: the call
@@ -561,8 +704,19 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintptr_t pc,
 				     uintptr_t sp)
 {
+	char given[48];
+	int d = -1, r = 0;
 	spin_lock(&entry_lock);
-	int r = attach_start(opts, output, pc, sp);
+	close_stale_memfds();
+	if (agent_streq(output, GIVEN_DIR_PENDING)) {
+		r = d = take_dir(given, sizeof given);
+		output = given;
+	}
+	if (r >= 0) {
+		r = attach_start(opts, output, pc, sp);
+		if (r && d >= 0)  /* not started: the directory is nobody's */
+			syscall(SYS_close, d);
+	}
 	spin_unlock(&entry_lock);
 	return r;
 }
@@ -626,6 +780,8 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 	agent_fnhook_install(pc, sp);
 	recorded = write_record(false);
 	if (dir_fd < 0)
+		dir_fd = given_dir_fd(agent_config.output);
+	if (dir_fd < 0)
 		dir_fd = (int)syscall(SYS_openat, AT_FDCWD,
 				      agent_config.output[0] ? agent_config.output : ".",
 				      O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -643,6 +799,8 @@ static int attach_stop(void);
 AGENT_API int heaptrail_attach_stop(void)
 {
 	spin_lock(&entry_lock);
+	close_pending();
+	close_stale_memfds();
 	int r = attach_stop();
 	spin_unlock(&entry_lock);
 	return r;
@@ -669,6 +827,8 @@ static int attach_stop(void)
 	notes_end(write_record(true));
 	if (dir_fd >= 0)
 		syscall(SYS_close, dir_fd);
+	if (given_dir_fd(agent_config.output) >= 0)  /* closed now: nothing goes there */
+		agent_strlcpy(agent_config.output, GIVEN_DIR_CLOSED, sizeof agent_config.output);
 	dir_fd = -1;
 	agent_tls.busy = busy;
 	return 0;

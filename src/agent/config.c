@@ -56,6 +56,11 @@
  *                  process exits with this status instead of its own
  *                  (1-255; 0, the default, keeps the program's status).
  *                  `heaptrail run --error-exitcode=N` passes N.
+ * pid              the PID the files are named after and that they record,
+ *                  instead of getpid(): `heaptrail attach` passes the one it
+ *                  was given when the process sees itself under another
+ *                  (its own PID namespace: a container). A child forked
+ *                  later names its files with its getpid().
  * run              an id written into every file of this run (letters,
  *                  digits, '-', '_'; at most 63), so a reader can tell
  *                  them from an earlier run's files in the same directory.
@@ -192,6 +197,7 @@ static const struct option {
 	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },
 	{ "error_exitcode", T_NUM, F(error_exitcode), 0, 255 },
 	{ "run", T_ID, F(run_id), 0, 0 },
+	{ "pid", T_NUM, F(shown_pid), 1, 0x7fffffff },
 	{ "prof_leak", T_IGNORED, 0, 0, 0, 0 },
 	{ "prof_accum", T_IGNORED, 0, 0, 0, 0 },
 #undef F
@@ -344,6 +350,7 @@ void agent_config_load_from(const char *s, const char *out)
 	agent_config.sample = 512 * 1024;
 	agent_config.sample_auto = false;
 	agent_config.fns[0] = 0;      /* an attach after a detach names its own */
+	agent_config.shown_pid = 0;   /* and says again from where it comes */
 	agent_config.builtin_fns = true;
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)

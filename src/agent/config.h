@@ -42,6 +42,9 @@ struct agent_config {
 	uint64_t timeline_ms;    /* timeline period; 0 = off */
 	int error_exitcode;      /* exit status when the exit report cannot be
 				  * written; 0 = keep the program's */
+	int shown_pid;           /* the PID files and records name (0: getpid()):
+				  * an attach from outside the process's PID
+				  * namespace gives the one its user typed */
 	char run_id[FMT_RUN_ID_MAX + 1]; /* the run these files belong to ("" = none) */
 	char output[4096];       /* directory for files, made absolute at start-up
 				  * ("" = the working directory then; still ""

@@ -59,7 +59,7 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	} else
 		n = agent_strlcpy(out, FMT_FILE_PREFIX, cap);
 	out[n++] = '.';
-	n = (size_t)(agent_put_dec(out + n, (uint64_t)getpid()) - out);
+	n = (size_t)(agent_put_dec(out + n, (uint64_t)agent_shown_pid()) - out);
 	out[n++] = '.';
 	if (!agent_streq(kind, FMT_HEAP_PEAK) && !agent_streq(kind, FMT_HEAP_LIVE)) {
 		n = (size_t)(agent_put_dec_width(out + n, atomic_fetch_add(&dump_seq, 1), 4) - out);
@@ -88,7 +88,7 @@ static void put_when(struct agent_writer *w)
 	agent_put(w, " " FMT_HEAP_UNIX_MS);
 	agent_put_u64(w, (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
 	agent_put(w, " " FMT_HEAP_PID);
-	agent_put_u64(w, (uint64_t)getpid());
+	agent_put_u64(w, (uint64_t)agent_shown_pid());
 	agent_put(w, " " FMT_HEAP_AGENT_BYTES);
 	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
 	agent_put(w, " " FMT_HEAP_RSS);

@@ -56,7 +56,7 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 	exe[n > 0 ? n : 0] = 0;
 
 	agent_put(w, FMT_LEAKS_MAGIC " " FMT_STR(FMT_LEAKS_VERSION) "\n");
-	write_line_u64(w, FMT_LEAKS_PID, (uint64_t)getpid());
+	write_line_u64(w, FMT_LEAKS_PID, (uint64_t)agent_shown_pid());
 	write_line_u64(w, FMT_LEAKS_PPID, (uint64_t)getppid());
 	if (agent_config.run_id[0]) {
 		agent_put(w, FMT_LEAKS_RUN " ");
@@ -215,7 +215,7 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 static void file_name(char *name, size_t cap, unsigned check)
 {
 	size_t n = agent_strlcpy(name, FMT_FILE_PREFIX ".", cap);
-	n = (size_t)(agent_put_dec(name + n, (uint64_t)getpid()) - name);
+	n = (size_t)(agent_put_dec(name + n, (uint64_t)agent_shown_pid()) - name);
 	if (check) {
 		n += agent_strlcpy(name + n, "." FMT_LEAKS_CHECK, cap - n);
 		n = (size_t)(agent_put_dec(name + n, check) - name);

@@ -19,7 +19,6 @@
  * for about S bytes; for n much larger, for itself. S = 1 is exact mode:
  * every allocation is recorded (p = 1).
  */
-#include <math.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +30,64 @@
 #include "agent/pool.h"
 #include "agent/table.h"
 #include "agent/banned.h"
+
+/* The agent needs no libm: an attach loads it into images that may have
+ * none (a container's minimal root, src/cli/attach.c), and these two are
+ * all the sampling maths takes, within a few units in the last place of
+ * libm's (checked against libm over 2 million arguments when written; the
+ * weights and draws of tests/unit/test_sample.c go through them). */
+/* ln(x), x > 0 and finite: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+ * ln m = 2 atanh(t) with t = (m - 1) / (m + 1), |t| < 0.172, whose odd
+ * series is summed to t^27 (the next term is below 2^-70). */
+static double agent_ln(double x)
+{
+	union { double d; uint64_t u; } v = { x };
+	int e = 0;
+	if (!(v.u >> 52))  /* subnormal: scale into the normal range */
+		v.d *= 0x1p54, e = -54;
+	e += (int)(v.u >> 52) - 1023;
+	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	double m = v.d;
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	double t = (m - 1) / (m + 1), t2 = t * t, sum = 0;
+	for (int k = 27; k >= 1; k -= 2)
+		sum = sum * t2 + 1.0 / k;
+	return (double)e * 0x1.62e42feep-1 + ((double)e * 0x1.a39ef35793c76p-33 + 2 * t * sum);
+}
+
+/* exp(x) - 1, accurate near 0 too: the Taylor series where |x| < 1/2;
+ * elsewhere exp(x) = 2^k exp(r), x = k ln 2 + r, |r| <= ln 2 / 2. */
+static double agent_expm1(double x)
+{
+	double term = x, sum = x;
+	if (x > -0.5 && x < 0.5) {
+		for (int k = 2; k <= 20; k++) {
+			term *= x / k;
+			sum += term;
+		}
+		return sum;
+	}
+	if (x < -750)
+		return -1;
+	if (x > 709.7)
+		return 1.0 / 0.0;
+	double kd = x * 1.4426950408889634 + (x < 0 ? -0.5 : 0.5);
+	int k = (int)kd;
+	double r = (x - k * 0x1.62e42feep-1) - k * 0x1.a39ef35793c76p-33;
+	term = sum = 1;
+	for (int i = 1; i <= 20; i++) {
+		term *= r / i;
+		sum += term;
+	}
+	/* times 2^k, in two steps so that 2^k itself is always a normal double */
+	int k1 = k / 2, k2 = k - k1;
+	union { double d; uint64_t u; } s1 = { .u = (uint64_t)(k1 + 1023) << 52 },
+					s2 = { .u = (uint64_t)(k2 + 1023) << 52 };
+	return sum * s1.d * s2.d - 1;
+}
 
 /* xorshift64*: small, fast, and good enough to draw distances. */
 static uint64_t next_random(void)
@@ -61,7 +118,7 @@ static double uniform(void)
 /* Bytes to the next sample point: Exp(S), at least 1. */
 static int64_t draw(void)
 {
-	double d = -log(uniform()) * (double)agent_config.sample;
+	double d = -agent_ln(uniform()) * (double)agent_config.sample;
 	agent_tls.sample_s = agent_config.sample;
 	return d >= 9e18 ? INT64_MAX : (int64_t)d + 1;
 }
@@ -107,7 +164,7 @@ bool agent_sample_slow(size_t n)
 /* The chance that a block of n bytes is sampled at S: p(n) = 1 - exp(-n/S). */
 static double sampled_p(double n, double s)
 {
-	return -expm1(-n / s);
+	return -agent_expm1(-n / s);
 }
 
 static void weight_at(size_t n, uint64_t sample, uint64_t *bytes, uint64_t *blocks_x1024)

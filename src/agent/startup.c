@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/startup.h"
 #include "agent/banned.h"
 
@@ -32,6 +33,12 @@ void agent_init_early(void)
 	agent_self_lo = (uintptr_t)__ehdr_start;
 	agent_self_hi = (uintptr_t)_etext;
 	agent_pid = getpid();
+}
+
+pid_t agent_shown_pid(void)
+{
+	pid_t self = getpid();
+	return agent_config.shown_pid && self == agent_pid ? (pid_t)agent_config.shown_pid : self;
 }
 
 /* ---------- bootstrap buffer ---------- */

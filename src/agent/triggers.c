@@ -145,7 +145,7 @@ static void open_timeline(void)
 {
 	char name[64];
 	size_t n = agent_strlcpy(name, FMT_FILE_PREFIX ".", sizeof name);
-	put_num(name, &n, (uint64_t)getpid());
+	put_num(name, &n, (uint64_t)agent_shown_pid());
 	agent_strlcpy(name + n, FMT_TIMELINE_SUFFIX, sizeof name - n);
 	timeline_on = false;
 	timeline_last_ms = UINT64_MAX;

@@ -310,7 +310,12 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	rc = fmt_heap_read_path(&d, path, err);
 	if (rc)
 		return rc;
-	if (prof_build_init(p))
+	/* a process in a container named the files under its own root */
+	struct prof_load_opts in_root = *o;
+	char *bpath = sym_process_path(d.pid, o->binary_path);
+	in_root.binary_path = bpath;
+	o = &in_root;
+	if (!bpath || prof_build_init(p))
 		goto nomem;
 	p->path = prof_build_intern(p, path, &oom);
 	p->layout = d.layout;
@@ -458,6 +463,7 @@ out:
 	if (sym && !(o->sym_cache && o->sym_cache->sym == sym))
 		sym_free(sym);
 	fmt_heap_release(&d);
+	free(bpath);
 	return rc;
 }
 

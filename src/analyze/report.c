@@ -105,7 +105,10 @@ static struct symbolizer *process_sym(struct prof_process *p, const char *binary
 		mods[i] = (struct sym_module){ l->modules[i].path, l->modules[i].build_id,
 					       l->modules[i].base, l->modules[i].lo,
 					       l->modules[i].hi };
-	p->sym = sym_new(mods, l->nmodules, binary_path);
+	/* a process in a container named the files under its own root */
+	char *bpath = sym_process_path(l->pid, binary_path);
+	p->sym = bpath ? sym_new(mods, l->nmodules, bpath) : NULL;
+	free(bpath);
 	free(mods);
 	return p->sym;
 }

@@ -24,6 +24,7 @@
  * the write (src/agent/fnhook.c), and puts them back at the detach.
  */
 #include <elf.h>
+#include <linux/magic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,9 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -203,6 +206,18 @@ static int find_module(const char *maps, const char *const *suffixes, uint64_t *
 		}
 	}
 	return -1;
+}
+
+/* The file a path of /proc/PID/maps names, as we can open it: the kernel
+ * writes the path from our root when we can reach the file from it (a
+ * process in a chroot, or under `unshare --root`), else from the root of
+ * the process's mount namespace (a container that pivoted into its own
+ * root), which /proc/PID/root is. */
+static void target_path(long pid, const char *path, char *out, size_t cap)
+{
+	snprintf(out, cap, "/proc/%ld/root%s", pid, path);
+	if (access(out, F_OK) && !access(path, F_OK))
+		snprintf(out, cap, "%s", path);
 }
 
 /* The value of a dynamic symbol in the ELF file at path (an x86-64
@@ -433,11 +448,24 @@ static long pt(int req, pid_t tid, void *addr, void *data)
 	return ptrace((enum __ptrace_request)req, tid, addr, data);
 }
 
+/* Reads or writes n bytes of process pid at addr with process_vm_readv
+ * or process_vm_writev, which need the right to trace it and nothing
+ * more (its /proc/PID/mem is its user's alone: a heaptrail of another
+ * user, with CAP_SYS_PTRACE only, cannot open it). Writable memory only. */
+static ssize_t vm_rw(pid_t pid, uint64_t addr, void *buf, size_t n, bool write)
+{
+	struct iovec local = { buf, n }, remote = { (void *)addr, n };
+	return write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+		     : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
 static int mem_rw(struct target *t, uint64_t addr, void *buf, size_t n, bool write)
 {
 	if (write)
 		step_point();
-	ssize_t r = write ? pwrite(t->memfd, buf, n, (off_t)addr) : pread(t->memfd, buf, n, (off_t)addr);
+	ssize_t r = t->memfd < 0 ? vm_rw(t->pid, addr, buf, n, write)
+		    : write ? pwrite(t->memfd, buf, n, (off_t)addr)
+			    : pread(t->memfd, buf, n, (off_t)addr);
 	return r == (ssize_t)n ? 0 : -1;
 }
 
@@ -561,7 +589,7 @@ static uint64_t find_restorer(pid_t pid, const char *maps)
 	size_t len;
 	if (find_module(maps, libc, &base, path, sizeof path))
 		return 0;
-	snprintf(file, sizeof file, "/proc/%d/root%s", pid, path);
+	target_path(pid, path, file, sizeof file);
 	char *img = slurp(file, &len);
 	if (!img || len < sizeof(Elf64_Ehdr))
 		goto out;
@@ -1013,6 +1041,26 @@ static int agent_call(struct target *t, uint64_t call, uint64_t fn, uint64_t a0,
 
 /* ---------- common front: checks and the calls ---------- */
 
+/* Our uid_map, its columns one space apart, when heaptrail runs in a user
+ * namespace other than the first (whose map is "0 0 4294967295"); else
+ * NULL. Static storage. */
+static const char *user_ns_map(void)
+{
+	static char map[128];
+	char *text = slurp("/proc/self/uid_map", NULL);
+	size_t n = 0;
+	for (const char *p = text; p && *p && n < sizeof map - 1; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\n')
+			map[n++] = *p;
+		else if (n && map[n - 1] != ' ' && p[1])
+			map[n++] = ' ';
+	while (n && map[n - 1] == ' ')
+		n--;
+	map[n] = 0;
+	free(text);
+	return n && strcmp(map, "0 0 4294967295") ? map : NULL;
+}
+
 /* Explains a failed PTRACE_SEIZE, with what can be done instead for
  * what the trace was for: under Yama's mode 1 only an ancestor may trace,
  * and `heaptrail run` is one of the program it starts (its --http
@@ -1048,6 +1096,7 @@ static void seize_error(const struct target *t, int e)
 			     "dumps instead",
 	};
 	int scope = *yama >= '1' && *yama <= '3' && !yama[1] ? *yama - '0' : 0;
+	const char *umap;
 	if (e == EPERM && scope == 1)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
 			  "1: %s%s", pid, parent_only, one_says[t->use]);
@@ -1058,11 +1107,51 @@ static void seize_error(const struct target *t, int e)
 		cli_error("not permitted to trace process %d: /proc/sys/kernel/yama/ptrace_scope is "
 			  "3: no process may be traced until the next boot%s", pid,
 			  none_says[t->use]);
+	else if (e == EPERM && (umap = user_ns_map()))
+		cli_error("not permitted to trace process %d: heaptrail runs in a user namespace "
+			  "(uid_map %s), whose root has no CAP_SYS_PTRACE over a process outside it: "
+			  "run heaptrail in process %d's user namespace (the host's)", pid, umap, pid);
 	else if (e == EPERM)
 		cli_error("not permitted to trace process %d: it belongs to another user, or is "
 			  "already traced (needs the same user or CAP_SYS_PTRACE)", pid);
 	else
 		target_error(pid, "cannot trace process %d: %s", pid, strerror(e));
+}
+
+/* Whether we hold capability cap (CapEff of our status). */
+static bool have_cap(int cap)
+{
+	char buf[32];
+	char *status = slurp("/proc/self/status", NULL);
+	bool has = status && status_field(status, "CapEff", buf, sizeof buf) &&
+		   (strtoull(buf, NULL, 16) >> cap & 1);
+	free(status);
+	return has;
+}
+
+/* A heaptrail of another user than process pid's, with CAP_SYS_PTRACE but
+ * neither CAP_DAC_READ_SEARCH nor CAP_DAC_OVERRIDE (a tool given the one
+ * capability), may trace it but not read what says which thread to borrow:
+ * /proc/PID/task/TID/syscall is its user's alone (mode 0400), as are the
+ * files its agent writes (0600). Says so in one line: 1; else 0. */
+static int dac_refuses(long pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%ld/syscall", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EACCES || stat(path, &st) || st.st_uid == geteuid() ||
+	    !have_cap(19) /* CAP_SYS_PTRACE */ || have_cap(2) /* CAP_DAC_READ_SEARCH */ ||
+	    have_cap(1) /* CAP_DAC_OVERRIDE */)
+		return 0;
+	cli_error("cannot read %s: it is for process %ld's user alone (uid %u), and so are the "
+		  "files its agent writes: heaptrail needs CAP_DAC_READ_SEARCH besides "
+		  "CAP_SYS_PTRACE, or to run as that user or root", path, pid, (unsigned)st.st_uid);
+	return 1;
 }
 
 /* Opens the target for calls; checks what can be checked without
@@ -1111,6 +1200,10 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 		free(*maps);
 		return -1;
 	}
+	if (dac_refuses(pid)) {
+		free(*maps);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1137,7 +1230,9 @@ static int start_calls(struct target *t, const char *maps)
 		return -1;
 	}
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (t->memfd < 0) {
+	if (t->memfd < 0 && (errno == EACCES || errno == EPERM)) {
+		/* the file is its user's alone: process_vm_writev (mem_rw) */
+	} else if (t->memfd < 0) {
 		target_error(t->pid, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -1187,7 +1282,11 @@ static void end_calls(struct target *t)
 }
 
 
-/* The agent's load address and its file as the target sees it. */
+#define MEMFD_PREFIX "/memfd:"
+#define DELETED " (deleted)"
+
+/* The agent's load address and its file as the target sees it (for one
+ * loaded from a memory file, "/memfd:NAME"). */
 static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 {
 	/* the load address is the mapping at offset 0 followed by the
@@ -1207,6 +1306,10 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 		while (*p == ' ')
 			p++;
 		size_t n = strcspn(p, "\n");
+		/* loaded from a memory file (containers, below): its name */
+		if (!strncmp(p, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) && n > strlen(DELETED) &&
+		    !memcmp(p + n - strlen(DELETED), DELETED, strlen(DELETED)))
+			n -= strlen(DELETED);
 		if (*p != '/' || n < nl || n >= sizeof first || memcmp(p + n - nl, name, nl))
 			continue;
 		if (off == 0) {
@@ -1222,6 +1325,322 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
 	return -1;
 }
 
+/* ---------- a process in other namespaces (containers) ----------
+ *
+ * A process run by docker, podman or Kubernetes has a root of its own
+ * (its mount namespace) and sees itself under another PID (its PID
+ * namespace). Attached from the host, or from a container that shares
+ * its PID namespace:
+ *  - the agent, when the process does not see our file, is copied into a
+ *    memory file the process makes (memfd_create, a borrowed call),
+ *    loaded with dlopen("/proc/self/fd/M"), and M is closed: nothing is
+ *    written into its filesystem. The agent needs libc alone (the
+ *    Makefile), which every dynamically linked image has;
+ *  - the output directory, when the process does not see ours, is handed
+ *    to it as a descriptor: its agent makes a socket pair
+ *    (heaptrail_attach_pair), heaptrail takes one end with pidfd_getfd
+ *    and sends an O_PATH descriptor of the directory over it
+ *    (SCM_RIGHTS), and the agent's start, told output=OUT_PENDING,
+ *    receives it and closes the pair. The agent writes through
+ *    /proc/self/fd/D, holds D while attached and closes it at the detach;
+ *    heaptrail reads what it wrote through /proc/PID/fd/D
+ *    (cli_agent_path);
+ *  - the files and the records name the PID the user typed (the agent's
+ *    `pid` option), not the one the process sees.
+ * Both routes need /proc mounted in the process's mount namespace, as
+ * every container runtime has it. A heaptrail killed between two of
+ * these calls leaves the process a descriptor it never uses (a memory
+ * file, or the pending pair) until the agent's next start or stop,
+ * which closes them (src/agent/attach.c); the borrowed thread runs on
+ * as after any other call.
+ */
+
+/* Whether path names the same file for process pid as for us. */
+static bool seen_alike(long pid, const char *path)
+{
+	char file[PATH_MAX + 32];
+	struct stat ours, theirs;
+	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, path);
+	return !stat(path, &ours) && !stat(file, &theirs) && ours.st_dev == theirs.st_dev &&
+	       ours.st_ino == theirs.st_ino;
+}
+
+/* The PID process pid sees itself under (the last of its NSpid), or pid. */
+static long inner_pid(long pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	long inner = pid;
+	if (status && status_field(status, "NSpid", buf, sizeof buf)) {
+		char *last = strrchr(buf, '\t');
+		inner = atol(last ? last + 1 : buf);
+	}
+	free(status);
+	return inner > 0 ? inner : pid;
+}
+
+/* Whether /proc is mounted in the mount namespace of process pid. */
+static bool proc_mounted_in(long pid)
+{
+	char path[64];
+	struct statfs sf;
+	snprintf(path, sizeof path, "/proc/%ld/root/proc", pid);
+	return !statfs(path, &sf) && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/* "; its seccomp filter may refuse it" for a process under a seccomp
+ * filter, else "". */
+static const char *seccomp_may(long pid)
+{
+	char path[64], sec[16] = "";
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	char *status = slurp(path, NULL);
+	if (status)
+		status_field(status, "Seccomp", sec, sizeof sec);
+	free(status);
+	return !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "";
+}
+
+/* The descriptor of process pid whose link reads want, or -1. */
+static int fd_linked(long pid, const char *want)
+{
+	char path[64], link[PATH_MAX];
+	snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+	DIR *d = opendir(path);
+	int found = -1;
+	for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+		char fd[96];
+		snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+		ssize_t n = readlink(fd, link, sizeof link - 1);
+		if (n > 0 && (link[n] = 0, !strcmp(link, want)))
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The value of a dynamic symbol of the module loaded at base in process
+ * pid, read from its memory through mem_rw (a module loaded from a memory file has no
+ * path to read): its dynamic section, whose symbol table ends where the
+ * string table starts (GNU ld and lld, as the agent's attach.c reads its
+ * own). 0 when not found. */
+static uint64_t mem_symbol(long pid, uint64_t base, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/mem", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct target vm = { .pid = (pid_t)pid, .memfd = fd };  /* for mem_rw */
+	uint64_t found = 0, symtab = 0, strtab = 0, strsz = 0, dynat = 0;
+	Elf64_Sym *syms = NULL;
+	char *strs = NULL;
+	Elf64_Ehdr eh;
+	if (mem_rw(&vm, base, &eh, sizeof eh, false) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phnum > 64)
+		goto out;
+	for (int i = 0; i < eh.e_phnum && !dynat; i++) {
+		Elf64_Phdr ph;
+		if (mem_rw(&vm, base + eh.e_phoff + (uint64_t)i * sizeof ph, &ph, sizeof ph, false))
+			goto out;
+		if (ph.p_type == PT_DYNAMIC)
+			dynat = base + ph.p_vaddr;
+	}
+	for (int i = 0; dynat && i < 256; i++) {
+		Elf64_Dyn dyn;
+		if (mem_rw(&vm, dynat + (uint64_t)i * sizeof dyn, &dyn, sizeof dyn, false) ||
+		    dyn.d_tag == DT_NULL)
+			break;
+		/* the loader relocates these in place, unless the section is
+		 * read-only: an unrelocated one is below the load address */
+		uint64_t v = dyn.d_un.d_ptr < base ? dyn.d_un.d_ptr + base : dyn.d_un.d_ptr;
+		if (dyn.d_tag == DT_SYMTAB)
+			symtab = v;
+		else if (dyn.d_tag == DT_STRTAB)
+			strtab = v;
+		else if (dyn.d_tag == DT_STRSZ)
+			strsz = dyn.d_un.d_val;
+	}
+	if (!symtab || strtab <= symtab || strtab - symtab > (4u << 20) || !strsz || strsz > (4u << 20))
+		goto out;
+	size_t n = (size_t)(strtab - symtab) / sizeof *syms;
+	syms = malloc(n * sizeof *syms);
+	strs = malloc(strsz + 1);
+	if (!syms || !strs ||
+	    mem_rw(&vm, symtab, syms, n * sizeof *syms, false) ||
+	    mem_rw(&vm, strtab, strs, strsz, false))
+		goto out;
+	strs[strsz] = 0;
+	for (size_t k = 1; k < n && !found; k++)
+		if (syms[k].st_name < strsz && syms[k].st_shndx != SHN_UNDEF && syms[k].st_value &&
+		    !strcmp(strs + syms[k].st_name, name))
+			found = syms[k].st_value;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(syms);
+	free(strs);
+	return found;
+}
+
+/* A symbol of the agent loaded at base in process pid, whose file the
+ * process sees at path ("/memfd:..." for one loaded from a memory file). */
+static uint64_t agent_symbol(long pid, uint64_t base, const char *path, const char *name)
+{
+	char file[PATH_MAX + 32];
+	if (!strncmp(path, MEMFD_PREFIX, strlen(MEMFD_PREFIX)))
+		return mem_symbol(pid, base, name);
+	target_path(pid, path, file, sizeof file);
+	return elf_symbol(file, name);
+}
+
+/* Copies the file at from into descriptor fd of process pid (through
+ * /proc/PID/fd). Returns 0 or -errno. */
+static int copy_into(long pid, int fd, const char *from)
+{
+	char path[64];
+	size_t len;
+	char *img = slurp(from, &len);
+	snprintf(path, sizeof path, "/proc/%ld/fd/%d", pid, fd);
+	int out = img && len ? open(path, O_WRONLY | O_CLOEXEC) : -1, e = 0;
+	if (out < 0)
+		e = img && len ? -errno : -EIO;
+	for (size_t done = 0; !e && done < len;) {
+		ssize_t w = write(out, img + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			e = w < 0 ? -errno : -EIO;
+		else
+			done += (size_t)w;
+	}
+	if (out >= 0)
+		close(out);
+	free(img);
+	return e;
+}
+
+/* Loads the agent (our file at agent) into the held process through a
+ * memory file of its own (see above); libc's memfd_create, dlopen and
+ * close at the addresses given. Returns 0 when dlopen ran (whether it
+ * loaded the agent, the map says), or prints and -1. */
+static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64_t close_fn,
+			  const char *agent)
+{
+	long pid = t->pid;
+	char name[64], want[96], path[64];
+	uint64_t tag = 0;
+	if (getrandom(&tag, sizeof tag, 0) != (ssize_t)sizeof tag)
+		tag = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	snprintf(name, sizeof name, "heaptrail-%016llx/libheaptrail.so", (unsigned long long)tag);
+	snprintf(want, sizeof want, MEMFD_PREFIX "%s" DELETED, name);
+	uint64_t a[6] = { t->strings, MFD_CLOEXEC, 0, 0, 0, 0 };
+	if (mem_rw(t, t->strings, name, strlen(name) + 1, true)) {
+		target_error(pid, "cannot write into process %ld's memory", pid);
+		return -1;
+	}
+	int e = remote_call(t, create, a);
+	int m = e ? -1 : fd_linked(pid, want);
+	if (m < 0) {
+		char why[160] = "";
+		if (t->failed_nr >= 0)
+			snprintf(why, sizeof why, ": %s", strerror(t->failed_err));
+		target_error(pid, "process %ld could not make a memory file for the agent "
+			     "(memfd_create%s)%s", pid, e ? ": the call failed" : why,
+			     seccomp_may(pid));
+		return -1;
+	}
+	int ret = 0;
+	e = copy_into(pid, m, agent);
+	if (e) {
+		target_error(pid, "cannot copy the agent into process %ld's memory file: %s", pid,
+			     strerror(-e));
+		ret = -1;
+	} else {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", m);
+		a[0] = t->strings;
+		a[1] = RTLD_NOW_VALUE;
+		if (mem_rw(t, t->strings, path, strlen(path) + 1, true) ||
+		    (e = remote_call(t, dl, a))) {
+			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
+				     strerror(e ? -e : EIO));
+			ret = -1;
+		}
+	}
+	/* the mapping holds the file from now on */
+	a[0] = (uint64_t)m;
+	a[1] = 0;
+	if (t->tid && remote_call(t, close_fn, a) && !ret) {
+		target_error(pid, "the call to close in process %ld failed", pid);
+		ret = -1;
+	}
+	return ret;
+}
+
+/* The output= the agent's start takes the directory from, sent over the
+ * pair its heaptrail_attach_pair made (src/agent/attach.c) */
+#define OUT_PENDING "/proc/self/fd/pending"
+
+/* Sends the held process, whose agent is loaded (heaptrail_attach_call at
+ * call), a descriptor of the directory dir over a socket pair its agent
+ * makes (heaptrail_attach_pair at pair; see above): its start, given
+ * OUT_PENDING, receives it and closes the pair, which the agent also
+ * closes at its next start or stop when a heaptrail killed meanwhile
+ * never started it. Returns 0, or prints and -1 (the pair then is
+ * closed by a start that finds nothing, *pending 1). */
+static int send_dir(struct target *t, uint64_t call, uint64_t pair, const char *dir,
+		    bool *pending)
+{
+	long pid = t->pid;
+	uint64_t at_sv = t->strings, rv = 0;
+	int sv[2] = { -1, -1 }, pidfd = -1, end = -1, dfd = -1;
+	*pending = false;
+	int e = agent_call(t, call, pair, at_sv, 0, 0, 0, &rv);
+	if (e || (int)rv || mem_rw(t, at_sv, sv, sizeof sv, false)) {
+		target_error(pid, "process %ld could not make the socket pair that takes the output "
+			     "directory (socketpair%s%s)%s", pid, !e && (int)rv ? ": " : "",
+			     !e && (int)rv ? strerror(-(int)rv) : "", seccomp_may(pid));
+		return -1;
+	}
+	*pending = true;
+	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	end = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, sv[1], 0);
+	dfd = end < 0 ? -1 : open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const char *why = pidfd < 0 ? "pidfd_open" : end < 0 ? "pidfd_getfd" : dfd < 0 ? "open" : NULL;
+	int err = why ? errno : 0;
+	if (!why) {
+		union {
+			struct cmsghdr hdr;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} ctl;
+		char one = 'd';
+		struct iovec iov = { &one, 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				      .msg_controllen = sizeof ctl.buf };
+		memset(ctl.buf, 0, sizeof ctl.buf);
+		ctl.hdr.cmsg_level = SOL_SOCKET;
+		ctl.hdr.cmsg_type = SCM_RIGHTS;
+		ctl.hdr.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.hdr), &dfd, sizeof dfd);
+		if (sendmsg(end, &msg, MSG_NOSIGNAL) != 1) {
+			why = "sendmsg";
+			err = errno;
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
+	if (end >= 0)
+		close(end);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (why) {
+		cli_error("cannot send the output directory %s to process %ld (%s: %s)", dir, pid,
+			  why, strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
 /* Calls the agent's entry point name(a0, a1) in pid; *ret its int
  * result. With request (a FMT_SIGVAL_* value), name(request, regs,
  * nregs, wrote) instead, regs the borrowed thread's registers as it was
@@ -1232,7 +1651,7 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 		      int *ret, double *stopped_ms, char *wrote)
 {
 	struct target t;
-	char *maps = NULL, agent[PATH_MAX], file[PATH_MAX + 32];
+	char *maps = NULL, agent[PATH_MAX];
 	uint64_t base, rv;
 	int result = -1;
 	enum target_use use = request ? (request & FMT_SIGVAL_DUMP ? USE_LIVE : USE_LEAKS)
@@ -1244,8 +1663,8 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 			  "`heaptrail attach %ld`)", pid, pid);
 		goto out;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
+	uint64_t fn = agent_symbol(pid, base, agent, name);
+	uint64_t call = agent_symbol(pid, base, agent, "heaptrail_attach_call");
 	if (!fn) {
 		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
 			     agent, name);
@@ -1358,6 +1777,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	}
 	uint64_t ab;
 	char loaded[PATH_MAX];
+	bool again = false;
 	if (!agent_in(maps, &ab, loaded, sizeof loaded)) {
 		snprintf(file, sizeof file, "/proc/%ld/environ", pid);
 		size_t n;
@@ -1373,29 +1793,45 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 			goto out;
 		}
 		snprintf(agent, sizeof agent, "%s", loaded);  /* the same copy again */
+		again = true;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	if (access(file, R_OK)) {
+	/* a process in other namespaces (see "containers" above): the agent
+	 * from a memory file when it does not see ours (or was given one
+	 * before: loaded already), the directory as a descriptor */
+	bool in_memory = !strncmp(agent, MEMFD_PREFIX, strlen(MEMFD_PREFIX));
+	bool by_memfd = !in_memory && !again && !seen_alike(pid, agent);
+	bool by_fd = !seen_alike(pid, outdir);
+	if ((by_memfd || by_fd) && !proc_mounted_in(pid)) {
+		target_error(pid, "cannot attach to process %ld from outside its mount namespace: /proc "
+			     "is not mounted in it (the agent and the output directory reach it "
+			     "through /proc/self/fd)", pid);
+		goto out;
+	}
+	target_path(pid, agent, file, sizeof file);
+	if (!in_memory && !by_memfd && access(file, R_OK)) {
+		/* loaded by path before, and the file is gone from its view */
 		target_error(pid, "the agent %s is not visible in the mount namespace of process %ld "
 			     "(%s): copy it there and set HEAPTRAIL_AGENT", agent, pid,
 			     strerror(errno));
 		goto out;
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, outdir);
-	struct stat ours, theirs;
-	if (stat(file, &theirs) || stat(outdir, &ours) || ours.st_dev != theirs.st_dev ||
-	    ours.st_ino != theirs.st_ino) {
-		target_error(pid, "the output directory %s is not the same in the mount namespace "
-			     "of process %ld: give one it sees with -o", outdir, pid);
-		goto out;
+	uint64_t start_off, call_off, pair_off;
+	if (in_memory) {
+		start_off = mem_symbol(pid, ab, "heaptrail_attach_start");
+		call_off = mem_symbol(pid, ab, "heaptrail_attach_call");
+		pair_off = mem_symbol(pid, ab, "heaptrail_attach_pair");
+	} else {
+		const char *from = by_memfd ? agent : file;
+		start_off = elf_symbol(from, "heaptrail_attach_start");
+		call_off = elf_symbol(from, "heaptrail_attach_call");
+		pair_off = elf_symbol(from, "heaptrail_attach_pair");
 	}
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
-	uint64_t start_off = elf_symbol(file, "heaptrail_attach_start");
-	uint64_t call_off = elf_symbol(file, "heaptrail_attach_call");
-	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, libc);
+	target_path(pid, libc, file, sizeof file);
 	uint64_t dlopen_off = elf_symbol(file, "dlopen");
 	if (!dlopen_off)  /* glibc before 2.34: the loader's private entry */
 		dlopen_off = elf_symbol(file, "__libc_dlopen_mode");
+	uint64_t memfd_off = by_memfd ? elf_symbol(file, "memfd_create") : 0;
+	uint64_t close_off = by_memfd ? elf_symbol(file, "close") : 0;
 	if (!dlopen_off || !start_off || !call_off) {
 		target_error(pid, "cannot find %s in %s%s",
 			     !dlopen_off ? "dlopen" : !start_off ? "heaptrail_attach_start"
@@ -1405,6 +1841,25 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 					: "");
 		goto out;
 	}
+	if (by_memfd && (!memfd_off || !close_off)) {
+		target_error(pid, "cannot find %s in %s (needed to attach across mount namespaces)",
+			     !memfd_off ? "memfd_create" : "close", libc);
+		goto out;
+	}
+	if (by_fd && !pair_off) {
+		target_error(pid, "the agent in process %ld (%s) has no heaptrail_attach_pair: an "
+			     "older heaptrail? it takes no directory from outside its mount "
+			     "namespace", pid, agent);
+		goto out;
+	}
+	/* the files and records name the PID given, not the one the process
+	 * sees in its own PID namespace */
+	char opts_pid[9000];
+	long inner = inner_pid(pid);
+	snprintf(opts_pid, sizeof opts_pid, "%s%s", opts, inner != pid ? ",pid=" : "");
+	if (inner != pid)
+		snprintf(opts_pid + strlen(opts_pid), sizeof opts_pid - strlen(opts_pid), "%ld", pid);
+	opts = opts_pid;
 	if (start_calls(&t, maps))
 		goto out;
 	uint64_t s_path = t.strings, s_opts = t.strings + 4096, s_out = t.strings + 12288;
@@ -1412,33 +1867,49 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 		cli_error("the options are too long for the attach (%zu bytes)", strlen(opts));
 		goto out;
 	}
-	if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true) ||
-	    mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
-	    mem_rw(&t, s_out, (void *)outdir, strlen(outdir) + 1, true)) {
-		target_error(pid, "cannot write into process %ld's memory", pid);
-		goto out;
-	}
-	uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
-	int e = remote_call(&t, libc_base + dlopen_off, a);
-	if (e) {
-		target_error(pid, "the call to dlopen in process %ld failed: %s", pid, strerror(-e));
-		goto out;
+	int e = 0;
+	if (by_memfd) {
+		if (load_via_memfd(&t, libc_base + memfd_off, libc_base + dlopen_off,
+				   libc_base + close_off, agent))
+			goto out;
+	} else if (!in_memory) {
+		if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true)) {
+			target_error(pid, "cannot write into process %ld's memory", pid);
+			goto out;
+		}
+		uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
+		e = remote_call(&t, libc_base + dlopen_off, a);
+		if (e) {
+			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
+				     strerror(-e));
+			goto out;
+		}
 	}
 	/* dlopen's result went with the call's registers: the map says */
 	free(maps);
 	snprintf(file, sizeof file, "/proc/%ld/maps", pid);
 	maps = slurp(file, NULL);
 	if (!maps || agent_in(maps, &ab, loaded, sizeof loaded)) {
-		char why[160] = "", sec[16] = "", *status;
+		char why[160] = "";
 		if (t.failed_nr >= 0)
 			snprintf(why, sizeof why, " (its last failed system call: %s: %s)",
 				 syscall_name(t.failed_nr), strerror(t.failed_err));
-		snprintf(file, sizeof file, "/proc/%ld/status", pid);
-		status = slurp(file, NULL);
-		status_field(status, "Seccomp", sec, sizeof sec);
-		free(status);
 		target_error(pid, "process %ld could not load the agent %s with dlopen%s%s", pid, agent, why,
-			  !strcmp(sec, "2") ? "; its seccomp filter may refuse it" : "");
+			  seccomp_may(pid));
+		goto out;
+	}
+	/* the directory, for a process that does not see ours: a descriptor
+	 * (s_opts and s_out are above the pair's place in the strings) */
+	const char *out_as = by_fd ? OUT_PENDING : outdir;
+	bool pending = false;
+	if (mem_rw(&t, s_opts, (void *)opts, strlen(opts) + 1, true) ||
+	    mem_rw(&t, s_out, (void *)out_as, strlen(out_as) + 1, true)) {
+		target_error(pid, "cannot write into process %ld's memory", pid);
+		goto out;
+	}
+	if (by_fd && send_dir(&t, ab + call_off, ab + pair_off, outdir, &pending)) {
+		if (pending)  /* the start finds nothing, and closes the pair */
+			agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, 0, 0, &rv);
 		goto out;
 	}
 	/* where the borrowed thread is, which the agent must know before it
@@ -1452,6 +1923,10 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	int r = (int)(uint32_t)rv;
 	if (r == -EALREADY) {
 		cli_error("process %ld is attached already (`heaptrail detach %ld` first)", pid, pid);
+		goto out;
+	} else if (r == -EBADMSG && by_fd) {
+		target_error(pid, "process %ld could not receive the output directory (recvmsg)%s",
+			     pid, seccomp_may(pid));
 		goto out;
 	} else if (r) {
 		cli_error("the agent could not start in process %ld: %s", pid, strerror(-r));

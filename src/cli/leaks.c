@@ -166,7 +166,20 @@ int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *w
 
 void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, size_t cap)
 {
-	if (wrote[0] == '/')
+	static const char given[] = "/proc/self/fd/";
+	if (!strncmp(wrote, given, sizeof given - 1)) {
+		/* the directory handed to it (attach.c, "containers"): ours,
+		 * by its name here when it has one */
+		const char *num = wrote + sizeof given - 1;
+		size_t k = strspn(num, "0123456789");
+		char link[96], dir[PATH_MAX];
+		snprintf(link, sizeof link, "/proc/%ld/fd/%.*s", a->pid, (int)k, num);
+		ssize_t n = readlink(link, dir, sizeof dir - 1);
+		if (n > 0 && dir[0] == '/' && (dir[n] = 0, !access(dir, X_OK)))
+			snprintf(path, cap, "%s%s", dir, num + k);
+		else
+			snprintf(path, cap, "%s%s", link, num + k);
+	} else if (wrote[0] == '/')
 		snprintf(path, cap, "%s", wrote);
 	else  /* its output directory could not be named at start-up */
 		snprintf(path, cap, "/proc/%ld/cwd/%s", a->pid, wrote);

@@ -198,17 +198,35 @@ char *sym_locate(const char *path, const char *binary_path)
 	char *cand;
 
 	base = base ? base + 1 : path;
-	for (dir = binary_path; dir && *dir; dir = *end ? end + 1 : end) {
-		end = strchrnul(dir, ':');
-		if (end == dir)
-			continue;
-		if (asprintf(&cand, "%.*s/%s", (int)(end - dir), dir, base) < 0)
-			return NULL;
-		if (access(cand, R_OK) == 0)
-			return cand;
-		free(cand);
-	}
+	for (int whole = 0; whole < 2; whole++)
+		for (dir = binary_path; dir && *dir; dir = *end ? end + 1 : end) {
+			end = strchrnul(dir, ':');
+			if (end == dir || (whole && path[0] != '/'))
+				continue;
+			if (asprintf(&cand, "%.*s%s%s", (int)(end - dir), dir, whole ? "" : "/",
+				     whole ? path : base) < 0)
+				return NULL;
+			if (access(cand, R_OK) == 0)
+				return cand;
+			free(cand);
+		}
 	return strdup(path);
+}
+
+char *sym_process_path(long pid, const char *binary_path)
+{
+	char root[64];
+	struct stat ours, theirs;
+	char *out;
+
+	snprintf(root, sizeof root, "/proc/%ld/root", pid);
+	if (pid <= 0 || stat("/", &ours) || stat(root, &theirs) ||
+	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
+		return strdup(binary_path ? binary_path : "");
+	if (asprintf(&out, "%s%s%s", binary_path ? binary_path : "",
+		     binary_path && *binary_path ? ":" : "", root) < 0)
+		return NULL;
+	return out;
 }
 
 static bool build_id_matches(const unsigned char *bits, int len, const char *hex)

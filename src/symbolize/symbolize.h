@@ -70,9 +70,16 @@ size_t sym_warnings(const struct symbolizer *s, const char *const **out);
 void sym_free(struct symbolizer *s);
 
 /* The file to open for a module recorded as path: its base name in the
- * first directory of binary_path (colon-separated) that has it, else path
- * itself. Caller frees; NULL on OOM. */
+ * first directory of binary_path (colon-separated) that has it, else the
+ * whole path under the first that has it (a directory that is a root: a
+ * container's), else path itself. Caller frees; NULL on OOM. */
 char *sym_locate(const char *path, const char *binary_path);
+
+/* binary_path for the files a process recorded, whose PID is pid: with
+ * /proc/PID/root after it while the process runs with a root other than
+ * ours (a container: the paths it recorded are under its root), else
+ * binary_path itself ("" for NULL). Caller frees; NULL on OOM. */
+char *sym_process_path(long pid, const char *binary_path);
 
 /* For a mapping [map_start, map_end) of file at map_offset (a line of
  * /proc/PID/maps): the load bias of the file (runtime address minus file

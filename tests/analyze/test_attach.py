@@ -86,8 +86,12 @@ commands on stdin).
                     says one line, "no process N", "process N is a
                     zombie" or "process N exited", never the step that
                     failed with it (before: "cannot find dlopen...")
-    attach:namespace  the agent's path missing in the target's mount
-                    namespace: one line naming it, target untouched
+    attach:namespace  the agent's path hidden in the target's mount
+                    namespace (a tmpfs over its directory there): the
+                    agent is loaded from a memory file of the target's
+                    (before: one line asking to copy it there), dump and
+                    detach work, no descriptor is left, and the target's
+                    output is unchanged
     attach:fnhook   allocator functions named at the attach
                     (tests/analyze/progs/attach_pools.c: three threads call
                     its pool_get/pool_put without a pause): the jumps are
@@ -939,7 +943,7 @@ def test_errors(suite):
 
 def test_namespace(suite):
     """The agent where the target cannot see it (a tmpfs over its dir in
-    the target's mount namespace)."""
+    the target's mount namespace): loaded from a memory file."""
     work, prog = build(suite)
     hidden = run_tests.fresh_dir(os.path.join(work, "hidden"))
     agent = os.path.join(hidden, "libheaptrail.so")
@@ -951,14 +955,29 @@ def test_namespace(suite):
     if rc:
         raise run_tests.Skip("unshare -m is not permitted here: %s" % run_tests.short(err))
     problems = []
+    out = new_dir(os.path.join(work, "ns"))
     t = Target(prog, work, argv=["unshare", "-m", "--propagation", "private", "sh", "-c",
                                  "mount -t tmpfs none %s && exec %s" % (hidden, prog)])
     try:
+        time.sleep(0.3)  # its command thread has made its epoll descriptor
+        fds = sorted(os.listdir("/proc/%d/fd" % t.p.pid))
         env = dict(os.environ, HEAPTRAIL_AGENT=agent)
-        rc, _, err = run_tests.run([suite.heaptrail, "attach", "-o",
-                                    os.path.join(work, "ns"), str(t.p.pid)], env=env)
-        one_line_error(problems, "agent not in the namespace", rc, err,
-                       r"not visible in the mount namespace")
+        rc, _, err = run_tests.run([suite.heaptrail, "attach", "-o", out, str(t.p.pid)],
+                                   env=env)
+        if expect_ok(problems, "attach, the agent hidden in the target's namespace", rc, err):
+            if not re.search(r"/memfd:heaptrail-[0-9a-f]+/libheaptrail\.so", t.maps()):
+                problems.append("the agent is not mapped from a memory file")
+            rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
+            expect_ok(problems, "dump", rc, err)
+            rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
+            expect_ok(problems, "detach", rc, err)
+            names = os.listdir(out)
+            if not any(n.endswith(".api.heap") for n in names) or \
+               not any(n.endswith(".final.heap") for n in names):
+                problems.append("want a dump and a final dump in %s, got %s" % (out, names))
+            if sorted(os.listdir("/proc/%d/fd" % t.p.pid)) != fds:
+                problems.append("descriptors before the attach %s, after the detach %s"
+                                % (fds, sorted(os.listdir("/proc/%d/fd" % t.p.pid))))
         check_end(t, problems, ["ready", "done held=0 cached=256"])
     finally:
         t.kill()
