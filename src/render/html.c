@@ -53,23 +53,33 @@ static const char *bytes(char *buf, size_t cap, int64_t v)
 	return render_bytes(buf, cap, v);
 }
 
-/* The summary the text report prints for p (render_text, summary only). */
-static int put_summary_text(FILE *out, const struct prof_process *p)
+/* text that a renderer writes, as a JSON member */
+static int put_rendered(FILE *out, const char *key, void (*fn)(FILE *, const void *), const void *arg)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 	if (!m)
 		return -ENOMEM;
-	struct prof_run one = { .procs = (struct prof_process *)p, .nprocs = 1 };
-	render_text(m, &one, &(struct render_text_opts){ .summary_only = true });
+	fn(m, arg);
 	if (fclose(m)) {
 		free(text);
 		return -ENOMEM;
 	}
-	put_str(out, "summary_text", text, true);
+	char *s = text;
+	while (*s == '\n')
+		s++;
+	put_str(out, key, *s ? s : NULL, true);
 	free(text);
 	return 0;
+}
+
+/* The summary the text report prints for a process (render_text,
+ * summary only). */
+static void summary_text(FILE *m, const void *arg)
+{
+	struct prof_run one = { .procs = (struct prof_process *)arg, .nprocs = 1 };
+	render_text(m, &one, &(struct render_text_opts){ .summary_only = true });
 }
 
 /* ---------- the timeline ---------- */
@@ -132,9 +142,36 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 	fputs("]}", out);
 }
 
-static int put_growth(FILE *out, const struct prof_growth *g, const char *since, size_t max)
+struct growth_arg {
+	const struct prof_growth *g;
+	long pid;
+	bool sampled;
+	const char *since;
+};
+
+static void growth_head(FILE *m, const void *arg)
 {
+	const struct growth_arg *a = arg;
+	render_growth_head(m, a->g, a->pid, a->sampled, &(struct render_table_opts){
+		.value = PROF_INUSE_SPACE, .since = a->since });
+}
+
+static void growth_note(FILE *m, const void *arg)
+{
+	render_growth_note(m, ((const struct growth_arg *)arg)->g);
+}
+
+static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)
+{
+	const struct prof_growth *g = pr->growth;
+	const char *since = pr->since;
+	struct growth_arg ga = { g, pr->pid, pr->ndumps && pr->dumps[0].sample > 1, since };
+	int ret;
 	fputs("\"growth\": {", out);
+	/* the words of `heaptrail growth`: its first line and its advice */
+	if ((ret = put_rendered(out, "head", growth_head, &ga)) ||
+	    (ret = put_rendered(out, "note", growth_note, &ga)))
+		return ret;
 	put_num(out, "dumps", (int64_t)g->ndumps, true);
 	fprintf(out, "\"timed\": %s, \"sampled\": %s, ", g->timed ? "true" : "false",
 		g->sampled ? "true" : "false");
@@ -165,22 +202,6 @@ static int put_growth(FILE *out, const struct prof_growth *g, const char *since,
 	fprintf(out, "], \"more\": {\"sites\": %zu, \"last\": %" PRId64 "}, \"total\": ", more,
 		more_last);
 	put_site(out, g, &g->total, 0);
-	char *note = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&note, &len);
-	if (!m)
-		return -ENOMEM;
-	render_growth_note(m, g);
-	if (fclose(m)) {
-		free(note);
-		return -ENOMEM;
-	}
-	char *s = note;
-	while (*s == '\n')
-		s++;
-	fputs(", ", out);
-	put_str(out, "note", *s ? s : NULL, false);
-	free(note);
 	fputs("}, ", out);
 	return 0;
 }
@@ -340,7 +361,7 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 		render_json_process(out, lp, &(struct render_json_opts){
 			.max_records = o->max_records, .suppressions = true });
 		fputs(",\n ", out);
-		if ((ret = put_summary_text(out, lp)))
+		if ((ret = put_rendered(out, "summary_text", summary_text, lp)))
 			return ret;
 	} else {
 		fputs("null,\n ", out);
@@ -363,7 +384,7 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 	fputs("],\n ", out);
 	if (pr->timeline)
 		put_timeline(out, pr->timeline, o->max_ticks);
-	if (pr->growth && (ret = put_growth(out, pr->growth, pr->since, o->max_sites)))
+	if (pr->growth && (ret = put_growth(out, pr, o->max_sites)))
 		return ret;
 	put_str(out, "growth_why", pr->growth_why, false);
 	fputs("}", out);

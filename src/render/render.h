@@ -108,6 +108,10 @@ struct render_growth_cells {
 };
 void render_growth_cells(const struct prof_growth *g, const struct prof_growth_site *s,
 			 bool space, bool exact, struct render_growth_cells *c);
+/* render_growth's first line, without its newline: the dumps, the time
+ * they span, the heap's first and last values. */
+void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+			const struct render_table_opts *o);
 /* The advice after render_growth's table when sampled sites could not
  * be told ("too few samples", or too few dumps); nothing otherwise. */
 void render_growth_note(FILE *out, const struct prof_growth *g);

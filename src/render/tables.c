@@ -442,8 +442,8 @@ void render_growth_note(FILE *out, const struct prof_growth *g)
 			k, size, g->sample);
 }
 
-void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
-		   const struct render_table_opts *o)
+void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+			const struct render_table_opts *o)
 {
 	bool space = o->value == PROF_INUSE_SPACE, exact = o->exact;
 	size_t n = g->ndumps;
@@ -464,6 +464,13 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, " (sampled: estimates, the last %s at 90 %%; ±90%%: the slope's "
 			"interval)", render_pm(a, sizeof a, last, lo, hi, space, exact));
 	}
+}
+
+void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+		   const struct render_table_opts *o)
+{
+	bool space = o->value == PROF_INUSE_SPACE, exact = o->exact;
+	render_growth_head(out, g, pid, sampled, o);
 	if (g->sampled)
 		fprintf(out, "\n\n%4s  %-16s %16s %11s %16s %5s %12s    %-12s %s\n", "rank", "trend",
 			"slope", "±90%", "later half", "r2", "first", "last",

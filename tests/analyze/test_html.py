@@ -180,6 +180,9 @@ def test_growth(suite):
             problems.append("growth: no chart for %s" % r["site"])
     if not want:
         problems.append("heaptrail growth printed no rows")
+    if v["growth"]["head"] != text.split("\n")[0]:
+        problems.append("growth: the page's heading %r, growth's %r" % (
+            v["growth"]["head"], text.split("\n")[0]))
     if rows != want:
         problems.append("growth rows differ from heaptrail growth: page %s, growth %s" %
                         (rows, want))

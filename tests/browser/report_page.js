@@ -146,7 +146,7 @@ async function main() {
       if (nproc) await page.selectOption('#proc', String(i));
       await page.click('#tab-summary');
       const p = {
-        pid: await page.$eval('#view-summary h2', (h) => +h.dataset.pid),
+        pid: await page.$eval('#view-summary h2[data-pid]', (h) => +h.dataset.pid),
         kinds: await page.$$eval('#leak-summary tbody tr', (rows) => rows.map((r) => ({
           kind: r.dataset.kind, bytes: +r.cells[1].dataset.bytes, blocks: +r.cells[2].dataset.blocks })))
           .catch(() => []),

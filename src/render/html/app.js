@@ -70,6 +70,29 @@
   function summary(box) {
     var p = P(), r = p.report, facts = el('dl', { class: 'facts' });
     function fact(k, v, id) { facts.appendChild(el('dt', null, k)); facts.appendChild(el('dd', { id: id }, v)); }
+    if (D.procs.length > 1) {
+      /* every process at a glance; a click on one shows it */
+      var all = el('table', { id: 'all-procs' }, el('caption', { class: 'sr-only' }, 'processes of the run'),
+        el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'pid'), el('th', { scope: 'col' }, 'command'),
+          el('th', { scope: 'col' }, 'exit'), el('th', { scope: 'col', class: 'num' }, 'in use at the end'),
+          el('th', { scope: 'col', class: 'num' }, 'definitely lost'), el('th', { scope: 'col', class: 'num' }, 'dumps'))));
+      var ab = el('tbody');
+      D.procs.forEach(function (q, i) {
+        var rq = q.report, dl = rq && rq.summary.definitely_lost;
+        ab.appendChild(el('tr', { 'aria-current': i === state.proc ? 'true' : null },
+          el('td', null, el('button', { type: 'button', class: 'link', onclick: function () {
+            procSel.value = i; state.proc = i; state.dump = -1; show('summary');
+          } }, String(q.pid))),
+          el('td', { class: 'mono' }, cmd(q).slice(0, 60)),
+          el('td', null, rq && rq.exit ? (rq.exit.signal !== undefined ? 'signal ' + rq.exit.signal : 'status ' + rq.exit.status) : ''),
+          el('td', { class: 'num' }, q.final_text || ''),
+          el('td', { class: 'num' }, dl ? HT.thousands(dl.bytes) + ' bytes' : ''),
+          el('td', { class: 'num' }, String(q.dumps.length))));
+      });
+      all.appendChild(ab);
+      box.appendChild(el('h2', null, 'Processes'));
+      box.appendChild(all);
+    }
     box.appendChild(el('h2', { 'data-pid': p.pid }, 'Process ' + p.pid));
     fact('Command', el('span', { class: 'mono' }, cmd(p)), 'sum-command');
     if (r && r.exit) fact('Exit', r.exit.signal !== undefined ? 'killed by signal ' + r.exit.signal
@@ -206,11 +229,7 @@
       box.appendChild(el('p', { class: 'note' }, 'No growth ranking: ' + (p.growth_why || 'no dumps') + '.'));
       return;
     }
-    var x = g.x;
-    box.appendChild(el('p', { id: 'growth-head' }, g.dumps + ' dumps of pid ' + p.pid +
-      (g.timed ? ' over ' + x[x.length - 1].toFixed(1) + ' s' : '') + (g.since ? ' ' + g.since : '') +
-      ', in-use space ' + g.total.first + ' \u2192 ' + g.total.last +
-      (g.sampled ? ' (sampled every ' + HT.thousands(g.sample) + ' bytes: estimates; \u00b190%: the slope\'s interval)' : '')));
+    box.appendChild(el('p', { id: 'growth-head' }, g.head));
     box.appendChild(el('p', { class: 'note' }, 'A site is growing when a line fitted to its in-use bytes rises steadily (r2 near 1) and still rises in the later half of the run; heaptrail growth prints the same table. Click a site to see its stacks in the flame graph.'));
     /* one table, so the columns line up: growing, not growing, all */
     var head = ['rank', 'trend', 'slope'].concat(g.sampled ? ['\u00b190%'] : [],
@@ -365,4 +384,6 @@
 
   var start = location.hash.slice(1);
   show(panels[start] ? start : 'summary', false);
+  /* when the first view was drawn, for bench/html (ms since navigation) */
+  document.documentElement.setAttribute('data-ready-ms', performance.now().toFixed(1));
 })();
