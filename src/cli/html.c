@@ -4,6 +4,7 @@
  * flame graph of each dump. Also written at the end of `heaptrail run
  * --html FILE` (cli_html_write). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ static bool is_timeline(const char *name, long arg)
 }
 
 struct html_run {
+	const struct cli_html_opts *o;
+	char *why;                      /* quiet: where the error goes */
+	size_t whycap;
 	struct prof_run run;
 	bool have_run;
 	struct prof_profile *dumps;     /* all of them, time order */
@@ -67,6 +71,39 @@ struct html_run {
 	char (*since)[96];
 	size_t nprocs;
 };
+
+/* An error: printed, or (quiet) kept in h->why. */
+__attribute__((format(printf, 2, 3)))
+static void fail(struct html_run *h, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (h->o->quiet) {
+		vsnprintf(h->why, h->whycap, fmt, ap);
+	} else {
+		fflush(stdout);
+		fputs("heaptrail: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
+
+/* A file left out: a note, unless quiet. */
+static void note(struct html_run *h, const char *file, const char *err)
+{
+	if (!h->o->quiet)
+		fprintf(stderr, "heaptrail: note: cannot read '%s': %s; left out\n", file, err);
+}
+
+/* Whether a dump's name is one of process pid's numbered dumps
+ * (PREFIX.PID.SEQ...: not the live endpoint's own PREFIX.PID.live.heap). */
+static bool numbered_of(const char *name, long pid)
+{
+	char prefix[48];
+	int n = snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", pid);
+	return !strncmp(name, prefix, (size_t)n) && name[n] >= '0' && name[n] <= '9';
+}
 
 static void html_run_release(struct html_run *h)
 {
@@ -120,29 +157,47 @@ static void free_names(char **names, size_t n)
 
 /* Reads everything the page shows of dir. Prints the error and returns
  * -1 on failure. */
-static int html_load(struct html_run *h, const char *dir, const char *binary_path)
+static int html_load(struct html_run *h, const char *dir)
 {
+	const struct cli_html_opts *o = h->o;
+	const char *binary_path = o->binary_path;
 	const char *err, *err_file;
 	char **names = NULL;
 	size_t n = 0;
 	long *pids = NULL;
 	size_t npids = 0;
 	int ret = -1;
-	memset(h, 0, sizeof *h);
 	int rc = prof_run_load_kinds(&h->run, dir, binary_path, PROF_KINDS_ALL, &err, &err_file);
 	if (!rc) {
 		h->have_run = true;
 		for (size_t i = 0; i < h->run.nbad; i++)
-			fprintf(stderr, "heaptrail: note: cannot read '%s': %s; left out\n",
-				h->run.bad[i].file, h->run.bad[i].err);
+			note(h, h->run.bad[i].file, h->run.bad[i].err);
 	} else if (rc != -ENOENT) {
-		cli_error("cannot read '%s': %s", err_file ? err_file : dir, err);
+		fail(h, "cannot read '%s': %s", err_file ? err_file : dir, err);
 		return -1;
 	}
 	/* the dumps */
 	if ((rc = prof_dir_names(dir, is_heap, 0, &names, &n))) {
-		cli_error("cannot open '%s': %s", dir, strerror(-rc));
+		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
+	}
+	if (o->pid > 0) {
+		/* one process's numbered dumps, the last max_dumps of them */
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (numbered_of(names[i], o->pid))
+				names[k++] = names[i];
+			else
+				free(names[i]);
+		}
+		n = k;
+		if (o->max_dumps && n > o->max_dumps) {
+			size_t drop = n - o->max_dumps;
+			for (size_t i = 0; i < drop; i++)
+				free(names[i]);
+			memmove(names, names + drop, o->max_dumps * sizeof *names);
+			n = o->max_dumps;
+		}
 	}
 	if (n) {
 		for (size_t i = 0; i < n; i++) {
@@ -152,9 +207,9 @@ static int html_load(struct html_run *h, const char *dir, const char *binary_pat
 			free(names[i]);
 			names[i] = path;
 		}
-		struct prof_load_opts lo = { .binary_path = binary_path };
+		struct prof_load_opts lo = { .binary_path = binary_path, .sym_cache = o->sym_cache };
 		if (prof_series_load(names, n, &lo, &h->dumps, &h->ndumps, &err, &err_file)) {
-			cli_error("cannot read '%s': %s", err_file ? err_file : dir, err);
+			fail(h, "cannot read '%s': %s", err_file ? err_file : dir, err);
 			goto out;
 		}
 	}
@@ -163,7 +218,7 @@ static int html_load(struct html_run *h, const char *dir, const char *binary_pat
 	n = 0;
 	/* the timelines */
 	if ((rc = prof_dir_names(dir, is_timeline, 0, &names, &n))) {
-		cli_error("cannot open '%s': %s", dir, strerror(-rc));
+		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
 	h->tls = calloc(n + 1, sizeof *h->tls);
@@ -175,26 +230,30 @@ static int html_load(struct html_run *h, const char *dir, const char *binary_pat
 		char *path;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
 			goto nomem;
-		if (prof_timeline_load(&h->tls[h->ntls], path, &err)) {
-			fprintf(stderr, "heaptrail: note: cannot read '%s': %s; left out\n", path, err);
+		if ((o->pid > 0 && timeline_pid(names[i]) != o->pid) ||
+		    prof_timeline_load(&h->tls[h->ntls], path, &err)) {
+			if (o->pid <= 0 || timeline_pid(names[i]) == o->pid)
+				note(h, path, err);
 			free(path);
 			continue;
 		}
 		h->tl_path[h->ntls] = path;
 		h->tl_pid[h->ntls++] = timeline_pid(names[i]);
 	}
-	/* every process any file is of */
-	for (size_t i = 0; h->have_run && i < h->run.nprocs; i++)
+	/* every process any file is of (or the one asked for) */
+	if (o->pid > 0 && add_pid(&pids, &npids, o->pid))
+		goto nomem;
+	for (size_t i = 0; o->pid <= 0 && h->have_run && i < h->run.nprocs; i++)
 		if (add_pid(&pids, &npids, h->run.procs[i].raw.pid))
 			goto nomem;
-	for (size_t i = 0; i < h->ndumps; i++)
+	for (size_t i = 0; o->pid <= 0 && i < h->ndumps; i++)
 		if (add_pid(&pids, &npids, h->dumps[i].pid))
 			goto nomem;
-	for (size_t i = 0; i < h->ntls; i++)
+	for (size_t i = 0; o->pid <= 0 && i < h->ntls; i++)
 		if (add_pid(&pids, &npids, h->tl_pid[i]))
 			goto nomem;
 	if (!npids) {
-		cli_error("nothing to show in '%s': no leak report (heaptrail.*.leaks), heap dump "
+		fail(h, "nothing to show in '%s': no leak report (heaptrail.*.leaks), heap dump "
 			  "(*.heap) or timeline", dir);
 		goto out;
 	}
@@ -248,50 +307,71 @@ static int html_load(struct html_run *h, const char *dir, const char *binary_pat
 	ret = 0;
 	goto out;
 nomem:
-	cli_error("out of memory");
+	fail(h, "out of memory");
 out:
 	free_names(names, n);
 	free(pids);
 	return ret;
 }
 
-int cli_html_write(const char *dir, const char *path, const char *binary_path, double min_share)
+int cli_html_build(const char *dir, const struct cli_html_opts *o, char **out, size_t *len,
+		   char *why, size_t whycap)
 {
-	struct html_run h;
-	char *page = NULL;
-	size_t len = 0;
+	struct html_run h = { .o = o, .why = why, .whycap = whycap };
 	int ret = -1;
-	if (html_load(&h, dir, binary_path))
+	*out = NULL;
+	*len = 0;
+	if (html_load(&h, dir))
 		goto out;
 	const char *cmd = NULL;
 	for (size_t i = 0; i < h.nprocs && !cmd; i++)
 		if (h.procs[i].leaks && h.procs[i].leaks->raw.argc)
 			cmd = h.procs[i].leaks->raw.argv[0];
 	char title[512];
-	snprintf(title, sizeof title, "heaptrail: %s", cmd ? cmd : dir);
-	FILE *m = open_memstream(&page, &len);
-	if (!m)
-		goto nomem;
-	int rc = render_html(m, h.procs, h.nprocs, &(struct render_html_opts){
-		.title = title, .dir = dir, .min_share = min_share, .max_records = 500,
-		.max_sites = 200, .max_ticks = 2000 });
-	if (fclose(m) || rc)
-		goto nomem;
-	if (!strcmp(path, "-")) {
-		ret = cli_emit(path, page, len);
+	if (cmd)
+		snprintf(title, sizeof title, "heaptrail: %s", cmd);
+	else if (o->pid > 0)
+		snprintf(title, sizeof title, "heaptrail: process %ld", o->pid);
+	else
+		snprintf(title, sizeof title, "heaptrail: %s", dir);
+	FILE *m = open_memstream(out, len);
+	if (!m) {
+		fail(&h, "out of memory");
 		goto out;
 	}
-	if ((rc = cli_write_file(path, page, len))) {
-		cli_error("cannot write '%s': %s", path, strerror(-rc));
+	struct render_html_opts ro = {
+		.title = title, .dir = dir, .min_share = o->min_share, .max_records = 500,
+		.max_sites = 200, .max_ticks = 2000, .live_url = o->live_url,
+		.live_every_ms = o->live_every_ms };
+	int rc = o->data_only ? render_html_data(m, h.procs, h.nprocs, &ro)
+			      : render_html(m, h.procs, h.nprocs, &ro);
+	if (fclose(m) || rc) {
+		fail(&h, "out of memory");
+		free(*out);
+		*out = NULL;
 		goto out;
 	}
 	ret = 0;
-	goto out;
-nomem:
-	cli_error("out of memory");
 out:
-	free(page);
 	html_run_release(&h);
+	return ret;
+}
+
+int cli_html_write(const char *dir, const char *path, const char *binary_path, double min_share)
+{
+	struct cli_html_opts o = { .binary_path = binary_path, .min_share = min_share, .pid = -1 };
+	char *page;
+	size_t len;
+	int ret = -1, rc;
+	if (cli_html_build(dir, &o, &page, &len, NULL, 0))
+		return -1;
+	if (!strcmp(path, "-"))
+		ret = cli_emit(path, page, len);
+	else if ((rc = cli_write_file(path, page, len)))
+		cli_error("cannot write '%s': %s", path, strerror(-rc));
+	else
+		ret = 0;
+	free(page);
 	return ret;
 }
 

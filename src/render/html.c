@@ -408,35 +408,50 @@ static void put_bytes(FILE *out, const unsigned char *s, unsigned n)
 	fwrite(s, 1, n, out);
 }
 
+int render_html_data(FILE *out, const struct render_html_proc *procs, size_t n,
+		     const struct render_html_opts *o)
+{
+	int ret = 0;
+	fputs("{\"heaptrail_html\": 1, ", out);
+	put_str(out, "title", o->title, true);
+	put_str(out, "dir", o->dir, true);
+	if (o->live_url) {
+		fputs("\"live\": {", out);
+		put_str(out, "url", o->live_url, true);
+		put_num(out, "every_ms", o->live_every_ms, false);
+		fputs("}, ", out);
+	}
+	fprintf(out, "\"min_share\": %g, \"procs\": [", o->min_share);
+	for (size_t i = 0; i < n && !ret; i++) {
+		fputs(i ? ",\n" : "\n", out);
+		ret = put_process(out, &procs[i], o);
+	}
+	fputs("]}\n", out);
+	return ret ? ret : ferror(out) ? -EIO : 0;
+}
+
 int render_html(FILE *out, const struct render_html_proc *procs, size_t n,
 		const struct render_html_opts *o)
 {
 	char *data = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&data, &len);
-	int ret = 0;
 	if (!m)
 		return -ENOMEM;
-	fputs("{\"heaptrail_html\": 1, ", m);
-	put_str(m, "title", o->title, true);
-	put_str(m, "dir", o->dir, true);
-	fprintf(m, "\"min_share\": %g, \"procs\": [", o->min_share);
-	for (size_t i = 0; i < n && !ret; i++) {
-		fputs(i ? ",\n" : "\n", m);
-		ret = put_process(m, &procs[i], o);
-	}
-	fputs("]}\n", m);
+	int ret = render_html_data(m, procs, n, o);
 	if (fclose(m) || ret) {
 		free(data);
 		return ret ? ret : -ENOMEM;
 	}
-	/* No network: the policy forbids every fetch; the page's own style
-	 * and script are inline. */
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-	      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-	      "<meta name=\"color-scheme\" content=\"light dark\">\n<title>", out);
+	/* No network: the policy forbids every request, but for the live
+	 * page's own data from where it came from; the page's style and
+	 * script are inline. */
+	fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+		"style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:%s\">\n"
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+		"<meta name=\"color-scheme\" content=\"light dark\">\n<title>",
+		o->live_url ? "; connect-src 'self'" : "");
 	render_xml(out, o->title ? o->title : "heaptrail", 0);
 	fputs("</title>\n<style>\n", out);
 	put_bytes(out, html_style_css, html_style_css_len);

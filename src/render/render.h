@@ -198,6 +198,9 @@ struct render_html_opts {
 	size_t max_records;     /* leak records per process (the rest counted) */
 	size_t max_sites;       /* growth's sites that are not growing (the rest counted) */
 	size_t max_ticks;       /* timeline points */
+	const char *live_url;   /* the page fetches new data from this URL (the
+				   live endpoint's), or NULL: a file */
+	long live_every_ms;     /* how often */
 };
 
 /* The run's processes as one self-contained HTML page (its style, script
@@ -205,5 +208,8 @@ struct render_html_opts {
  * when out has an error. */
 int render_html(FILE *out, const struct render_html_proc *procs, size_t n,
 		const struct render_html_opts *o);
+/* The page's data alone (JSON): what the live page fetches. */
+int render_html_data(FILE *out, const struct render_html_proc *procs, size_t n,
+		     const struct render_html_opts *o);
 
 #endif
