@@ -70,6 +70,8 @@ struct html_run {
 	bool *has_growth;
 	char (*since)[96];
 	size_t nprocs;
+	char *cmdline;                  /* o->pid's, from /proc (NUL-separated) */
+	char *cmd_argv[64];
 };
 
 /* An error: printed, or (quiet) kept in h->why. */
@@ -127,6 +129,7 @@ static void html_run_release(struct html_run *h)
 	free(h->growth);
 	free(h->has_growth);
 	free(h->since);
+	free(h->cmdline);
 }
 
 static int add_pid(long **pids, size_t *n, long pid)
@@ -289,6 +292,15 @@ static int html_load(struct html_run *h, const char *dir)
 				any = h->tl_path[i];
 		if (any && !cli_attach_label(any, pids[k], h->since[k], sizeof h->since[k]))
 			pr->since = h->since[k];
+		if (!pr->leaks && o->pid > 0 && pids[k] == o->pid) {
+			/* a running process: its command from /proc */
+			size_t len = 0;
+			h->cmdline = cli_read_proc(o->pid, "cmdline", &len);
+			for (size_t i = 0; h->cmdline && i < len && pr->argc < 64;
+			     i += strlen(h->cmdline + i) + 1)
+				h->cmd_argv[pr->argc++] = h->cmdline + i;
+			pr->argv = h->cmd_argv;
+		}
 		if (pr->ndumps >= 3) {
 			rc = prof_growth_compute(&h->growth[k], pr->dumps, pr->ndumps,
 						 PROF_INUSE_SPACE, false);

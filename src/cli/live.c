@@ -63,6 +63,7 @@
 #define LIVE_MAX_SECONDS 300    /* ?seconds=N */
 #define LIVE_TOP_SITES 20       /* /metrics: sites by live bytes */
 #define LIVE_GROWTH_DUMPS 30    /* growth: over the last 30 dumps */
+#define LIVE_PAGE_EVERY_MS 2000 /* the page at /: how often it fetches new data */
 
 /* A ?seconds=N profile between its two dumps: the connection waits
  * without holding up the others. */
@@ -924,6 +925,32 @@ static void serve_growth(struct cli_live *l, struct answer *ans)
 	ans->type = "text/plain; charset=utf-8";
 }
 
+/* The page of `heaptrail html` at / for the process, from the files its
+ * agent wrote (the last LIVE_GROWTH_DUMPS numbered dumps, as growth
+ * above, the timeline, a leak report when there is one): nothing is
+ * asked of the program. The page fetches its data again from
+ * /debug/heaptrail/page.json (data_only) every LIVE_PAGE_EVERY_MS and
+ * redraws the view shown, without a reload. */
+static void serve_page(struct cli_live *l, bool data_only, struct answer *ans)
+{
+	char why[PATH_MAX + 200] = "";
+	struct cli_html_opts o = {
+		.binary_path = getenv("PPROF_BINARY_PATH"), .min_share = 0.001, .pid = l->ag.pid,
+		.max_dumps = LIVE_GROWTH_DUMPS, .sym_cache = l->cache,
+		.live_url = "/debug/heaptrail/page.json", .live_every_ms = LIVE_PAGE_EVERY_MS,
+		.data_only = data_only, .quiet = true,
+	};
+	pthread_mutex_lock(&l->dump_lock);
+	int rc = cli_html_build(l->ag.dir, &o, &ans->body, &ans->len, why, sizeof why);
+	pthread_mutex_unlock(&l->dump_lock);
+	if (rc) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	ans->status = 200;
+	ans->type = data_only ? "application/json" : "text/html; charset=utf-8";
+}
+
 static const char index_page[] =
 	"<!DOCTYPE html>\n<html><head><title>/debug/pprof/</title></head><body>\n"
 	"<p>heaptrail live endpoint for process %ld</p>\n<ul>\n"
@@ -939,6 +966,9 @@ static const char index_page[] =
 	"<li><a href=\"/debug/heaptrail/growth\">growth</a>: the sites growing over the "
 	"run's dumps so far</li>\n"
 	"<li><a href=\"/metrics\">metrics</a> (Prometheus)</li>\n"
+	"<li><a href=\"/\">the page</a>: growth, timeline and flame graphs, as heaptrail "
+	"html draws them, kept up to date (<a href=\"/debug/heaptrail/page.json\">its "
+	"data</a>)</li>\n"
 	"</ul>\n<p>Use: <code>pprof -http=: http://HOST:PORT/debug/pprof/heap</code></p>\n"
 	"</body></html>\n";
 
@@ -955,7 +985,11 @@ static void route(struct cli_live *l, const char *method, const char *path, cons
 		answer_text(ans, 405, "method not allowed\n");
 		return;
 	}
-	if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
+	if (!strcmp(path, "/")) {
+		serve_page(l, false, ans);
+	} else if (!strcmp(path, "/debug/heaptrail/page.json")) {
+		serve_page(l, true, ans);
+	} else if (!strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
 		ans->status = 200;
 		ans->type = "text/html; charset=utf-8";
 		int n = asprintf(&ans->body, index_page, l->ag.pid);

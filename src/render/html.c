@@ -308,12 +308,14 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 	const struct fmt_leaks *l = lp ? &lp->raw : NULL;
 	fputs("{", out);
 	put_num(out, "pid", pr->pid, true);
-	/* the command, from the leak report or the first dump's name */
+	/* the command, from the leak report (or /proc, for the live page) */
 	fputs("\"command\": [", out);
-	for (size_t i = 0; l && i < l->argc; i++) {
+	char *const *argv = l ? l->argv : pr->argv;
+	size_t argc = l ? l->argc : pr->argc;
+	for (size_t i = 0; i < argc; i++) {
 		if (i)
 			fputs(", ", out);
-		render_json_string(out, l->argv[i]);
+		render_json_string(out, argv[i]);
 	}
 	fputs("], ", out);
 	put_str(out, "since", pr->since, true);

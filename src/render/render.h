@@ -189,6 +189,8 @@ struct render_html_proc {
 	const struct prof_growth *growth;   /* the fit of its dumps (in-use space), or NULL */
 	const char *growth_why;             /* why there is none, or NULL */
 	const char *since;                  /* "since attach at ..." or NULL */
+	char *const *argv;                  /* the command when leaks has none */
+	size_t argc;
 };
 
 struct render_html_opts {

@@ -26,6 +26,15 @@ error or any request besides the page itself.
                    node's children, their "n more" and its own bytes add
                    up to its value (nothing dropped unsaid); the page
                    holds no address outside itself
+    html:live      `heaptrail run --http ADDR --every 200ms` on
+                   tests/analyze/progs/live_sites while grow_site grows: the
+                   page at / (text/html, its data at
+                   /debug/heaptrail/page.json, the command from /proc)
+                   takes new dumps without a
+                   reload, the growth view and the flame graph's search
+                   stay as the reader left them, grow_site is ranked
+                   growing and flat_site is not, the search matches more
+                   bytes of grow_site; the program's output is whole
     html:cli       `heaptrail run --html FILE` writes the page (0600);
                    `html -o -`; a missing directory, an empty one and a
                    bad --min-share give one line and a non-zero status
@@ -41,6 +50,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -395,8 +405,65 @@ def test_cli(suite):
     return problems, []
 
 
+def test_live(suite):
+    import test_live
+    env = browser_env(suite)
+    live = test_live.Live(suite, "html", extra=("--every", "200ms"))
+    problems, details = [], []
+    try:
+        live.say("go")
+        for _ in range(100):
+            if sum(f.endswith(".heap") for f in os.listdir(live.out)) >= 4:
+                break
+            time.sleep(0.1)
+        st, body, ctype = live.get("/")
+        if st != 200 or not ctype.startswith("text/html") or b'id="ht-data"' not in body:
+            problems.append("GET /: status %d, %s, %r" % (st, ctype, body[:100]))
+        st, body, ctype = live.get("/debug/heaptrail/page.json")
+        try:
+            d = json.loads(body)
+            if [p["pid"] for p in d["procs"]] != [live.pid]:
+                problems.append("page.json: processes %s, want %d" % (
+                    [p["pid"] for p in d["procs"]], live.pid))
+            elif d["procs"][0]["command"] != [live.prog]:
+                problems.append("page.json: command %s, want %s" % (
+                    d["procs"][0]["command"], [live.prog]))
+        except ValueError:
+            problems.append("page.json: status %d, not JSON: %r" % (st, body[:100]))
+        p = subprocess.run(["node", os.path.join(BROWSER_SRC, "live_page.js"), live.base + "/"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        live.say("stop")
+        if p.returncode:
+            raise Failure("the live driver: status %d: %s" % (p.returncode, short(p.stderr, 600)))
+        got = json.loads(p.stdout)
+        details.append(json.dumps(got, indent=1))
+        problems += ["the live page: %s" % e for e in got["errors"]]
+        problems += ["the live page asked for %s" % r for r in got["requests"]]
+        if got["mark"] != "not reloaded":
+            problems.append("the page was reloaded")
+        if not got["updates"] or not got["last_before"] or got["last_after"] == got["last_before"]:
+            problems.append("no new dump on the page in 20 s (last %s then %s, %s updates)" % (
+                got["last_before"], got["last_after"], got["updates"]))
+        if got["view"] != "tab-growth":
+            problems.append("after an update the view is %s, not growth" % got["view"])
+        if got["search_after"] != "grow_site":
+            problems.append("after an update the search is %r" % got["search_after"])
+        if not (got["matched_after"] or 0) > (got["matched_before"] or 0):
+            problems.append("grow_site's matched bytes went from %s to %s" % (
+                got["matched_before"], got["matched_after"]))
+        trend = {r["site"]: (r["rank"], r["trend"]) for r in got["rows_after"]}
+        if trend.get("grow_site") != ("1", "growing"):
+            problems.append("growth on the live page: grow_site is %s" % (trend.get("grow_site"),))
+        if trend.get("flat_site", ("", ""))[1] == "growing":
+            problems.append("growth on the live page: flat_site is growing")
+    finally:
+        live.close_checked(problems)
+    return problems, details
+
+
 def collect(suite):
     return [("html:growth", lambda: test_growth(suite)),
+            ("html:live", lambda: test_live(suite)),
             ("html:leaks", lambda: test_leaks(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
             ("html:cli", lambda: test_cli(suite))]

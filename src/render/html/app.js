@@ -10,7 +10,11 @@
   var KINDS = [['definitely_lost', 'definitely lost'], ['indirectly_lost', 'indirectly lost'],
     ['possibly_lost', 'possibly lost'], ['still_reachable', 'still reachable'],
     ['in_use', 'in use'], ['suppressed', 'suppressed']];
-  var state = { proc: 0, view: 'summary', dump: -1, search: '', inverted: false };
+  /* what the reader chose; kept when new data comes (live page). dumpName:
+   * the flame graph's dump, null for the latest; zoom: the zoomed frame's
+   * path of names */
+  var state = { proc: 0, view: 'summary', dump: -1, dumpName: null, search: '', inverted: false,
+    leakKind: '', leakModule: '', zoom: null };
   var panels = {}, tabs = {}, flame = null;
 
   function P() { return D.procs[state.proc]; }
@@ -22,7 +26,7 @@
 
   /* ---------- the frame of the page ---------- */
   var procSel = el('select', { id: 'proc', onchange: function () {
-    state.proc = +procSel.value; state.dump = -1; show(state.view);
+    state.proc = +procSel.value; state.dumpName = null; state.zoom = null; show(state.view);
   } });
   D.procs.forEach(function (p, i) {
     procSel.appendChild(el('option', { value: i }, 'pid ' + p.pid + ': ' + cmd(p).slice(0, 80)));
@@ -81,7 +85,7 @@
         var rq = q.report, dl = rq && rq.summary.definitely_lost;
         ab.appendChild(el('tr', { 'aria-current': i === state.proc ? 'true' : null },
           el('td', null, el('button', { type: 'button', class: 'link', onclick: function () {
-            procSel.value = i; state.proc = i; state.dump = -1; show('summary');
+            procSel.value = i; state.proc = i; state.dumpName = null; state.zoom = null; show('summary');
           } }, String(q.pid))),
           el('td', { class: 'mono' }, cmd(q).slice(0, 60)),
           el('td', null, rq && rq.exit ? (rq.exit.signal !== undefined ? 'signal ' + rq.exit.signal : 'status ' + rq.exit.status) : ''),
@@ -174,8 +178,10 @@
       });
       count.textContent = n + ' of ' + r.records.length + ' records, ' + HT.thousands(bytes) + ' bytes';
     }
-    kindSel.addEventListener('change', draw);
-    modSel.addEventListener('change', draw);
+    if (kinds[state.leakKind]) kindSel.value = state.leakKind;
+    if (mods[state.leakModule]) modSel.value = state.leakModule;
+    kindSel.addEventListener('change', function () { state.leakKind = kindSel.value; draw(); });
+    modSel.addEventListener('change', function () { state.leakModule = modSel.value; draw(); });
     draw();
   }
   function record(rec, i) {
@@ -308,9 +314,24 @@
 
   /* ---------- flame graph ---------- */
   function openFlame(dump, search) {
-    state.dump = dump;
+    state.dumpName = dump >= 0 ? P().dumps[dump].name : null;
+    state.zoom = null;
     state.search = search;
     show('flame', true);
+  }
+  /* zooms the flame graph on n and remembers it by its path of names */
+  function zoom(n) {
+    if (!n || n.more) return;
+    flame.zoom(n);
+    var path = [];
+    for (var a = n; a && a.id; a = flame.N[a.p]) path.unshift(a.name);
+    state.zoom = path.length ? path : null;
+  }
+  function zoomPath(path) {
+    var n = flame.N[0];
+    for (var i = 0; n && i < path.length; i++)
+      n = flame.N.filter(function (c) { return c.p === n.id && c.name === path[i] && !c.more; })[0];
+    if (n) flame.zoom(n);
   }
   function flameView(box) {
     var p = P();
@@ -319,7 +340,8 @@
       box.appendChild(el('p', { class: 'note' }, 'No heap dumps of this process.'));
       return;
     }
-    if (state.dump < 0 || state.dump >= p.dumps.length) state.dump = p.dumps.length - 1;
+    state.dump = p.dumps.length - 1;
+    p.dumps.forEach(function (d, i) { if (d.name === state.dumpName) state.dump = i; });
     var sel = el('select', { id: 'flame-dump' });
     p.dumps.forEach(function (d, i) {
       sel.appendChild(el('option', { value: i }, d.name + ' (' + HT.secs(d.ms) + ', ' + d.inuse_text + ')'));
@@ -347,6 +369,7 @@
         (100 * D.min_share) + '% of the dump are summed per caller into one "n more" frame.';
       flame = new HT.Flame(fb, details, d, state.inverted);
       doSearch();
+      if (state.zoom) zoomPath(state.zoom);
     }
     function doSearch() {
       state.search = search.value;
@@ -356,11 +379,13 @@
       if (r && !r.error) matched.setAttribute('data-bytes', r.bytes);
       else matched.removeAttribute('data-bytes');
     }
-    sel.addEventListener('change', function () { state.dump = +sel.value; build(); });
+    sel.addEventListener('change', function () {
+      state.dump = +sel.value; state.dumpName = p.dumps[state.dump].name; state.zoom = null; build();
+    });
     search.addEventListener('input', doSearch);
     inv.addEventListener('change', function () { state.inverted = inv.checked; flame.inverted = inv.checked; flame.render(); });
-    reset.addEventListener('click', function () { flame.zoom(flame.N[0]); });
-    fb.addEventListener('click', function (ev) { flame.zoom(flame.frameAt(ev)); });
+    reset.addEventListener('click', function () { zoom(flame.N[0]); });
+    fb.addEventListener('click', function (ev) { zoom(flame.frameAt(ev)); });
     fb.addEventListener('mouseover', function (ev) {
       var n = flame.frameAt(ev);
       if (n) details.textContent = flame.describe(n);
@@ -372,15 +397,63 @@
     fb.addEventListener('keydown', function (ev) {
       if (ev.key === 'Enter' || ev.key === ' ') {
         var n = flame.frameAt(ev);
-        if (n) { flame.zoom(n); ev.preventDefault(); }
+        if (n) { zoom(n); ev.preventDefault(); }
       }
     });
     build();
   }
 
   document.addEventListener('keydown', function (ev) {
-    if (ev.key === 'Escape' && state.view === 'flame' && flame) flame.zoom(flame.N[0]);
+    if (ev.key === 'Escape' && state.view === 'flame' && flame) zoom(flame.N[0]);
   });
+
+  /* ---------- the live page: new data without a reload ---------- */
+  var live = el('span', { id: 'live-status', class: 'muted', 'aria-live': 'polite', 'data-updates': 0 });
+  var lastText = null, updates = 0;
+  function fillProcs() {
+    procSel.textContent = '';
+    D.procs.forEach(function (p, i) {
+      procSel.appendChild(el('option', { value: i }, 'pid ' + p.pid + ': ' + cmd(p).slice(0, 80)));
+    });
+    procSel.value = state.proc;
+  }
+  function update(text) {
+    if (text === lastText) return;
+    lastText = text;
+    var pid = P().pid, focus = document.activeElement && document.activeElement.id;
+    var scroll = window.scrollY;
+    D = window.HT_DATA = JSON.parse(text);
+    state.proc = 0;
+    D.procs.forEach(function (p, i) { if (p.pid === pid) state.proc = i; });
+    fillProcs();
+    show(state.view);
+    if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
+    window.scrollTo(0, scroll);
+    live.setAttribute('data-updates', ++updates);
+  }
+  function poll() {
+    fetch(D.live.url, { cache: 'no-store' }).then(function (r) {
+      if (!r.ok) throw new Error('status ' + r.status);
+      return r.text();
+    }).then(function (text) {
+      update(text);
+      var p = P();
+      live.setAttribute('data-dumps', p.dumps.length);
+      live.setAttribute('data-last', p.dumps.length ? p.dumps[p.dumps.length - 1].name : '');
+      live.textContent = 'live: ' + p.dumps.length + ' dumps, checked ' + new Date().toLocaleTimeString();
+      setTimeout(poll, D.live.every_ms);
+    }, function (e) {
+      live.textContent = 'live: no answer (' + e.message + '); the page shows the last data, trying again';
+      setTimeout(poll, 2 * D.live.every_ms);
+    });
+  }
+  if (D.live) {
+    document.querySelector('header').appendChild(live);
+    live.setAttribute('data-dumps', P().dumps.length);
+    live.setAttribute('data-last', P().dumps.length ? P().dumps[P().dumps.length - 1].name : '');
+    live.textContent = 'live: ' + P().dumps.length + ' dumps';
+    setTimeout(poll, D.live.every_ms);
+  }
 
   var start = location.hash.slice(1);
   show(panels[start] ? start : 'summary', false);
