@@ -297,6 +297,35 @@ out:
 	return ret;
 }
 
+/* `heaptrail top`'s rows of a dump (in-use space, by function): the
+ * first max by flat, the rest counted. */
+static int put_top(FILE *out, const struct prof_profile *p, size_t max)
+{
+	struct prof_table t;
+	if (prof_table_build(&t, p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT))
+		return -ENOMEM;
+	size_t shown = 0, more = 0;
+	int64_t more_flat = 0;
+	fputs(",\n \"top\": [", out);
+	for (size_t i = 0; i < t.nrows; i++) {
+		const struct prof_row *r = &t.rows[i];
+		int64_t flat = r->flat[PROF_INUSE_SPACE], cum = r->cum[PROF_INUSE_SPACE];
+		if (!flat && !cum)
+			continue;
+		if (shown == max) {
+			more++;
+			more_flat += flat;
+			continue;
+		}
+		fputs(shown++ ? ",[" : "[", out);
+		render_json_string(out, r->name);
+		fprintf(out, ",%" PRId64 ",%" PRId64 "]", flat, cum);
+	}
+	fprintf(out, "], \"top_more\": {\"rows\": %zu, \"flat\": %" PRId64 "}", more, more_flat);
+	prof_table_release(&t);
+	return 0;
+}
+
 /* ---------- a process ---------- */
 
 static int put_process(FILE *out, const struct render_html_proc *pr,
@@ -379,7 +408,8 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 		put_num(out, "inuse", d->total[PROF_INUSE_SPACE], true);
 		put_str(out, "inuse_text", bytes(a, sizeof a, d->total[PROF_INUSE_SPACE]), true);
 		fputs("\n   ", out);
-		if ((ret = put_flame(out, d, o->min_share)))
+		if ((ret = put_flame(out, d, o->min_share)) ||
+		    (ret = put_top(out, d, o->max_top ? o->max_top : 100)))
 			return ret;
 		fputs("}", out);
 	}

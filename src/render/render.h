@@ -200,6 +200,7 @@ struct render_html_opts {
 	size_t max_records;     /* leak records per process (the rest counted) */
 	size_t max_sites;       /* growth's sites that are not growing (the rest counted) */
 	size_t max_ticks;       /* timeline points */
+	size_t max_top;         /* top's rows per dump (0: 100; the rest counted) */
 	const char *live_url;   /* the page fetches new data from this URL (the
 				   live endpoint's), or NULL: a file */
 	long live_every_ms;     /* how often */

@@ -12,7 +12,8 @@ error or any request besides the page itself.
                    leak_slowly matches `heaptrail top`'s cum of it in the
                    last dump, and so does the frame zoomed on (by mouse
                    and by keyboard), at full width; the root is top's
-                   total; the timeline's peak is the timeline file's
+                   total; the functions table is top's rows, and sorts
+                   by cum; the timeline's peak is the timeline file's
                    highest live heap; one mark per dump; the tabs move
                    with the arrow keys; the dark scheme changes colours
     html:leaks     examples/leaky (all four kinds) and
@@ -212,6 +213,18 @@ def test_growth(suite):
     if want_share not in fl.get("matched", {}).get("text", ""):
         problems.append("flame: matched text %r lacks the share %s" %
                         (fl.get("matched", {}).get("text"), want_share))
+    # the functions table: top's rows (flat order), then sorted by cum
+    out_top = must(suite, "top", "--bytes", "-n", "100", os.path.join(out, dumps[-1]))
+    want_top = []
+    for line in out_top.split("\n")[2:]:
+        f = line.split(None, 5)
+        if len(f) == 6 and f[0].isdigit():
+            want_top.append([f[5], int(f[0]), int(f[3])])
+    if fl.get("top") != want_top:
+        problems.append("functions table %s, heaptrail top %s" % (fl.get("top"), want_top))
+    cums = [r[2] for r in fl.get("top_by_cum") or []]
+    if cums != sorted(cums, reverse=True) or len(cums) != len(want_top):
+        problems.append("functions table sorted by cum: %s" % cums)
     if fl.get("hits") != ["leak_slowly"]:
         problems.append("flame: the search marked %s" % fl.get("hits"))
     z = fl.get("zoomed") or {}

@@ -121,6 +121,10 @@ async function main() {
         flame.hits = await page.$$eval('#flame-box .fr.hit', (f) => f.map((x) => x.dataset.name));
       }
       await shot('flame');
+      const topRows = () => page.$$eval('#top-table tbody tr', (r) => r.map((x) => [x.dataset.name, +x.dataset.flat, +x.dataset.cum]));
+      flame.top = await topRows();
+      await page.click('#top-table [data-sort=cum]');
+      flame.top_by_cum = await topRows();
       if (opt.zoom) {
         const sel = '#flame-box .fr[data-name="' + opt.zoom + '"]';
         await page.click(sel + ' >> nth=0');

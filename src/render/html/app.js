@@ -319,6 +319,44 @@
     state.search = search;
     show('flame', true);
   }
+  /* A dump's functions, flat and cum as `heaptrail top` gives them,
+   * sortable by each column (a header's button); a click on a function
+   * searches the flame graph for it. */
+  function topTable(box, d, onPick) {
+    var cols = [['name', 'function', 0], ['flat', 'flat', 1], ['cum', 'cum', 2]];
+    var sortBy = state.topSort || 'flat', t = d.total || 1;
+    function draw() {
+      box.textContent = '';
+      /* by flat: heaptrail top's own order */
+      var rows = sortBy === 'flat' ? d.top : d.top.slice().sort(function (a, b) {
+        return sortBy === 'name' ? (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0) : b[2] - a[2] || b[1] - a[1];
+      });
+      var hr = el('tr');
+      cols.forEach(function (c) {
+        hr.appendChild(el('th', { scope: 'col', class: c[0] === 'name' ? '' : 'num',
+          'aria-sort': c[0] === sortBy ? (c[0] === 'name' ? 'ascending' : 'descending') : 'none' },
+          el('button', { type: 'button', class: 'link', 'data-sort': c[0], onclick: function () {
+            sortBy = state.topSort = c[0]; draw();
+            box.querySelector('[data-sort=' + c[0] + ']').focus();
+          } }, c[1])));
+        if (c[0] !== 'name') hr.appendChild(el('th', { scope: 'col', class: 'num' }, c[1] + '%'));
+      });
+      var tb = el('tbody');
+      rows.forEach(function (r) {
+        tb.appendChild(el('tr', { 'data-name': r[0], 'data-flat': r[1], 'data-cum': r[2] },
+          el('td', null, el('button', { type: 'button', class: 'link mono',
+            onclick: function () { onPick(r[0]); } }, r[0])),
+          el('td', { class: 'num' }, HT.bytes(r[1])), el('td', { class: 'num' }, (100 * r[1] / t).toFixed(1) + '%'),
+          el('td', { class: 'num' }, HT.bytes(r[2])), el('td', { class: 'num' }, (100 * r[2] / t).toFixed(1) + '%')));
+      });
+      box.appendChild(el('table', { id: 'top-table' }, el('caption', { class: 'sr-only' },
+        'functions of ' + d.name + ' by in-use bytes'), el('thead', null, hr), tb));
+      if (d.top_more.rows) box.appendChild(el('p', { class: 'note', id: 'top-more' }, d.top_more.rows +
+        ' more functions (' + HT.bytes(d.top_more.flat) + ' flat): heaptrail top -n lists them.'));
+    }
+    draw();
+  }
+
   /* zooms the flame graph on n and remembers it by its path of names */
   function zoom(n) {
     if (!n || n.more) return;
@@ -362,12 +400,20 @@
     box.appendChild(fb);
     var note = el('p', { class: 'note', id: 'flame-note' });
     box.appendChild(note);
+    box.appendChild(el('h3', null, 'Functions, as heaptrail top lists them'));
+    var topBox = el('div', { id: 'top-box' });
+    box.appendChild(topBox);
     function build() {
       var d = p.dumps[state.dump];
       note.textContent = 'In-use bytes of ' + d.name + ' (' + d.inuse_text + ', ' +
         HT.thousands(d.stacks) + ' stacks) by stack, callers below callees unless the root is at the top; frames under ' +
         (100 * D.min_share) + '% of the dump are summed per caller into one "n more" frame.';
       flame = new HT.Flame(fb, details, d, state.inverted);
+      topTable(topBox, d, function (name) {
+        search.value = '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+        doSearch();
+        fb.scrollIntoView({ block: 'nearest' });
+      });
       doSearch();
       if (state.zoom) zoomPath(state.zoom);
     }
