@@ -208,13 +208,13 @@ static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)
 
 /* ---------- a dump's tree ---------- */
 
-static int put_flame(FILE *out, const struct prof_profile *p, double min_share)
+static int put_flame(FILE *out, const struct prof_profile *p, double min_share, bool reverse)
 {
 	struct prof_tree t;
 	int ret = prof_tree_init(&t, false);
 	if (ret)
 		return ret;
-	ret = prof_tree_add(&t, p, PROF_INUSE_SPACE, false, false, false);
+	ret = prof_tree_add(&t, p, PROF_INUSE_SPACE, false, false, reverse);
 	uint32_t *id = calloc(t.n ? t.n : 1, sizeof *id);
 	uint32_t *name_id = calloc(t.nnames ? t.nnames : 1, sizeof *name_id);
 	uint32_t *more_n = calloc(t.n ? t.n : 1, sizeof *more_n);
@@ -408,7 +408,14 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 		put_num(out, "inuse", d->total[PROF_INUSE_SPACE], true);
 		put_str(out, "inuse_text", bytes(a, sizeof a, d->total[PROF_INUSE_SPACE]), true);
 		fputs("\n   ", out);
-		if ((ret = put_flame(out, d, o->min_share)) ||
+		if ((ret = put_flame(out, d, o->min_share, false)))
+			return ret;
+		/* the same stacks merged from the allocation site */
+		fputs(",\n \"rev\": {", out);
+		if ((ret = put_flame(out, d, o->min_share, true)))
+			return ret;
+		fputs("}", out);
+		if (
 		    (ret = put_top(out, d, o->max_top ? o->max_top : 100)))
 			return ret;
 		fputs("}", out);

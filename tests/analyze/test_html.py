@@ -12,8 +12,9 @@ error or any request besides the page itself.
                    leak_slowly matches `heaptrail top`'s cum of it in the
                    last dump, and so does the frame zoomed on (by mouse
                    and by keyboard), at full width; the root is top's
-                   total; the functions table is top's rows, and sorts
-                   by cum; the timeline's peak is the timeline file's
+                   total; reversed, leak_slowly is next to the root with
+                   the same bytes; the functions table is top's rows, and
+                   sorts by cum; the timeline's peak is the timeline file's
                    highest live heap; one mark per dump; the tabs move
                    with the arrow keys; the dark scheme changes colours
     html:leaks     examples/leaky (all four kinds) and
@@ -239,6 +240,10 @@ def test_growth(suite):
     if abs((fl.get("keyboard_zoom") or 0) - 1) > 0.01:
         problems.append("flame: Enter on leak_slowly did not zoom (%s of the width)" %
                         fl.get("keyboard_zoom"))
+    rv = fl.get("reversed") or {}
+    if rv.get("matched") != cum or ["leak_slowly", cum] not in (rv.get("first_row") or []):
+        problems.append("flame reversed: %s, want leak_slowly's %d bytes next to the root" %
+                        (rv, cum))
     if v.get("flame_from_mark") != 0:
         problems.append("timeline: the first dump's mark opened dump %s" % v.get("flame_from_mark"))
     # timeline: the file's highest tick, one mark per dump

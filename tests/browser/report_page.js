@@ -139,6 +139,17 @@ async function main() {
         await page.focus(sel);
         await page.keyboard.press('Enter');
         flame.keyboard_zoom = await page.$eval(sel, (e) => parseFloat(e.style.width) / document.getElementById('flame-box').clientWidth);
+        // reversed: the allocation site next to the root, the same bytes
+        await page.check('#flame-reversed');
+        flame.reversed = {
+          matched: await page.$eval('#flame-matched', (e) => +e.dataset.bytes).catch(() => null),
+          first_row: await page.$$eval('#flame-box .fr', (f) => {
+            const root = f.find((x) => x.dataset.id === '0');
+            return f.filter((x) => x.style.top === String(parseFloat(root.style.top) - 18) + 'px')
+              .map((x) => [x.dataset.name, +x.dataset.v]);
+          }),
+        };
+        await shot('flame-reversed');
       }
     }
 

@@ -389,11 +389,14 @@
       value: state.search || '' });
     var inv = el('input', { type: 'checkbox', id: 'flame-inverted' });
     inv.checked = state.inverted;
+    var rev = el('input', { type: 'checkbox', id: 'flame-reversed' });
+    rev.checked = !!state.reversed;
     var matched = el('span', { id: 'flame-matched', 'aria-live': 'polite' });
     var reset = el('button', { type: 'button', id: 'flame-reset' }, 'Reset zoom');
     box.appendChild(el('div', { class: 'controls' }, el('label', null, 'Dump ', sel),
       el('label', null, 'Search ', search), matched, reset,
-      el('label', null, inv, ' Root at the top')));
+      el('label', null, inv, ' Root at the top'),
+      el('label', null, rev, ' Reversed (allocation sites at the root)')));
     var details = el('div', { id: 'flame-details', 'aria-live': 'polite' });
     var fb = el('div', { id: 'flame-box' });
     box.appendChild(details);
@@ -406,9 +409,10 @@
     function build() {
       var d = p.dumps[state.dump];
       note.textContent = 'In-use bytes of ' + d.name + ' (' + d.inuse_text + ', ' +
-        HT.thousands(d.stacks) + ' stacks) by stack, callers below callees unless the root is at the top; frames under ' +
+        HT.thousands(d.stacks) + ' stacks) by stack, ' + (state.reversed ? 'allocation sites at the root, their callers beyond'
+        : 'callers at the root, callees beyond') + ' (the root at the bottom, or the top when asked); frames under ' +
         (100 * D.min_share) + '% of the dump are summed per caller into one "n more" frame.';
-      flame = new HT.Flame(fb, details, d, state.inverted);
+      flame = new HT.Flame(fb, details, state.reversed ? d.rev : d, state.inverted);
       topTable(topBox, d, function (name) {
         search.value = '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
         doSearch();
@@ -429,6 +433,7 @@
       state.dump = +sel.value; state.dumpName = p.dumps[state.dump].name; state.zoom = null; build();
     });
     search.addEventListener('input', doSearch);
+    rev.addEventListener('change', function () { state.reversed = rev.checked; state.zoom = null; build(); });
     inv.addEventListener('change', function () { state.inverted = inv.checked; flame.inverted = inv.checked; flame.render(); });
     reset.addEventListener('click', function () { zoom(flame.N[0]); });
     fb.addEventListener('click', function (ev) { zoom(flame.frameAt(ev)); });
