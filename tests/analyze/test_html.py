@@ -13,7 +13,9 @@ error or any request besides the page itself.
                    last dump, and so does the frame zoomed on (by mouse
                    and by keyboard), at full width; the root is top's
                    total; reversed, leak_slowly is next to the root with
-                   the same bytes; the functions table is top's rows, and
+                   the same bytes; compared with the first dump, its
+                   frame is red with `heaptrail diff`'s old bytes and change;
+                   the functions table is top's rows, and
                    sorts by cum; the timeline's peak is the timeline file's
                    highest live heap; one mark per dump; the tabs move
                    with the arrow keys; the dark scheme changes colours
@@ -244,6 +246,19 @@ def test_growth(suite):
     if rv.get("matched") != cum or ["leak_slowly", cum] not in (rv.get("first_row") or []):
         problems.append("flame reversed: %s, want leak_slowly's %d bytes next to the root" %
                         (rv, cum))
+    # differential against the first dump: heaptrail diff's old and change
+    df = fl.get("diff") or {}
+    dtext = must(suite, "diff", "--bytes", os.path.join(out, df.get("base", dumps[0])),
+                 os.path.join(out, dumps[-1]))
+    m = re.search(r"^\s*([+-]\d+)\s+(\d+)\s+(\d+)\s+leak_slowly$", dtext, re.M)
+    if not m or df.get("base") != dumps[0]:
+        problems.append("flame diff: base %s, heaptrail diff %s" % (df.get("base"), short(dtext.encode(), 300)))
+    elif (df.get("v", 0) - df.get("old", 0), df.get("old")) != (int(m.group(1)), int(m.group(2))) \
+            or not re.match(r"rgb\(255, ?(\d+), ?\1\)$", df.get("colour", "")):
+        problems.append("flame diff: leak_slowly %s, heaptrail diff's change %s from %s, red" % (
+            df, m.group(1), m.group(2)))
+    elif "(+%s bytes) from" % format(int(m.group(1)), ",") not in df.get("details", ""):
+        problems.append("flame diff: details %r" % df.get("details"))
     if v.get("flame_from_mark") != 0:
         problems.append("timeline: the first dump's mark opened dump %s" % v.get("flame_from_mark"))
     # timeline: the file's highest tick, one mark per dump

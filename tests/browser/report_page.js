@@ -150,6 +150,18 @@ async function main() {
           }),
         };
         await shot('flame-reversed');
+        // differential: the last dump against the first
+        await page.uncheck('#flame-reversed');
+        await page.fill('#flame-search', '');
+        const first = await page.$eval('#flame-base option:nth-child(2)', (o) => o.value);
+        await page.selectOption('#flame-base', first);
+        flame.diff = await page.$eval(sel, (e) => ({ v: +e.dataset.v, old: +e.dataset.old,
+          colour: getComputedStyle(e).backgroundColor }));
+        flame.diff.base = first;
+        await page.hover(sel);
+        flame.diff.details = await text('#flame-details');
+        await shot('flame-diff');
+        await page.selectOption('#flame-base', '');
       }
     }
 

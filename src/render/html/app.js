@@ -385,6 +385,11 @@
       sel.appendChild(el('option', { value: i }, d.name + ' (' + HT.secs(d.ms) + ', ' + d.inuse_text + ')'));
     });
     sel.value = state.dump;
+    var baseSel = el('select', { id: 'flame-base' }, el('option', { value: '' }, 'nothing'));
+    p.dumps.forEach(function (d, i) {
+      baseSel.appendChild(el('option', { value: d.name }, d.name + ' (' + HT.secs(d.ms) + ', ' + d.inuse_text + ')'));
+    });
+    baseSel.value = state.baseName && p.dumps.some(function (d) { return d.name === state.baseName; }) ? state.baseName : '';
     var search = el('input', { type: 'search', id: 'flame-search', placeholder: 'regular expression',
       value: state.search || '' });
     var inv = el('input', { type: 'checkbox', id: 'flame-inverted' });
@@ -394,6 +399,7 @@
     var matched = el('span', { id: 'flame-matched', 'aria-live': 'polite' });
     var reset = el('button', { type: 'button', id: 'flame-reset' }, 'Reset zoom');
     box.appendChild(el('div', { class: 'controls' }, el('label', null, 'Dump ', sel),
+      el('label', null, 'Compared with ', baseSel),
       el('label', null, 'Search ', search), matched, reset,
       el('label', null, inv, ' Root at the top'),
       el('label', null, rev, ' Reversed (allocation sites at the root)')));
@@ -410,9 +416,15 @@
       var d = p.dumps[state.dump];
       note.textContent = 'In-use bytes of ' + d.name + ' (' + d.inuse_text + ', ' +
         HT.thousands(d.stacks) + ' stacks) by stack, ' + (state.reversed ? 'allocation sites at the root, their callers beyond'
-        : 'callers at the root, callees beyond') + ' (the root at the bottom, or the top when asked); frames under ' +
+        : 'callers at the root, callees beyond') + ' (the root at the bottom, or the top when asked)' + (baseSel.value ? '; compared with ' +
+        baseSel.value + ': red grew, blue shrank, the paler the smaller the change (widths are this dump\'s)' : '') +
+        '; frames under ' +
         (100 * D.min_share) + '% of the dump are summed per caller into one "n more" frame.';
-      flame = new HT.Flame(fb, details, state.reversed ? d.rev : d, state.inverted);
+      var b = null;
+      p.dumps.forEach(function (x) { if (x.name === baseSel.value) b = x; });
+      var bt = b && (state.reversed ? b.rev : b);
+      if (bt) bt.name = b.name;
+      flame = new HT.Flame(fb, details, state.reversed ? d.rev : d, state.inverted, bt);
       topTable(topBox, d, function (name) {
         search.value = '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
         doSearch();
@@ -433,6 +445,7 @@
       state.dump = +sel.value; state.dumpName = p.dumps[state.dump].name; state.zoom = null; build();
     });
     search.addEventListener('input', doSearch);
+    baseSel.addEventListener('change', function () { state.baseName = baseSel.value || null; build(); });
     rev.addEventListener('change', function () { state.reversed = rev.checked; state.zoom = null; build(); });
     inv.addEventListener('change', function () { state.inverted = inv.checked; flame.inverted = inv.checked; flame.render(); });
     reset.addEventListener('click', function () { zoom(flame.N[0]); });

@@ -4,7 +4,7 @@
  * Click or Enter zooms on a frame, Escape zooms out; a search (a regular
  * expression on function names) marks the frames it matches and says
  * how much of the dump they hold, nested matches counted once. */
-HT.Flame = function (box, details, dump, inverted) {
+HT.Flame = function (box, details, dump, inverted, base) {
   var N = [], kids = [], i;
   dump.nodes.forEach(function (n, k) {
     N.push({ id: k, p: n[0], name: n[1] < 0 ? 'all' : dump.names[n[1]][0],
@@ -26,7 +26,28 @@ HT.Flame = function (box, details, dump, inverted) {
     });
     kids[n.id].forEach(function (c) { c.x = x; x += c.v; c.depth = n.depth + 1; order.push(c); });
   }
-  this.N = N; this.order = order; this.box = box; this.details = details;
+  /* against a base dump (differential): each node's bytes there, by its
+   * path of names (null when the base's tree has no such node: new, or
+   * pruned there into its "n more") */
+  if (base) {
+    var bpath = {}, bn = [];
+    base.nodes.forEach(function (n, k) {
+      var path = n[1] < 0 ? '' : bn[n[0]] + '\n' + base.names[n[1]][0];
+      bn.push(path);
+      bpath[path] = n[2];
+    });
+    var maxd = 1, path = [''];
+    for (i = 1; i < order.length; i++) {
+      var m = order[i];
+      path[m.id] = path[m.p] + '\n' + m.name;
+      m.old = m.more ? null : bpath.hasOwnProperty(path[m.id]) ? bpath[path[m.id]] : null;
+      if (!m.more) maxd = Math.max(maxd, Math.abs(m.v - (m.old || 0)));
+    }
+    N[0].old = base.total;
+    this.maxDelta = maxd;
+    this.baseName = base.name;
+  }
+  this.N = N; this.order = order; this.box = box; this.details = details; this.base = base;
   this.dump = dump; this.zoomed = N[0]; this.re = null; this.inverted = !!inverted;
 };
 
@@ -34,6 +55,13 @@ HT.Flame.prototype.colour = function (name) {
   var h = 2166136261;
   for (var i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
   return 'hsl(' + (95 + h % 106) + ',' + (42 + (h >>> 12) % 20) + '%,' + (60 + (h >>> 24) % 12) + '%)';
+};
+
+/* red for growth, blue for shrinking, paler the smaller the change (as
+ * heaptrail flame --base colours them) */
+HT.Flame.prototype.diffColour = function (n) {
+  var d = n.v - (n.old || 0), t = Math.abs(d) / this.maxDelta, f = Math.round(235 - 170 * t);
+  return 'rgb(' + (d > 0 ? 255 : f) + ',' + f + ',' + (d < 0 ? 255 : f) + ')';
 };
 
 HT.Flame.prototype.isUnder = function (n, z) {
@@ -46,7 +74,14 @@ HT.Flame.prototype.describe = function (n) {
   var s = n.name + ' \u2014 ' + HT.bytes(n.v) + ' (' + HT.thousands(n.v) + ' bytes, ' +
     (t ? (100 * n.v / t).toFixed(2) : '0') + '% of the dump';
   if (z !== this.N[0] && z.v) s += ', ' + (100 * n.v / z.v).toFixed(2) + '% of ' + z.name;
-  return s + ')' + (n.where ? ' \u2014 ' + n.where : '');
+  s += ')';
+  if (this.base && !n.more) {
+    var d = n.v - (n.old || 0);
+    s += n.old === null ? ' \u2014 not in ' + this.baseName + '\'s graph (new there, or among its "n more")'
+      : ' \u2014 change ' + (d > 0 ? '+' : d < 0 ? '-' : '') + HT.bytes(Math.abs(d)) + ' (' +
+        (d > 0 ? '+' : '') + HT.thousands(d) + ' bytes) from ' + HT.bytes(n.old);
+  }
+  return s + (n.where ? ' \u2014 ' + n.where : '');
 };
 
 HT.Flame.prototype.render = function () {
@@ -66,8 +101,9 @@ HT.Flame.prototype.render = function () {
     var e = HT.el('div', { class: 'fr' + (d[3] ? ' anc' : '') + (n.more ? ' more' : '') +
       (self.re && !n.more && n.id && self.re.test(n.name) ? ' hit' : ''),
       'data-id': n.id, 'data-name': n.name, 'data-v': n.v,
+      'data-old': self.base && n.old !== null && n.old !== undefined ? n.old : null,
       style: 'left:' + d[1].toFixed(1) + 'px;top:' + y + 'px;width:' + d[2].toFixed(1) + 'px;' +
-        (n.more ? '' : 'background:' + self.colour(n.name)) });
+        (n.more ? '' : 'background:' + (self.base ? self.diffColour(n) : self.colour(n.name))) });
     if (d[2] >= 40 && !n.more) {
       e.tabIndex = 0;
       e.setAttribute('role', 'button');
