@@ -66,9 +66,12 @@ static int put_rendered(FILE *out, const char *key, void (*fn)(FILE *, const voi
 		free(text);
 		return -ENOMEM;
 	}
+	/* no blank lines around it */
 	char *s = text;
 	while (*s == '\n')
 		s++;
+	for (size_t n = strlen(s); n && s[n - 1] == '\n'; n--)
+		s[n - 1] = 0;
 	put_str(out, key, *s ? s : NULL, true);
 	free(text);
 	return 0;

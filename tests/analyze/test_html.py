@@ -19,6 +19,8 @@ error or any request besides the page itself.
                    sorts by cum; the timeline's peak is the timeline file's
                    highest live heap; one mark per dump; the tabs move
                    with the arrow keys; the dark scheme changes colours
+    html:growth-sampled  the same at --sample 64k: the rows with their
+                   ±90% column, the heading and the advice are growth's
     html:leaks     examples/leaky (all four kinds) and
                    tests/e2e/progs/fork_leak (two processes): the leak
                    summary of each process is `heaptrail report --json`'s;
@@ -140,10 +142,51 @@ def build(suite, name, src, *extra):
     return out
 
 
-# rank trend slope later-half r2 first -> last site (exact: no ± column)
+# rank trend slope [±90%, sampled only] later-half r2 first -> last site
+VAL = r"(\S+(?: [KMGT]?i?B)?)"
 GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
-                        r"shrinking|too few samples)\s+(\S+(?: \S+)?/s)\s+(\S+(?: \S+)?/s)\s+"
-                        r"([\d.]+)\s+(\S+(?: [KMGT]?i?B)?) -> (\S+(?: [KMGT]?i?B)?)\s+(\S+)\s*$")
+                        r"shrinking|too few samples)\s+(\S+(?: \S+)?/s)"
+                        r"(?:\s+(±[\d.]+(?: [KMGT]iB)?|\+[\d.]+/-[\d.]+(?: [KMGT]iB)?))?\s+(\S+(?: \S+)?/s)\s+"
+                        r"([\d.]+)\s+" + VAL + r" -> " + VAL + r"\s+(\S+)\s*$")
+
+
+def growth_compare(suite, out, v, problems, details):
+    """The page's growth view (v: the driver's growth) against `heaptrail
+    growth DIR`: heading, every row's cells, the advice. Returns the
+    sites ranked growing."""
+    text = must(suite, "growth", "-n", "1000", out)
+    details.append(text)
+    lines = text.split("\n")
+    want = []
+    for line in lines:
+        m = GROWTH_ROW.match(line)
+        if m:
+            want.append((m.group(9), m.group(1) if m.group(1).isdigit() else "", m.group(2),
+                         m.group(3), m.group(4) or "", m.group(5), m.group(6), m.group(7),
+                         m.group(8)))
+    sampled = "±90%" in text
+    rows = []
+    for r in v["rows"]:
+        c = r["cells"]
+        pm = c[3] if sampled else ""
+        rest = c[4:] if sampled else c[3:]
+        first, last = rest[2].split(" \u2192 ")
+        rows.append((r["site"], r["rank"], r["trend"], c[2], pm, rest[0], rest[1], first, last))
+        if not r["spark"]:
+            problems.append("growth: no chart for %s" % r["site"])
+    if not want:
+        problems.append("heaptrail growth printed no rows")
+    if rows != want:
+        problems.append("growth rows differ from heaptrail growth: page %s, growth %s" %
+                        (rows, want))
+    if v["head"] != lines[0]:
+        problems.append("growth: the page's heading %r, growth's %r" % (v["head"], lines[0]))
+    advice = [l for l in lines if l.startswith(("not enough samples", "%d dumps:" % 0))
+              or re.match(r"^\d+ dumps: a sampled run", l)]
+    if (v.get("note") or None) != (advice[0] if advice else None):
+        problems.append("growth: the page's advice %r, growth's %r" % (
+            v.get("note"), advice[0] if advice else None))
+    return [r[0] for r in rows if r[1]]
 
 
 def bytes_text(v):
@@ -177,30 +220,7 @@ def test_growth(suite):
     v = got["views"]
     details = [json.dumps(v, indent=1)[:4000]]
     # growth: the page's rows are heaptrail growth's
-    text = must(suite, "growth", "-n", "1000", out)
-    details.append(text)
-    want = []
-    for line in text.split("\n"):
-        m = GROWTH_ROW.match(line)
-        if m:
-            want.append((m.group(8), m.group(1) if m.group(1).isdigit() else "", m.group(2),
-                         m.group(3), m.group(4), m.group(5), m.group(6), m.group(7)))
-    rows = []
-    for r in v["growth"]["rows"]:
-        c = r["cells"]
-        first, last = c[5].split(" \u2192 ")
-        rows.append((r["site"], r["rank"], r["trend"], c[2], c[3], c[4], first, last))
-        if not r["spark"]:
-            problems.append("growth: no chart for %s" % r["site"])
-    if not want:
-        problems.append("heaptrail growth printed no rows")
-    if v["growth"]["head"] != text.split("\n")[0]:
-        problems.append("growth: the page's heading %r, growth's %r" % (
-            v["growth"]["head"], text.split("\n")[0]))
-    if rows != want:
-        problems.append("growth rows differ from heaptrail growth: page %s, growth %s" %
-                        (rows, want))
-    ranked = [r[0] for r in rows if r[1]]
+    ranked = growth_compare(suite, out, v["growth"], problems, details)
     if ranked != ["leak_slowly"]:
         problems.append("growth ranks %s, want leak_slowly alone" % ranked)
     # flame: search and zoom against top's cum in the last dump
@@ -280,6 +300,21 @@ def test_growth(suite):
         problems.append("the right arrow on the first tab did not open the next")
     if v.get("dark_bg") == v.get("light_bg"):
         problems.append("the dark scheme has the light background %s" % v.get("dark_bg"))
+    return problems, details
+
+
+def test_growth_sampled(suite):
+    prog = build(suite, "growth_sites", os.path.join(common.HERE, "progs", "growth_sites.c"))
+    work = work_dir(suite, "growth-sampled")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "65536", "--every", "100ms", "-o", out, "--", prog)
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="growth-sampled")
+    details = []
+    growth_compare(suite, out, got["views"]["growth"], problems, details)
+    if not any(r["cells"][3].startswith(("±", "+")) for r in got["views"]["growth"]["rows"]):
+        problems.append("sampled: no ±90% column on the page")
     return problems, details
 
 
@@ -496,6 +531,7 @@ def test_live(suite):
 
 def collect(suite):
     return [("html:growth", lambda: test_growth(suite)),
+            ("html:growth-sampled", lambda: test_growth_sampled(suite)),
             ("html:live", lambda: test_live(suite)),
             ("html:leaks", lambda: test_leaks(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
