@@ -17,7 +17,10 @@ error or any request besides the page itself.
                    frame is red with `heaptrail diff`'s old bytes and change;
                    the functions table is top's rows, and
                    sorts by cum; the timeline's peak is the timeline file's
-                   highest live heap; one mark per dump; the tabs move
+                   highest live heap; one mark per dump; a drag over the chart picks the dumps
+                   inside it, and the range of the first and last dumps opens
+                   the last one's flame graph compared with the first; the
+                   tabs move
                    with the arrow keys; the dark scheme changes colours
     html:growth-sampled  the same at --sample 64k: the rows with their
                    ±90% column, the heading and the advice are growth's
@@ -279,6 +282,13 @@ def test_growth(suite):
             df, m.group(1), m.group(2)))
     elif "(+%s bytes) from" % format(int(m.group(1)), ",") not in df.get("details", ""):
         problems.append("flame diff: details %r" % df.get("details"))
+    rg = v.get("range") or {}
+    fr, to = (rg.get("dragged") or [0, 0])
+    if not (fr < to) or not rg.get("band") or "taken as the dumps" not in (rg.get("note") or ""):
+        problems.append("timeline: a drag over 30-80%% of the chart picked %s (%r)" % (
+            rg.get("dragged"), rg.get("note")))
+    if (rg.get("view"), rg.get("dump"), rg.get("base")) != ("tab-flame", len(dumps) - 1, 1):
+        problems.append("timeline: the range first..last opened %s" % rg)
     if v.get("flame_from_mark") != 0:
         problems.append("timeline: the first dump's mark opened dump %s" % v.get("flame_from_mark"))
     # timeline: the file's highest tick, one mark per dump

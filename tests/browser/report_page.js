@@ -101,6 +101,30 @@ async function main() {
       dumps: await page.$$eval('#dump-list tbody tr', (r) => r.length).catch(() => 0),
     };
     await shot('timeline');
+    // a time range: dragged across the chart, then the dumps chosen
+    if (await page.$('#range-show')) {
+      const r = await page.$eval('#timeline-svg', (e) => { const b = e.getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; });
+      await page.mouse.move(r[0] + 80 + (r[2] - 100) * 0.3, r[1] + r[3] / 2);
+      await page.mouse.down();
+      await page.mouse.move(r[0] + 80 + (r[2] - 100) * 0.8, r[1] + r[3] / 2, { steps: 5 });
+      await page.mouse.up();
+      v.range = {
+        dragged: [await page.$eval('#range-from', (e) => +e.value), await page.$eval('#range-to', (e) => +e.value)],
+        note: await text('#range-note'),
+        band: await page.$eval('#timeline-band', (e) => +e.getAttribute('width')),
+      };
+      await shot('timeline-range');
+      const n = await page.$$eval('#range-to option', (o) => o.length);
+      await page.selectOption('#range-from', '0');
+      await page.selectOption('#range-to', String(n - 1));
+      await page.click('#range-show');
+      v.range.view = await page.$eval('[role=tab][aria-selected=true]', (e) => e.id);
+      v.range.dump = await page.$eval('#flame-dump', (e) => +e.value);
+      v.range.base = await page.$eval('#flame-base', (e) => e.selectedIndex);
+      v.range.dumps = n;
+      await page.selectOption('#flame-base', '');
+      await page.click('#tab-timeline');
+    }
 
     // flame graph: from a dump mark of the timeline, then the last dump
     if (v.timeline.marks) {

@@ -291,9 +291,48 @@
         el('span', null, el('i', { style: 'background:var(--dump);width:2px;height:12px' }), 'dumps (click: flame graph)')));
       var c = el('div', { id: 'timeline-chart' });
       box.appendChild(c);
-      HT.timelineChart(c, tl, p.dumps, function (i) { openFlame(i, ''); });
+      HT.timelineChart(c, tl, p.dumps, function (i) { openFlame(i, ''); }, function (a, b) {
+        pickRange(a, b);
+      });
       box.appendChild(el('p', { class: 'note' }, tl.ticks + ' ticks' + (tl.step > 1 ? ', drawn as the highest of every ' + tl.step : '') +
         (tl.sample > 1 ? '; live bytes are estimates (sampled every ' + HT.thousands(tl.sample) + ' bytes)' : '') + '.'));
+    }
+    /* a time range: what grew between the dumps at its ends */
+    var rangeNote = el('p', { class: 'note', id: 'range-note', 'aria-live': 'polite' });
+    var fromSel = el('select', { id: 'range-from' }), toSel = el('select', { id: 'range-to' });
+    p.dumps.forEach(function (d, i) {
+      fromSel.appendChild(el('option', { value: i }, d.name + ' (' + HT.secs(d.ms) + ')'));
+      toSel.appendChild(el('option', { value: i }, d.name + ' (' + HT.secs(d.ms) + ')'));
+    });
+    function pickRange(a, b) {
+      /* the last dump at or before each end (the first when none is) */
+      var lo = 0, hi = 0;
+      p.dumps.forEach(function (d, i) { if (d.ms <= a) lo = i; if (d.ms <= b) hi = i; });
+      fromSel.value = lo; toSel.value = hi;
+      rangeNote.textContent = 'The range ' + HT.secs(a) + ' to ' + HT.secs(b) + (lo === hi
+        ? ': no dump was taken inside it, so what it allocated cannot be told; choose a wider range.'
+        : ' is taken as the dumps ' + p.dumps[lo].name + ' and ' + p.dumps[hi].name + '.');
+      if (HT.timelineBand) HT.timelineBand(p.dumps[lo].ms, p.dumps[hi].ms);
+    }
+    if (p.dumps.length > 1) {
+      box.appendChild(el('h3', null, 'What grew in a time range'));
+      toSel.value = p.dumps.length - 1;
+      box.appendChild(el('div', { class: 'controls' }, el('label', null, 'From ', fromSel),
+        el('label', null, 'to ', toSel), el('button', { type: 'button', id: 'range-show', onclick: function () {
+          var lo = +fromSel.value, hi = +toSel.value;
+          if (lo === hi) { rangeNote.textContent = 'Choose two different dumps.'; return; }
+          if (lo > hi) { var t = lo; lo = hi; hi = t; }
+          state.baseName = p.dumps[lo].name;
+          openFlame(hi, '');
+        } }, 'Show in the flame graph')));
+      box.appendChild(rangeNote);
+      box.appendChild(el('p', { class: 'note' }, 'Drag across the chart to pick a range, or choose its dumps. ' +
+        'The flame graph then shows the later dump coloured by its change from the earlier, stack by stack: ' +
+        'what was allocated in between and is still live at the end, less what was live at the start and was ' +
+        'freed since. The dumps do not say when each block was allocated, so a block allocated and freed ' +
+        'in between does not show, nor does a block freed and replaced on the same stack.'));
+    } else if (p.dumps.length) {
+      box.appendChild(el('p', { class: 'note' }, 'One dump: what was allocated in a time range needs two.'));
     }
     if (p.dumps.length) {
       box.appendChild(el('h3', null, 'Dumps'));

@@ -70,7 +70,7 @@ HT.niceStep = function (max, n) {
 /* The timeline: live heap (area) and RSS (dashed) over time, the peak and
  * every dump marked. points: [ms, live, rss, allocated]; dumps: [{ms, name}].
  * onDump(i) is called when a dump's mark is clicked. */
-HT.timelineChart = function (box, tl, dumps, onDump) {
+HT.timelineChart = function (box, tl, dumps, onDump, onRange) {
   var W = Math.max(600, box.clientWidth || 1000), H = 320, L = 80, R = 20, T = 14, B = 36;
   var pts = tl.points, tmax = 1, vmax = 1;
   pts.forEach(function (p) { tmax = Math.max(tmax, p[0]); vmax = Math.max(vmax, p[1], p[2]); });
@@ -128,6 +128,30 @@ HT.timelineChart = function (box, tl, dumps, onDump) {
     lab.textContent = 'peak ' + tl.peak.text;
     s.appendChild(lab);
   }
+  /* a drag across the chart picks a time range: onRange(ms0, ms1) */
+  var band = HT.svg('rect', { y: T, height: H - T - B, width: 0, class: 'band', id: 'timeline-band' });
+  s.appendChild(band);
+  var from = null, toMs = function (ev) {
+    var r = s.getBoundingClientRect(), x = ev.clientX - r.left;
+    return Math.max(0, Math.min(tmax, (x - L) / (W - L - R) * tmax));
+  };
+  s.addEventListener('mousedown', function (ev) { from = toMs(ev); ev.preventDefault(); });
+  s.addEventListener('mousemove', function (ev) {
+    if (from === null) return;
+    var a = Math.min(from, toMs(ev)), b = Math.max(from, toMs(ev));
+    band.setAttribute('x', X(a));
+    band.setAttribute('width', X(b) - X(a));
+  });
+  s.addEventListener('mouseup', function (ev) {
+    if (from === null) return;
+    var a = Math.min(from, toMs(ev)), b = Math.max(from, toMs(ev));
+    from = null;
+    if (X(b) - X(a) > 4 && onRange) onRange(a, b);
+  });
+  HT.timelineBand = function (ms0, ms1) {
+    band.setAttribute('x', X(ms0));
+    band.setAttribute('width', Math.max(0, X(ms1) - X(ms0)));
+  };
   box.textContent = '';
   box.appendChild(s);
 };
