@@ -30,6 +30,10 @@ error or any request besides the page itself.
                    filtered by kind, the records are the JSON's of that
                    kind; the first record's suppression is the one
                    `report --gen-suppressions` prints
+    html:pools     tests/analyze/progs/pools.c (an arena allocator with
+                   valgrind's annotations): the pools table (names, lost
+                   bytes) and the records filtered by each pool are
+                   `report --json`'s
     html:bounded   5,000 distinct stacks (bench/analyze/gen.py): with
                    --min-share 0.01 the page keeps few frames, and every
                    node's children, their "n more" and its own bytes add
@@ -393,6 +397,30 @@ def test_leaks(suite):
     return problems, details
 
 
+def test_pools(suite):
+    if not os.path.exists("/usr/include/valgrind/valgrind.h"):
+        raise Skip("valgrind.h not installed (Debian package valgrind)")
+    prog = build(suite, "pools", os.path.join(common.HERE, "progs", "pools.c"), "-I",
+                 os.path.join(common.ROOT, "include", "heaptrail", "compat"))
+    work = work_dir(suite, "pools")
+    out = os.path.join(work, "run")
+    run([suite.heaptrail, "run", "-q", "-o", out, "--", prog], cwd=work)
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="pools")
+    v = got["views"]
+    j = json_procs(suite, out)[0]
+    want_pools = [[q["name"], q["lost_bytes"]] for q in j.get("pools", [])]
+    if not want_pools or v["summary"]["pools"] != want_pools:
+        problems.append("pools table %s, report --json %s" % (v["summary"]["pools"], want_pools))
+    want = {}
+    for r in j["records"]:
+        want.setdefault(r.get("pool", ""), []).append(r["bytes"])
+    if v["leaks"]["pools"] != want:
+        problems.append("records by pool %s, report --json %s" % (v["leaks"]["pools"], want))
+    return problems, [json.dumps(v["leaks"]["pools"])]
+
+
 def page_data(path):
     text = open(path, encoding="utf-8").read()
     m = re.search(r'<script type="application/json" id="ht-data">(.*?)</script>', text, re.S)
@@ -544,5 +572,6 @@ def collect(suite):
             ("html:growth-sampled", lambda: test_growth_sampled(suite)),
             ("html:live", lambda: test_live(suite)),
             ("html:leaks", lambda: test_leaks(suite)),
+            ("html:pools", lambda: test_pools(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
             ("html:cli", lambda: test_cli(suite))]

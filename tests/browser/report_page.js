@@ -41,6 +41,7 @@ async function main() {
     // summary
     const v = out.views;
     v.summary = {
+      pools: await page.$$eval('#pools tbody tr', (r) => r.map((x) => [x.dataset.pool, +x.dataset.lost])),
       kinds: await page.$$eval('#leak-summary tbody tr', (rows) => rows.map((r) => ({
         kind: r.dataset.kind, bytes: +r.cells[1].dataset.bytes, blocks: +r.cells[2].dataset.blocks,
         shown: r.cells[1].textContent }))).catch(() => []),
@@ -70,6 +71,12 @@ async function main() {
       v.leaks.modules[m] = await page.$$eval('#leak-list details', (d) => d.length);
     }
     await page.selectOption('#leak-module', '');
+    v.leaks.pools = {};
+    for (const q of await page.$$eval('#leak-pool option', (o) => o.map((x) => x.value).filter((x) => x !== '*'))) {
+      await page.selectOption('#leak-pool', q);
+      v.leaks.pools[q] = await page.$$eval('#leak-list details', (d) => d.map((x) => +x.dataset.bytes));
+    }
+    if (Object.keys(v.leaks.pools).length) await page.selectOption('#leak-pool', '*');
     if (v.leaks.records) {
       await page.click('#leak-list details summary');
       v.leaks.first = await page.$eval('#leak-list details', (d) => ({

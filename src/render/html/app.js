@@ -132,6 +132,25 @@
       t.appendChild(tb);
       box.appendChild(t);
       if (r.sampling) box.appendChild(el('p', { class: 'note' }, 'Sampled: leak kinds need an exact run (--sample 1); in use is an estimate.'));
+      if (r.pools && r.pools.length) {
+        box.appendChild(el('h3', null, 'Memory pools'));
+        var pt = el('table', { id: 'pools' }, el('caption', { class: 'sr-only' }, 'memory pools'),
+          el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'pool'), el('th', { scope: 'col' }, 'alive'),
+            el('th', { scope: 'col', class: 'num' }, 'bytes'), el('th', { scope: 'col', class: 'num' }, 'blocks'),
+            el('th', { scope: 'col', class: 'num' }, 'with the pools under it'),
+            el('th', { scope: 'col', class: 'num' }, 'lost (bytes)'))));
+        var pb = el('tbody'), depth = {};
+        r.pools.forEach(function (q) {
+          depth[q.id] = q.parent === null ? 0 : (depth[q.parent] || 0) + 1;
+          pb.appendChild(el('tr', { 'data-pool': q.name, 'data-lost': q.lost_bytes },
+            el('td', { class: 'mono', style: 'padding-left:' + (depth[q.id] * 16) + 'px' }, q.name),
+            el('td', null, q.alive ? 'yes' : 'no'), el('td', { class: 'num' }, HT.thousands(q.bytes)),
+            el('td', { class: 'num' }, HT.thousands(q.blocks)), el('td', { class: 'num' }, HT.thousands(q.tree_bytes)),
+            el('td', { class: 'num' }, HT.thousands(q.lost_bytes))));
+        });
+        pt.appendChild(pb);
+        box.appendChild(pt);
+      }
       box.appendChild(el('h3', null, 'As heaptrail report prints it'));
       box.appendChild(el('pre', { id: 'summary-text' }, p.summary_text));
     }
@@ -158,10 +177,19 @@
     var kindSel = el('select', { id: 'leak-kind' }, el('option', { value: '' }, 'all kinds'));
     KINDS.forEach(function (k) { if (kinds[k[0]]) kindSel.appendChild(el('option', { value: k[0] }, k[1])); });
     var modSel = el('select', { id: 'leak-module' }, el('option', { value: '' }, 'all modules'));
-    Object.keys(mods).sort().forEach(function (m) { modSel.appendChild(el('option', { value: m }, m)); });
+    Object.keys(mods).sort().forEach(function (m) {
+      modSel.appendChild(el('option', { value: m, title: m }, m.replace(/^.*\//, '')));
+    });
+    var pools = {};
+    r.records.forEach(function (rec) { pools[rec.pool || ''] = 1; });
+    var poolSel = el('select', { id: 'leak-pool' }, el('option', { value: '*' }, 'all'));
+    Object.keys(pools).sort().forEach(function (q) {
+      poolSel.appendChild(el('option', { value: q }, q || "malloc's (no pool)"));
+    });
     var count = el('span', { class: 'muted', id: 'leak-count', 'aria-live': 'polite' });
     box.appendChild(el('div', { class: 'controls' }, el('label', null, 'Kind ', kindSel),
-      el('label', null, 'Module ', modSel), count));
+      el('label', null, 'Module ', modSel), Object.keys(pools).length > 1 || !pools[''] ?
+        el('label', null, 'Pool ', poolSel) : null, count));
     var list = el('div', { id: 'leak-list' });
     box.appendChild(list);
     if (r.records_more)
@@ -173,6 +201,7 @@
       r.records.forEach(function (rec, i) {
         if (kindSel.value && rec.kind !== kindSel.value) return;
         if (modSel.value && !modulesOf(rec)[modSel.value]) return;
+        if (poolSel.value !== '*' && (rec.pool || '') !== poolSel.value) return;
         n++; bytes += rec.bytes;
         list.appendChild(record(rec, i));
       });
@@ -182,6 +211,8 @@
     if (mods[state.leakModule]) modSel.value = state.leakModule;
     kindSel.addEventListener('change', function () { state.leakKind = kindSel.value; draw(); });
     modSel.addEventListener('change', function () { state.leakModule = modSel.value; draw(); });
+    if (state.leakPool && pools[state.leakPool === '*' ? '' : state.leakPool] !== undefined) poolSel.value = state.leakPool;
+    poolSel.addEventListener('change', function () { state.leakPool = poolSel.value; draw(); });
     draw();
   }
   function record(rec, i) {
