@@ -563,8 +563,14 @@ static void finish_profile(struct cli_live *l, struct prof_profile *base, int df
 		ans->status = 200;
 }
 
+/* What the fit's heading says besides the fit: whether the dumps were
+ * sampled, and "since attach at ..." (or ""). */
+struct growth_about {
+	bool sampled;
+	char since[96];
+};
 static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
-		       size_t cap);
+		       size_t cap, struct growth_about *about);
 
 /* A Prometheus label value: backslash, quote and newline escaped, cut
  * at 200 bytes (a C++ name can be long; the label stays bounded). */
@@ -664,7 +670,7 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 	}
 	struct prof_growth g;
 	long ndumps;
-	if (!live_growth(l, &g, &ndumps, why, sizeof why)) {
+	if (!live_growth(l, &g, &ndumps, why, sizeof why, NULL)) {
 		fprintf(m, "# HELP heaptrail_site_growing_bytes_per_second Sites `heaptrail "
 			"growth` calls growing over the last %d dumps: their live bytes' slope "
 			"over the later half.\n# TYPE heaptrail_site_growing_bytes_per_second "
@@ -847,7 +853,7 @@ static int cmp_str(const void *a, const void *b)
  * process in the agent's directory; 0, or -1 with why (fewer than three
  * dumps: nothing to fit). */
 static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
-		       size_t cap)
+		       size_t cap, struct growth_about *about)
 {
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", l->ag.pid);
@@ -889,6 +895,12 @@ static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, 
 	pthread_mutex_lock(&l->dump_lock);
 	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file);
 	pthread_mutex_unlock(&l->dump_lock);
+	if (about) {
+		about->sampled = !lrc && nps && ps[0].sample > 1;
+		if (lrc || cli_attach_label(paths[first], l->ag.pid, about->since,
+					    sizeof about->since))
+			about->since[0] = 0;
+	}
 	if (lrc)
 		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
 	else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false))
@@ -905,19 +917,24 @@ out:
 	return rc;
 }
 
-static void serve_growth(struct cli_live *l, struct answer *ans)
+/* `heaptrail growth`'s text, the same words (units, the sampling note,
+ * "since attach"); ?n=N sites in each part (default 10, as growth's -n). */
+static void serve_growth(struct cli_live *l, const char *query, struct answer *ans)
 {
 	char why[PATH_MAX + 200];
 	struct prof_growth g;
+	struct growth_about about;
 	long n;
-	if (live_growth(l, &g, &n, why, sizeof why)) {
+	if (live_growth(l, &g, &n, why, sizeof why, &about)) {
 		answer_text(ans, 503, "%s\n", why);
 		return;
 	}
+	long max = query_num(query, "n", 10, 100000);
 	FILE *m = open_memstream(&ans->body, &ans->len);
 	if (m) {
-		render_growth(m, &g, l->ag.pid, false, &(struct render_table_opts){
-			.value = PROF_INUSE_SPACE, .exact = true, .max = 50 });
+		render_growth(m, &g, l->ag.pid, about.sampled, &(struct render_table_opts){
+			.value = PROF_INUSE_SPACE, .max = max > 0 ? max : 10,
+			.since = about.since[0] ? about.since : NULL });
 		fclose(m);
 	}
 	prof_growth_release(&g);
@@ -1005,7 +1022,7 @@ static void route(struct cli_live *l, const char *method, const char *path, cons
 	} else if (!strcmp(path, "/debug/heaptrail/leaks")) {
 		serve_leaks(l, query, ans);
 	} else if (!strcmp(path, "/debug/heaptrail/growth")) {
-		serve_growth(l, ans);
+		serve_growth(l, query, ans);
 	} else {
 		answer_text(ans, 404, "not found: try /debug/pprof/ or /metrics\n");
 	}

@@ -34,7 +34,9 @@ the endpoint with the real clients.
                        of 777 bytes in lose_site: JSON with that definitely
                        lost record; the program runs on
     live:growth        --every 100ms while grow_site grows: the growth page
-                       ranks grow_site growing and not flat_site, and
+                       ranks grow_site growing and not flat_site, in
+                       `heaptrail growth`'s words (units, ±, the sampling
+                       note), and
                        /metrics has grow_site's growing series only
     live:hostile       while grow_site grows: 300 fuzzed requests (random
                        bytes, bad request lines, huge paths and headers, bad
@@ -545,6 +547,14 @@ def test_growth(suite):
                          r"shrinking)\s.*\s(\S+)\s*$", line)
             if m:
                 trend[m.group(3)] = m.group(2)
+        # heaptrail growth's words: units, and the sampling note (--every
+        # samples at auto), not raw byte counts
+        head = text.split("\n")[0]
+        if not re.match(r"^\d+ dumps of pid %d over [\d.]+ s, in-use space [\d.]+ (?:[KMG]i)?B "
+                        r"-> [\d.]+ (?:[KMG]i)?B \(sampled: estimates" % live.pid, head):
+            problems.append("growth page: heading %r is not heaptrail growth's" % head)
+        if not re.search(r"^\s*1\s+growing\s+\+[\d.]+ (?:[KMG]i)?B/s\s+±", text, re.M):
+            problems.append("growth page: grow_site's row lacks growth's units and ±")
         if st != 200 or trend.get("grow_site") != "growing":
             problems.append("growth page (status %d): grow_site is %s" % (
                 st, trend.get("grow_site")))
