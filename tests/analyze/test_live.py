@@ -26,7 +26,9 @@ the endpoint with the real clients.
     live:prometheus    a real Prometheus (Debian's), scraping every 1 s,
                        returns heaptrail_live_bytes and grow_site's series
                        rising while the program grows, and flat_site's
-                       series flat at 100000
+                       series flat at 100000; every query of
+                       contrib/grafana/heaptrail.json runs on it, with data
+                       (but the growing sites', which need --every)
     live:symbol        pprof -symbolize=remote on ?debug=1 (a dump of bare
                        addresses) asks /debug/pprof/symbol for the names and
                        shows flat_site's 100000 bytes by name
@@ -467,6 +469,18 @@ def test_prometheus(suite):
                 problems.append("%s is not rising over the run: %s" % (name, vals))
         if len(flat) < 4 or set(flat) != {100000.0}:
             problems.append("flat_site's series is not flat at 100000: %s" % flat)
+        # the Grafana dashboard in the tree: every query is PromQL this
+        # Prometheus takes, and each has data but the growing sites'
+        # (no --every here: no growth verdicts)
+        dash = json.load(open(os.path.join(HERE, "..", "..", "contrib", "grafana",
+                                           "heaptrail.json")))
+        for panel in dash["panels"]:
+            for t in panel["targets"]:
+                q = t["expr"].replace("$__rate_interval", "5s").replace(
+                    "$job", ".*").replace("$instance", ".*")
+                vals = prom_query(pbase, q, t0, t1)
+                if not vals and "growing" not in q:
+                    problems.append("dashboard panel %r: no data for %s" % (panel["title"], q))
     finally:
         pr.terminate()
         try:
