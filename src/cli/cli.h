@@ -31,6 +31,14 @@ int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 
+/* timeline.c: the pid in "heaptrail.PID.timeline" (a path or a name), or
+ * -1; whether a file name is a dump of process pid,
+ * heaptrail.PID.SEQ.KIND.heap (any *.heap when pid is -1). */
+long cli_timeline_pid(const char *name);
+bool cli_is_dump_of(const char *name, long pid);
+/* Whether a file name is a timeline, heaptrail.PID.timeline (pid unused). */
+bool cli_is_timeline(const char *name, long pid);
+
 /* html.c: writes the HTML page of the run in dir to path (cli_write_file;
  * "-": standard output); min_share as `html --min-share`. 0, or -1
  * (printed). */

@@ -30,28 +30,6 @@ static const char usage[] =
 	"                         ones are summed into one \"n more\" frame\n"
 	"  --binary-path DIRS     directories searched first when symbolizing\n";
 
-static bool is_heap(const char *name, long arg)
-{
-	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
-	return name[0] != '.' && n > k && !strcmp(name + n - k, FMT_HEAP_SUFFIX);
-}
-
-/* The pid in "heaptrail.PID.timeline", or -1. */
-static long timeline_pid(const char *name)
-{
-	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
-	if (strncmp(name, FMT_FILE_PREFIX ".", k))
-		return -1;
-	char *end;
-	long pid = strtol(name + k, &end, 10);
-	return end > name + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
-}
-
-static bool is_timeline(const char *name, long arg)
-{
-	return timeline_pid(name) >= 0;
-}
-
 struct html_run {
 	const struct cli_html_opts *o;
 	char *why;                      /* quiet: where the error goes */
@@ -180,7 +158,7 @@ static int html_load(struct html_run *h, const char *dir)
 		return -1;
 	}
 	/* the dumps */
-	if ((rc = prof_dir_names(dir, is_heap, 0, &names, &n))) {
+	if ((rc = prof_dir_names(dir, cli_is_dump_of, -1, &names, &n))) {
 		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
@@ -220,7 +198,7 @@ static int html_load(struct html_run *h, const char *dir)
 	names = NULL;
 	n = 0;
 	/* the timelines */
-	if ((rc = prof_dir_names(dir, is_timeline, 0, &names, &n))) {
+	if ((rc = prof_dir_names(dir, cli_is_timeline, 0, &names, &n))) {
 		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
@@ -233,15 +211,15 @@ static int html_load(struct html_run *h, const char *dir)
 		char *path;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
 			goto nomem;
-		if ((o->pid > 0 && timeline_pid(names[i]) != o->pid) ||
+		if ((o->pid > 0 && cli_timeline_pid(names[i]) != o->pid) ||
 		    prof_timeline_load(&h->tls[h->ntls], path, &err)) {
-			if (o->pid <= 0 || timeline_pid(names[i]) == o->pid)
+			if (o->pid <= 0 || cli_timeline_pid(names[i]) == o->pid)
 				note(h, path, err);
 			free(path);
 			continue;
 		}
 		h->tl_path[h->ntls] = path;
-		h->tl_pid[h->ntls++] = timeline_pid(names[i]);
+		h->tl_pid[h->ntls++] = cli_timeline_pid(names[i]);
 	}
 	/* every process any file is of (or the one asked for) */
 	if (o->pid > 0 && add_pid(&pids, &npids, o->pid))
