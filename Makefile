@@ -99,6 +99,19 @@ $(B)/gen/flame_js.h: src/render/flame.js
 
 $(B)/obj/src/render/flame.o: $(B)/gen/flame_js.h
 
+# The HTML page's script and style (src/render/html/): the scripts in
+# this order (each defines what the next uses), then the style, embedded
+# the same way (html_app_js, html_style_css).
+HTML_JS := src/render/html/charts.js src/render/html/flame.js src/render/html/app.js
+$(B)/gen/html_assets.h: $(HTML_JS) src/render/html/style.css
+	@mkdir -p $(B)/gen
+	cat $(HTML_JS) > $(B)/gen/html_app_js
+	cp src/render/html/style.css $(B)/gen/html_style_css
+	cd $(B)/gen && { xxd -i html_app_js; xxd -i html_style_css; } | \
+		sed "s/^unsigned/static const unsigned/" > html_assets.h.tmp && mv html_assets.h.tmp html_assets.h
+
+$(B)/obj/src/render/html.o: $(B)/gen/html_assets.h
+
 $(B)/libheaptrail.so: $(AGENT_OBJ) src/agent/exports.map
 	$(CC) -shared -Wl,-soname,libheaptrail.so -Wl,-z,nodelete -Wl,-z,now -Wl,-z,defs \
 		-Wl,--version-script=src/agent/exports.map $(CFLAGS) $(AGENT_CFLAGS) -o $@ $(AGENT_OBJ) $(AGENT_LIBS)

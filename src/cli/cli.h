@@ -29,6 +29,38 @@ int cmd_callgraph(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_html(int argc, char **argv);
+
+/* timeline.c: the pid in "heaptrail.PID.timeline" (a path or a name), or
+ * -1; whether a file name is a dump of process pid,
+ * heaptrail.PID.SEQ.KIND.heap (any *.heap when pid is -1). */
+long cli_timeline_pid(const char *name);
+bool cli_is_dump_of(const char *name, long pid);
+/* Whether a file name is a timeline, heaptrail.PID.timeline (pid unused). */
+bool cli_is_timeline(const char *name, long pid);
+
+/* html.c: writes the HTML page of the run in dir to path (cli_write_file;
+ * "-": standard output); min_share as `html --min-share`. 0, or -1
+ * (printed). */
+int cli_html_write(const char *dir, const char *path, const char *binary_path,
+		   double min_share);
+struct prof_sym_cache;
+struct cli_html_opts {
+	const char *binary_path;
+	double min_share;       /* as `html --min-share` */
+	long pid;               /* only this process's numbered dumps (-1: every file) */
+	size_t max_dumps;       /* with pid: its last N dumps (0: all) */
+	struct prof_sym_cache *sym_cache; /* may be NULL */
+	const char *live_url;   /* the page fetches its data again from here, or NULL */
+	long live_every_ms;
+	bool data_only;         /* the page's JSON data alone */
+	bool quiet;             /* print nothing: the error goes to why */
+};
+/* The page (or its data) of the run in dir into *out (*len bytes,
+ * malloc'd: the caller frees it). 0, or -1 (printed, or in why when
+ * quiet). */
+int cli_html_build(const char *dir, const struct cli_html_opts *o, char **out, size_t *len,
+		   char *why, size_t whycap);
 
 /* "--name=value" or "--name value" at argv[*i]: returns the value (and
  * advances *i for the second form), "" when the value is missing, or NULL

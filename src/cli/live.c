@@ -63,6 +63,7 @@
 #define LIVE_MAX_SECONDS 300    /* ?seconds=N */
 #define LIVE_TOP_SITES 20       /* /metrics: sites by live bytes */
 #define LIVE_GROWTH_DUMPS 30    /* growth: over the last 30 dumps */
+#define LIVE_PAGE_EVERY_MS 2000 /* the page at /: how often it fetches new data */
 
 /* A ?seconds=N profile between its two dumps: the connection waits
  * without holding up the others. */
@@ -562,8 +563,14 @@ static void finish_profile(struct cli_live *l, struct prof_profile *base, int df
 		ans->status = 200;
 }
 
+/* What the fit's heading says besides the fit: whether the dumps were
+ * sampled, and "since attach at ..." (or ""). */
+struct growth_about {
+	bool sampled;
+	char since[96];
+};
 static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
-		       size_t cap);
+		       size_t cap, struct growth_about *about);
 
 /* A Prometheus label value: backslash, quote and newline escaped, cut
  * at 200 bytes (a C++ name can be long; the label stays bounded). */
@@ -663,7 +670,7 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 	}
 	struct prof_growth g;
 	long ndumps;
-	if (!live_growth(l, &g, &ndumps, why, sizeof why)) {
+	if (!live_growth(l, &g, &ndumps, why, sizeof why, NULL)) {
 		fprintf(m, "# HELP heaptrail_site_growing_bytes_per_second Sites `heaptrail "
 			"growth` calls growing over the last %d dumps: their live bytes' slope "
 			"over the later half.\n# TYPE heaptrail_site_growing_bytes_per_second "
@@ -846,7 +853,7 @@ static int cmp_str(const void *a, const void *b)
  * process in the agent's directory; 0, or -1 with why (fewer than three
  * dumps: nothing to fit). */
 static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, char *why,
-		       size_t cap)
+		       size_t cap, struct growth_about *about)
 {
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", l->ag.pid);
@@ -888,6 +895,12 @@ static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, 
 	pthread_mutex_lock(&l->dump_lock);
 	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file);
 	pthread_mutex_unlock(&l->dump_lock);
+	if (about) {
+		about->sampled = !lrc && nps && ps[0].sample > 1;
+		if (lrc || cli_attach_label(paths[first], l->ag.pid, about->since,
+					    sizeof about->since))
+			about->since[0] = 0;
+	}
 	if (lrc)
 		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
 	else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false))
@@ -904,24 +917,55 @@ out:
 	return rc;
 }
 
-static void serve_growth(struct cli_live *l, struct answer *ans)
+/* `heaptrail growth`'s text, the same words (units, the sampling note,
+ * "since attach"); ?n=N sites in each part (default 10, as growth's -n). */
+static void serve_growth(struct cli_live *l, const char *query, struct answer *ans)
 {
 	char why[PATH_MAX + 200];
 	struct prof_growth g;
+	struct growth_about about;
 	long n;
-	if (live_growth(l, &g, &n, why, sizeof why)) {
+	if (live_growth(l, &g, &n, why, sizeof why, &about)) {
 		answer_text(ans, 503, "%s\n", why);
 		return;
 	}
+	long max = query_num(query, "n", 10, 100000);
 	FILE *m = open_memstream(&ans->body, &ans->len);
 	if (m) {
-		render_growth(m, &g, l->ag.pid, false, &(struct render_table_opts){
-			.value = PROF_INUSE_SPACE, .exact = true, .max = 50 });
+		render_growth(m, &g, l->ag.pid, about.sampled, &(struct render_table_opts){
+			.value = PROF_INUSE_SPACE, .max = max > 0 ? max : 10,
+			.since = about.since[0] ? about.since : NULL });
 		fclose(m);
 	}
 	prof_growth_release(&g);
 	ans->status = m ? 200 : 500;
 	ans->type = "text/plain; charset=utf-8";
+}
+
+/* The page of `heaptrail html` at / for the process, from the files its
+ * agent wrote (the last LIVE_GROWTH_DUMPS numbered dumps, as growth
+ * above, the timeline, a leak report when there is one): nothing is
+ * asked of the program. The page fetches its data again from
+ * /debug/heaptrail/page.json (data_only) every LIVE_PAGE_EVERY_MS and
+ * redraws the view shown, without a reload. */
+static void serve_page(struct cli_live *l, bool data_only, struct answer *ans)
+{
+	char why[PATH_MAX + 200] = "";
+	struct cli_html_opts o = {
+		.binary_path = getenv("PPROF_BINARY_PATH"), .min_share = 0.001, .pid = l->ag.pid,
+		.max_dumps = LIVE_GROWTH_DUMPS, .sym_cache = l->cache,
+		.live_url = "/debug/heaptrail/page.json", .live_every_ms = LIVE_PAGE_EVERY_MS,
+		.data_only = data_only, .quiet = true,
+	};
+	pthread_mutex_lock(&l->dump_lock);
+	int rc = cli_html_build(l->ag.dir, &o, &ans->body, &ans->len, why, sizeof why);
+	pthread_mutex_unlock(&l->dump_lock);
+	if (rc) {
+		answer_text(ans, 503, "%s\n", why);
+		return;
+	}
+	ans->status = 200;
+	ans->type = data_only ? "application/json" : "text/html; charset=utf-8";
 }
 
 static const char index_page[] =
@@ -939,6 +983,9 @@ static const char index_page[] =
 	"<li><a href=\"/debug/heaptrail/growth\">growth</a>: the sites growing over the "
 	"run's dumps so far</li>\n"
 	"<li><a href=\"/metrics\">metrics</a> (Prometheus)</li>\n"
+	"<li><a href=\"/\">the page</a>: growth, timeline and flame graphs, as heaptrail "
+	"html draws them, kept up to date (<a href=\"/debug/heaptrail/page.json\">its "
+	"data</a>)</li>\n"
 	"</ul>\n<p>Use: <code>pprof -http=: http://HOST:PORT/debug/pprof/heap</code></p>\n"
 	"</body></html>\n";
 
@@ -955,7 +1002,11 @@ static void route(struct cli_live *l, const char *method, const char *path, cons
 		answer_text(ans, 405, "method not allowed\n");
 		return;
 	}
-	if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
+	if (!strcmp(path, "/")) {
+		serve_page(l, false, ans);
+	} else if (!strcmp(path, "/debug/heaptrail/page.json")) {
+		serve_page(l, true, ans);
+	} else if (!strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
 		ans->status = 200;
 		ans->type = "text/html; charset=utf-8";
 		int n = asprintf(&ans->body, index_page, l->ag.pid);
@@ -971,7 +1022,7 @@ static void route(struct cli_live *l, const char *method, const char *path, cons
 	} else if (!strcmp(path, "/debug/heaptrail/leaks")) {
 		serve_leaks(l, query, ans);
 	} else if (!strcmp(path, "/debug/heaptrail/growth")) {
-		serve_growth(l, ans);
+		serve_growth(l, query, ans);
 	} else {
 		answer_text(ans, 404, "not found: try /debug/pprof/ or /metrics\n");
 	}

@@ -33,6 +33,7 @@ static const struct {
 	{ "pprof", cmd_pprof, "a heap dump as a pprof profile (.pb.gz)" },
 	{ "timeline", cmd_timeline, "the heap over time, with the top sites at the peak" },
 	{ "callgraph", cmd_callgraph, "a heap dump's call graph in Graphviz dot" },
+	{ "html", cmd_html, "one self-contained HTML page of a run: leaks, growth, timeline, flame" },
 };
 
 static void usage(FILE *out)

@@ -39,6 +39,8 @@ static const char usage[] =
 	"                         missing; refused when it holds another run's\n"
 	"                         files; default a fresh ./heaptrail-PROG-PID)\n"
 	"  --json FILE            also write the JSON report to FILE\n"
+	"  --html FILE            also write the HTML page of the run to FILE (heaptrail\n"
+	"                         html: leaks, growth, timeline, flame graphs)\n"
 	"  --error-exitcode=N     exit with N when anything is reported, or when a\n"
 	"                         process's report is missing or unreadable\n"
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
@@ -77,7 +79,7 @@ static const char usage[] =
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
-	const char *outdir, *json;
+	const char *outdir, *json, *html;
 	struct cli_report_opts report;
 	int error_exitcode;     /* -1: off */
 	int depth;
@@ -212,6 +214,8 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 			o->outdir = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--json"))) {
 			o->json = v;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--html"))) {
+			o->html = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode"))) {
 			long n = cli_parse_count(v, 255);
 			if (n < 0) {
@@ -681,6 +685,10 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.json, strerror(-r));
 		return 2;
 	}
+	if (o.html && (r = cli_output_ok(o.html))) {
+		cli_error("cannot write '%s': %s", o.html, strerror(-r));
+		return 2;
+	}
 	if (cli_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
 			  "executable (set HEAPTRAIL_AGENT to its path)");
@@ -858,6 +866,9 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.json, strerror(-r));
 		ret = 2;
 	}
+	/* the page reads the directory again: dumps and timelines too */
+	if (o.html && cli_html_write(outdir, o.html, o.report.binary_path, 0.001))
+		ret = 2;
 	prof_run_release(&run);
 	cli_report_opts_release(&o.report);
 	if (ret)

@@ -60,8 +60,7 @@ static int timeline_extra(int argc, char **argv, int *i, void *ctx)
 	return 1;
 }
 
-/* The pid in "heaptrail.PID.timeline", or -1. */
-static long name_pid(const char *name)
+long cli_timeline_pid(const char *name)
 {
 	const char *s = strrchr(name, '/');
 	s = s ? s + 1 : name;
@@ -73,9 +72,7 @@ static long name_pid(const char *name)
 	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
 }
 
-/* Whether name is a dump of process pid: heaptrail.PID.SEQ.KIND.heap
- * (any *.heap when pid is -1). */
-static bool is_dump_of(const char *name, long pid)
+bool cli_is_dump_of(const char *name, long pid)
 {
 	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
 	if (name[0] == '.' || n < k || strcmp(name + n - k, FMT_HEAP_SUFFIX))
@@ -87,9 +84,9 @@ static bool is_dump_of(const char *name, long pid)
 	return !strncmp(name, prefix, (size_t)m);
 }
 
-static bool is_timeline(const char *name, long pid)
+bool cli_is_timeline(const char *name, long pid)
 {
-	return name_pid(name) >= 0;
+	return cli_timeline_pid(name) >= 0;
 }
 
 /* A timeline chosen among a directory's: its path, pid and contents. */
@@ -123,7 +120,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 		ret = 0;
 		goto out;
 	}
-	int rc = prof_dir_names(dir, is_timeline, -1, &names, &n);
+	int rc = prof_dir_names(dir, cli_is_timeline, -1, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
@@ -154,7 +151,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 			free(c->path);
 			c->t = t;
 			c->path = path;
-			c->pid = name_pid(names[i]);
+			c->pid = cli_timeline_pid(names[i]);
 		} else {
 			prof_timeline_release(&t);
 			free(path);
@@ -203,7 +200,7 @@ static int peak_dump(const char *dir, long pid, int64_t peak_ms,
 	struct prof_load_opts shared = *lo;
 	struct prof_sym_cache *cache = NULL;
 	*ndumps = 0;
-	int rc = prof_dir_names(dir, is_dump_of, pid, &names, &n);
+	int rc = prof_dir_names(dir, cli_is_dump_of, pid, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
@@ -314,7 +311,7 @@ int cmd_timeline(int argc, char **argv)
 			cli_error("cannot read '%s': %s", c.path, err);
 			goto out;
 		}
-		c.pid = a.pid > 0 ? a.pid : name_pid(arg);
+		c.pid = a.pid > 0 ? a.pid : cli_timeline_pid(arg);
 	}
 	long ip = prof_timeline_peak(&c.t);
 	int64_t peak_ms = ip < 0 ? -1 : c.t.ticks[ip].ms;

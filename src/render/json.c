@@ -4,7 +4,7 @@
 #include "analyze/unbias.h"
 #include "render/render.h"
 
-static void json_string(FILE *out, const char *s)
+void render_json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; s && *s; s++) {
@@ -26,28 +26,29 @@ static void json_string(FILE *out, const char *s)
 static void json_frame(FILE *out, const struct sym_frame *f)
 {
 	fprintf(out, "{\"pc\": \"0x%llx\", \"function\": ", (unsigned long long)f->pc);
-	json_string(out, f->function ? f->function : "??");
+	render_json_string(out, f->function ? f->function : "??");
 	fprintf(out, ", \"file\": ");
 	if (f->file)
-		json_string(out, f->file);
+		render_json_string(out, f->file);
 	else
 		fputs("null", out);
 	fprintf(out, ", \"line\": %d, \"module\": ", f->line);
 	if (f->module)
-		json_string(out, f->module);
+		render_json_string(out, f->module);
 	else
 		fputs("null", out);
 	fprintf(out, ", \"inlined\": %s}", f->inlined ? "true" : "false");
 }
 
-static void json_process(FILE *out, const struct prof_process *p)
+void render_json_process(FILE *out, const struct prof_process *p,
+			 const struct render_json_opts *o)
 {
 	const struct fmt_leaks *l = &p->raw;
 	fprintf(out, "{\"heaptrail\": 1, \"pid\": %ld, \"ppid\": %ld, \"command\": [", l->pid, l->ppid);
 	for (size_t i = 0; i < l->argc; i++) {
 		if (i)
 			fputs(", ", out);
-		json_string(out, l->argv[i]);
+		render_json_string(out, l->argv[i]);
 	}
 	fputs("],\n \"exit\": ", out);
 	if (l->exit_how == FMT_EXIT_STATUS)
@@ -82,7 +83,7 @@ static void json_process(FILE *out, const struct prof_process *p)
 	fputs("},\n", out);
 	if (l->allocator_bypassed) {
 		fputs(" \"allocator_bypassed\": ", out);
-		json_string(out, l->allocator_bypassed);
+		render_json_string(out, l->allocator_bypassed);
 		fputs(",\n", out);
 	}
 	if (l->check)
@@ -96,7 +97,7 @@ static void json_process(FILE *out, const struct prof_process *p)
 			const struct fmt_pool *pl = t[i].pool;
 			fprintf(out, "%s\n  {\"id\": %llu, \"name\": ", i ? "," : "",
 				(unsigned long long)pl->id);
-			json_string(out, prof_pool_name(p, pl->id));
+			render_json_string(out, prof_pool_name(p, pl->id));
 			fputs(", \"parent\": ", out);
 			if (pl->parent && fmt_leaks_pool(l, pl->parent))
 				fprintf(out, "%llu", (unsigned long long)pl->parent);
@@ -116,15 +117,23 @@ static void json_process(FILE *out, const struct prof_process *p)
 	free(t);
 	if (p->pool_filter) {
 		fputs(" \"pool_filter\": ", out);
-		json_string(out, p->pool_filter);
+		render_json_string(out, p->pool_filter);
 		fputs(",\n", out);
 	}
 	fputs(" \"records\": [", out);
 	bool first = true;
+	size_t shown = 0, more = 0;
+	uint64_t more_bytes = 0;
 	for (size_t i = 0; i < p->nrecords; i++) {
 		const struct prof_record *r = &p->records[i];
 		if (r->suppressed_by)
 			continue;
+		if (o && o->max_records && shown == o->max_records) {
+			more++;
+			more_bytes += r->bytes;
+			continue;
+		}
+		shown++;
 		fprintf(out, "%s\n  {\"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, ",
 			first ? "" : ",", fmt_kind_names[r->kind], (unsigned long long)r->bytes,
 			(unsigned long long)r->blocks);
@@ -142,11 +151,17 @@ static void json_process(FILE *out, const struct prof_process *p)
 			fprintf(out, "\"over_suppression_limit\": true, ");
 		if (r->pool_id) {
 			fputs("\"pool\": ", out);
-			json_string(out, prof_pool_name(p, r->pool_id));
+			render_json_string(out, prof_pool_name(p, r->pool_id));
+			fputs(", ", out);
+		}
+		char supp[512];
+		if (o && o->suppressions && render_suppression_pattern(r, supp, sizeof supp)) {
+			fputs("\"suppression\": ", out);
+			render_json_string(out, supp);
 			fputs(", ", out);
 		}
 		fputs("\"allocator\": ", out);
-		json_string(out, prof_alloc_fn_name(r->alloc_fn));
+		render_json_string(out, prof_alloc_fn_name(r->alloc_fn));
 		fputs(", \"stack\": [", out);
 		for (size_t j = 0; j < r->nframes; j++) {
 			fputs(j ? ",\n    " : "\n    ", out);
@@ -154,7 +169,11 @@ static void json_process(FILE *out, const struct prof_process *p)
 		}
 		fputs("]}", out);
 	}
-	fputs("]}", out);
+	fputs("]", out);
+	if (more)
+		fprintf(out, ",\n \"records_more\": {\"records\": %zu, \"bytes\": %llu}", more,
+			(unsigned long long)more_bytes);
+	fputs("}", out);
 }
 
 void render_json(FILE *out, const struct prof_run *run)
@@ -165,7 +184,7 @@ void render_json(FILE *out, const struct prof_run *run)
 	for (size_t i = 0; i < run->nprocs; i++) {
 		if (i)
 			fputs(",\n", out);
-		json_process(out, &run->procs[i]);
+		render_json_process(out, &run->procs[i], NULL);
 	}
 	if (array)
 		fputs("]", out);

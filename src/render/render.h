@@ -34,6 +34,21 @@ void render_text(FILE *out, const struct prof_run *run, const struct render_text
  * for several. */
 void render_json(FILE *out, const struct prof_run *run);
 
+struct render_json_opts {
+	size_t max_records;     /* records written (the biggest); the rest are
+				   counted in "records_more"; 0: all */
+	bool suppressions;      /* each record's "suppression" (leak:^fn$) */
+};
+/* One process of render_json (o NULL: as render_json writes it). */
+void render_json_process(FILE *out, const struct prof_process *p,
+			 const struct render_json_opts *o);
+/* s as a JSON string, quoted ("" for NULL). */
+void render_json_string(FILE *out, const char *s);
+/* The suppression a user would write for r: its first frame that has a
+ * function name, anchored exactly ("leak:^fn$"), into buf; NULL when no
+ * frame has a name. */
+const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap);
+
 /* p as a gzip-compressed pprof profile (proto/profile.proto: a .pb.gz
  * file for `pprof`), with pprof's heap sample types alloc_objects,
  * alloc_space, inuse_objects, inuse_space and default_value (an enum
@@ -83,6 +98,23 @@ void render_diff(FILE *out, const struct render_diff *d, const struct render_tab
  * dumps were sampled (values are estimates). */
 void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
 		   const struct render_table_opts *o);
+
+/* The cells of one site's row of render_growth, as it prints them: the
+ * slopes per second (or per dump), the ± of the slope ("" when exact),
+ * r2, the first and last values. space: bytes (else counts); exact:
+ * integers (--bytes). Shared with the HTML page, so both say the same. */
+struct render_growth_cells {
+	char slope[64], late[64], pm[48], r2[16], first[48], last[48];
+};
+void render_growth_cells(const struct prof_growth *g, const struct prof_growth_site *s,
+			 bool space, bool exact, struct render_growth_cells *c);
+/* render_growth's first line, without its newline: the dumps, the time
+ * they span, the heap's first and last values. */
+void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+			const struct render_table_opts *o);
+/* The advice after render_growth's table when sampled sites could not
+ * be told ("too few samples", or too few dumps); nothing otherwise. */
+void render_growth_note(FILE *out, const struct prof_growth *g);
 
 /* v bytes as an integer (exact) or as render_bytes() writes it. */
 const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);
@@ -144,5 +176,43 @@ void render_timeline_text(FILE *out, const struct prof_timeline *t,
  * with axes, the peak marked, and the dump used for the peak's top. */
 void render_timeline_svg(FILE *out, const struct prof_timeline *t,
 			 const struct render_timeline_opts *o);
+
+/* ---- the HTML page (html.c) ---- */
+
+/* One process of a run, as the page shows it; any part may be missing. */
+struct render_html_proc {
+	long pid;
+	const struct prof_process *leaks;   /* its exit report (or a check's), or NULL */
+	const struct prof_profile *dumps;   /* its dumps in time order */
+	size_t ndumps;
+	const struct prof_timeline *timeline; /* or NULL */
+	const struct prof_growth *growth;   /* the fit of its dumps (in-use space), or NULL */
+	const char *growth_why;             /* why there is none, or NULL */
+	const char *since;                  /* "since attach at ..." or NULL */
+	char *const *argv;                  /* the command when leaks has none */
+	size_t argc;
+};
+
+struct render_html_opts {
+	const char *title;      /* the page's title */
+	const char *dir;        /* the run's directory, for headings */
+	double min_share;       /* a dump's tree keeps nodes of at least this share */
+	size_t max_records;     /* leak records per process (the rest counted) */
+	size_t max_sites;       /* growth's sites that are not growing (the rest counted) */
+	size_t max_ticks;       /* timeline points */
+	size_t max_top;         /* top's rows per dump (0: 100; the rest counted) */
+	const char *live_url;   /* the page fetches new data from this URL (the
+				   live endpoint's), or NULL: a file */
+	long live_every_ms;     /* how often */
+};
+
+/* The run's processes as one self-contained HTML page (its style, script
+ * and data inline; no request leaves it). Returns 0, -ENOMEM, or -EIO
+ * when out has an error. */
+int render_html(FILE *out, const struct render_html_proc *procs, size_t n,
+		const struct render_html_opts *o);
+/* The page's data alone (JSON): what the live page fetches. */
+int render_html_data(FILE *out, const struct render_html_proc *procs, size_t n,
+		     const struct render_html_opts *o);
 
 #endif

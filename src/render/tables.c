@@ -358,29 +358,37 @@ static const char *fmt_v(char *buf, size_t cap, double x, bool space, bool exact
 	return buf;
 }
 
+void render_growth_cells(const struct prof_growth *g, const struct prof_growth_site *s,
+			 bool space, bool exact, struct render_growth_cells *c)
+{
+	char a[48];
+	const char *unit = g->timed ? "s" : "dump";
+	fmt_v(a, sizeof a, s->slope, space, exact, true);
+	snprintf(c->slope, sizeof c->slope, "%s/%s", a, unit);
+	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
+	snprintf(c->late, sizeof c->late, "%s/%s", a, unit);
+	c->pm[0] = 0;
+	if (g->sampled)
+		render_pm(c->pm, sizeof c->pm, s->slope, s->slope - s->slope_pm,
+			  s->slope + s->slope_pm, space, exact);
+	snprintf(c->r2, sizeof c->r2, "%5.2f", s->r2);
+	fmt_v(c->first, sizeof c->first, (double)s->first, space, exact, false);
+	fmt_v(c->last, sizeof c->last, (double)s->last, space, exact, false);
+}
+
 static void put_site(FILE *out, const struct prof_growth *g, const struct prof_growth_site *s,
 		     const char *rank, bool space, bool exact)
 {
-	char a[48], b[48], c[48], d[64];
-	fmt_v(a, sizeof a, s->slope, space, exact, true);
-	snprintf(d, sizeof d, "%s/%s", a, g->timed ? "s" : "dump");
-	fmt_v(a, sizeof a, s->late_slope, space, exact, true);
-	char late[64];
-	snprintf(late, sizeof late, "%s/%s", a, g->timed ? "s" : "dump");
+	struct render_growth_cells c;
+	render_growth_cells(g, s, space, exact, &c);
 	if (g->sampled) {
-		char pm[48];
-		render_pm(pm, sizeof pm, s->slope, s->slope - s->slope_pm, s->slope + s->slope_pm,
-			  space, exact);
-		fprintf(out, "%4s  %-16s %16s %11s %16s %5.2f %12s -> %-12s %s\n", rank,
-			prof_trend_names[s->trend], d, pm, late, s->r2,
-			fmt_v(b, sizeof b, (double)s->first, space, exact, false),
-			fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+		fprintf(out, "%4s  %-16s %16s %11s %16s %s %12s -> %-12s %s\n", rank,
+			prof_trend_names[s->trend], c.slope, c.pm, c.late, c.r2, c.first, c.last,
+			s->name);
 		return;
 	}
-	fprintf(out, "%4s  %-16s %16s %16s %5.2f %12s -> %-12s %s\n", rank,
-		prof_trend_names[s->trend], d, late, s->r2,
-		fmt_v(b, sizeof b, (double)s->first, space, exact, false),
-		fmt_v(c, sizeof c, (double)s->last, space, exact, false), s->name);
+	fprintf(out, "%4s  %-16s %16s %16s %s %12s -> %-12s %s\n", rank,
+		prof_trend_names[s->trend], c.slope, c.late, c.r2, c.first, c.last, s->name);
 }
 
 /* The growing sites that started mid-run (growth.h: onset), under the
@@ -445,8 +453,8 @@ static void put_names(FILE *out, const struct prof_growth *g, enum prof_trend t)
 
 /* What would make the "too few samples" sites sure: the slope's sampling
  * noise shrinks as sqrt(S / T) (analyze/growth.c), so by need F with a
- * run F^2 times longer, or S divided by F^2. */
-static void put_unsure(FILE *out, const struct prof_growth *g)
+ * run F^2 times longer, or S divided by F^2. (render.h) */
+void render_growth_note(FILE *out, const struct prof_growth *g)
 {
 	size_t n = 0;
 	double need = 1;
@@ -492,8 +500,8 @@ static void put_unsure(FILE *out, const struct prof_growth *g)
 			k, size, g->sample);
 }
 
-void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
-		   const struct render_table_opts *o)
+void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+			const struct render_table_opts *o)
 {
 	bool space = o->value == PROF_INUSE_SPACE, exact = o->exact;
 	size_t n = g->ndumps;
@@ -514,6 +522,13 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, " (sampled: estimates, the last %s at 90 %%; ±90%%: the slope's "
 			"interval)", render_pm(a, sizeof a, last, lo, hi, space, exact));
 	}
+}
+
+void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sampled,
+		   const struct render_table_opts *o)
+{
+	bool space = o->value == PROF_INUSE_SPACE, exact = o->exact;
+	render_growth_head(out, g, pid, sampled, o);
 	if (g->sampled)
 		fprintf(out, "\n\n%4s  %-16s %16s %11s %16s %5s %12s    %-12s %s\n", "rank", "trend",
 			"slope", "±90%", "later half", "r2", "first", "last",
@@ -553,5 +568,5 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
 	put_unseen(out, g, exact);
-	put_unsure(out, g);
+	render_growth_note(out, g);
 }

@@ -82,15 +82,21 @@ static bool is_main(const struct sym_frame *f)
 	return !f->inlined && f->function && !strcmp(f->function, "main");
 }
 
-/* The suppression a user would write for r: its first frame that has a
- * function name, anchored exactly. */
-static void render_suppression(FILE *out, const struct prof_record *r)
+const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap)
 {
 	for (size_t j = 0; j < r->nframes; j++)
 		if (r->frames[j].function && strcmp(r->frames[j].function, "??")) {
-			fprintf(out, "  suppression: leak:^%s$\n", r->frames[j].function);
-			return;
+			snprintf(buf, cap, "leak:^%s$", r->frames[j].function);
+			return buf;
 		}
+	return NULL;
+}
+
+static void render_suppression(FILE *out, const struct prof_record *r)
+{
+	char buf[512];
+	if (render_suppression_pattern(r, buf, sizeof buf))
+		fprintf(out, "  suppression: %s\n", buf);
 }
 
 /* "±1,234 at 90 %, from 5 samples" (or "+2,000/-800 ...", few samples)

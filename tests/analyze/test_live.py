@@ -26,7 +26,9 @@ the endpoint with the real clients.
     live:prometheus    a real Prometheus (Debian's), scraping every 1 s,
                        returns heaptrail_live_bytes and grow_site's series
                        rising while the program grows, and flat_site's
-                       series flat at 100000
+                       series flat at 100000; every query of
+                       contrib/grafana/heaptrail.json runs on it, with data
+                       (but the growing sites', which need --every)
     live:symbol        pprof -symbolize=remote on ?debug=1 (a dump of bare
                        addresses) asks /debug/pprof/symbol for the names and
                        shows flat_site's 100000 bytes by name
@@ -34,7 +36,9 @@ the endpoint with the real clients.
                        of 777 bytes in lose_site: JSON with that definitely
                        lost record; the program runs on
     live:growth        --every 100ms while grow_site grows: the growth page
-                       ranks grow_site growing and not flat_site, and
+                       ranks grow_site growing and not flat_site, in
+                       `heaptrail growth`'s words (units, ±, the sampling
+                       note), and
                        /metrics has grow_site's growing series only
     live:hostile       while grow_site grows: 300 fuzzed requests (random
                        bytes, bad request lines, huge paths and headers, bad
@@ -465,6 +469,18 @@ def test_prometheus(suite):
                 problems.append("%s is not rising over the run: %s" % (name, vals))
         if len(flat) < 4 or set(flat) != {100000.0}:
             problems.append("flat_site's series is not flat at 100000: %s" % flat)
+        # the Grafana dashboard in the tree: every query is PromQL this
+        # Prometheus takes, and each has data but the growing sites'
+        # (no --every here: no growth verdicts)
+        dash = json.load(open(os.path.join(HERE, "..", "..", "contrib", "grafana",
+                                           "heaptrail.json")))
+        for panel in dash["panels"]:
+            for t in panel["targets"]:
+                q = t["expr"].replace("$__rate_interval", "5s").replace(
+                    "$job", ".*").replace("$instance", ".*")
+                vals = prom_query(pbase, q, t0, t1)
+                if not vals and "growing" not in q:
+                    problems.append("dashboard panel %r: no data for %s" % (panel["title"], q))
     finally:
         pr.terminate()
         try:
@@ -545,6 +561,14 @@ def test_growth(suite):
                          r"shrinking)\s.*\s(\S+)\s*$", line)
             if m:
                 trend[m.group(3)] = m.group(2)
+        # heaptrail growth's words: units, and the sampling note (--every
+        # samples at auto), not raw byte counts
+        head = text.split("\n")[0]
+        if not re.match(r"^\d+ dumps of pid %d over [\d.]+ s, in-use space [\d.]+ (?:[KMG]i)?B "
+                        r"-> [\d.]+ (?:[KMG]i)?B \(sampled: estimates" % live.pid, head):
+            problems.append("growth page: heading %r is not heaptrail growth's" % head)
+        if not re.search(r"^\s*1\s+growing\s+\+[\d.]+ (?:[KMG]i)?B/s\s+±", text, re.M):
+            problems.append("growth page: grow_site's row lacks growth's units and ±")
         if st != 200 or trend.get("grow_site") != "growing":
             problems.append("growth page (status %d): grow_site is %s" % (
                 st, trend.get("grow_site")))

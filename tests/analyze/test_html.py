@@ -1,0 +1,577 @@
+"""heaptrail html (issue 30): the page of a run, opened in Debian's
+chromium through Playwright (tests/browser: playwright-core pinned in
+package-lock.json, installed by `npm ci` into BUILD/browser the first
+time, no browser download), checked against the CLI's own output on the
+same directory. Every browser test fails on a console error, a page
+error or any request besides the page itself.
+
+    html:growth    tests/analyze/progs/growth_sites exact, with dumps and a
+                   timeline: each growth row (rank, trend, slope, later
+                   half, r2, first, last) is `heaptrail growth`'s, and only
+                   leak_slowly is ranked; the flame graph's search for
+                   leak_slowly matches `heaptrail top`'s cum of it in the
+                   last dump, and so does the frame zoomed on (by mouse
+                   and by keyboard), at full width; the root is top's
+                   total; reversed, leak_slowly is next to the root with
+                   the same bytes; compared with the first dump, its
+                   frame is red with `heaptrail diff`'s old bytes and change;
+                   the functions table is top's rows, and
+                   sorts by cum; the timeline's peak is the timeline file's
+                   highest live heap; one mark per dump; a drag over the chart picks the dumps
+                   inside it, and the range of the first and last dumps opens
+                   the last one's flame graph compared with the first; the
+                   tabs move
+                   with the arrow keys; the dark scheme changes colours
+    html:growth-sampled  the same at --sample 64k: the rows with their
+                   ±90% column, the heading and the advice are growth's
+    html:leaks     examples/leaky (all four kinds) and
+                   tests/e2e/progs/fork_leak (two processes): the leak
+                   summary of each process is `heaptrail report --json`'s;
+                   filtered by kind, the records are the JSON's of that
+                   kind; the first record's suppression is the one
+                   `report --gen-suppressions` prints
+    html:pools     tests/analyze/progs/pools.c (an arena allocator with
+                   valgrind's annotations): the pools table (names, lost
+                   bytes) and the records filtered by each pool are
+                   `report --json`'s
+    html:bounded   5,000 distinct stacks (bench/analyze/gen.py): with
+                   --min-share 0.01 the page keeps few frames, and every
+                   node's children, their "n more" and its own bytes add
+                   up to its value (nothing dropped unsaid); the page
+                   holds no address outside itself
+    html:live      `heaptrail run --http ADDR --every 200ms` on
+                   tests/analyze/progs/live_sites while grow_site grows: the
+                   page at / (text/html, its data at
+                   /debug/heaptrail/page.json, the command from /proc)
+                   takes new dumps without a
+                   reload, the growth view and the flame graph's search
+                   stay as the reader left them, grow_site is ranked
+                   growing and flat_site is not, the search matches more
+                   bytes of grow_site; the program's output is whole
+    html:cli       `heaptrail run --html FILE` writes the page (0600);
+                   `html -o -`; a missing directory, an empty one and a
+                   bad --min-share give one line and a non-zero status
+
+SHOTS=DIR in the environment keeps screenshots of every view (1280x800).
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import run_tests
+from run_tests import Failure, Skip, run, short, stderr_lines
+
+BROWSER_SRC = os.path.join(common.ROOT, "tests", "browser")
+_npm_lock = threading.Lock()
+
+
+def work_dir(suite, name):
+    return run_tests.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "html", name))
+
+
+def must(suite, *args):
+    rc, out, err = run([suite.heaptrail] + list(args))
+    if rc != 0:
+        raise Failure("heaptrail %s: status %d: %s" % (" ".join(args), rc, short(err)))
+    return out.decode()
+
+
+def browser_env(suite):
+    """Installs playwright-core from the lockfile into BUILD/browser (npm
+    ci, once per lockfile) and returns the environment to run the driver
+    in. Skips (a failure under CI=true) when node, npm or chromium is
+    missing."""
+    for tool in ("node", "npm"):
+        if not shutil.which(tool):
+            raise Skip("no %s (scripts/install-deps --test installs it)" % tool)
+    chromium = os.environ.get("HEAPTRAIL_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        raise Skip("no chromium (scripts/install-deps --test installs Debian's)")
+    dest = os.path.join(suite.build, "browser")
+    with _npm_lock:
+        lock = open(os.path.join(BROWSER_SRC, "package-lock.json"), "rb").read()
+        pkg = open(os.path.join(BROWSER_SRC, "package.json"), "rb").read()
+        want = hashlib.sha256(lock + pkg).hexdigest()
+        stamp = os.path.join(dest, "installed.stamp")
+        if not (os.path.exists(stamp) and open(stamp).read() == want):
+            os.makedirs(dest, exist_ok=True)
+            for f in ("package.json", "package-lock.json"):
+                shutil.copy(os.path.join(BROWSER_SRC, f), os.path.join(dest, f))
+            env = dict(os.environ, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
+            p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=dest, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            if p.returncode:
+                raise Failure("npm ci in %s: status %d: %s" % (dest, p.returncode,
+                                                               short(p.stdout, 400)))
+            with open(stamp, "w") as f:
+                f.write(want)
+    return dict(os.environ, NODE_PATH=os.path.join(dest, "node_modules"),
+                HEAPTRAIL_CHROMIUM=chromium)
+
+
+def drive(suite, page, **opt):
+    """Runs tests/browser/report_page.js on page; returns what it read."""
+    env = browser_env(suite)
+    shots = os.environ.get("SHOTS")
+    if shots:
+        opt["shots"] = os.path.join(shots, opt.pop("name", "page"))
+        os.makedirs(opt["shots"], exist_ok=True)
+    opt.pop("name", None)
+    p = subprocess.run(["node", os.path.join(BROWSER_SRC, "report_page.js"), page,
+                        json.dumps(opt)], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=300)
+    if p.returncode:
+        raise Failure("the browser driver: status %d: %s" % (p.returncode, short(p.stderr, 600)))
+    got = json.loads(p.stdout)
+    problems = ["the page: %s" % e for e in got["errors"]]
+    problems += ["the page asked for %s" % r for r in got["requests"]]
+    return got, problems
+
+
+def build(suite, name, src, *extra):
+    out = os.path.join(suite.build, "e2e", "analyze", "html", "bin", name)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with common._lock:
+        if not os.path.exists(out):
+            rc, _, err = run([suite.cc, "-g", "-O1", "-I", common.PROGS, "-o", out, src] +
+                             list(extra))
+            if rc:
+                raise Failure("cc %s: %s" % (src, short(err)))
+    return out
+
+
+# rank trend slope [±90%, sampled only] later-half r2 first -> last site
+VAL = r"(\S+(?: [KMGT]?i?B)?)"
+GROWTH_ROW = re.compile(r"^\s*(\d+|-|all)\s+(growing|grew, then flat|fluctuating|flat|"
+                        r"shrinking|too few samples)\s+(\S+(?: \S+)?/s)"
+                        r"(?:\s+(±[\d.]+(?: [KMGT]iB)?|\+[\d.]+/-[\d.]+(?: [KMGT]iB)?))?\s+(\S+(?: \S+)?/s)\s+"
+                        r"([\d.]+)\s+" + VAL + r" -> " + VAL + r"\s+(\S+)\s*$")
+
+
+def growth_compare(suite, out, v, problems, details):
+    """The page's growth view (v: the driver's growth) against `heaptrail
+    growth DIR`: heading, every row's cells, the advice. Returns the
+    sites ranked growing."""
+    text = must(suite, "growth", "-n", "1000", out)
+    details.append(text)
+    lines = text.split("\n")
+    want = []
+    for line in lines:
+        m = GROWTH_ROW.match(line)
+        if m:
+            want.append((m.group(9), m.group(1) if m.group(1).isdigit() else "", m.group(2),
+                         m.group(3), m.group(4) or "", m.group(5), m.group(6), m.group(7),
+                         m.group(8)))
+    sampled = "±90%" in text
+    rows = []
+    for r in v["rows"]:
+        c = r["cells"]
+        pm = c[3] if sampled else ""
+        rest = c[4:] if sampled else c[3:]
+        first, last = rest[2].split(" \u2192 ")
+        rows.append((r["site"], r["rank"], r["trend"], c[2], pm, rest[0], rest[1], first, last))
+        if not r["spark"]:
+            problems.append("growth: no chart for %s" % r["site"])
+    if not want:
+        problems.append("heaptrail growth printed no rows")
+    if rows != want:
+        problems.append("growth rows differ from heaptrail growth: page %s, growth %s" %
+                        (rows, want))
+    if v["head"] != lines[0]:
+        problems.append("growth: the page's heading %r, growth's %r" % (v["head"], lines[0]))
+    advice = [l for l in lines if l.startswith(("not enough samples", "%d dumps:" % 0))
+              or re.match(r"^\d+ dumps: a sampled run", l)]
+    if (v.get("note") or None) != (advice[0] if advice else None):
+        problems.append("growth: the page's advice %r, growth's %r" % (
+            v.get("note"), advice[0] if advice else None))
+    return [r[0] for r in rows if r[1]]
+
+
+def bytes_text(v):
+    """render_bytes' words: "512 B", "1.50 MiB"."""
+    units, x, u = ["B", "KiB", "MiB", "GiB", "TiB"], float(v), 0
+    while abs(x) >= 1024 and u < 4:
+        x /= 1024
+        u += 1
+    return "%d B" % v if not u else "%.2f %s" % (x, units[u])
+
+
+def top_cum(suite, dump, name):
+    out = must(suite, "top", "--bytes", "-n", "1000", dump)
+    total = int(re.search(r" (\d+)( \(|$)", out.split("\n")[0]).group(1))
+    for line in out.split("\n")[2:]:
+        f = line.split()
+        if len(f) >= 6 and f[-1] == name:
+            return int(f[3]), total
+    raise Failure("heaptrail top has no row %s: %s" % (name, short(out.encode(), 400)))
+
+
+def test_growth(suite):
+    prog = build(suite, "growth_sites", os.path.join(common.HERE, "progs", "growth_sites.c"))
+    work = work_dir(suite, "growth")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "1", "--every", "100ms", "--timeline", "20", "-o", out,
+         "--", prog)
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="growth", search="^leak_slowly$", zoom="leak_slowly")
+    v = got["views"]
+    details = [json.dumps(v, indent=1)[:4000]]
+    # growth: the page's rows are heaptrail growth's
+    ranked = growth_compare(suite, out, v["growth"], problems, details)
+    if ranked != ["leak_slowly"]:
+        problems.append("growth ranks %s, want leak_slowly alone" % ranked)
+    # flame: search and zoom against top's cum in the last dump
+    dumps = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
+    fl = v["flame"]
+    cum, total = top_cum(suite, os.path.join(out, dumps[-1]), "leak_slowly")
+    if fl.get("root") != total:
+        problems.append("flame: the root holds %s, top's total is %d" % (fl.get("root"), total))
+    if fl.get("matched", {}).get("bytes") != cum:
+        problems.append("flame: search ^leak_slowly$ matched %s, top's cum is %d" %
+                        (fl.get("matched"), cum))
+    want_share = "%.1f%%" % (100.0 * cum / total)
+    if want_share not in fl.get("matched", {}).get("text", ""):
+        problems.append("flame: matched text %r lacks the share %s" %
+                        (fl.get("matched", {}).get("text"), want_share))
+    # the functions table: top's rows (flat order), then sorted by cum
+    out_top = must(suite, "top", "--bytes", "-n", "100", os.path.join(out, dumps[-1]))
+    want_top = []
+    for line in out_top.split("\n")[2:]:
+        f = line.split(None, 5)
+        if len(f) == 6 and f[0].isdigit():
+            want_top.append([f[5], int(f[0]), int(f[3])])
+    if fl.get("top") != want_top:
+        problems.append("functions table %s, heaptrail top %s" % (fl.get("top"), want_top))
+    cums = [r[2] for r in fl.get("top_by_cum") or []]
+    if cums != sorted(cums, reverse=True) or len(cums) != len(want_top):
+        problems.append("functions table sorted by cum: %s" % cums)
+    if fl.get("hits") != ["leak_slowly"]:
+        problems.append("flame: the search marked %s" % fl.get("hits"))
+    z = fl.get("zoomed") or {}
+    if z.get("v") != cum or abs(z.get("width", 0) - z.get("box", -1)) > 1:
+        problems.append("flame: zoomed on leak_slowly: %s, want %d bytes at full width" % (z, cum))
+    if "%s bytes" % format(cum, ",") not in (fl.get("details") or ""):
+        problems.append("flame: the details after the zoom say %r" % fl.get("details"))
+    if fl.get("after_zoom_matched") != cum:
+        problems.append("flame: after the zoom the search matched %s" % fl.get("after_zoom_matched"))
+    if (fl.get("reset") or "").startswith("Zoomed"):
+        problems.append("flame: Escape did not zoom out")
+    if abs((fl.get("keyboard_zoom") or 0) - 1) > 0.01:
+        problems.append("flame: Enter on leak_slowly did not zoom (%s of the width)" %
+                        fl.get("keyboard_zoom"))
+    rv = fl.get("reversed") or {}
+    if rv.get("matched") != cum or ["leak_slowly", cum] not in (rv.get("first_row") or []):
+        problems.append("flame reversed: %s, want leak_slowly's %d bytes next to the root" %
+                        (rv, cum))
+    # differential against the first dump: heaptrail diff's old and change
+    df = fl.get("diff") or {}
+    dtext = must(suite, "diff", "--bytes", os.path.join(out, df.get("base", dumps[0])),
+                 os.path.join(out, dumps[-1]))
+    m = re.search(r"^\s*([+-]\d+)\s+(\d+)\s+(\d+)\s+leak_slowly$", dtext, re.M)
+    if not m or df.get("base") != dumps[0]:
+        problems.append("flame diff: base %s, heaptrail diff %s" % (df.get("base"), short(dtext.encode(), 300)))
+    elif (df.get("v", 0) - df.get("old", 0), df.get("old")) != (int(m.group(1)), int(m.group(2))) \
+            or not re.match(r"rgb\(255, ?(\d+), ?\1\)$", df.get("colour", "")):
+        problems.append("flame diff: leak_slowly %s, heaptrail diff's change %s from %s, red" % (
+            df, m.group(1), m.group(2)))
+    elif "(+%s bytes) from" % format(int(m.group(1)), ",") not in df.get("details", ""):
+        problems.append("flame diff: details %r" % df.get("details"))
+    rg = v.get("range") or {}
+    fr, to = (rg.get("dragged") or [0, 0])
+    if not (fr < to) or not rg.get("band") or "taken as the dumps" not in (rg.get("note") or ""):
+        problems.append("timeline: a drag over 30-80%% of the chart picked %s (%r)" % (
+            rg.get("dragged"), rg.get("note")))
+    if (rg.get("view"), rg.get("dump"), rg.get("base")) != ("tab-flame", len(dumps) - 1, 1):
+        problems.append("timeline: the range first..last opened %s" % rg)
+    if v.get("flame_from_mark") != 0:
+        problems.append("timeline: the first dump's mark opened dump %s" % v.get("flame_from_mark"))
+    # timeline: the file's highest tick, one mark per dump
+    tl = [f for f in os.listdir(out) if f.endswith(".timeline")]
+    live = [(int(l.split()[1]), int(l.split()[0])) for l in open(os.path.join(out, tl[0]))
+            if l[0].isdigit()]
+    peak = max(live, key=lambda t: (t[0], -t[1]))
+    want_peak = "peak: %s at %.2f s" % (bytes_text(peak[0]), peak[1] / 1000)
+    if v["timeline"]["peak"] != want_peak:
+        problems.append("timeline: %r, want %r" % (v["timeline"]["peak"], want_peak))
+    if v["timeline"]["marks"] != len(dumps) or v["timeline"]["dumps"] != len(dumps):
+        problems.append("timeline: %d marks and %d dumps listed, %d dumps" % (
+            v["timeline"]["marks"], v["timeline"]["dumps"], len(dumps)))
+    if not v["summary"]["peak"] or not v["summary"]["peak"].startswith(bytes_text(peak[0])):
+        problems.append("summary: peak %r, want %s" % (v["summary"]["peak"], bytes_text(peak[0])))
+    if "exact" not in (v["summary"]["mode"] or ""):
+        problems.append("summary: recorded %r, want exact" % v["summary"]["mode"])
+    if not v.get("keyboard_tab"):
+        problems.append("the right arrow on the first tab did not open the next")
+    if v.get("dark_bg") == v.get("light_bg"):
+        problems.append("the dark scheme has the light background %s" % v.get("dark_bg"))
+    return problems, details
+
+
+def test_growth_sampled(suite):
+    prog = build(suite, "growth_sites", os.path.join(common.HERE, "progs", "growth_sites.c"))
+    work = work_dir(suite, "growth-sampled")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "65536", "--every", "100ms", "-o", out, "--", prog)
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="growth-sampled")
+    details = []
+    growth_compare(suite, out, got["views"]["growth"], problems, details)
+    if not any(r["cells"][3].startswith(("±", "+")) for r in got["views"]["growth"]["rows"]):
+        problems.append("sampled: no ±90% column on the page")
+    return problems, details
+
+
+def json_procs(suite, out):
+    d = json.loads(must(suite, "report", "--json", out))
+    return d if isinstance(d, list) else [d]
+
+
+def test_leaks(suite):
+    problems, details = [], []
+    fork = build(suite, "fork_leak", os.path.join(common.PROGS, "fork_leak.c"))
+    leaky = os.path.join(suite.build, "examples", "leaky")
+    for name, prog in (("leaky", leaky), ("fork_leak", fork)):
+        work = work_dir(suite, name)
+        out = os.path.join(work, "run")
+        rc, _, err = run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+        if not os.path.isdir(out):
+            raise Failure("heaptrail run %s: status %d: %s" % (name, rc, short(err)))
+        page = os.path.join(work, "report.html")
+        must(suite, "html", out, "-o", page)
+        got, p = drive(suite, page, name=name)
+        problems += ["%s: %s" % (name, x) for x in p]
+        v = got["views"]
+        details.append(json.dumps(v["procs"], indent=1)[:3000])
+        procs = json_procs(suite, out)
+        if len(v["procs"]) != len(procs):
+            problems.append("%s: %d processes on the page, %d reports" % (
+                name, len(v["procs"]), len(procs)))
+        for pp, jp in zip(v["procs"], procs):
+            want = {k: (s["bytes"], s["blocks"]) for k, s in jp["summary"].items()}
+            have = {r["kind"]: (r["bytes"], r["blocks"]) for r in pp["kinds"]}
+            if have != want:
+                problems.append("%s pid %d: leak summary %s, report --json %s" % (
+                    name, jp["pid"], have, want))
+            if pp["pid"] != jp["pid"]:
+                problems.append("%s: process %s on the page, %d in the report" % (
+                    name, pp["pid"], jp["pid"]))
+            for kind, got_bytes in pp["by_kind"].items():
+                want_bytes = [r["bytes"] for r in jp["records"] if r["kind"] == kind]
+                if got_bytes != want_bytes:
+                    problems.append("%s pid %d: %s records %s, report --json %s" % (
+                        name, jp["pid"], kind, got_bytes, want_bytes))
+            kinds = sorted({r["kind"] for r in jp["records"]})
+            if sorted(pp["by_kind"]) != kinds:
+                problems.append("%s pid %d: the kind filter offers %s, records are %s" % (
+                    name, jp["pid"], sorted(pp["by_kind"]), kinds))
+            if pp["records"] != len(jp["records"]):
+                problems.append("%s pid %d: %d records listed, %d in the report" % (
+                    name, jp["pid"], pp["records"], len(jp["records"])))
+        if name == "leaky":
+            kinds = set(v["procs"][0]["by_kind"])
+            if kinds != {"definitely_lost", "indirectly_lost", "possibly_lost",
+                         "still_reachable"}:
+                problems.append("leaky: kinds %s, want all four" % sorted(kinds))
+            text = must(suite, "report", "--show-leak-kinds=all", "--gen-suppressions", out)
+            supps = re.findall(r"^\s*suppression: (\S+)$", text, re.M)
+            first = (v["leaks"].get("first") or {}).get("suppression")
+            if not supps or first != supps[0]:
+                problems.append("leaky: the first record's suppression %r, report prints %r" %
+                                (first, supps[:1]))
+            frames = (v["leaks"].get("first") or {}).get("frames") or []
+            if not any(f[1] == "read_config" and f[2].endswith("leaky.c:25")
+                       for f in frames):
+                problems.append("leaky: the first record's stack lacks read_config at "
+                                "leaky.c:25: %s" % frames)
+    return problems, details
+
+
+def test_pools(suite):
+    if not os.path.exists("/usr/include/valgrind/valgrind.h"):
+        raise Skip("valgrind.h not installed (Debian package valgrind)")
+    prog = build(suite, "pools", os.path.join(common.HERE, "progs", "pools.c"), "-I",
+                 os.path.join(common.ROOT, "include", "heaptrail", "compat"))
+    work = work_dir(suite, "pools")
+    out = os.path.join(work, "run")
+    run([suite.heaptrail, "run", "-q", "-o", out, "--", prog], cwd=work)
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="pools")
+    v = got["views"]
+    j = json_procs(suite, out)[0]
+    want_pools = [[q["name"], q["lost_bytes"]] for q in j.get("pools", [])]
+    if not want_pools or v["summary"]["pools"] != want_pools:
+        problems.append("pools table %s, report --json %s" % (v["summary"]["pools"], want_pools))
+    want = {}
+    for r in j["records"]:
+        want.setdefault(r.get("pool", ""), []).append(r["bytes"])
+    if v["leaks"]["pools"] != want:
+        problems.append("records by pool %s, report --json %s" % (v["leaks"]["pools"], want))
+    return problems, [json.dumps(v["leaks"]["pools"])]
+
+
+def page_data(path):
+    text = open(path, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="ht-data">(.*?)</script>', text, re.S)
+    if not m:
+        raise Failure("%s: no data block" % path)
+    return text, json.loads(m.group(1))
+
+
+def test_bounded(suite):
+    work = work_dir(suite, "bounded")
+    src = os.path.join(work, "src")
+    subprocess.run(["python3", os.path.join(common.ROOT, "bench", "analyze", "gen.py"), src,
+                    "5000", "1", "100"], check=True)
+    lib = os.path.join(work, "libbench0.so")
+    prog = os.path.join(work, "prog")
+    for cmd in ([suite.cc, "-g", "-O1", "-fPIC", "-shared", "-o", lib,
+                 os.path.join(src, "libbench0.c")],
+                [suite.cc, "-g", "-O1", "-rdynamic", "-o", prog, os.path.join(src, "prog.c"),
+                 lib, "-Wl,-rpath," + work]):
+        rc, _, err = run(cmd, env=os.environ)
+        if rc:
+            raise Failure("build failed: %s" % short(err))
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "1", "--final", "-o", out, "--", prog)
+    problems = []
+    sizes = {}
+    for share in ("0.01", "0"):
+        page = os.path.join(work, "r%s.html" % share)
+        must(suite, "html", "--min-share", share, "-o", page, out)
+        text, d = page_data(page)
+        sizes[share] = len(text)
+        for proc in d["procs"]:
+            for dump in proc["dumps"]:
+                nodes, more = dump["nodes"], dump["more"]
+                sums = [0] * len(nodes)
+                for n in nodes[1:]:
+                    sums[n[0]] += n[2]
+                for par, count, val in more:
+                    sums[par] += val
+                bad = [i for i, n in enumerate(nodes) if sums[i] + n[3] != n[2]]
+                if bad:
+                    problems.append("min-share %s, %s: %d nodes whose children, 'more' and "
+                                    "self do not add up (node %d: %s)" % (
+                                        share, dump["name"], len(bad), bad[0], nodes[bad[0]]))
+                if share == "0.01" and len(nodes) > 2000:
+                    problems.append("min-share 0.01: %d nodes kept" % len(nodes))
+                if share == "0.01" and not more:
+                    problems.append("min-share 0.01: no 'n more' node for 5000 stacks")
+                if share == "0" and more:
+                    problems.append("min-share 0: %d 'more' nodes" % len(more))
+        for url in re.findall(r"""(?:src|href)\s*=\s*["']?([a-z]+:)""", text):
+            problems.append("the page refers to %s" % url)
+    if sizes["0.01"] >= sizes["0"]:
+        problems.append("pruning did not shrink the page: %s" % sizes)
+    return problems, ["page sizes %s" % sizes]
+
+
+def test_cli(suite):
+    problems = []
+    work = work_dir(suite, "cli")
+    out = os.path.join(work, "run")
+    page = os.path.join(work, "page.html")
+    rc, _, err = run([suite.heaptrail, "run", "-q", "--html", page, "-o", out, "--",
+                      os.path.join(suite.build, "examples", "leaky")])
+    if not os.path.exists(page):
+        problems.append("run --html wrote no page: status %d: %s" % (rc, short(err)))
+    else:
+        mode = stat.S_IMODE(os.stat(page).st_mode)
+        if mode != 0o600:
+            problems.append("run --html: mode %o" % mode)
+        _, d = page_data(page)
+        want = json_procs(suite, out)[0]["summary"]
+        if d["procs"][0]["report"]["summary"] != want:
+            problems.append("run --html: summary %s, report --json %s" % (
+                d["procs"][0]["report"]["summary"], want))
+    rc, stdout, err = run([suite.heaptrail, "html", "-o", "-", out])
+    if rc or not stdout.startswith(b"<!DOCTYPE html>"):
+        problems.append("html -o -: status %d, %s" % (rc, short(stdout)))
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    for args, what in ((["html", os.path.join(work, "missing")], "a missing directory"),
+                       (["html", empty], "an empty directory"),
+                       (["html", "--min-share", "2", out], "--min-share 2")):
+        rc, _, err = run([suite.heaptrail] + args)
+        lines = stderr_lines(err)
+        if rc == 0 or len(lines) != 1:
+            problems.append("%s: status %d, stderr %s" % (what, rc, lines))
+    return problems, []
+
+
+def test_live(suite):
+    import test_live
+    env = browser_env(suite)
+    live = test_live.Live(suite, "html", extra=("--every", "200ms"))
+    problems, details = [], []
+    try:
+        live.say("go")
+        for _ in range(100):
+            if sum(f.endswith(".heap") for f in os.listdir(live.out)) >= 4:
+                break
+            time.sleep(0.1)
+        st, body, ctype = live.get("/")
+        if st != 200 or not ctype.startswith("text/html") or b'id="ht-data"' not in body:
+            problems.append("GET /: status %d, %s, %r" % (st, ctype, body[:100]))
+        st, body, ctype = live.get("/debug/heaptrail/page.json")
+        try:
+            d = json.loads(body)
+            if [p["pid"] for p in d["procs"]] != [live.pid]:
+                problems.append("page.json: processes %s, want %d" % (
+                    [p["pid"] for p in d["procs"]], live.pid))
+            elif d["procs"][0]["command"] != [live.prog]:
+                problems.append("page.json: command %s, want %s" % (
+                    d["procs"][0]["command"], [live.prog]))
+        except ValueError:
+            problems.append("page.json: status %d, not JSON: %r" % (st, body[:100]))
+        p = subprocess.run(["node", os.path.join(BROWSER_SRC, "live_page.js"), live.base + "/"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        live.say("stop")
+        if p.returncode:
+            raise Failure("the live driver: status %d: %s" % (p.returncode, short(p.stderr, 600)))
+        got = json.loads(p.stdout)
+        details.append(json.dumps(got, indent=1))
+        problems += ["the live page: %s" % e for e in got["errors"]]
+        problems += ["the live page asked for %s" % r for r in got["requests"]]
+        if got["mark"] != "not reloaded":
+            problems.append("the page was reloaded")
+        if not got["updates"] or not got["last_before"] or got["last_after"] == got["last_before"]:
+            problems.append("no new dump on the page in 20 s (last %s then %s, %s updates)" % (
+                got["last_before"], got["last_after"], got["updates"]))
+        if got["view"] != "tab-growth":
+            problems.append("after an update the view is %s, not growth" % got["view"])
+        if got["search_after"] != "grow_site":
+            problems.append("after an update the search is %r" % got["search_after"])
+        if not (got["matched_after"] or 0) > (got["matched_before"] or 0):
+            problems.append("grow_site's matched bytes went from %s to %s" % (
+                got["matched_before"], got["matched_after"]))
+        trend = {r["site"]: (r["rank"], r["trend"]) for r in got["rows_after"]}
+        if trend.get("grow_site") != ("1", "growing"):
+            problems.append("growth on the live page: grow_site is %s" % (trend.get("grow_site"),))
+        if trend.get("flat_site", ("", ""))[1] == "growing":
+            problems.append("growth on the live page: flat_site is growing")
+    finally:
+        live.close_checked(problems)
+    return problems, details
+
+
+def collect(suite):
+    return [("html:growth", lambda: test_growth(suite)),
+            ("html:growth-sampled", lambda: test_growth_sampled(suite)),
+            ("html:live", lambda: test_live(suite)),
+            ("html:leaks", lambda: test_leaks(suite)),
+            ("html:pools", lambda: test_pools(suite)),
+            ("html:bounded", lambda: test_bounded(suite)),
+            ("html:cli", lambda: test_cli(suite))]
