@@ -161,7 +161,7 @@ static void growth_head(FILE *m, const void *arg)
 
 static void growth_note(FILE *m, const void *arg)
 {
-	render_growth_note(m, ((const struct growth_arg *)arg)->g);
+	render_growth_note(m, ((const struct growth_arg *)arg)->g, false);
 }
 
 static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)

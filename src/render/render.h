@@ -112,9 +112,12 @@ void render_growth_cells(const struct prof_growth *g, const struct prof_growth_s
  * they span, the heap's first and last values. */
 void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
 			const struct render_table_opts *o);
-/* The advice after render_growth's table when sampled sites could not
- * be told ("too few samples", or too few dumps); nothing otherwise. */
-void render_growth_note(FILE *out, const struct prof_growth *g);
+/* What follows render_growth's table, each part only when it applies:
+ * the growing sites that started mid-run and from when; memory the
+ * dumps do not see growing (the private resident memory's rise against
+ * the heap's); the advice when sampled sites could not be told ("too few
+ * samples", or too few dumps). exact: byte counts as --bytes. */
+void render_growth_note(FILE *out, const struct prof_growth *g, bool exact);
 
 /* v bytes as an integer (exact) or as render_bytes() writes it. */
 const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);

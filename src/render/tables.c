@@ -391,23 +391,23 @@ static void put_site(FILE *out, const struct prof_growth *g, const struct prof_g
 		prof_trend_names[s->trend], c.slope, c.late, c.r2, c.first, c.last, s->name);
 }
 
-/* The growing sites that started mid-run (growth.h: onset), under the
- * ranking: their slopes are since then. */
-static void put_onsets(FILE *out, const struct prof_growth *g, long shown)
+/* The growing sites that started mid-run (growth.h: onset), by their
+ * rank: their slopes are since then. */
+static void put_onsets(FILE *out, const struct prof_growth *g)
 {
 	bool any = false;
-	for (long i = 0; i < shown; i++) {
+	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
 		const struct prof_growth_site *s = &g->sites[i];
 		if (!s->onset)
 			continue;
 		if (!any)
-			fprintf(out, "started later (slope, later half and r2 from then on):\n");
+			fprintf(out, "\nstarted later (slope, later half and r2 from then on):\n");
 		any = true;
 		if (g->timed)
-			fprintf(out, "%4ld  from %.1f s (dump %zu of %zu)  %s\n", i + 1, g->x[s->onset],
+			fprintf(out, "%4zu  from %.1f s (dump %zu of %zu)  %s\n", i + 1, g->x[s->onset],
 				s->onset + 1, g->ndumps, s->name);
 		else
-			fprintf(out, "%4ld  from dump %zu of %zu  %s\n", i + 1, s->onset + 1, g->ndumps,
+			fprintf(out, "%4zu  from dump %zu of %zu  %s\n", i + 1, s->onset + 1, g->ndumps,
 				s->name);
 	}
 }
@@ -453,8 +453,8 @@ static void put_names(FILE *out, const struct prof_growth *g, enum prof_trend t)
 
 /* What would make the "too few samples" sites sure: the slope's sampling
  * noise shrinks as sqrt(S / T) (analyze/growth.c), so by need F with a
- * run F^2 times longer, or S divided by F^2. (render.h) */
-void render_growth_note(FILE *out, const struct prof_growth *g)
+ * run F^2 times longer, or S divided by F^2. */
+static void put_advice(FILE *out, const struct prof_growth *g)
 {
 	size_t n = 0;
 	double need = 1;
@@ -498,6 +498,13 @@ void render_growth_note(FILE *out, const struct prof_growth *g)
 	else
 		fprintf(out, "a run about %.0f times longer, or --sample %s (now %" PRIu64 ")\n",
 			k, size, g->sample);
+}
+
+void render_growth_note(FILE *out, const struct prof_growth *g, bool exact)
+{
+	put_onsets(out, g);
+	put_unseen(out, g, exact);
+	put_advice(out, g);
 }
 
 void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool sampled,
@@ -547,7 +554,6 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	}
 	if (!shown)
 		fprintf(out, "   -  (no site grows steadily)\n");
-	put_onsets(out, g, shown);
 	fprintf(out, "\nnot growing:\n");
 	long others = 0;
 	size_t hidden = 0;
@@ -567,6 +573,5 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 		fprintf(out, "(%zu more; -n to see them)\n", hidden);
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
-	put_unseen(out, g, exact);
-	render_growth_note(out, g);
+	render_growth_note(out, g, exact);
 }
