@@ -3,7 +3,7 @@
 # their functions (no rebuild, no debug symbols: the exported MemoryContext
 # API), pgbench against it, then a session that keeps preparing statements
 # (each plan is kept in a CachedPlanSource context until the session ends)
-# found by `heaptrail growth`. README.md, "Worked example: PostgreSQL".
+# found by `heaptrail growth`. docs/postgresql.md walks through it.
 #   examples/postgres-contexts.sh [BUILD_DIR] [WORK_DIR]     (as root)
 set -e
 B=$(cd "${1:-build}" && pwd)

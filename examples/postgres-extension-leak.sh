@@ -3,8 +3,8 @@
 # call of remember_name() keeps a copy of its argument in a list that lives
 # as long as the backend), found by `heaptrail growth` naming the function
 # and the memory context, with PostgreSQL 15 from Debian run under heaptrail
-# with its memory context API named (examples/postgres.options). README.md,
-# "Worked example: PostgreSQL".
+# with its memory context API named (examples/postgres.options).
+# docs/postgresql.md walks through it.
 #   examples/postgres-extension-leak.sh [BUILD_DIR] [WORK_DIR]     (as root)
 set -e
 B=$(cd "${1:-build}" && pwd)
