@@ -20,8 +20,6 @@
  * load, which stays between 7/12 and 7/8 however many blocks are live,
  * never on their number (tests/unit/test_table.c, bench/live-blocks).
  */
-#include <sys/mman.h>
-
 #include "agent/agent.h"
 #include "agent/startup.h"
 #include "agent/table.h"
@@ -403,14 +401,11 @@ static inline uint32_t rh_find(const struct live_entry *e, uint32_t cap, uint64_
 }
 
 /* Big tables get transparent huge pages where the system allows them on
- * request: a free of a random block then costs a cache miss, not a cache
- * and a TLB miss, however big the table. */
+ * request (agent_mmap_table): a free of a random block then costs a cache
+ * miss, not a cache and a TLB miss, however big the table. */
 static void *table_map(size_t len)
 {
-	void *p = agent_mmap(len);
-	if (p && len >= (2u << 20))
-		madvise(p, len, MADV_HUGEPAGE);  /* a hint: failure changes nothing */
-	return p;
+	return agent_mmap_table(len);
 }
 
 /* Grows a shard by half (one rehash, the shard locked). Each shard starts
