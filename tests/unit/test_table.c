@@ -332,9 +332,10 @@ static void test_replace(void)
 /* Entries 255 or more slots from home (the key's displacement byte is
  * saturated) still move, and are found and removed, correctly: addresses
  * whose hash puts them at nearly the same home in one shard make a run of
- * hundreds of entries. The hash below mirrors table.c's addr_hash and
- * live_home; if those change, this test fails for want of a long run (see
- * the check), rather than passing without testing anything. */
+ * hundreds of entries. The hash below mirrors table.h's agent_live_hash
+ * and agent_live_home; if those change, this test fails for want of a
+ * long run (see the check), rather than passing without testing
+ * anything. */
 static uint64_t mirror_hash(uintptr_t a)
 {
 	return ((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull;
