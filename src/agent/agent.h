@@ -120,6 +120,11 @@ static inline __attribute__((always_inline)) uintptr_t agent_stack_pointer(void)
 /* ---- OS helpers (os.c): raw syscalls, no errno games beyond libc's ---- */
 /* Anonymous private mapping; NULL on failure. Hook-safe, signal-safe. */
 void *agent_mmap(size_t len);
+/* The same for a big table read and written at random (the live table):
+ * from 2 MiB on, aligned to 2 MiB and asked to be transparent huge pages,
+ * its pages faulted in for writing at once (os.c says why). Released with
+ * agent_munmap. Hook-safe. */
+void *agent_mmap_table(size_t len);
 /* Bytes mapped by agent_mmap and not yet unmapped: the agent's own
  * memory (virtual; pages are committed as they are touched). */
 extern _Atomic uint64_t agent_mapped_bytes;

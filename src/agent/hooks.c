@@ -118,6 +118,8 @@ static inline __attribute__((always_inline)) void note_alloc_id(struct agent_cou
  * the live table, and what it adds to the estimates. */
 static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 {
+	/* the table's line for p is on its way while the stack is taken */
+	agent_live_prefetch((uintptr_t)p);
 	struct agent_counts *c = agent_my_counts();
 	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
@@ -543,6 +545,11 @@ static AGENT_NOINLINE void free_slow(void *p)
 {
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
+	/* Two cache misses for a block freed long after it was allocated:
+	 * its entry in the table and the allocator's header before it. Both
+	 * asked for now, they overlap instead of following each other. */
+	agent_live_prefetch((uintptr_t)p);
+	__builtin_prefetch((const char *)p - 16);
 	size_t size;
 	uint32_t id;
 	int busy = agent_tls.busy;

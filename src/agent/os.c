@@ -76,6 +76,45 @@ void *agent_mmap(size_t len)
 	return p;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23     /* Linux 5.14 */
+#endif
+
+/* A table that every allocation and free reads at a random place: with
+ * 4 KiB pages, one of tens of MiB misses the TLB on nearly every access,
+ * a page walk on top of the cache miss. So from 2 MiB on it is aligned to
+ * 2 MiB (a huge page needs an aligned 2 MiB inside the mapping) and asked
+ * to be huge pages (MADV_HUGEPAGE: granted where THP is "always" or
+ * "madvise"; where it is "never" the pages stay 4 KiB and only the TLB
+ * misses remain). Then it is faulted in for writing: left to the first
+ * access, a read (every lookup reads before it writes) maps the shared
+ * zero page, huge or not, and the write after it faults again and since
+ * Linux 5.8 gets a 4 KiB page, never a huge one. The pages would all be
+ * touched soon anyway: blocks land at random all over the table. Not
+ * MAP_HUGETLB: those pages come from a pool an administrator reserves for
+ * the program's own use. */
+void *agent_mmap_table(size_t len)
+{
+	const size_t huge = 2u << 20;
+	if (len < huge)
+		return agent_mmap(len);
+	long r = syscall(SYS_mmap, NULL, len + huge, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r < 0)
+		return NULL;
+	uintptr_t start = (uintptr_t)r, a = (start + huge - 1) & ~(uintptr_t)(huge - 1);
+	uintptr_t end = (a + len + 4095) & ~(uintptr_t)4095, mend = start + len + huge;
+	if (a > start)
+		syscall(SYS_munmap, start, a - start);
+	if (mend > end)
+		syscall(SYS_munmap, end, mend - end);
+	syscall(SYS_madvise, a, len, MADV_HUGEPAGE);        /* hints: a failure */
+	syscall(SYS_madvise, a, len, MADV_POPULATE_WRITE);  /* changes nothing */
+	maps_add(a, len);
+	agent_add_shared(&agent_mapped_bytes, len);
+	return (void *)a;
+}
+
 void agent_munmap(void *p, size_t len)
 {
 	if (p) {

@@ -20,8 +20,6 @@
  * load, which stays between 7/12 and 7/8 however many blocks are live,
  * never on their number (tests/unit/test_table.c, bench/live-blocks).
  */
-#include <sys/mman.h>
-
 #include "agent/agent.h"
 #include "agent/startup.h"
 #include "agent/table.h"
@@ -288,34 +286,17 @@ uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, in
 #define LOAD_DEN 8
 #define FIRST_CAP 1024u
 
-struct live_entry {
-	uint64_t key;                   /* address | displacement << 56; 0 = empty */
-	uint64_t meta;                  /* size in the low 40 bits, stack id above */
-};
+#define live_entry agent_live_entry
+#define live_shard agent_live_shard
+#define shards agent_live_shards
+_Static_assert(NSHARDS == AGENT_LIVE_SHARDS, "table.h's shard count");
 
-struct live_shard {
-	agent_lock_t lock;
-	uint32_t cap, count;            /* slots (any number), entries */
-	uint32_t limit;                 /* grow before count reaches it */
-	struct live_entry *e;
-} __attribute__((aligned(64)));       /* a cache line each */
+struct live_shard shards[NSHARDS];
 
-static struct live_shard shards[NSHARDS];
-
-/* Where an address goes: the shard (the top bits of the hash) and, from
- * the bits below them, its home slot (live_home). Blocks are mostly
- * allocated in address order; the hash is Fibonacci hashing of the
- * address over 16 (one multiply by 2^64 / golden ratio), and both the
- * shard and the home are taken from the product's top bits, which depend
- * on every bit of the address and spread consecutive blocks evenly over
- * the table. (The hash before this one multiplied the page number and
- * took bits 26 and up of the product as the place: those depend on the low
- * bits of the page number only, so pages landed in runs and probe runs of
- * thousands of slots formed as the heap grew, allocation 9.7x bare at
- * 10 M live blocks.) */
+/* Where an address goes: agent_live_hash (table.h). */
 static inline uint64_t addr_hash(uintptr_t a)
 {
-	return ((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull;
+	return agent_live_hash(a);
 }
 
 static inline struct live_shard *shard_of(uint64_t h)
@@ -323,11 +304,9 @@ static inline struct live_shard *shard_of(uint64_t h)
 	return &shards[h >> (64 - SHARD_BITS)];
 }
 
-/* The home slot: the 32 bits of the hash under the shard's, scaled to
- * cap (which need not be a power of two). */
 static inline uint32_t live_home(uint64_t h, uint32_t cap)
 {
-	return (uint32_t)(((h >> (32 - SHARD_BITS)) & 0xffffffffull) * cap >> 32);
+	return agent_live_home(h, cap);
 }
 
 static inline uint32_t next_slot(uint32_t i, uint32_t cap)
@@ -403,14 +382,11 @@ static inline uint32_t rh_find(const struct live_entry *e, uint32_t cap, uint64_
 }
 
 /* Big tables get transparent huge pages where the system allows them on
- * request: a free of a random block then costs a cache miss, not a cache
- * and a TLB miss, however big the table. */
+ * request (agent_mmap_table): a free of a random block then costs a cache
+ * miss, not a cache and a TLB miss, however big the table. */
 static void *table_map(size_t len)
 {
-	void *p = agent_mmap(len);
-	if (p && len >= (2u << 20))
-		madvise(p, len, MADV_HUGEPAGE);  /* a hint: failure changes nothing */
-	return p;
+	return agent_mmap_table(len);
 }
 
 /* Grows a shard by half (one rehash, the shard locked). Each shard starts
@@ -435,8 +411,9 @@ static AGENT_NOINLINE bool shard_grow(struct live_shard *sh)
 			rh_place(ne, ncap, live_home(addr_hash(a), ncap), 0, a, sh->e[i].meta);
 		}
 	agent_munmap(sh->e, (size_t)sh->cap * sizeof *ne);
-	sh->e = ne;
-	sh->cap = ncap;
+	/* agent_live_prefetch reads these without the lock */
+	__atomic_store_n(&sh->e, ne, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->cap, ncap, __ATOMIC_RELAXED);
 	sh->limit = (uint32_t)((uint64_t)ncap * LOAD_NUM / LOAD_DEN);
 	return true;
 }

@@ -13,7 +13,8 @@
  *  - the same block inserted twice (a missed free): replaced, not doubled;
  *  - four threads at once on their own blocks, sharing the shards;
  *  - fork while other threads use the table (the child's table works);
- *  - the sampling filter: "not tracked" is never said of a tracked block.
+ *  - the sampling filter: "not tracked" is never said of a tracked block;
+ *  - the mapping of a big table: 2 MiB-aligned and resident at once.
  * The stack table: 150,000 stacks that are prefixes of each other, or
  * differ in their last pc, their allocator or their pool, each interned
  * twice (one id each, the same both times, the record and pcs as given),
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
@@ -330,9 +332,10 @@ static void test_replace(void)
 /* Entries 255 or more slots from home (the key's displacement byte is
  * saturated) still move, and are found and removed, correctly: addresses
  * whose hash puts them at nearly the same home in one shard make a run of
- * hundreds of entries. The hash below mirrors table.c's addr_hash and
- * live_home; if those change, this test fails for want of a long run (see
- * the check), rather than passing without testing anything. */
+ * hundreds of entries. The hash below mirrors table.h's agent_live_hash
+ * and agent_live_home; if those change, this test fails for want of a
+ * long run (see the check), rather than passing without testing
+ * anything. */
 static uint64_t mirror_hash(uintptr_t a)
 {
 	return ((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull;
@@ -384,6 +387,70 @@ static void test_long_runs(void)
 	}
 	check(!wrong && table_count() == 0, "long runs: %ld wrong answers, %zu left", wrong,
 	      table_count());
+}
+
+/* ---------- the big tables' mappings ----------
+ * agent_mmap_table (os.c), which the live table's shards of 2 MiB and
+ * more come from: aligned to 2 MiB (else a huge page cannot back its
+ * first and last MiBs), and resident at once, every page faulted in for
+ * writing (a lookup's read before any write would map the zero page and
+ * the write after it a 4 KiB page, never a huge one). Whether the pages
+ * are huge is the system's choice (THP "never", or no free huge page):
+ * printed, not checked. A small table is a plain mapping. */
+static long resident_pages(void *p, size_t len, long *pages)
+{
+	static unsigned char vec[(8u << 20) / 4096];
+	*pages = (long)((len + 4095) / 4096);
+	if (mincore(p, len, vec) != 0)
+		return -1;
+	long n = 0;
+	for (long i = 0; i < *pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static long anon_huge_kb(uintptr_t start)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	long kb = -1;
+	bool in = false;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = lo <= start && start < hi;
+		else if (in && sscanf(line, "AnonHugePages: %ld", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static void test_table_mapping(void)
+{
+	size_t len = (5u << 20) + 4096 * 3 + 16;   /* not a multiple of anything */
+	char *p = agent_mmap_table(len);
+	long pages = 0, res = p ? resident_pages(p, len, &pages) : -1;
+	check(p && (uintptr_t)p % (2u << 20) == 0 && res == pages,
+	      "a 5 MiB table: mapped at %p (2 MiB-aligned: %s), %ld of %ld pages resident at once",
+	      (void *)p, p && (uintptr_t)p % (2u << 20) == 0 ? "yes" : "no", res, pages);
+	long huge = p ? anon_huge_kb((uintptr_t)p) : -1;
+	printf("# its huge pages: %ld KiB (the system's THP setting decides)\n", huge);
+	bool zero = true;
+	for (size_t i = 0; p && i < len; i += 4096)
+		zero &= p[i] == 0;
+	if (p)
+		p[len - 1] = 1;
+	check(zero, "a 5 MiB table starts zeroed, and its last byte can be written");
+	if (p) {
+		agent_munmap(p, len);
+		check(resident_pages(p, len, &pages) < 0, "and its whole range is unmapped after");
+	}
+	char *q = agent_mmap_table(64u << 10);
+	check(q && (uintptr_t)q % 4096 == 0, "a 64 KiB table: a plain mapping");
+	if (q)
+		agent_munmap(q, 64u << 10);
 }
 
 /* ---------- threads ---------- */
@@ -630,6 +697,7 @@ int main(void)
 	test_real_malloc();
 	test_replace();
 	test_long_runs();
+	test_table_mapping();
 	test_filter();
 	test_threads();
 	test_stacks();
