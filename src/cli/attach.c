@@ -1429,7 +1429,7 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	uint64_t base, rv;
 	int result = -1;
 	enum target_use use = request ? (request & FMT_SIGVAL_DUMP ? USE_LIVE : USE_LEAKS)
-			      : !strcmp(name, "heaptrail_dump") ? USE_DUMP : USE_DETACH;
+			      : !strncmp(name, "heaptrail_dump", 14) ? USE_DUMP : USE_DETACH;
 	if (open_target(&t, pid, use, &maps))
 		return -1;
 	if (agent_in(maps, &base, agent, sizeof agent)) {
@@ -1439,6 +1439,16 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	}
 	snprintf(file, sizeof file, "/proc/%ld/root%s", pid, agent);
 	uint64_t fn = elf_symbol(file, name), call = elf_symbol(file, "heaptrail_attach_call");
+	/* heaptrail_dump_request(wrote): an older agent has heaptrail_dump
+	 * alone, which does not say where it wrote */
+	bool dump_path = !strcmp(name, "heaptrail_dump_request");
+	if (dump_path && (!fn || !call || !wrote)) {
+		name = "heaptrail_dump";
+		fn = elf_symbol(file, name);
+		dump_path = false;
+	}
+	if (wrote)
+		wrote[0] = 0;
 	if (!fn) {
 		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
 			     agent, name);
@@ -1447,6 +1457,15 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	if (start_calls(&t, maps))
 		goto out;
 	uint64_t a0 = 0, a1 = 0;
+	if (dump_path) {
+		/* an empty path for the agent's answer */
+		char none = 0;
+		a0 = t.strings;
+		if (mem_rw(&t, a0, &none, 1, true)) {
+			target_error(pid, "cannot write into process %ld's memory", pid);
+			goto out;
+		}
+	}
 	if (s0) {
 		a0 = t.strings;
 		mem_rw(&t, a0, (void *)s0, strlen(s0) + 1, true);
@@ -1478,6 +1497,10 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else if (call) {
 		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
+		if (dump_path && (e || mem_rw(&t, a0, wrote, FMT_REQUEST_PATH_MAX, false)))
+			wrote[0] = 0;
+		if (dump_path)
+			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else {
 		/* an agent loaded by an older heaptrail: the call runs, its
 		 * result goes with the registers the rt_sigreturn puts back */
@@ -2002,7 +2025,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms, NULL))
+	char wrote[FMT_REQUEST_PATH_MAX], path[FMT_REQUEST_PATH_MAX + 64];
+	if (call_agent(pid, "heaptrail_dump_request", NULL, NULL, 0, &r, &ms, wrote))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -2013,8 +2037,15 @@ int cmd_dump(int argc, char **argv)
 		cli_error("process %ld could not write a heap dump: %s", pid, strerror(-r));
 		return 1;
 	}
-	fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f ms)\n",
-		pid, ms);
+	if (wrote[0]) {
+		struct cli_agent ag = { .pid = pid };
+		cli_agent_path(&ag, wrote, path, sizeof path);
+		fprintf(stderr, "heaptrail: heap dump written to %s by process %ld (thread stopped "
+			"%.1f ms)\n", path, pid, ms);
+	} else {
+		fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f "
+			"ms)\n", pid, ms);
+	}
 	return 0;
 }
 

@@ -6,8 +6,9 @@ commands on stdin).
     attach:growth   attach while it runs; `heaptrail growth` names the slow
                     leak alone as growing, at the rate the program reports;
                     detach; a second attach (defaults: --sample auto, its
-                    dumps at 8 KiB on this small heap) and dump work; the program ends
-                    with its own output and exit status
+                    dumps at 8 KiB on this small heap) and dump work (the
+                    dump's one line names the file it wrote); the program
+                    ends with its own output and exit status
     attach:exact    --sample 1: a leak check after the attach reports as
                     definitely lost exactly the blocks leaked since the
                     attach, and none that a block allocated before the
@@ -34,7 +35,9 @@ commands on stdin).
                     `top` and `timeline` (text and SVG) say their figures are
                     "since attach at" the time in the attach record
     attach:preloaded  `heaptrail dump PID` on a process started under
-                    `heaptrail run`; `attach` refuses it with one line
+                    `heaptrail run`: two dumps, each line names the file
+                    written (a whole dump in the run's directory, a new
+                    one each time); `attach` refuses it with one line
     attach:busy     a program whose threads never wait in a plain system
                     call (two allocate without a pause, main in pthread_join):
                     the attach borrows the joining thread (a futex that is no
@@ -221,6 +224,36 @@ def expect_ok(problems, what, rc, err):
     return True
 
 
+def expect_dump_named(problems, what, rc, err, out, pid):
+    """`heaptrail dump PID` succeeded and said, in its one line, which
+    file it wrote: a whole heap dump in out, of this process. Returns
+    the path, or None."""
+    if not expect_ok(problems, what, rc, err):
+        return None
+    lines = err.decode().splitlines()
+    m = re.match(r"heaptrail: heap dump written to (\S+) by process %d \(thread stopped "
+                 r"[\d.]+ ms\)$" % pid, lines[0]) if len(lines) == 1 else None
+    if not m:
+        problems.append("%s: stderr %r, want one line naming the dump written" % (what, lines))
+        return None
+    path = m.group(1)
+    if os.path.dirname(os.path.realpath(path)) != os.path.realpath(out) or \
+            not path.endswith(".api.heap"):
+        problems.append("%s: named %s, not a dump in %s (%s)"
+                        % (what, path, out, sorted(os.listdir(out))))
+        return None
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        problems.append("%s: the dump it named: %s" % (what, e))
+        return None
+    if not text.startswith("heap profile: ") or "# heaptrail-end" not in text:
+        problems.append("%s: %s is not a whole heap dump: %r" % (what, path, text[:200]))
+        return None
+    return path
+
+
 def check_end(t, problems, want_lines):
     """The program's own output and exit status, as without heaptrail."""
     rc, err = t.finish()
@@ -293,7 +326,7 @@ def test_growth(suite):
         rc, _, err = heaptrail(suite, "attach", "-o", out2, str(t.p.pid))
         if expect_ok(problems, "second attach", rc, err):
             rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
-            expect_ok(problems, "dump", rc, err)
+            expect_dump_named(problems, "dump", rc, err, out2, t.p.pid)
             rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
             expect_ok(problems, "second detach", rc, err)
             names = os.listdir(out2)
@@ -698,10 +731,13 @@ def test_preloaded(suite):
             time.sleep(0.05)
         if pid is None:
             raise run_tests.Failure("no child under heaptrail run")
-        rc, _, err = heaptrail(suite, "dump", str(pid))
-        if expect_ok(problems, "dump", rc, err):
-            if not any(f.endswith(".api.heap") for f in os.listdir(out)):
-                problems.append("dump wrote no heap dump: %s" % os.listdir(out))
+        # each dump names the file it wrote, a new one each time
+        named = []
+        for i in range(2):
+            rc, _, err = heaptrail(suite, "dump", str(pid))
+            named.append(expect_dump_named(problems, "dump %d" % i, rc, err, out, pid))
+        if None not in named and named[0] == named[1]:
+            problems.append("both dumps named %s" % named[0])
         rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "p2"), str(pid))
         one_line_error(problems, "attach to a preloaded process", rc, err,
                        r"already runs under heaptrail")
