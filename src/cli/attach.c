@@ -1039,18 +1039,24 @@ static int pass_stop(struct target *t, int sig, int resume)
 	return 0;
 }
 
-/* Whether the thread waits in the park now, as /proc says. */
-static bool in_park(struct target *t)
+/* Where the thread is, as /proc/PID/task/TID/syscall says: 1 waiting
+ * in the park, -1 blocked in a system call above the frame (back in the
+ * program's code: a park that failed at once), 0 anything else (running,
+ * in the call). */
+static int park_state(struct target *t)
 {
 	char buf[256];
 	ssize_t n = pread(t->scfd, buf, sizeof buf - 1, 0);
 	if (n <= 0)
-		return false;
+		return 0;
 	buf[n] = 0;
 	long nr;
 	unsigned long a0, sp, pc;
-	return sscanf(buf, "%ld %lx %*x %*x %*x %*x %*x %lx %lx", &nr, &a0, &sp, &pc) == 4 &&
-	       nr == SYS_futex && a0 == park_word(t) && sp == t->frame && pc == t->gadget + 2;
+	if (sscanf(buf, "%ld %lx %*x %*x %*x %*x %*x %lx %lx", &nr, &a0, &sp, &pc) != 4)
+		return 0;
+	if (nr == SYS_futex && a0 == park_word(t) && sp == t->frame && pc == t->gadget + 2)
+		return 1;
+	return sp > t->frame + 8 ? -1 : 0;
 }
 
 /* Lets a call started by remote_call run (PTRACE_CONT) and stops the
@@ -1081,8 +1087,8 @@ static int run_to_park(struct target *t)
 				return e;
 			continue;
 		}
-		if (in_park(t))
-			break;
+		if (park_state(t))
+			break;  /* there, or gone back: the registers say which */
 		struct timespec d = { 0, us * 1000 };
 		nanosleep(&d, NULL);
 		us = us * 3 / 2 > 500 ? 500 : us * 3 / 2;
@@ -1301,6 +1307,33 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 	return 0;
 }
 
+/* Whether pid runs under a seccomp filter. */
+static bool seccomp_filtered(pid_t pid)
+{
+	char path[64], sec[16] = "";
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	char *status = slurp(path, NULL);
+	if (status)
+		status_field(status, "Seccomp", sec, sizeof sec);
+	free(status);
+	return !strcmp(sec, "2");
+}
+
+/* Sends the held thread into the park alone (its rt_sigreturn, then the
+ * wait) and stops it there: 0, or an error of run_to_park's (-ETIME:
+ * it went back at once, the wait refused). */
+static int try_park(struct target *t)
+{
+	struct user_regs_struct go = t->saved;
+	go.rip = t->restorer;
+	go.rsp = t->park + 8;  /* as after the call's return took the address */
+	go.rax = 0;
+	go.orig_rax = (unsigned long long)-1;
+	if (pt(PTRACE_SETREGS, t->tid, 0, &go))
+		return -errno;
+	return run_to_park(t);
+}
+
 /* Seizes and holds a thread, writes the frame of the calls. Returns 0
  * or prints and -1. */
 static int start_calls(struct target *t, const char *maps)
@@ -1339,6 +1372,30 @@ static int start_calls(struct target *t, const char *maps)
 	if (write_frame(t)) {
 		target_error(t->pid, "cannot write into the stack of process %d", t->pid);
 		return -1;
+	}
+	/* A seccomp filter may refuse the park's futex wait (the filters of
+	 * containers and of systemd allow it: every threaded program needs
+	 * it): the thread would go back at once after a call, its result
+	 * lost. Under a filter the park is tried alone first; refused, the
+	 * thread is borrowed again and the calls are stepped. */
+	if (t->scfd >= 0 && seccomp_filtered(t->pid)) {
+		e = try_park(t);
+		if (e == -ETIME) {
+			give_back(t);
+			close(t->scfd);
+			t->scfd = -1;
+			if ((e = borrow(t))) {
+				if (e != -EAGAIN)
+					seize_error(t, -e);
+				return -1;
+			}
+			e = write_frame(t) ? -EIO : 0;
+		}
+		if (e) {
+			target_error(t->pid, "cannot borrow a thread of process %d: %s", t->pid,
+				     strerror(-e));
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -55,7 +55,9 @@ commands on stdin).
                     faked in a mount namespace: this kernel has no Yama), a
                     seccomp filter refusing dlopen's executable mmap: one
                     line each (the failed system call named), exit 1,
-                    target untouched. Under Yama, `leaks` and `dump` (which
+                    target untouched; a filter refusing the futex wait
+                    of the calls' park: attach, dump and detach work
+                    (stepped), the target ends as bare. Under Yama, `leaks` and `dump` (which
                     trace too) say what each can do instead, never "start
                     the program under `heaptrail run`" (before: `leaks`
                     said "Permission denied", `dump` advised `run`)
@@ -915,6 +917,20 @@ def test_errors(suite):
         rest, err = t.p.communicate(b"", timeout=30)
         if t.p.returncode != 0 or rest != b"done\n":
             problems.append("seccomp target: exit %d, output %r" % (t.p.returncode, rest))
+    finally:
+        t.kill()
+    # a filter that refuses the futex wait of heaptrail's park: the calls
+    # are stepped instead, and attach, dump and detach work
+    t = Target(sec, work, argv=[sec, "futex"])
+    try:
+        out = new_dir(os.path.join(work, "e3f"))
+        for cmd in (["attach", "-o", out], ["dump"], ["detach"]):
+            rc, _, err = heaptrail(suite, *(cmd + [str(t.p.pid)]))
+            expect_ok(problems, "%s under a filter refusing the park's wait" % cmd[0], rc, err)
+        rest, err = t.p.communicate(b"", timeout=30)
+        if t.p.returncode != 0 or rest != b"done\n":
+            problems.append("futex-filtered target: exit %d, output %r"
+                            % (t.p.returncode, rest))
     finally:
         t.kill()
     # another user's process: heaptrail run as nobody against ours

@@ -1,18 +1,30 @@
 /* Installs a seccomp filter that refuses an executable mmap (as dlopen
  * makes to load the agent) with EPERM, prints "ready", then waits in
- * read on stdin; prints "done" at end of input. */
+ * read on stdin; prints "done" at end of input. With the argument
+ * "futex", the filter refuses instead every FUTEX_WAIT_PRIVATE (the wait
+ * of heaptrail's park, src/cli/attach.c), which this program, one
+ * thread, never makes itself. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
+	struct sock_filter futex[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 128 /* FUTEX_WAIT_PRIVATE */, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 3),
@@ -22,6 +34,8 @@ int main(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+	if (argc > 1 && !strcmp(argv[1], "futex"))
+		prog = (struct sock_fprog){ sizeof futex / sizeof futex[0], futex };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
 		perror("seccomp");
 		return 1;
