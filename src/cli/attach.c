@@ -1039,24 +1039,20 @@ static int pass_stop(struct target *t, int sig, int resume)
 	return 0;
 }
 
-/* Where the thread is, as /proc/PID/task/TID/syscall says: 1 waiting
- * in the park, -1 blocked in a system call above the frame (back in the
- * program's code: a park that failed at once), 0 anything else (running,
- * in the call). */
-static int park_state(struct target *t)
+/* Whether the thread waits in the park now, as /proc/PID/task/TID/syscall
+ * says. (Nothing else there tells that a call has ended: a call may wait
+ * in a system call on a stack of the agent's own, anywhere.) */
+static bool in_park(struct target *t)
 {
 	char buf[256];
 	ssize_t n = pread(t->scfd, buf, sizeof buf - 1, 0);
 	if (n <= 0)
-		return 0;
+		return false;
 	buf[n] = 0;
 	long nr;
 	unsigned long a0, sp, pc;
-	if (sscanf(buf, "%ld %lx %*x %*x %*x %*x %*x %lx %lx", &nr, &a0, &sp, &pc) != 4)
-		return 0;
-	if (nr == SYS_futex && a0 == park_word(t) && sp == t->frame && pc == t->gadget + 2)
-		return 1;
-	return sp > t->frame + 8 ? -1 : 0;
+	return sscanf(buf, "%ld %lx %*x %*x %*x %*x %*x %lx %lx", &nr, &a0, &sp, &pc) == 4 &&
+	       nr == SYS_futex && a0 == park_word(t) && sp == t->frame && pc == t->gadget + 2;
 }
 
 /* Lets a call started by remote_call run (PTRACE_CONT) and stops the
@@ -1064,11 +1060,17 @@ static int park_state(struct target *t)
  * thread held there (t->parked), -ESRCH when the thread is gone,
  * -EFAULT when the call faulted, -ETIME when the thread left the park by
  * itself before heaptrail stopped it (it is stopped where it went: let
- * it go as it is). */
-static int run_to_park(struct target *t)
+ * it go as it is). probe: no call, the thread sent into the park alone
+ * (try_park): it is looked at every 50 ms, and -ETIME when it went back
+ * without waiting there (a seccomp filter refused the wait). */
+static int run_to_park(struct target *t, bool probe)
 {
+	struct timespec t0;
+	bool seen;
+again:
 	if (pt(PTRACE_CONT, t->tid, 0, 0))
 		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	long us = 20;
 	for (;;) {
 		int st, sig;
@@ -1087,8 +1089,8 @@ static int run_to_park(struct target *t)
 				return e;
 			continue;
 		}
-		if (park_state(t))
-			break;  /* there, or gone back: the registers say which */
+		if ((seen = in_park(t)) || (probe && ms_since(&t0) > 50))
+			break;
 		struct timespec d = { 0, us * 1000 };
 		nanosleep(&d, NULL);
 		us = us * 3 / 2 > 500 ? 500 : us * 3 / 2;
@@ -1108,6 +1110,18 @@ static int run_to_park(struct target *t)
 	struct user_regs_struct q;
 	if (pt(PTRACE_GETREGS, t->tid, 0, &q))
 		return -errno;
+	bool waiting = q.rip == t->gadget + 2 && q.rsp == t->frame &&
+		       (long)q.orig_rax == SYS_futex && (restart_names((long)q.rax) ||
+							 (long)q.rax == -ETIMEDOUT);
+	if (probe && !seen && !waiting) {
+		/* on its way in (the park's rt_sigreturn, its system call not
+		 * made yet: not run yet, on a busy machine), or gone back: the
+		 * wait refused */
+		if (((q.rip == t->restorer || q.rip == t->restorer + 7) && q.rsp == t->park + 8) ||
+		    (q.rip == t->gadget && q.rsp == t->frame))
+			goto again;
+		return -ETIME;
+	}
 	/* in the park, or past its wait on the way to the frame's
 	 * rt_sigreturn, not into it: the same place to go on from */
 	if ((q.rip == t->gadget + 2 && q.rsp == t->frame) ||
@@ -1161,7 +1175,7 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 		return -errno;
 	t->parked = false;  /* out of the park, if it was there */
 	if (park)
-		return run_to_park(t);
+		return run_to_park(t, false);
 	t->park = 0;  /* the call's stack runs over it: the next calls are stepped too */
 	if (pt(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
@@ -1300,7 +1314,7 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 		return -1;
 	}
 	if (!**maps) {
-		cli_error("process %ld has no memory map (a kernel thread?)", pid);
+		target_error(pid, "process %ld has no memory map (a kernel thread?)", pid);
 		free(*maps);
 		return -1;
 	}
@@ -1331,7 +1345,7 @@ static int try_park(struct target *t)
 	go.orig_rax = (unsigned long long)-1;
 	if (pt(PTRACE_SETREGS, t->tid, 0, &go))
 		return -errno;
-	return run_to_park(t);
+	return run_to_park(t, true);
 }
 
 /* Seizes and holds a thread, writes the frame of the calls. Returns 0
