@@ -54,6 +54,9 @@
 
 #define XSTATE_MAX 16384
 #define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
+/* how long a thread waits in the park by itself (see "the calls") */
+#define PARK_MS 1000
+#define FUTEX_WAIT_PRIVATE_OP 128  /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 
 /* What the CLI traces a process for: its refusal advises each its own
  * way (seize_error). */
@@ -440,6 +443,25 @@ static void step_point(void)
 		raise(SIGKILL);
 }
 
+/* HEAPTRAIL_TEST_STALL_PARK=K makes heaptrail sleep for longer than the
+ * park lasts once its Kth call waits there, before it stops the thread:
+ * a heaptrail held up that long (attach:kill checks what it then does). */
+static void stall_point(void)
+{
+	static long left = -1;
+	if (left == -1) {
+		const char *e = getenv("HEAPTRAIL_TEST_STALL_PARK");
+		left = e && atol(e) > 0 ? atol(e) : LONG_MAX;
+	}
+	if (left > 0 && --left == 0) {
+		struct timespec d = { 0, 0 };
+		d.tv_sec = (PARK_MS + 300) / 1000;
+		d.tv_nsec = (PARK_MS + 300) % 1000 * 1000000L;
+		while (nanosleep(&d, &d) && errno == EINTR)
+			;
+	}
+}
+
 static long pt(int req, pid_t tid, void *addr, void *data)
 {
 	step_point();
@@ -659,9 +681,6 @@ out:
 /* room the calls may take below the frame: an attach with --sample 1, a
  * dump and a detach took 22 KiB of a thread's stack below the block */
 #define CALL_STACK (128 * 1024)
-/* how long a thread waits in the park by itself (see above) */
-#define PARK_MS 1000
-#define FUTEX_WAIT_PRIVATE_OP 128  /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 
 /* The kernel's x86-64 rt_sigframe (arch/x86/include/asm/sigframe.h). */
 struct k_sigcontext {
@@ -1089,8 +1108,11 @@ again:
 				return e;
 			continue;
 		}
-		if ((seen = in_park(t)) || (probe && ms_since(&t0) > 50))
+		if ((seen = in_park(t)) || (probe && ms_since(&t0) > 50)) {
+			if (seen && !probe)
+				stall_point();
 			break;
+		}
 		struct timespec d = { 0, us * 1000 };
 		nanosleep(&d, NULL);
 		us = us * 3 / 2 > 500 ? 500 : us * 3 / 2;

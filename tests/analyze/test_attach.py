@@ -80,7 +80,13 @@ commands on stdin).
                     no one, a later attach, dump and detach work, and it
                     ends with its own check passed, with no mapping more
                     than after the first attach and detach; three more
-                    cycles lose none of its signals
+                    cycles lose none of its signals. And heaptrail held
+                    up past the calls' park (HEAPTRAIL_TEST_STALL_PARK=1:
+                    it sleeps 1.3 s once its first call waits there): the
+                    attach borrows a thread again after its dlopen and
+                    works; a dump and a detach say in one line that the
+                    call ran but its result was lost (the detach did
+                    detach); the program answers after each
     attach:timeout  a program whose main thread sleeps 2 s in nanosleep while
                     another waits in read (tests/analyze/progs/
                     attach_sleep.c), attached 0.8 s into the sleep: the
@@ -1127,10 +1133,12 @@ def test_kill(suite):
     pid = str(t.p.pid)
     out = os.path.join(work, "out")
 
-    def cli(args, kill_at=None):
+    def cli(args, kill_at=None, stall=None):
         env = dict(os.environ)
         if kill_at:
             env["HEAPTRAIL_TEST_KILL_AT"] = str(kill_at)
+        if stall:
+            env["HEAPTRAIL_TEST_STALL_PARK"] = str(stall)
         t0 = time.monotonic()
         r = subprocess.run([suite.heaptrail] + args, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, timeout=60)
@@ -1225,6 +1233,32 @@ def test_kill(suite):
                        "after delays up to 1.5 x %.0f ms and 1.5 x %.0f ms"
                        % (steps.get("attach", 0), steps.get("detach", 0),
                           max(took["attach"]) * 1e3, max(took["detach"]) * 1e3))
+        if not problems:
+            # heaptrail held up past the park (1 s) once a call has ended:
+            # the thread goes back by itself; an attach borrows one again
+            # after its dlopen, a dump or a detach says its result is lost
+            run_tests.fresh_dir(out)
+            rc, err, _ = cli(["attach", "-o", out, pid], stall=1)
+            expect_ok(problems, "attach held up after its dlopen", rc, err)
+            whole("attach held up after its dlopen")
+            for what, args, entry in (("dump", ["dump", pid], "heaptrail_dump_request"),
+                                      ("detach", ["detach", pid], "heaptrail_attach_stop")):
+                if what == "detach":
+                    rc, err, _ = cli(["dump", pid])
+                    expect_ok(problems, "dump before a held-up detach", rc, err)
+                rc, err, _ = cli(args, stall=1)
+                lines = err.splitlines()
+                if rc != 1 or len(lines) != 1 or \
+                        not re.search(r"%s ran in process %s, but its result was lost" %
+                                      (entry, pid), lines[0]):
+                    problems.append("%s held up after its call: exit %d, stderr %r" %
+                                    (what, rc, err[:300]))
+                whole("%s held up after its call" % what)
+            rc, err, _ = cli(["detach", pid])
+            if rc != 1 or "is not attached" not in err:
+                problems.append("the detach held up did not detach: a detach after it: "
+                                "exit %d, %r" % (rc, err[:300]))
+            details.append("held up past the park after a call: attach, dump, detach")
         if not problems:
             # a signal for the thread that comes while heaptrail holds it
             # passes through a ptrace stop, and the kernel drops it when
