@@ -16,6 +16,7 @@
 #include "agent/sample.h"
 #include "agent/table.h"
 #include "format/leakfile.h"
+#include "format/options.h"
 #include "agent/banned.h"
 
 AGENT_API int heaptrail_set_active(int on)
@@ -37,6 +38,15 @@ __attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs,
 AGENT_API int heaptrail_dump(const char *path)
 {
 	return agent_dump(path, "api");
+}
+
+/* `heaptrail dump PID` (src/cli/attach.c calls it by ptrace, as it calls
+ * heaptrail_request): the dump heaptrail_dump(NULL) writes, and its path
+ * (as the process names it) into wrote, FMT_REQUEST_PATH_MAX bytes, left
+ * alone when none was written. Returns as heaptrail_dump does. */
+AGENT_API int heaptrail_dump_request(char *wrote)
+{
+	return agent_dump_wrote("api", wrote, wrote ? FMT_REQUEST_PATH_MAX : 0);
 }
 
 AGENT_API int heaptrail_reset(void)

@@ -31,6 +31,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,9 @@
 
 #define XSTATE_MAX 16384
 #define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
+/* how long a thread waits in the park by itself (see "the calls") */
+#define PARK_MS 1000
+#define FUTEX_WAIT_PRIVATE_OP 128  /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 
 /* What the CLI traces a process for: its refusal advises each its own
  * way (seize_error). */
@@ -69,7 +73,12 @@ struct target {
 	size_t xstate_len;
 	int memfd;
 	uint64_t restorer;      /* libc's rt_sigreturn */
+	uint64_t gadget;        /* a `syscall; ret` in libc, for the park (0: none) */
 	uint64_t frame;         /* the signal frame, below the thread's stack pointer */
+	uint64_t park;          /* the park's frame, below that one (0: no park) */
+	int scfd;               /* /proc/PID/task/TID/syscall, while calls run parked */
+	bool parked;            /* held at the park after a call (see "the calls") */
+	bool step;              /* the next call stepped with PTRACE_SYSCALL */
 	uint64_t strings;       /* STRINGS_SPACE above the frame: the calls' strings */
 	uint64_t result;        /* where heaptrail_attach_call stores a result */
 	uint64_t sigmask;       /* the thread's blocked signals */
@@ -400,15 +409,22 @@ static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool
 		pid_t tid = (pid_t)atoi(e->d_name);
 		if (tid <= 0 || avoided(avoid, tid))
 			continue;
-		char sp[160];
-		snprintf(sp, sizeof sp, "/proc/%d/task/%d/syscall", pid, tid);
-		char *s = slurp(sp, NULL);
+		char scpath[160];
+		snprintf(scpath, sizeof scpath, "/proc/%d/task/%d/syscall", pid, tid);
+		char *s = slurp(scpath, NULL);
 		long nr = s && *s != 'r' ? strtol(s, NULL, 10) : -1;
-		unsigned long a[6] = { 0, ~0ul, 0, 0, 0, 0 };
+		unsigned long a[6] = { 0, ~0ul, 0, 0, 0, 0 }, sp = 0;
 		if (nr >= 0)
-			sscanf(s, "%*s %lx %lx %lx %lx %lx %lx", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+			sscanf(s, "%*s %lx %lx %lx %lx %lx %lx %lx", &a[0], &a[1], &a[2], &a[3], &a[4],
+			       &a[5], &sp);
 		unsigned long uaddr = a[0], op = a[1];
 		free(s);
+		/* a futex word below the stack pointer, where nothing of the
+		 * thread's is live: the park of a heaptrail that died or was too
+		 * slow (see "the calls"), which ends by itself; a borrow would
+		 * write its frames over the word and the timeout it waits on */
+		if (nr == SYS_futex && uaddr < sp && sp - uaddr < (1ul << 20))
+			continue;
 		if (nr >= 0 && !any_timeout && timeout_restarts(nr, a))
 			continue;
 		if (!futex && nr >= 0 && waiting_call(nr)) {
@@ -440,6 +456,26 @@ static void step_point(void)
 	}
 	if (--left == 0)
 		raise(SIGKILL);
+}
+
+/* HEAPTRAIL_TEST_STALL_PARK=K makes heaptrail sleep for longer than the
+ * park lasts once its Kth call waits there, before it stops the thread:
+ * a heaptrail held up that long (attach:kill and attach:container-stall
+ * check what it then does). */
+static void stall_point(void)
+{
+	static long left = -1;
+	if (left == -1) {
+		const char *e = getenv("HEAPTRAIL_TEST_STALL_PARK");
+		left = e && atol(e) > 0 ? atol(e) : LONG_MAX;
+	}
+	if (left > 0 && --left == 0) {
+		struct timespec d = { 0, 0 };
+		d.tv_sec = (PARK_MS + 300) / 1000;
+		d.tv_nsec = (PARK_MS + 300) % 1000 * 1000000L;
+		while (nanosleep(&d, &d) && errno == EINTR)
+			;
+	}
 }
 
 static long pt(int req, pid_t tid, void *addr, void *data)
@@ -579,14 +615,18 @@ static bool own_code(const char *maps, uint64_t pc)
 
 /* The address of an rt_sigreturn in the target's libc (glibc's
  * __restore_rt, `mov $15, %rax; syscall`, the restorer of its signal
- * handlers), found in the file's executable segment; 0 when none. */
-static uint64_t find_restorer(pid_t pid, const char *maps)
+ * handlers), found in the file's executable segment; 0 when none. And
+ * into *gadget, the address of a `syscall; ret` there (0f 05 c3: the end
+ * of getpid and its kind), 0 when none: the park (see "the calls"). */
+static uint64_t find_restorer(pid_t pid, const char *maps, uint64_t *gadget)
 {
 	static const char *const libc[] = { "libc.so.6", NULL };
 	static const unsigned char code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	static const unsigned char sysret[] = { 0x0f, 0x05, 0xc3 };
 	char path[PATH_MAX], file[PATH_MAX + 32];
 	uint64_t base, found = 0;
 	size_t len;
+	*gadget = 0;
 	if (find_module(maps, libc, &base, path, sizeof path))
 		return 0;
 	target_path(pid, path, file, sizeof file);
@@ -598,14 +638,17 @@ static uint64_t find_restorer(pid_t pid, const char *maps)
 	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len)
 		goto out;
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(img + eh->e_phoff);
-	for (int i = 0; i < eh->e_phnum && !found; i++) {
+	for (int i = 0; i < eh->e_phnum && !(found && *gadget); i++) {
 		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) ||
 		    ph[i].p_offset + ph[i].p_filesz > len)
 			continue;
 		const unsigned char *s = (const unsigned char *)img + ph[i].p_offset;
 		const unsigned char *hit = memmem(s, ph[i].p_filesz, code, sizeof code);
-		if (hit)
+		if (hit && !found)
 			found = base + ph[i].p_vaddr + (uint64_t)(hit - s);
+		hit = memmem(s, ph[i].p_filesz, sysret, sizeof sysret);
+		if (hit && !*gadget)
+			*gadget = base + ph[i].p_vaddr + (uint64_t)(hit - s);
 	}
 out:
 	free(img);
@@ -626,19 +669,36 @@ out:
  *    delivery saves them, with a return address that is libc's
  *    rt_sigreturn (glibc's __restore_rt); writing it changes nothing the
  *    thread uses;
+ *  - the park, a second such frame below the first, holds a system call
+ *    instead of registers of the thread's: a futex wait of PARK_MS on a
+ *    word no one wakes, every signal blocked, made by a `syscall; ret`
+ *    of libc's whose ret takes the first frame's return address. A
+ *    thread that runs into the park waits there PARK_MS, then goes
+ *    through the first frame's rt_sigreturn back to where it was;
+ *    writing it changes nothing the thread uses either;
  *  - one PTRACE_SETREGS starts a call (dlopen, or an agent entry point
  *    through heaptrail_attach_call, which stores the result in the
- *    frame's block): the call runs to its end and returns into the
- *    rt_sigreturn, which puts every register, the extended state and the
- *    mask back: the thread resumes where it was, as after a signal
- *    handler, whether heaptrail is there or not.
- * heaptrail follows the call with PTRACE_SYSCALL and takes the thread at
- * the entry of that rt_sigreturn: there it starts the next call (one
- * PTRACE_SETREGS again) or lets it go. Nothing is mapped or left behind.
- * No PTRACE_O_EXITKILL; PTRACE_O_TRACESYSGOOD, whose stops leave no
- * signal behind when their tracer is gone. A call runs with every signal
- * blocked (see remote_call): one for the thread waits, pending, until
- * the rt_sigreturn at its end; heaptrail holds no signal back. */
+ *    frame's block) that returns into the park's rt_sigreturn: the call
+ *    runs to its end, waits in the park and resumes where it was, as
+ *    after a signal handler, whether heaptrail is there or not.
+ * heaptrail lets the call run without a stop (PTRACE_CONT), watches
+ * /proc/PID/task/TID/syscall until the thread waits in the park, and
+ * stops it there (PTRACE_INTERRUPT): one round trip a call, however many
+ * system calls the call makes. From the park it starts the next call
+ * (one PTRACE_SETREGS again), or sends the thread into the first frame's
+ * rt_sigreturn (one PTRACE_SETREGS) and lets it go. A heaptrail that dies
+ * during a call, or is held up for longer than PARK_MS, costs the thread
+ * PARK_MS at most; a thread that left the park by itself is let go as it
+ * is (its call's result unknown). Without a `syscall; ret` in libc (and
+ * once more for a dlopen that failed, to name the system call that
+ * failed), heaptrail follows the call with PTRACE_SYSCALL instead, two
+ * stops for each of its system calls, and takes the thread at the entry
+ * of the first frame's rt_sigreturn.
+ * Nothing is mapped or left behind. No PTRACE_O_EXITKILL;
+ * PTRACE_O_TRACESYSGOOD, whose stops leave no signal behind when their
+ * tracer is gone. A call runs with every signal blocked (see
+ * remote_call), and so does the park: one for the thread waits, pending,
+ * until the rt_sigreturn at the end; heaptrail holds no signal back. */
 
 #define FP_XSTATE_MAGIC1 0x46505853U
 #define FP_XSTATE_MAGIC2 0x46505845U
@@ -718,7 +778,7 @@ static bool stack_room(struct target *t, uint64_t sp)
 	snprintf(path, sizeof path, "/proc/%d/maps", t->pid);
 	char *maps = slurp(path, NULL);
 	bool ok = false;
-	uint64_t need = RED_ZONE + STRINGS_SPACE + XSTATE_MAX + 1024;
+	uint64_t need = RED_ZONE + STRINGS_SPACE + XSTATE_MAX + 2048;
 	for (const char *l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		unsigned long lo, hi;
 		if (sscanf(l, "%lx-%lx", &lo, &hi) != 2 || sp <= lo || sp > hi)
@@ -758,8 +818,45 @@ static void fill_context(struct k_sigcontext *m, const struct user_regs_struct *
 	m->ss = (uint16_t)r->ss;
 }
 
-/* Writes the frame below the thread's stack pointer (see above).
- * Returns 0 or -1. */
+/* The park's futex word; its timeout 16 bytes above (both in the room
+ * of the park's frame's siginfo, which rt_sigreturn does not read). */
+static uint64_t park_word(const struct target *t)
+{
+	return t->park + offsetof(struct k_rt_sigframe, info);
+}
+
+/* Writes the park below the frame (see above). Returns 0 or -1. */
+static int write_park(struct target *t)
+{
+	struct k_rt_sigframe p;
+	memset(&p, 0, sizeof p);
+	t->park = ((t->frame - sizeof p) & ~(uint64_t)15) - 8;
+	struct user_regs_struct r = t->saved;
+	r.rip = t->gadget;
+	r.rsp = t->frame;  /* the ret takes the frame's return address */
+	r.rax = SYS_futex;
+	r.rdi = park_word(t);
+	r.rsi = FUTEX_WAIT_PRIVATE_OP;
+	r.rdx = 0;
+	r.r10 = park_word(t) + 16;
+	r.r8 = r.r9 = 0;
+	r.eflags &= ~(0x100ull | 0x400ull | 0x40000ull);  /* TF, DF, AC */
+	p.pretcode = t->restorer;
+	p.uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	fill_context(&p.uc.mc, &r);
+	p.uc.sigmask = ~0ull;
+	struct timespec ts = { PARK_MS / 1000, (PARK_MS % 1000) * 1000000L };
+	memcpy(p.info + 16, &ts, sizeof ts);
+	if (mem_rw(t, t->park, &p, sizeof p, true)) {
+		t->park = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes the frame below the thread's stack pointer, and the park below
+ * it when libc has the park's `syscall; ret` (see above). Returns 0 or
+ * -1. */
 static int write_frame(struct target *t)
 {
 	struct user_regs_struct r = resume_regs(t);
@@ -805,7 +902,7 @@ static int write_frame(struct target *t)
 	f.uc.sigmask = t->sigmask;
 	if ((fp && mem_rw(t, fp, x, xlen + 4, true)) || mem_rw(t, t->frame, &f, sizeof f, true))
 		return -1;
-	return 0;
+	return t->gadget ? write_park(t) : 0;
 }
 
 /* Checks that the stopped thread can run calls (a stack with room, a
@@ -947,27 +1044,158 @@ static int borrow(struct target *t)
 	return -EAGAIN;
 }
 
-/* Gives the thread back: it resumes as it was (from the entry of the
- * last call's rt_sigreturn, or from its stop). */
+/* Gives the thread back: it resumes as it was (from the park, through
+ * the frame's rt_sigreturn; from the entry of the last call's
+ * rt_sigreturn; or from its stop). */
 static void give_back(struct target *t)
 {
+	if (t->parked) {
+		/* out of the park, into the frame's rt_sigreturn: as the park's
+		 * ret would after its wait (if this fails, the wait ends it) */
+		struct user_regs_struct r = t->saved;
+		r.rip = t->restorer;
+		r.rsp = t->frame + 8;
+		r.rax = 0;
+		r.orig_rax = (unsigned long long)-1;  /* the park's wait is not restarted */
+		pt(PTRACE_SETREGS, t->tid, 0, &r);
+		t->parked = false;
+	}
 	pt(PTRACE_DETACH, t->tid, 0, 0);
 	t->stopped_ms += ms_since(&t->stopped_at);
 	t->tid = 0;
 	t->busy = false;
 }
 
+/* A stop of the thread during a call that is not heaptrail's own: 0 to
+ * go on (a signal passed on to the kernel, see below), -EFAULT when the
+ * call faulted (the fault is delivered and the thread let go: the
+ * program would have died of it). */
+static int pass_stop(struct target *t, int sig, int resume)
+{
+	if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
+		pt(PTRACE_DETACH, t->tid, 0, (void *)(long)sig);
+		t->tid = 0;
+		t->parked = false;
+		return -EFAULT;
+	}
+	/* a signal before the call's own rt_sigreturn has blocked them all:
+	 * delivered now (its handler returns to that rt_sigreturn), or
+	 * queued again by the kernel when blocked (SIGSTOP is not: it stops
+	 * the thread as it would); heaptrail holds none */
+	if (pt(resume, t->tid, 0, (void *)(long)(sig > 0 ? sig : 0)))
+		return -errno;
+	return 0;
+}
+
+/* Whether the thread waits in the park now, as /proc/PID/task/TID/syscall
+ * says. (Nothing else there tells that a call has ended: a call may wait
+ * in a system call on a stack of the agent's own, anywhere.) */
+static bool in_park(struct target *t)
+{
+	char buf[256];
+	ssize_t n = pread(t->scfd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	long nr;
+	unsigned long a0, sp, pc;
+	return sscanf(buf, "%ld %lx %*x %*x %*x %*x %*x %lx %lx", &nr, &a0, &sp, &pc) == 4 &&
+	       nr == SYS_futex && a0 == park_word(t) && sp == t->frame && pc == t->gadget + 2;
+}
+
+/* Lets a call started by remote_call run (PTRACE_CONT) and stops the
+ * thread in the park at its end (see "the calls"). Returns 0 with the
+ * thread held there (t->parked), -ESRCH when the thread is gone,
+ * -EFAULT when the call faulted, -ETIME when the thread left the park by
+ * itself before heaptrail stopped it (it is stopped where it went: let
+ * it go as it is). probe: no call, the thread sent into the park alone
+ * (try_park): it is looked at every 50 ms, and -ETIME when it went back
+ * without waiting there (a seccomp filter refused the wait). */
+static int run_to_park(struct target *t, bool probe)
+{
+	struct timespec t0;
+	bool seen;
+again:
+	if (pt(PTRACE_CONT, t->tid, 0, 0))
+		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long us = 20;
+	for (;;) {
+		int st, sig;
+		pid_t w = waitpid(t->tid, &st, WNOHANG | __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || (w > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))) {
+			if (w == t->pid)
+				note_reaped(w, st);
+			return -ESRCH;
+		}
+		if (w > 0 && WIFSTOPPED(st)) {
+			sig = st >> 16 ? 0 : WSTOPSIG(st);
+			int e = pass_stop(t, sig, PTRACE_CONT);
+			if (e)
+				return e;
+			continue;
+		}
+		if ((seen = in_park(t)) || (probe && ms_since(&t0) > 50)) {
+			if (seen && !probe)
+				stall_point();
+			break;
+		}
+		struct timespec d = { 0, us * 1000 };
+		nanosleep(&d, NULL);
+		us = us * 3 / 2 > 500 ? 500 : us * 3 / 2;
+	}
+	if (pt(PTRACE_INTERRUPT, t->tid, 0, 0))
+		return -errno;
+	for (;;) {
+		int st, sig = wait_stop(t, &st);
+		if (sig < 0)
+			return -ESRCH;
+		if (!sig)
+			break;  /* the interrupt's stop (or a group stop: where, the registers say) */
+		int e = pass_stop(t, sig, PTRACE_CONT);
+		if (e)
+			return e;
+	}
+	struct user_regs_struct q;
+	if (pt(PTRACE_GETREGS, t->tid, 0, &q))
+		return -errno;
+	bool waiting = q.rip == t->gadget + 2 && q.rsp == t->frame &&
+		       (long)q.orig_rax == SYS_futex && (restart_names((long)q.rax) ||
+							 (long)q.rax == -ETIMEDOUT);
+	if (probe && !seen && !waiting) {
+		/* on its way in (the park's rt_sigreturn, its system call not
+		 * made yet: not run yet, on a busy machine), or gone back: the
+		 * wait refused */
+		if (((q.rip == t->restorer || q.rip == t->restorer + 7) && q.rsp == t->park + 8) ||
+		    (q.rip == t->gadget && q.rsp == t->frame))
+			goto again;
+		return -ETIME;
+	}
+	/* in the park, or past its wait on the way to the frame's
+	 * rt_sigreturn, not into it: the same place to go on from */
+	if ((q.rip == t->gadget + 2 && q.rsp == t->frame) ||
+	    ((q.rip == t->restorer || q.rip == t->restorer + 7) && q.rsp == t->frame + 8)) {
+		t->parked = true;
+		return 0;
+	}
+	return -ETIME;
+}
+
 /* Calls fn(a[0], ..., a[5]) in the thread, on its own stack below the
- * frame, returning into the frame's rt_sigreturn. Returns 0 when the
- * call ended (stopped at that rt_sigreturn), -ESRCH when the thread is
- * gone, -EFAULT when the call faulted (the fault is delivered: the
- * program would have died of it). The last system call that failed
- * during the call is in t->failed_nr, t->failed_err. */
+ * frames, returning into the park (or, stepped, into the frame's
+ * rt_sigreturn). Returns 0 when the call ended (the thread held in the
+ * park, or stopped at that rt_sigreturn), or an error of run_to_park's
+ * (-ESRCH, -EFAULT, -ETIME) or -errno. The last system call that failed
+ * during a stepped call is in t->failed_nr, t->failed_err. */
 static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 {
+	bool park = t->park && t->scfd >= 0 && !t->step;
+	uint64_t ret_to = park ? t->park : t->frame;
 	struct user_regs_struct r = t->saved;
 	r.rip = fn;
-	r.rsp = t->frame;
+	r.rsp = ret_to;
 	r.rdi = a[0];
 	r.rsi = a[1];
 	r.rdx = a[2];
@@ -976,13 +1204,13 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 	r.r9 = a[5];
 	r.rax = 0;
 	r.eflags &= ~(0x100ull | 0x400ull | 0x40000ull);  /* TF, DF, AC: as for a handler */
-	/* The call starts through a frame of its own too, under the other:
+	/* The call starts through a frame of its own too, under the others:
 	 * an rt_sigreturn into fn with every signal blocked (one that comes
 	 * waits until the call's end puts the thread's mask back: heaptrail
 	 * holds none) and the initial floating-point state. */
 	struct k_rt_sigframe f;
 	memset(&f, 0, sizeof f);
-	uint64_t setup = (t->frame - 256 - sizeof f) & ~(uint64_t)15;
+	uint64_t setup = (ret_to - 256 - sizeof f) & ~(uint64_t)15;
 	f.uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
 	fill_context(&f.uc.mc, &r);
 	f.uc.sigmask = ~0ull;
@@ -994,7 +1222,13 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 	go.rax = 0;
 	go.orig_rax = (unsigned long long)-1;  /* no restart: at a stop in a call, none runs */
 	t->failed_nr = -1;
-	if (pt(PTRACE_SETREGS, t->tid, 0, &go) || pt(PTRACE_SYSCALL, t->tid, 0, 0))
+	if (pt(PTRACE_SETREGS, t->tid, 0, &go))
+		return -errno;
+	t->parked = false;  /* out of the park, if it was there */
+	if (park)
+		return run_to_park(t, false);
+	t->park = 0;  /* the call's stack runs over it: the next calls are stepped too */
+	if (pt(PTRACE_SYSCALL, t->tid, 0, 0))
 		return -errno;
 	for (;;) {
 		int st, sig = wait_stop(t, &st);
@@ -1012,15 +1246,10 @@ static int remote_call(struct target *t, uint64_t fn, const uint64_t a[6])
 				t->failed_err = (int)-(long)q.rax;
 			}
 			sig = 0;
-		} else if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
-			pt(PTRACE_DETACH, t->tid, 0, (void *)(long)sig);
-			t->tid = 0;
-			return -EFAULT;
 		}
-		/* a signal before the call's own rt_sigreturn has blocked them
-		 * all: delivered now (its handler returns to that rt_sigreturn),
-		 * or queued again by the kernel when blocked; heaptrail holds none */
-		pt(PTRACE_SYSCALL, t->tid, 0, (void *)(long)(sig > 0 ? sig : 0));
+		int e = pass_stop(t, sig, PTRACE_SYSCALL);
+		if (e)
+			return e;
 	}
 }
 
@@ -1163,6 +1392,7 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 	t->pid = (pid_t)pid;
 	t->use = use;
 	t->memfd = -1;
+	t->scfd = -1;
 	for (int i = 0; i < 1000 && held_briefly((pid_t)pid, (pid_t)pid); i++)
 		usleep(2000);  /* the agent's scan, or another request, for a moment */
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
@@ -1196,7 +1426,7 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 		return -1;
 	}
 	if (!**maps) {
-		cli_error("process %ld has no memory map (a kernel thread?)", pid);
+		target_error(pid, "process %ld has no memory map (a kernel thread?)", pid);
 		free(*maps);
 		return -1;
 	}
@@ -1205,6 +1435,33 @@ static int open_target(struct target *t, long pid, enum target_use use, char **m
 		return -1;
 	}
 	return 0;
+}
+
+/* Whether pid runs under a seccomp filter. */
+static bool seccomp_filtered(pid_t pid)
+{
+	char path[64], sec[16] = "";
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	char *status = slurp(path, NULL);
+	if (status)
+		status_field(status, "Seccomp", sec, sizeof sec);
+	free(status);
+	return !strcmp(sec, "2");
+}
+
+/* Sends the held thread into the park alone (its rt_sigreturn, then the
+ * wait) and stops it there: 0, or an error of run_to_park's (-ETIME:
+ * it went back at once, the wait refused). */
+static int try_park(struct target *t)
+{
+	struct user_regs_struct go = t->saved;
+	go.rip = t->restorer;
+	go.rsp = t->park + 8;  /* as after the call's return took the address */
+	go.rax = 0;
+	go.orig_rax = (unsigned long long)-1;
+	if (pt(PTRACE_SETREGS, t->tid, 0, &go))
+		return -errno;
+	return run_to_park(t, true);
 }
 
 /* Seizes and holds a thread, writes the frame of the calls. Returns 0
@@ -1223,7 +1480,7 @@ static int start_calls(struct target *t, const char *maps)
 	sigaddset(&stop, SIGQUIT);
 	sigaddset(&stop, SIGPIPE);
 	t->masked = !sigprocmask(SIG_BLOCK, &stop, &t->oldmask);
-	t->restorer = find_restorer(t->pid, maps);
+	t->restorer = find_restorer(t->pid, maps, &t->gadget);
 	if (!t->restorer) {
 		target_error(t->pid, "cannot find the signal return (__restore_rt) of the libc of "
 			     "process %d", t->pid);
@@ -1242,9 +1499,35 @@ static int start_calls(struct target *t, const char *maps)
 			seize_error(t, -e);
 		return -1;
 	}
+	snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", t->pid, t->tid);
+	t->scfd = t->gadget ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (write_frame(t)) {
 		target_error(t->pid, "cannot write into the stack of process %d", t->pid);
 		return -1;
+	}
+	/* A seccomp filter may refuse the park's futex wait (the filters of
+	 * containers and of systemd allow it: every threaded program needs
+	 * it): the thread would go back at once after a call, its result
+	 * lost. Under a filter the park is tried alone first; refused, the
+	 * thread is borrowed again and the calls are stepped. */
+	if (t->scfd >= 0 && seccomp_filtered(t->pid)) {
+		e = try_park(t);
+		if (e == -ETIME) {
+			give_back(t);
+			close(t->scfd);
+			t->scfd = -1;
+			if ((e = borrow(t))) {
+				if (e != -EAGAIN)
+					seize_error(t, -e);
+				return -1;
+			}
+			e = write_frame(t) ? -EIO : 0;
+		}
+		if (e) {
+			target_error(t->pid, "cannot borrow a thread of process %d: %s", t->pid,
+				     strerror(-e));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1276,6 +1559,10 @@ static void end_calls(struct target *t)
 	if (t->memfd >= 0)
 		close(t->memfd);
 	t->memfd = -1;
+	if (t->scfd >= 0)
+		close(t->scfd);
+	t->scfd = -1;
+	t->park = 0;
 	if (t->masked)
 		sigprocmask(SIG_SETMASK, &t->oldmask, NULL);
 	t->masked = false;
@@ -1352,7 +1639,9 @@ static int agent_in(const char *maps, uint64_t *base, char *path, size_t cap)
  * these calls leaves the process a descriptor it never uses (a memory
  * file, or the pending pair) until the agent's next start or stop,
  * which closes them (src/agent/attach.c); the borrowed thread runs on
- * as after any other call.
+ * as after any other call. One held up past the park after one of them
+ * finds the thread gone back by itself: the attach borrows one again and
+ * loads the agent only if it is not mapped yet (do_attach).
  */
 
 /* Whether path names the same file for process pid as for us. */
@@ -1418,6 +1707,17 @@ static int fd_linked(long pid, const char *want)
 	}
 	if (d)
 		closedir(d);
+	return found;
+}
+
+/* Whether process pid maps a file named name (as its maps show it). */
+static bool mapped(long pid, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+	char *maps = slurp(path, NULL);
+	bool found = maps && strstr(maps, name);
+	free(maps);
 	return found;
 }
 
@@ -1523,7 +1823,10 @@ static int copy_into(long pid, int fd, const char *from)
 /* Loads the agent (our file at agent) into the held process through a
  * memory file of its own (see above); libc's memfd_create, dlopen and
  * close at the addresses given. Returns 0 when dlopen ran (whether it
- * loaded the agent, the map says), or prints and -1. */
+ * loaded the agent, the map says), -ETIME when the thread left the park
+ * by itself after one of the three calls (heaptrail held up: it is let
+ * go as it is, a memory file it made left for the agent's start to
+ * close), or prints and -1. */
 static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64_t close_fn,
 			  const char *agent)
 {
@@ -1540,6 +1843,8 @@ static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64
 		return -1;
 	}
 	int e = remote_call(t, create, a);
+	if (e == -ETIME)
+		return e;
 	int m = e ? -1 : fd_linked(pid, want);
 	if (m < 0) {
 		char why[160] = "";
@@ -1562,15 +1867,29 @@ static int load_via_memfd(struct target *t, uint64_t create, uint64_t dl, uint64
 		a[1] = RTLD_NOW_VALUE;
 		if (mem_rw(t, t->strings, path, strlen(path) + 1, true) ||
 		    (e = remote_call(t, dl, a))) {
+			if (e == -ETIME)
+				return e;
 			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
 				     strerror(e ? -e : EIO));
 			ret = -1;
+		} else if (t->park && !mapped(pid, want)) {
+			/* once more, stepped, to name the system call that fails */
+			t->step = true;
+			e = remote_call(t, dl, a);
+			t->step = false;
+			if (e) {
+				target_error(pid, "the call to dlopen in process %ld failed: %s",
+					     pid, strerror(-e));
+				ret = -1;
+			}
 		}
 	}
 	/* the mapping holds the file from now on */
 	a[0] = (uint64_t)m;
 	a[1] = 0;
-	if (t->tid && remote_call(t, close_fn, a) && !ret) {
+	if (t->tid && (e = remote_call(t, close_fn, a)) && !ret) {
+		if (e == -ETIME)
+			return e;  /* the load is done: the attach goes on */
 		target_error(pid, "the call to close in process %ld failed", pid);
 		ret = -1;
 	}
@@ -1596,6 +1915,14 @@ static int send_dir(struct target *t, uint64_t call, uint64_t pair, const char *
 	int sv[2] = { -1, -1 }, pidfd = -1, end = -1, dfd = -1;
 	*pending = false;
 	int e = agent_call(t, call, pair, at_sv, 0, 0, 0, &rv);
+	if (e == -ETIME) {
+		/* the thread went back, a pair perhaps made: the agent closes
+		 * it at its next start or stop */
+		target_error(pid, "heaptrail_attach_pair ran in process %ld, but its result was lost: "
+			     "heaptrail was held up for more than %d ms after it (a machine this "
+			     "loaded may need another try)", pid, PARK_MS);
+		return -1;
+	}
 	if (e || (int)rv || mem_rw(t, at_sv, sv, sizeof sv, false)) {
 		target_error(pid, "process %ld could not make the socket pair that takes the output "
 			     "directory (socketpair%s%s)%s", pid, !e && (int)rv ? ": " : "",
@@ -1655,7 +1982,7 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	uint64_t base, rv;
 	int result = -1;
 	enum target_use use = request ? (request & FMT_SIGVAL_DUMP ? USE_LIVE : USE_LEAKS)
-			      : !strcmp(name, "heaptrail_dump") ? USE_DUMP : USE_DETACH;
+			      : !strncmp(name, "heaptrail_dump", 14) ? USE_DUMP : USE_DETACH;
 	if (open_target(&t, pid, use, &maps))
 		return -1;
 	if (agent_in(maps, &base, agent, sizeof agent)) {
@@ -1665,6 +1992,16 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	}
 	uint64_t fn = agent_symbol(pid, base, agent, name);
 	uint64_t call = agent_symbol(pid, base, agent, "heaptrail_attach_call");
+	/* heaptrail_dump_request(wrote): an older agent has heaptrail_dump
+	 * alone, which does not say where it wrote */
+	bool dump_path = !strcmp(name, "heaptrail_dump_request");
+	if (dump_path && (!fn || !call || !wrote)) {
+		name = "heaptrail_dump";
+		fn = agent_symbol(pid, base, agent, name);
+		dump_path = false;
+	}
+	if (wrote)
+		wrote[0] = 0;
 	if (!fn) {
 		target_error(pid, "the agent in process %ld (%s) has no %s: an older heaptrail?", pid,
 			     agent, name);
@@ -1673,6 +2010,15 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 	if (start_calls(&t, maps))
 		goto out;
 	uint64_t a0 = 0, a1 = 0;
+	if (dump_path) {
+		/* an empty path for the agent's answer */
+		char none = 0;
+		a0 = t.strings;
+		if (mem_rw(&t, a0, &none, 1, true)) {
+			target_error(pid, "cannot write into process %ld's memory", pid);
+			goto out;
+		}
+	}
 	if (s0) {
 		a0 = t.strings;
 		mem_rw(&t, a0, (void *)s0, strlen(s0) + 1, true);
@@ -1704,6 +2050,10 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else if (call) {
 		e = agent_call(&t, base + call, base + fn, a0, a1, 0, 0, &rv);
+		if (dump_path && (e || mem_rw(&t, a0, wrote, FMT_REQUEST_PATH_MAX, false)))
+			wrote[0] = 0;
+		if (dump_path)
+			wrote[FMT_REQUEST_PATH_MAX - 1] = 0;
 	} else {
 		/* an agent loaded by an older heaptrail: the call runs, its
 		 * result goes with the registers the rt_sigreturn puts back */
@@ -1714,7 +2064,12 @@ static int call_agent(long pid, const char *name, const char *s0, const char *s1
 			fprintf(stderr, "heaptrail: the agent in process %ld is older than heaptrail: "
 				"%s ran, its result is not known\n", pid, name);
 	}
-	if (e) {
+	if (e == -ETIME) {
+		target_error(pid, "%s ran in process %ld, but its result was lost: heaptrail was held "
+			     "up for more than %d ms after it (a machine this loaded may need another "
+			     "try)", name, pid, PARK_MS);
+		goto out;
+	} else if (e) {
 		target_error(pid, "the call into process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
@@ -1862,33 +2217,78 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	opts = opts_pid;
 	if (start_calls(&t, maps))
 		goto out;
-	uint64_t s_path = t.strings, s_opts = t.strings + 4096, s_out = t.strings + 12288;
 	if (strlen(agent) >= 4096 || strlen(opts) >= 8192 || strlen(outdir) >= 3072) {
 		cli_error("the options are too long for the attach (%zu bytes)", strlen(opts));
 		goto out;
 	}
+	/* s_opts and s_out are written after the load: above the place of
+	 * the memory file's name and the pair's, where t.strings is once the
+	 * thread has been borrowed again */
+	uint64_t s_path = t.strings, s_opts, s_out;
 	int e = 0;
-	if (by_memfd) {
-		if (load_via_memfd(&t, libc_base + memfd_off, libc_base + dlopen_off,
-				   libc_base + close_off, agent))
-			goto out;
-	} else if (!in_memory) {
-		if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true)) {
-			target_error(pid, "cannot write into process %ld's memory", pid);
+	for (int round = 0;; round++) {
+		if (by_memfd) {
+			e = load_via_memfd(&t, libc_base + memfd_off, libc_base + dlopen_off,
+					   libc_base + close_off, agent);
+			if (e && e != -ETIME)
+				goto out;
+		} else if (!in_memory) {
+			s_path = t.strings;
+			if (mem_rw(&t, s_path, agent, strlen(agent) + 1, true)) {
+				target_error(pid, "cannot write into process %ld's memory", pid);
+				goto out;
+			}
+			uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
+			e = remote_call(&t, libc_base + dlopen_off, a);
+		}
+		if (e != -ETIME || round == 2)
+			break;
+		/* heaptrail was held up longer than the park: the thread went
+		 * back by itself after a call of the load; the start needs one
+		 * again, and the load is made again unless it is done (an agent
+		 * loaded twice from two memory files would be two agents; a
+		 * memory file left open, the agent's start closes) */
+		end_calls(&t);
+		free(maps);
+		snprintf(file, sizeof file, "/proc/%ld/maps", pid);
+		maps = slurp(file, NULL);
+		if (!maps) {
+			target_error(pid, "cannot read the memory map of process %ld", pid);
 			goto out;
 		}
-		uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
-		e = remote_call(&t, libc_base + dlopen_off, a);
-		if (e) {
-			target_error(pid, "the call to dlopen in process %ld failed: %s", pid,
-				     strerror(-e));
+		if (start_calls(&t, maps))
 			goto out;
+		if (!agent_in(maps, &ab, loaded, sizeof loaded)) {
+			e = 0;
+			break;
 		}
 	}
+	if (e == -ETIME) {
+		target_error(pid, "heaptrail was held up for more than %d ms after each of 3 calls "
+			     "that load the agent into process %ld (a machine this loaded may need "
+			     "another try)", PARK_MS, pid);
+		goto out;
+	} else if (e) {
+		target_error(pid, "the call to dlopen in process %ld failed: %s", pid, strerror(-e));
+		goto out;
+	}
+	s_opts = t.strings + 4096;
+	s_out = t.strings + 12288;
 	/* dlopen's result went with the call's registers: the map says */
 	free(maps);
 	snprintf(file, sizeof file, "/proc/%ld/maps", pid);
 	maps = slurp(file, NULL);
+	if (maps && agent_in(maps, &ab, loaded, sizeof loaded) && t.park && !by_memfd &&
+	    !in_memory) {
+		/* once more, stepped, to name the system call that fails (the
+		 * memory file's dlopen is stepped in load_via_memfd) */
+		uint64_t a[6] = { s_path, RTLD_NOW_VALUE, 0, 0, 0, 0 };
+		t.step = true;
+		e = remote_call(&t, libc_base + dlopen_off, a);
+		t.step = false;
+		free(maps);
+		maps = e ? NULL : slurp(file, NULL);
+	}
 	if (!maps || agent_in(maps, &ab, loaded, sizeof loaded)) {
 		char why[160] = "";
 		if (t.failed_nr >= 0)
@@ -1916,7 +2316,12 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	 * rewrites code (allocator functions hooked by name) */
 	e = agent_call(&t, ab + call_off, ab + start_off, s_opts, s_out, t.saved.rip, t.saved.rsp,
 		       &rv);
-	if (e) {
+	if (e == -ETIME) {
+		target_error(pid, "heaptrail_attach_start ran in process %ld, but its result was "
+			     "lost: heaptrail was held up for more than %d ms after it (a machine "
+			     "this loaded may need another try)", pid, PARK_MS);
+		goto out;
+	} else if (e) {
 		target_error(pid, "the agent's start in process %ld failed: %s", pid, strerror(-e));
 		goto out;
 	}
@@ -2259,7 +2664,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	int r;
 	double ms;
-	if (call_agent(pid, "heaptrail_dump", NULL, NULL, 0, &r, &ms, NULL))
+	char wrote[FMT_REQUEST_PATH_MAX], path[FMT_REQUEST_PATH_MAX + 64];
+	if (call_agent(pid, "heaptrail_dump_request", NULL, NULL, 0, &r, &ms, wrote))
 		return 1;
 	if (r == -ENOTCONN) {
 		cli_error("process %ld was detached from heaptrail: 'heaptrail attach %ld' to "
@@ -2270,8 +2676,15 @@ int cmd_dump(int argc, char **argv)
 		cli_error("process %ld could not write a heap dump: %s", pid, strerror(-r));
 		return 1;
 	}
-	fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f ms)\n",
-		pid, ms);
+	if (wrote[0]) {
+		struct cli_agent ag = { .pid = pid };
+		cli_agent_path(&ag, wrote, path, sizeof path);
+		fprintf(stderr, "heaptrail: heap dump written to %s by process %ld (thread stopped "
+			"%.1f ms)\n", path, pid, ms);
+	} else {
+		fprintf(stderr, "heaptrail: heap dump written by process %ld (thread stopped %.1f "
+			"ms)\n", pid, ms);
+	}
 	return 0;
 }
 

@@ -6,8 +6,9 @@ commands on stdin).
     attach:growth   attach while it runs; `heaptrail growth` names the slow
                     leak alone as growing, at the rate the program reports;
                     detach; a second attach (defaults: --sample auto, its
-                    dumps at 8 KiB on this small heap) and dump work; the program ends
-                    with its own output and exit status
+                    dumps at 8 KiB on this small heap) and dump work (the
+                    dump's one line names the file it wrote); the program
+                    ends with its own output and exit status
     attach:exact    --sample 1: a leak check after the attach reports as
                     definitely lost exactly the blocks leaked since the
                     attach, and none that a block allocated before the
@@ -34,7 +35,9 @@ commands on stdin).
                     `top` and `timeline` (text and SVG) say their figures are
                     "since attach at" the time in the attach record
     attach:preloaded  `heaptrail dump PID` on a process started under
-                    `heaptrail run`; `attach` refuses it with one line
+                    `heaptrail run`: two dumps, each line names the file
+                    written (a whole dump in the run's directory, a new
+                    one each time); `attach` refuses it with one line
     attach:busy     a program whose threads never wait in a plain system
                     call (two allocate without a pause, main in pthread_join):
                     the attach borrows the joining thread (a futex that is no
@@ -52,7 +55,9 @@ commands on stdin).
                     faked in a mount namespace: this kernel has no Yama), a
                     seccomp filter refusing dlopen's executable mmap: one
                     line each (the failed system call named), exit 1,
-                    target untouched. Under Yama, `leaks` and `dump` (which
+                    target untouched; a filter refusing the futex wait
+                    of the calls' park: attach, dump and detach work
+                    (stepped), the target ends as bare. Under Yama, `leaks` and `dump` (which
                     trace too) say what each can do instead, never "start
                     the program under `heaptrail run`" (before: `leaks`
                     said "Permission denied", `dump` advised `run`)
@@ -75,7 +80,13 @@ commands on stdin).
                     no one, a later attach, dump and detach work, and it
                     ends with its own check passed, with no mapping more
                     than after the first attach and detach; three more
-                    cycles lose none of its signals
+                    cycles lose none of its signals. And heaptrail held
+                    up past the calls' park (HEAPTRAIL_TEST_STALL_PARK=1:
+                    it sleeps 1.3 s once its first call waits there): the
+                    attach borrows a thread again after its dlopen and
+                    works; a dump and a detach say in one line that the
+                    call ran but its result was lost (the detach did
+                    detach); the program answers after each
     attach:timeout  a program whose main thread sleeps 2 s in nanosleep while
                     another waits in read (tests/analyze/progs/
                     attach_sleep.c), attached 0.8 s into the sleep: the
@@ -225,6 +236,36 @@ def expect_ok(problems, what, rc, err):
     return True
 
 
+def expect_dump_named(problems, what, rc, err, out, pid):
+    """`heaptrail dump PID` succeeded and said, in its one line, which
+    file it wrote: a whole heap dump in out, of this process. Returns
+    the path, or None."""
+    if not expect_ok(problems, what, rc, err):
+        return None
+    lines = err.decode().splitlines()
+    m = re.match(r"heaptrail: heap dump written to (\S+) by process %d \(thread stopped "
+                 r"[\d.]+ ms\)$" % pid, lines[0]) if len(lines) == 1 else None
+    if not m:
+        problems.append("%s: stderr %r, want one line naming the dump written" % (what, lines))
+        return None
+    path = m.group(1)
+    if os.path.dirname(os.path.realpath(path)) != os.path.realpath(out) or \
+            not path.endswith(".api.heap"):
+        problems.append("%s: named %s, not a dump in %s (%s)"
+                        % (what, path, out, sorted(os.listdir(out))))
+        return None
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        problems.append("%s: the dump it named: %s" % (what, e))
+        return None
+    if not text.startswith("heap profile: ") or "# heaptrail-end" not in text:
+        problems.append("%s: %s is not a whole heap dump: %r" % (what, path, text[:200]))
+        return None
+    return path
+
+
 def check_end(t, problems, want_lines):
     """The program's own output and exit status, as without heaptrail."""
     rc, err = t.finish()
@@ -297,7 +338,7 @@ def test_growth(suite):
         rc, _, err = heaptrail(suite, "attach", "-o", out2, str(t.p.pid))
         if expect_ok(problems, "second attach", rc, err):
             rc, _, err = heaptrail(suite, "dump", str(t.p.pid))
-            expect_ok(problems, "dump", rc, err)
+            expect_dump_named(problems, "dump", rc, err, out2, t.p.pid)
             rc, _, err = heaptrail(suite, "detach", str(t.p.pid))
             expect_ok(problems, "second detach", rc, err)
             names = os.listdir(out2)
@@ -702,10 +743,13 @@ def test_preloaded(suite):
             time.sleep(0.05)
         if pid is None:
             raise run_tests.Failure("no child under heaptrail run")
-        rc, _, err = heaptrail(suite, "dump", str(pid))
-        if expect_ok(problems, "dump", rc, err):
-            if not any(f.endswith(".api.heap") for f in os.listdir(out)):
-                problems.append("dump wrote no heap dump: %s" % os.listdir(out))
+        # each dump names the file it wrote, a new one each time
+        named = []
+        for i in range(2):
+            rc, _, err = heaptrail(suite, "dump", str(pid))
+            named.append(expect_dump_named(problems, "dump %d" % i, rc, err, out, pid))
+        if None not in named and named[0] == named[1]:
+            problems.append("both dumps named %s" % named[0])
         rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "p2"), str(pid))
         one_line_error(problems, "attach to a preloaded process", rc, err,
                        r"already runs under heaptrail")
@@ -883,6 +927,20 @@ def test_errors(suite):
         rest, err = t.p.communicate(b"", timeout=30)
         if t.p.returncode != 0 or rest != b"done\n":
             problems.append("seccomp target: exit %d, output %r" % (t.p.returncode, rest))
+    finally:
+        t.kill()
+    # a filter that refuses the futex wait of heaptrail's park: the calls
+    # are stepped instead, and attach, dump and detach work
+    t = Target(sec, work, argv=[sec, "futex"])
+    try:
+        out = new_dir(os.path.join(work, "e3f"))
+        for cmd in (["attach", "-o", out], ["dump"], ["detach"]):
+            rc, _, err = heaptrail(suite, *(cmd + [str(t.p.pid)]))
+            expect_ok(problems, "%s under a filter refusing the park's wait" % cmd[0], rc, err)
+        rest, err = t.p.communicate(b"", timeout=30)
+        if t.p.returncode != 0 or rest != b"done\n":
+            problems.append("futex-filtered target: exit %d, output %r"
+                            % (t.p.returncode, rest))
     finally:
         t.kill()
     # another user's process: heaptrail run as nobody against ours
@@ -1094,10 +1152,12 @@ def test_kill(suite):
     pid = str(t.p.pid)
     out = os.path.join(work, "out")
 
-    def cli(args, kill_at=None):
+    def cli(args, kill_at=None, stall=None):
         env = dict(os.environ)
         if kill_at:
             env["HEAPTRAIL_TEST_KILL_AT"] = str(kill_at)
+        if stall:
+            env["HEAPTRAIL_TEST_STALL_PARK"] = str(stall)
         t0 = time.monotonic()
         r = subprocess.run([suite.heaptrail] + args, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, timeout=60)
@@ -1192,6 +1252,32 @@ def test_kill(suite):
                        "after delays up to 1.5 x %.0f ms and 1.5 x %.0f ms"
                        % (steps.get("attach", 0), steps.get("detach", 0),
                           max(took["attach"]) * 1e3, max(took["detach"]) * 1e3))
+        if not problems:
+            # heaptrail held up past the park (1 s) once a call has ended:
+            # the thread goes back by itself; an attach borrows one again
+            # after its dlopen, a dump or a detach says its result is lost
+            run_tests.fresh_dir(out)
+            rc, err, _ = cli(["attach", "-o", out, pid], stall=1)
+            expect_ok(problems, "attach held up after its dlopen", rc, err)
+            whole("attach held up after its dlopen")
+            for what, args, entry in (("dump", ["dump", pid], "heaptrail_dump_request"),
+                                      ("detach", ["detach", pid], "heaptrail_attach_stop")):
+                if what == "detach":
+                    rc, err, _ = cli(["dump", pid])
+                    expect_ok(problems, "dump before a held-up detach", rc, err)
+                rc, err, _ = cli(args, stall=1)
+                lines = err.splitlines()
+                if rc != 1 or len(lines) != 1 or \
+                        not re.search(r"%s ran in process %s, but its result was lost" %
+                                      (entry, pid), lines[0]):
+                    problems.append("%s held up after its call: exit %d, stderr %r" %
+                                    (what, rc, err[:300]))
+                whole("%s held up after its call" % what)
+            rc, err, _ = cli(["detach", pid])
+            if rc != 1 or "is not attached" not in err:
+                problems.append("the detach held up did not detach: a detach after it: "
+                                "exit %d, %r" % (rc, err[:300]))
+            details.append("held up past the park after a call: attach, dump, detach")
         if not problems:
             # a signal for the thread that comes while heaptrail holds it
             # passes through a ptrace stop, and the kernel drops it when

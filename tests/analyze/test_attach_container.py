@@ -33,6 +33,19 @@ outside with the PID the host sees.
                     are closed by the agent's next start or stop), its
                     root is unchanged, and it ends with its own check
                     passed
+    attach:container-stall  heaptrail held up past the calls' park
+                    (HEAPTRAIL_TEST_STALL_PARK=K: it sleeps 1.3 s once its
+                    Kth call waits there) across namespaces, on
+                    tests/analyze/progs/attach_kill.c in a root of its own:
+                    after the memory file's memfd_create, dlopen or close
+                    (K = 1, 2, 3, each on a fresh service) the attach
+                    borrows a thread again, loads the agent once (one
+                    memory file mapped) and works; after the pair's call
+                    or the start (the agent in memory) it says in one line
+                    that the call ran but its result was lost; the service
+                    answers after each, is traced by no one, holds no
+                    descriptor more after a detach, and ends with its own
+                    check passed
     attach:container-seccomp  a service whose seccomp filter refuses
                     memfd_create, or socketpair (tests/analyze/progs/
                     attach_seccomp.c memfd|socketpair): one line naming the
@@ -441,6 +454,89 @@ def test_kill(suite):
     return problems, details
 
 
+def test_stall(suite):
+    work, _ = build(suite)
+    kill_prog = os.path.join(work, "attach_kill")
+    rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", kill_prog,
+                                os.path.join(HERE, "progs", "attach_kill.c")], env=os.environ)
+    if rc:
+        raise run_tests.Failure("build failed: %s" % run_tests.short(err))
+    cwork = run_tests.fresh_dir(os.path.join(work, "container-stall"))
+    root = make_root(cwork, "attach_kill", kill_prog)
+    problems, details = [], []
+
+    def stalled(t, k, label):
+        out = new_dir(os.path.join(cwork, "%s-%d" % (label, k)))
+        env = dict(os.environ, HEAPTRAIL_TEST_STALL_PARK=str(k))
+        rc, _, err = run_tests.run([suite.heaptrail, "attach", "-o", out, str(t.pid)], env=env)
+        with open("/proc/%d/status" % t.pid) as f:
+            if "\nTracerPid:\t0\n" not in f.read():
+                problems.append("%s: still traced" % label)
+        got = t.ask("ping")
+        if not got.startswith("ok "):
+            problems.append("%s: it answered %r" % (label, got))
+        return rc, err
+
+    def finish(t, fds0, label):
+        left = [(f, os.readlink("/proc/%d/fd/%s" % (t.pid, f))) for f in t.fds()
+                if f not in fds0]
+        if left:
+            problems.append("%s: descriptors left after the detach: %s" % (label, left))
+        rc, err = t.finish()
+        if rc != 0 or t.out[-1:] != ["done ok"]:
+            problems.append("%s: status %d, output %s, stderr %s" % (label, rc, t.out[-3:],
+                                                                   err[:300]))
+
+    # held up after the load's memfd_create, dlopen, close: the attach
+    # borrows a thread again and loads the agent once
+    for k, call in ((1, "memfd_create"), (2, "dlopen"), (3, "close")):
+        label = "held up after %s" % call
+        t = Service(root, "attach_kill")
+        try:
+            time.sleep(0.3)
+            fds0 = t.fds()
+            rc, err = stalled(t, k, label)
+            expect_ok(problems, label, rc, err)
+            copies = set(re.findall(r"/memfd:heaptrail-[0-9a-f]+/libheaptrail\.so", t.maps()))
+            if len(copies) != 1:
+                problems.append("%s: the agent mapped from %d memory files: %s"
+                                % (label, len(copies), sorted(copies)))
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "%s: detach" % label, rc, err)
+            finish(t, fds0, label)
+        finally:
+            t.kill()
+    details.append("held up after memfd_create, dlopen, close: attach works")
+    # the agent in memory: held up after the pair's call, or the start
+    t = Service(root, "attach_kill")
+    try:
+        time.sleep(0.3)
+        fds0 = t.fds()
+        rc, _, err = heaptrail(suite, "attach", "-o", new_dir(os.path.join(cwork, "first")),
+                               str(t.pid))
+        if expect_ok(problems, "first attach", rc, err):
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "first detach", rc, err)
+        for k, entry in ((1, "heaptrail_attach_pair"), (2, "heaptrail_attach_start")):
+            label = "held up after %s" % entry
+            rc, err = stalled(t, k, label)
+            one_line_error(problems, label, rc, err,
+                           r"%s ran in process %d, but its result was lost" % (entry, t.pid))
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            if rc and b"is not attached" not in err:
+                problems.append("%s: the detach after it: exit %d: %s" % (label, rc, err[:300]))
+        rc, _, err = heaptrail(suite, "attach", "-o", new_dir(os.path.join(cwork, "last")),
+                               str(t.pid))
+        if expect_ok(problems, "attach after the held-up ones", rc, err):
+            rc, _, err = heaptrail(suite, "detach", str(t.pid))
+            expect_ok(problems, "detach after the held-up ones", rc, err)
+        finish(t, fds0, "the agent in memory")
+    finally:
+        t.kill()
+    details.append("held up after the pair's call, the start: one line each")
+    return problems, details
+
+
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
@@ -518,5 +614,6 @@ def collect(suite):
     return [("attach:container", lambda: test_container(suite)),
             ("attach:container-http", lambda: test_http(suite)),
             ("attach:container-kill", lambda: test_kill(suite)),
+            ("attach:container-stall", lambda: test_stall(suite)),
             ("attach:container-seccomp", lambda: test_seccomp(suite)),
             ("attach:perms", lambda: test_perms(suite))]

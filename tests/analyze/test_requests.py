@@ -44,6 +44,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import run_tests
@@ -190,6 +191,8 @@ def parallel_heap(port, problems, n=200, width=16):
             with urllib.request.urlopen(url, timeout=120) as r:
                 body = r.read()
                 return r.status if body else -1
+        except urllib.error.HTTPError as e:
+            return "%s: %s" % (e, e.read().decode(errors="replace").strip()[:200])
         except Exception as e:  # noqa: BLE001 -- any failure counts
             return str(e)
 

@@ -29,10 +29,17 @@
  * block definitely lost.
  *
  * No leaks mode (known limit, issue 27): a `heaptrail leaks` request
- * runs its check in a thread the CLI borrows and follows system call by
- * system call (PTRACE_SYSCALL, to see the call end), and a stop of the
- * world under a signal every 10 us on every thread then took from 2 s
- * to 47 s, the program held meanwhile.
+ * runs its check in a thread the CLI borrows. When the CLI followed the
+ * call system call by system call (PTRACE_SYSCALL), a check under a
+ * signal every 10 us on every thread took from 2 s to minutes (once
+ * 14 min), the program held meanwhile. The call runs without a stop now
+ * (src/cli/attach.c "the calls": 30-70 ms held here), but no thread
+ * here ever waits in a system call, and the one borrowed in the
+ * program's own code is most often in a handler that interrupted the
+ * agent's hooks: the agent answers -EAGAIN, and each new try waits
+ * 300 ms before it borrows a running thread. A call takes 2-3 s, more
+ * on a loaded machine: past the suite's 3 s per call, and past the
+ * program's end unless it runs for seconds.
  *
  * @kinds 0 definitely_lost=900/1
  * @vg
