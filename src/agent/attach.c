@@ -11,7 +11,10 @@
  * GLOB_DAT relocation) of the allocator's entry points in every loaded
  * module but the loader is pointed at the agent's
  * hook of the same name. The frees first, then the allocations, so a
- * block the agent records is never released behind its back. Modules
+ * block the agent records is never released behind its back. Then the
+ * real allocator's entry points themselves jump to the agent's hooks
+ * (entries_prepare below, fnhook.c), all at once with every other
+ * thread stopped. Modules
  * loaded later are patched at the program's next dlsym (see "modules
  * loaded after the attach" below). The attach adds no thread.
  *
@@ -19,7 +22,9 @@
  * process killed by a fatal signal (lifecycle.c).
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
- * still holds the agent's value, allocations first, takes those handlers
+ * still holds the agent's value, allocations first (the entry points
+ * still reach the agent meanwhile), then the entry points' first bytes,
+ * takes those handlers
  * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *

@@ -22,6 +22,11 @@
  * them is inside (its pc, or a pc a signal frame on its stack keeps) is
  * tried again, then refused (fnhook.c). A detach puts the first bytes
  * back; the stubs stay mapped, for a thread still in one.
+ *
+ * At an attach, the real allocator's own entry points (malloc, free...)
+ * are hooked the same way, their stubs jumping straight to the agent's
+ * function of the same name (agent_fnhook_entries), so that calls
+ * through pointers taken before the attach are seen too.
  */
 #ifndef HEAPTRAIL_AGENT_FNHOOK_H
 #define HEAPTRAIL_AGENT_FNHOOK_H
