@@ -36,6 +36,11 @@ real allocator's entry points behind trampolines, besides the slots.
                     is the bare run's
     attach-ptrs:slots-only  --slots-only: the entry points are left as
                     they are (the test of the test: leak_ptr unseen)
+    attach-ptrs:jemalloc-leak, attach-ptrs:jemalloc-swap-exact,
+    attach-ptrs:tcmalloc-swap-exact  the same program linked with
+                    libjemalloc.so.2 (as Debian's redis-server is) or
+                    libtcmalloc_minimal.so.4 as its malloc: those
+                    allocators' entry points are hooked the same way
 """
 import collections
 import json
@@ -56,23 +61,33 @@ _lock = threading.Lock()
 _built = {}
 
 
-def build(suite):
+ALLOCATORS = {"jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+              "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"}
+
+
+def build(suite, alloc=None):
+    """The program, linked with glibc's malloc, or with jemalloc's or
+    tcmalloc's as its malloc (skipped where the library is missing)."""
     work = os.path.join(suite.build, "e2e", "attach_ptrs")
-    prog = os.path.join(work, "attach_ptrs")
+    prog = os.path.join(work, "attach_ptrs" + ("-" + alloc if alloc else ""))
+    lib = [ALLOCATORS[alloc]] if alloc else []
+    if lib and not os.path.exists(lib[0]):
+        raise run_tests.Skip("%s is not installed (%s)" % (alloc, lib[0]))
     with _lock:
-        if "ok" not in _built:
+        if prog not in _built:
             os.makedirs(work, exist_ok=True)
             rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog + ".tmp",
-                                        SRC], env=os.environ)
+                                        SRC] + lib, env=os.environ)
             if rc:
                 raise run_tests.Failure("build failed: %s" % run_tests.short(err))
             os.rename(prog + ".tmp", prog)
-            _built["ok"] = True
+            _built[prog] = True
     return work, prog
 
 
 def bare_sum(suite):
-    """The swap program's checksum line, bare."""
+    """The swap program's checksum line, bare (the same whatever the
+    allocator)."""
     work, prog = build(suite)
     with _lock:
         if "sum" not in _built:
@@ -140,9 +155,9 @@ def sites(problems, suite, out, prefix):
     return {k: tuple(v) for k, v in got.items()}
 
 
-def test_leak(suite, exact, slots_only=False):
-    work, prog = build(suite)
-    name = "leak-exact" if exact else ("slots-only" if slots_only else "leak")
+def test_leak(suite, exact, slots_only=False, alloc=None):
+    work, prog = build(suite, alloc)
+    name = ("leak-exact" if exact else ("slots-only" if slots_only else "leak")) + (alloc or "")
     out = ta.new_dir(os.path.join(work, name))
     problems, rates = [], {}
     t = ta.Target(None, work, argv=[prog, "leak"])
@@ -210,10 +225,10 @@ def test_leak(suite, exact, slots_only=False):
                       % (rates["leak_ptr"], rates["leak_plt"])] if rates else []
 
 
-def test_swap(suite, exact):
-    work, prog = build(suite)
+def test_swap(suite, exact, alloc=None):
+    work, prog = build(suite, alloc)
     want_end = bare_sum(suite)
-    out = ta.new_dir(os.path.join(work, "swap-exact" if exact else "swap"))
+    out = ta.new_dir(os.path.join(work, ("swap-exact" if exact else "swap") + (alloc or "")))
     problems = []
     t = ta.Target(None, work, argv=[prog, "swap"])
     try:
@@ -342,4 +357,7 @@ def collect(suite):
             ("attach-ptrs:swap", lambda: test_swap(suite, False)),
             ("attach-ptrs:swap-exact", lambda: test_swap(suite, True)),
             ("attach-ptrs:loop", lambda: test_loop(suite)),
-            ("attach-ptrs:slots-only", lambda: test_leak(suite, False, slots_only=True))]
+            ("attach-ptrs:slots-only", lambda: test_leak(suite, False, slots_only=True)),
+            ("attach-ptrs:jemalloc-leak", lambda: test_leak(suite, False, alloc="jemalloc")),
+            ("attach-ptrs:jemalloc-swap-exact", lambda: test_swap(suite, True, "jemalloc")),
+            ("attach-ptrs:tcmalloc-swap-exact", lambda: test_swap(suite, True, "tcmalloc"))]
