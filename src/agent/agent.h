@@ -88,6 +88,10 @@ struct agent_tls {
 	struct agent_defer *defer;
 	uintptr_t fn_outer;      /* the saved registers of this thread's hooked
 				  * allocator call in progress (fnhook.c), 0 none */
+	bool in_real;            /* inside a call of the agent's to the real
+				  * allocator: its calls of its own entry points
+				  * (glibc's realloc calls malloc) go straight on
+				  * (fnhook.c, "the allocator's own entry points") */
 };
 extern __thread struct agent_tls agent_tls;
 /* agent_tls.busy values: 1 = the agent's own work, whose nested

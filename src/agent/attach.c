@@ -11,7 +11,10 @@
  * GLOB_DAT relocation) of the allocator's entry points in every loaded
  * module but the loader is pointed at the agent's
  * hook of the same name. The frees first, then the allocations, so a
- * block the agent records is never released behind its back. Modules
+ * block the agent records is never released behind its back. Then the
+ * real allocator's entry points themselves jump to the agent's hooks
+ * (entries_prepare below, fnhook.c), all at once with every other
+ * thread stopped. Modules
  * loaded later are patched at the program's next dlsym (see "modules
  * loaded after the attach" below). The attach adds no thread.
  *
@@ -19,7 +22,9 @@
  * process killed by a fatal signal (lifecycle.c).
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
- * still holds the agent's value, allocations first, takes those handlers
+ * still holds the agent's value, allocations first (the entry points
+ * still reach the agent meanwhile), then the entry points' first bytes,
+ * takes those handlers
  * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
@@ -29,8 +34,10 @@
  * heaptrail killed half-way leaves" below).
  *
  * Calls through an allocator address the program saved before the attach
- * (a function pointer, a data relocation) go to the real allocator and
- * are not seen. A free of a block the agent never saw passes through.
+ * (a function pointer, a data relocation) reach the agent too: the real
+ * allocator's entry points jump to the agent's while attached ("the
+ * allocator's entry points" below; config entries=0: the slots only).
+ * A free of a block the agent never saw passes through.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -117,6 +124,13 @@ static int patch_lock;               /* the start, the program's dlsym, the stop
  * attach leaves its call to run to its end on the borrowed thread, while
  * the next heaptrail (a detach) calls in on another. */
 static int entry_lock;
+/* The thread that holds it. heaptrail borrows a thread blocked in a
+ * wait, and a thread running the start may wait (the stop of every
+ * thread while the entry points' jumps are written): a detach that
+ * borrows that very thread must not wait for the call it interrupted,
+ * which cannot go on until it returns. */
+static atomic_int entry_owner;
+
 
 static atomic_bool watching;  /* patching modules loaded later */
 static unsigned long long seen_adds;  /* the loader's count of loads, when last patched */
@@ -163,6 +177,24 @@ static void spin_lock(int *l)
 static void spin_unlock(int *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* Takes entry_lock; false (nothing taken) when this thread holds it
+ * already, in a call that the CLI's call interrupted. */
+static bool entry_enter(void)
+{
+	int me = (int)syscall(SYS_gettid);
+	if (atomic_load(&entry_owner) == me)
+		return false;
+	spin_lock(&entry_lock);
+	atomic_store(&entry_owner, me);
+	return true;
+}
+
+static void entry_leave(void)
+{
+	atomic_store(&entry_owner, 0);
+	spin_unlock(&entry_lock);
 }
 
 static void lock(void)
@@ -283,6 +315,7 @@ static int find_mine(struct dl_phdr_info *info, size_t size, void *arg)
 struct def_arg {
 	const char *name;
 	uintptr_t found;
+	uint64_t size;
 };
 
 static int find_def(struct dl_phdr_info *info, size_t size, void *arg)
@@ -299,6 +332,7 @@ static int find_def(struct dl_phdr_info *info, size_t size, void *arg)
 		    !agent_streq(d.strtab + s->st_name, a->name))
 			continue;
 		a->found = info->dlpi_addr + s->st_value;
+		a->size = s->st_size;
 		return 1;
 	}
 	return 0;
@@ -306,9 +340,69 @@ static int find_def(struct dl_phdr_info *info, size_t size, void *arg)
 
 void *agent_attach_definition(const char *name)
 {
-	struct def_arg a = { name, 0 };
+	struct def_arg a = { name, 0, 0 };
 	dl_iterate_phdr(find_def, &a);
 	return (void *)a.found;
+}
+
+/* ---------- the allocator's entry points ----------
+ * Besides the slots, the real allocator's own functions jump to the
+ * agent's (fnhook.c, "the allocator's own entry points"), so that a call
+ * through a pointer the program took before the attach (a table of
+ * hooks: libffi, zlib, Lua, libxml2) is seen too. The agent then calls
+ * the allocator through trampolines (agent_real), which run each
+ * function as it was; a call through a slot reaches the agent once.
+ * operator new and delete need none: libstdc++'s call malloc and free
+ * through its own slots. malloc_usable_size and reallocarray neither
+ * (glibc's reallocarray calls realloc through libc's slot). */
+static const struct {
+	const char *name;
+	size_t real;         /* offsetof(struct agent_real, ...) */
+	bool needed, plain;
+} entry_names[] = {
+	{ "free", offsetof(struct agent_real, free), true, true },
+	{ "realloc", offsetof(struct agent_real, realloc), true, false },
+	{ "malloc", offsetof(struct agent_real, malloc), false, true },
+	{ "calloc", offsetof(struct agent_real, calloc), false, true },
+	{ "memalign", offsetof(struct agent_real, memalign), false, false },
+	{ "aligned_alloc", offsetof(struct agent_real, aligned_alloc), false, false },
+	{ "posix_memalign", offsetof(struct agent_real, posix_memalign), false, false },
+	{ "valloc", offsetof(struct agent_real, valloc), false, false },
+	{ "pvalloc", offsetof(struct agent_real, pvalloc), false, false },
+};
+#define NENTRIES (sizeof entry_names / sizeof entry_names[0])
+
+/* Makes the entry points' trampolines and points agent_real at them,
+ * before agent_fnhook_install writes the jumps: the agent's own calls
+ * then never reach a jump. A trampoline runs its function as it was,
+ * jump or none, for good (its page stays after a detach). */
+static void entries_prepare(void)
+{
+	struct agent_entry e[NENTRIES];
+	int n = 0;
+	for (size_t i = 0; i < NENTRIES; i++) {
+		struct def_arg a = { entry_names[i].name, 0, 0 };
+		int k = name_index(entry_names[i].name);
+		dl_iterate_phdr(find_def, &a);
+		uintptr_t want = *(const uintptr_t *)((const char *)&agent_defs + entry_names[i].real);
+		if (!a.found || a.found != want || k < 0 || !mine[k]) {
+			if (entry_names[i].needed) {
+				agent_log("the allocator's entry points are left alone: '",
+					  entry_names[i].name, "' is not the one the agent forwards to");
+				return;
+			}
+			continue;
+		}
+		e[n++] = (struct agent_entry){ entry_names[i].name, a.found, a.size, mine[k],
+					       entry_names[i].needed, entry_names[i].plain, 0 };
+	}
+	if (!agent_fnhook_entries(e, n))
+		return;
+	for (int i = 0; i < n; i++)
+		for (size_t j = 0; j < NENTRIES; j++)
+			if (e[i].orig && agent_streq(e[i].name, entry_names[j].name))
+				__atomic_store_n((uintptr_t *)((char *)&agent_real + entry_names[j].real),
+						 e[i].orig, __ATOMIC_RELEASE);
 }
 
 /* Writes v into a slot, making a RELRO page writable for the moment. */
@@ -666,7 +760,8 @@ static int take_dir(char *out, size_t cap)
  * its start left) and stores its ends at sv. Returns 0 or -errno. */
 AGENT_API int heaptrail_attach_pair(int *sv)
 {
-	spin_lock(&entry_lock);
+	if (!entry_enter())
+		return -EDEADLK;
 	close_pending();
 	int r = syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pending) ? -errno : 0;
 	if (r)
@@ -677,7 +772,7 @@ AGENT_API int heaptrail_attach_pair(int *sv)
 		sv[0] = pending[0];
 		sv[1] = pending[1];
 	}
-	spin_unlock(&entry_lock);
+	entry_leave();
 	return r;
 }
 
@@ -698,7 +793,9 @@ AGENT_API void heaptrail_attach_call(long (*fn)(long, long, long, long), long a0
  * output: the directory for the files; pc and sp: where the thread
  * running this call was when heaptrail borrowed it (0: unknown). Returns 0, -EALREADY when already
  * attached, -EPERM when the agent was preloaded, -ENOMEM, -ENOENT when
- * the agent's own entry points cannot be found. */
+ * the agent's own entry points cannot be found, -EDEADLK when the thread
+ * is inside an earlier start or stop (see entry_owner): borrow another,
+ * or try again. */
 static int attach_start(const char *opts, const char *output, uintptr_t pc, uintptr_t sp);
 
 AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintptr_t pc,
@@ -706,7 +803,8 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
 {
 	char given[48];
 	int d = -1, r = 0;
-	spin_lock(&entry_lock);
+	if (!entry_enter())
+		return -EDEADLK;
 	close_stale_memfds();
 	if (agent_streq(output, GIVEN_DIR_PENDING)) {
 		r = d = take_dir(given, sizeof given);
@@ -717,7 +815,7 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
 		if (r && d >= 0)  /* not started: the directory is nobody's */
 			syscall(SYS_close, d);
 	}
-	spin_unlock(&entry_lock);
+	entry_leave();
 	return r;
 }
 
@@ -777,6 +875,8 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 	agent_fatal_handlers(true);
 	patch_new(true);
 	agent_hooks_on_dlsym(patch_loaded_since);
+	if (agent_config.entries)
+		entries_prepare();
 	agent_fnhook_install(pc, sp);
 	recorded = write_record(false);
 	if (dir_fd < 0)
@@ -793,16 +893,17 @@ out:
 
 /* Stops recording: puts back the slots, stops the agent's thread and
  * writes the final dump (kind "final") and the attach record. Returns 0,
- * or -ENOENT when not attached. */
+ * -ENOENT when not attached, -EDEADLK as heaptrail_attach_start. */
 static int attach_stop(void);
 
 AGENT_API int heaptrail_attach_stop(void)
 {
-	spin_lock(&entry_lock);
+	if (!entry_enter())
+		return -EDEADLK;
 	close_pending();
 	close_stale_memfds();
 	int r = attach_stop();
-	spin_unlock(&entry_lock);
+	entry_leave();
 	return r;
 }
 

@@ -75,6 +75,9 @@
  *            (mimalloc's mi_malloc..., je_/_rjem_ prefixed jemalloc, tc_
  *            tcmalloc, Rust's __rust_alloc... with a global allocator of
  *            its own), which are hooked by default (fnhook.c)
+ * entries    0: at an attach, redirect the relocation slots only, not
+ *            the allocator's entry points too (attach.c): calls through a
+ *            pointer to malloc taken before the attach are then not seen
  * debug_dir  where separate debug files are looked for by build-id
  *            (DIR/.build-id/xx/yyyy.debug), for the symbols of a stripped
  *            binary the functions above are named in (default
@@ -107,6 +110,7 @@ struct agent_config agent_config = {
 	.leak_kinds = true,
 	.stop_ptrace = true,
 	.builtin_fns = true,
+	.entries = true,
 	.active = true,
 	/* Until the options are read, every allocation is tracked: the
 	 * constructor forgets those blocks if sampling is asked for. */
@@ -182,6 +186,7 @@ static const struct option {
 	{ "final", T_BOOL, F(final), 0, 0 },
 	{ "mmap", T_BOOL, F(mmap), 0, 0 },
 	{ "builtin_fns", T_BOOL, F(builtin_fns), 0, 0 },
+	{ "entries", T_BOOL, F(entries), 0, 0 },
 	{ "debug_dir", T_PATH, F(debug_dir), 0, 0 },
 	{ "prof_final", T_BOOL, F(final), 0, 0 },
 	{ "timeline", T_NUM, F(timeline_ms), 0, 3600000 },
@@ -352,6 +357,7 @@ void agent_config_load_from(const char *s, const char *out)
 	agent_config.fns[0] = 0;      /* an attach after a detach names its own */
 	agent_config.shown_pid = 0;   /* and says again from where it comes */
 	agent_config.builtin_fns = true;
+	agent_config.entries = true;
 	fmt_options_each(s, apply, NULL);
 	if (out && agent_strlen(out) < sizeof agent_config.output)
 		agent_strlcpy(agent_config.output, out, sizeof agent_config.output);

@@ -30,6 +30,8 @@ struct agent_config {
 	bool mmap;               /* record anonymous mmap/munmap/mremap (pool "[mmap]") */
 	bool builtin_fns;        /* hook the allocators the program carries a copy
 				  * of (mimalloc, jemalloc, Rust...: fnhook.c) */
+	bool entries;            /* attach: the allocator's entry points jump to the
+				  * agent too, not only the slots (attach.c) */
 	int stop_signal;         /* signal that stops threads for the scan */
 	bool stop_ptrace;        /* stop threads with ptrace first (else the signal only) */
 	int leak_check_signal;   /* signal that asks for a leak check; 0 = none */

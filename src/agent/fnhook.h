@@ -22,6 +22,11 @@
  * them is inside (its pc, or a pc a signal frame on its stack keeps) is
  * tried again, then refused (fnhook.c). A detach puts the first bytes
  * back; the stubs stay mapped, for a thread still in one.
+ *
+ * At an attach, the real allocator's own entry points (malloc, free...)
+ * are hooked the same way, their stubs jumping straight to the agent's
+ * function of the same name (agent_fnhook_entries), so that calls
+ * through pointers taken before the attach are seen too.
  */
 #ifndef HEAPTRAIL_AGENT_FNHOOK_H
 #define HEAPTRAIL_AGENT_FNHOOK_H
@@ -35,6 +40,31 @@
  * (opens files, mmap, mprotect, stops threads); from the constructor, or
  * an attach (again after a detach). */
 int agent_fnhook_install(uintptr_t pc, uintptr_t sp);
+
+/* An entry point of the process's allocator, to put behind a trampoline
+ * at an attach (fnhook.c, "the allocator's own entry points"). */
+struct agent_entry {
+	const char *name;        /* for messages: "malloc" */
+	uintptr_t fn;            /* the allocator's function */
+	uint64_t size;           /* its size, from the symbol table */
+	uintptr_t hook;          /* the agent's function it is to reach */
+	bool needed;             /* without it, none (free, realloc) */
+	bool plain;              /* the agent calls it without in_real (malloc,
+				  * free, calloc: their fast paths): it must call
+				  * none of the others, or none is hooked */
+	uintptr_t orig;          /* set: the trampoline that runs fn as it was
+				  * (valid for good, hooked or not), 0 refused */
+};
+#define AGENT_MAX_ENTRIES 16
+
+/* Makes the trampolines of e[0..n) and marks them for the next
+ * agent_fnhook_install, which writes their jumps with the others, all
+ * at once or none (with one line); sets each orig. A function one of
+ * the others needs that cannot be hooked leaves them all alone (orig 0
+ * everywhere), with one line saying why and one saying what is not
+ * seen then. Functions at the same address (aliases) share one.
+ * Returns how many are to be written. Not hook-safe; an attach only. */
+int agent_fnhook_entries(struct agent_entry *e, int n);
 
 /* Puts back the first bytes of every hooked function (a detach), every
  * other thread stopped for the write; a function it cannot put back stays

@@ -158,6 +158,53 @@ static void put_back(void *p, size_t size, uint32_t id)
 	agent_sample_note_maybe(c, size, +1);
 }
 
+/* ---------- the real allocator ----------
+ * Its functions that may call its own entry points (glibc's realloc
+ * calls malloc and free, its memalign family malloc) run with in_real
+ * set: at an attach those entry points jump to the agent, unless
+ * in_real says that the call comes from inside the allocator itself
+ * (fnhook.c, "the allocator's own entry points"), where it was already
+ * counted once. malloc, calloc and free call none (attach.c checks it
+ * before it hooks them) and stay plain tail calls. */
+#define REAL_INSIDE(type, call)                                            \
+	({                                                                 \
+		bool was_ = agent_tls.in_real;                             \
+		agent_tls.in_real = true;                                  \
+		type r_ = (call);                                          \
+		agent_tls.in_real = was_;                                  \
+		r_;                                                        \
+	})
+
+static inline void *real_realloc(void *p, size_t n)
+{
+	return REAL_INSIDE(void *, agent_real.realloc(p, n));
+}
+
+static inline void *real_memalign(size_t align, size_t n)
+{
+	return REAL_INSIDE(void *, agent_real.memalign(align, n));
+}
+
+static inline void *real_aligned_alloc(size_t align, size_t n)
+{
+	return REAL_INSIDE(void *, agent_real.aligned_alloc(align, n));
+}
+
+static inline void *real_valloc(size_t n)
+{
+	return REAL_INSIDE(void *, agent_real.valloc(n));
+}
+
+static inline void *real_pvalloc(size_t n)
+{
+	return REAL_INSIDE(void *, agent_real.pvalloc(n));
+}
+
+static inline int real_posix_memalign(void **out, size_t align, size_t n)
+{
+	return REAL_INSIDE(int, agent_real.posix_memalign(out, align, n));
+}
+
 /* ---------- deferred calls ----------
  * A signal handler that allocates or frees (glibc allows it in practice)
  * may interrupt this thread inside an entry point, holding a table lock
@@ -498,31 +545,31 @@ AGENT_API void *calloc(size_t k, size_t n)
 
 AGENT_API void *memalign(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_MEMALIGN, n, agent_real.memalign(align, n), agent_boot_alloc(n, align));
+	TRACKED(FMT_FN_MEMALIGN, n, real_memalign(align, n), agent_boot_alloc(n, align));
 }
 
 AGENT_API void *aligned_alloc(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_ALIGNED_ALLOC, n, agent_real.aligned_alloc(align, n), agent_boot_alloc(n, align));
+	TRACKED(FMT_FN_ALIGNED_ALLOC, n, real_aligned_alloc(align, n), agent_boot_alloc(n, align));
 }
 
 AGENT_API void *valloc(size_t n)
 {
-	TRACKED(FMT_FN_VALLOC, n, agent_real.valloc(n), agent_boot_alloc(n, 4096));
+	TRACKED(FMT_FN_VALLOC, n, real_valloc(n), agent_boot_alloc(n, 4096));
 }
 
 AGENT_API void *pvalloc(size_t n)
 {
 	/* pvalloc hands out whole pages, and that is what it counts as. */
 	size_t page = 4096, rounded = n ? (n + page - 1) & ~(page - 1) : page;
-	TRACKED(FMT_FN_PVALLOC, rounded, agent_real.pvalloc(n), agent_boot_alloc(rounded, page));
+	TRACKED(FMT_FN_PVALLOC, rounded, real_pvalloc(n), agent_boot_alloc(rounded, page));
 }
 
 AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {
 		if (agent_real.posix_memalign) {
-			int r = agent_real.posix_memalign(out, align, n);
+			int r = real_posix_memalign(out, align, n);
 			if (r == 0 && agent_tls.busy == AGENT_BUSY_HOOK && *out)
 				defer_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
 			return r;
@@ -531,9 +578,9 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 		return *out ? 0 : ENOMEM;
 	}
 	if (AGENT_LIKELY(!agent_sampled(n)))
-		return agent_real.posix_memalign(out, align, n);
+		return real_posix_memalign(out, align, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	int r = agent_real.posix_memalign(out, align, n);
+	int r = real_posix_memalign(out, align, n);
 	if (r == 0 && *out)
 		note_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
 	leave();
@@ -597,27 +644,27 @@ static void *realloc_as(void *p, size_t n, int fn)
 	int busy = agent_tls.busy;
 	if (AGENT_UNLIKELY(busy)) {
 		if (busy == AGENT_BUSY_LOCKED)
-			return agent_real.realloc(p, n);
+			return real_realloc(p, n);
 		if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
 		if (note_free(p, &osize, &oid)) {
-			q = agent_real.realloc(p, n);
+			q = real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
 		} else {
-			q = agent_real.realloc(p, n);
+			q = real_realloc(p, n);
 		}
 		agent_tls.busy = busy;
 		return q;
 	}
 	bool sampled = agent_sampled(n);
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
-		return agent_real.realloc(p, n);
+		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	bool had = note_free(p, &osize, &oid);
-	void *q = agent_real.realloc(p, n);
+	void *q = real_realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);
 	else if (!q && n && had)
@@ -633,7 +680,7 @@ AGENT_API void *realloc(void *p, size_t n)
 	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY((uint64_t)n < (uint64_t)agent_tls.sample_left) &&
 	    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
 		agent_tls.sample_left -= (int64_t)n;
-		return agent_real.realloc(p, n);
+		return real_realloc(p, n);
 	}
 	return realloc_as(p, n, FMT_FN_REALLOC);
 }
@@ -672,7 +719,7 @@ static void *new_tracked(size_t n, size_t align, int fn)
 			return agent_boot_alloc(n, align);
 		if (align <= 16)
 			p = agent_real.malloc(n);
-		else if (agent_real.posix_memalign(&p, align, n) != 0)
+		else if (real_posix_memalign(&p, align, n) != 0)
 			p = NULL;
 		if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 			defer_alloc(p, n, fn);
@@ -683,7 +730,7 @@ static void *new_tracked(size_t n, size_t align, int fn)
 		agent_tls.busy = AGENT_BUSY_HOOK;
 	if (align <= 16)
 		p = agent_real.malloc(n);
-	else if (agent_real.posix_memalign(&p, align, n) != 0)
+	else if (real_posix_memalign(&p, align, n) != 0)
 		p = NULL;
 	if (sampled) {
 		if (AGENT_LIKELY(p != NULL))
@@ -897,7 +944,7 @@ __attribute__((visibility("hidden"), used)) void *agent_dlsym_handle(void *handl
 	void *f = real(handle, name);
 	if (!f || !name || !agent_ready())
 		return f;
-#define SAME(fn) if (f == (void *)agent_real.fn) return (void *)fn
+#define SAME(fn) if (f == (void *)agent_defs.fn) return (void *)fn
 	switch (name[0]) {
 	case 'm': SAME(malloc); SAME(memalign); SAME(malloc_usable_size); break;
 	case 'f': SAME(free); break;

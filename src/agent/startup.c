@@ -27,6 +27,7 @@ extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _etext[] __attribute__((visibility("hidden")));
 
 struct agent_real agent_real;
+struct agent_real agent_defs;
 
 void agent_init_early(void)
 {
@@ -88,6 +89,8 @@ void agent_resolve_real(void)
 	agent_real.dlclose = dlsym(RTLD_NEXT, "dlclose");
 	agent_real.exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
 	void *m = dlsym(RTLD_NEXT, "malloc");
+	agent_defs = agent_real;
+	agent_defs.malloc = m;
 	atomic_thread_fence(memory_order_release);
 	agent_real.malloc = m;      /* published last: it means "resolved" */
 	agent_tls.busy = 0;
@@ -116,6 +119,8 @@ void agent_resolve_global(void *(*find)(const char *name))
 	agent_real.exit = GLOBAL(exit);
 	void *m = GLOBAL(malloc);
 #undef GLOBAL
+	agent_defs = agent_real;
+	agent_defs.malloc = m;
 	atomic_thread_fence(memory_order_release);
 	agent_real.malloc = m;
 	agent_init_early();

@@ -29,6 +29,10 @@ struct agent_real {
 	void (*exit)(int);
 };
 extern struct agent_real agent_real;
+/* The same functions as the loader found them: at an attach, agent_real
+ * may point at trampolines that run them (attach.c), and the program's
+ * dlsym answers these (hooks.c). */
+extern struct agent_real agent_defs;
 
 /* The bootstrap buffer: blocks handed out before the real allocator is
  * known; never given back. */

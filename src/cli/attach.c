@@ -2104,6 +2104,9 @@ static const char attach_usage[] =
 	"  --alloc-fn SPEC, --free-fn SPEC, ... (as `heaptrail run`'s): allocator\n"
 	"                         functions hooked by name while attached\n"
 	"  --no-builtin-fns       no built-in profile (embedded mimalloc, jemalloc...)\n"
+	"  --slots-only           redirect the relocation slots only, not the\n"
+	"                         allocator's entry points too: calls through a\n"
+	"                         pointer to malloc taken earlier are then missed\n"
 	"  --options-file FILE    more options, one per line, as for heaptrail run\n"
 	CLI_LIVE_PUSH_HELP;
 
@@ -2333,6 +2336,10 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 		target_error(pid, "process %ld could not receive the output directory (recvmsg)%s",
 			     pid, seccomp_may(pid));
 		goto out;
+	} else if (r == -EDEADLK) {
+		cli_error("process %ld is still running the start or stop of an earlier heaptrail "
+			  "(one that was killed): try again in a moment", pid);
+		goto out;
 	} else if (r) {
 		cli_error("the agent could not start in process %ld: %s", pid, strerror(-r));
 		goto out;
@@ -2383,8 +2390,17 @@ static int detach_now(long pid, bool quiet)
 	struct timespec since;
 	bool has_dir = !cli_attached_dir(pid, dir, sizeof dir);
 	clock_gettime(CLOCK_REALTIME, &since);
-	if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &ms, NULL))
-		return 1;
+	/* -EDEADLK: the thread borrowed runs the start of an attach whose
+	 * heaptrail was killed, which lasts a moment more: borrow again */
+	for (int tries = 0;; tries++) {
+		double more = 0;
+		if (call_agent(pid, "heaptrail_attach_stop", NULL, NULL, 0, &r, &more, NULL))
+			return 1;
+		ms += more;
+		if (r != -EDEADLK || tries == 100)
+			break;
+		usleep(20000);
+	}
 	if (r == -ENOENT) {
 		cli_error("process %ld is not attached (started under `heaptrail run`, or detached "
 			  "already)", pid);
@@ -2457,6 +2473,8 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		a->outdir = v;
 	} else if (!strcmp(arg, "--peak")) {
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",peak=1");
+	} else if (!strcmp(arg, "--slots-only")) {
+		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",entries=0");
 	} else if ((v = cli_opt_value(argc, argv, i, "--for"))) {
 		if (!fmt_opt_duration(v, strlen(v), &a->for_ms) || !a->for_ms) {
 			cli_error("attach: bad value for --for: '%s' (want a duration, e.g. 30s)",
