@@ -354,7 +354,8 @@ static bool avoided(const struct avoid *a, pid_t tid)
 	return false;
 }
 
-static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout);
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout,
+			  bool shun_epoll);
 
 /* Whether a wait in call nr with arguments a would start its timeout
  * again whole after the calls: the rt_sigreturn that ends them leaves the
@@ -383,16 +384,30 @@ static bool timeout_restarts(long nr, const unsigned long *a)
 
 /* A thread of pid blocked in a waiting system call, or 0. Second
  * choice: one waiting on a futex that is no lock of libc's (see above).
- * Either whose timeout a borrow leaves as it is, before any other. */
+ * Either whose timeout a borrow leaves as it is, before any other. The
+ * main thread (the group leader) comes after the others, even those
+ * whose timeout starts again whole, epoll_wait's aside (the stop fails it
+ * with EINTR, which heaptrail undoes only if it lives): the kernel gives
+ * a signal sent to the process to the main thread first, and a borrowed
+ * thread blocks every signal while it runs the calls, so a borrowed main
+ * thread sends the program's own signals to its other threads meanwhile,
+ * one of them perhaps in an epoll_wait that then fails with EINTR
+ * (hostile:signal_in_check). */
 static pid_t pick_thread(pid_t pid, const struct avoid *avoid)
 {
+	struct avoid others = avoid ? *avoid : (struct avoid){ .n = 0 };
 	pid_t best = 0;
+	if (!avoided(&others, pid) && others.n < (int)(sizeof others.tid / sizeof others.tid[0]))
+		others.tid[others.n++] = pid;
 	for (int pass = 0; pass < 4 && !best; pass++)
-		best = pick_waiting(pid, avoid, pass & 1, pass >= 2);
+		best = pick_waiting(pid, &others, pass & 1, pass >= 2, true);
+	for (int pass = 0; pass < 4 && !best; pass++)
+		best = pick_waiting(pid, avoid, pass & 1, pass >= 2, false);
 	return best;
 }
 
-static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout)
+static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool any_timeout,
+			  bool shun_epoll)
 {
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/task", pid);
@@ -426,6 +441,12 @@ static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool
 		if (nr == SYS_futex && uaddr < sp && sp - uaddr < (1ul << 20))
 			continue;
 		if (nr >= 0 && !any_timeout && timeout_restarts(nr, a))
+			continue;
+		if (shun_epoll && (nr == SYS_epoll_wait || nr == SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+				   || nr == SYS_epoll_pwait2
+#endif
+				   ))
 			continue;
 		if (!futex && nr >= 0 && waiting_call(nr)) {
 			best = tid;
