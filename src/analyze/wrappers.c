@@ -46,21 +46,33 @@ int prof_fold_wrappers(struct prof_profile *ps, size_t n, struct prof_wrapper **
 	*nout = 0;
 	/* (leaf, caller) for each stack's allocator caller, and (f, NULL)
 	 * for every function seen above the leaf: such a function is no
-	 * wrapper */
+	 * wrapper. Each dump's pairs are made unique before the next dump's
+	 * come: a series of big dumps repeats the same few */
 	for (size_t d = 0; d < n; d++) {
 		const struct prof_profile *p = &ps[d];
+		size_t start = np;
+		free(hidden);
+		if (!(hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden)))
+			goto out;  /* here: the frames seen above a leaf */
 		for (size_t i = 0; i < p->nsamples; i++) {
 			const struct prof_sample *s = &p->samples[i];
-			for (uint32_t k = 0; k < s->nframes; k++) {
-				const char *f = p->frames[s->frames[k]].function;
-				const char *caller = k + 1 < s->nframes ?
-					p->frames[s->frames[k + 1]].function : "";
-				if (!k && !p->frames[s->frames[k]].symbolized)
-					continue;  /* an address: nothing to name */
-				if (push(&pairs, &np, &cap, f, k ? NULL : caller))
-					goto out;
-			}
+			for (uint32_t k = 1; k < s->nframes; k++)
+				hidden[s->frames[k]] = true;
+			if (!s->nframes || !p->frames[s->frames[0]].symbolized)
+				continue;  /* an address: nothing to name */
+			if (push(&pairs, &np, &cap, p->frames[s->frames[0]].function,
+				 s->nframes > 1 ? p->frames[s->frames[1]].function : ""))
+				goto out;
 		}
+		for (size_t f = 0; f < p->nframes; f++)
+			if (hidden[f] && push(&pairs, &np, &cap, p->frames[f].function, NULL))
+				goto out;
+		qsort(pairs + start, np - start, sizeof *pairs, cmp_pairs);
+		size_t kept = start;
+		for (size_t i = start; i < np; i++)
+			if (i == start || cmp_pairs(&pairs[i], &pairs[kept - 1]))
+				pairs[kept++] = pairs[i];
+		np = kept;
 	}
 	qsort(pairs, np, sizeof *pairs, cmp_pairs);
 	for (size_t i = 0; i < np;) {
