@@ -172,10 +172,17 @@ static void find_onset(struct prof_growth_site *s, const double *x, size_t n, in
 		return;
 	struct prof_growth_site sub = { .values = s->values + best, .vars = s->vars + best };
 	classify_whole(&sub, x + best, n - best, scale, sampled);
-	s->trend = sub.trend;
-	s->need = sub.need;
+	if (sub.trend == PROF_TREND_GREW_FLAT) {
+		/* it rose late and stayed (a cache filled late): the whole
+		 * run's figures describe it as well as any */
+		s->trend = sub.trend;
+		s->need = 0;
+		return;
+	}
 	if (sub.trend != PROF_TREND_GROWING)
-		return;  /* the whole run's figures describe it as well as any */
+		return;  /* the later dumps alone say less: the whole run's verdict */
+	s->trend = sub.trend;
+	s->need = 0;
 	s->onset = best;
 	s->slope = sub.slope;
 	s->late_slope = sub.late_slope;

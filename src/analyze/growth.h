@@ -23,8 +23,9 @@
  * themselves and the values up to there stay within an eighth of the
  * rise after, and "flat, then a line" fits the values far better than
  * one line: its rate is the one since then (`onset`). A site whose
- * rise from there is not growing (a cache filled late) gets that
- * verdict. The whole heap's row is always the whole run's.
+ * rise from there grew, then stayed flat (a cache filled late) gets that
+ * verdict; any other verdict of the later dumps alone (fluctuating, too
+ * few samples) leaves the whole run's. The whole heap's row is always the whole run's.
  *
  * With sampled dumps each value is an estimate, and a small leak can be
  * lost in the noise (or noise look like a leak). Each slope then gets a
