@@ -32,9 +32,9 @@
  *        (the allocator entry points, pool operations and the allocator
  *        functions hooked by name, and the files written while the
  *        program runs and at its end)
- *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld
+ *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld heapstats
  *        (what is recorded, and how: counters, stacks and live blocks,
- *        the pools' chunks,
+ *        the pools' chunks, the allocator's own count,
  *        the sampler, the unwinder, the module list, stopping threads)
  *   layer 0 base:    agent os config writer procmaps buildid signals startup banned
  *        (this header and os.c: memory, strings, locks, the clock; the

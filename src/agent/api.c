@@ -37,7 +37,7 @@ __attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs,
 
 AGENT_API int heaptrail_dump(const char *path)
 {
-	return agent_dump(path, "api");
+	return agent_dump_from_program(path, "api");
 }
 
 /* `heaptrail dump PID` (src/cli/attach.c calls it by ptrace, as it calls
@@ -171,7 +171,7 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 	if (!strcmp(name, "prof.dump")) {
 		if (oldp || (newp && newlen != sizeof(const char *)))
 			return EINVAL;
-		return agent_dump(newp ? *(const char **)newp : NULL, "api") ? EFAULT : 0;
+		return agent_dump_from_program(newp ? *(const char **)newp : NULL, "api") ? EFAULT : 0;
 	}
 	if (!strcmp(name, "prof.active")) {
 		if ((oldp && (!oldlenp || *oldlenp != sizeof(bool))) ||

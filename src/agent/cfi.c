@@ -785,18 +785,21 @@ bool cfi_eval(const struct cfi_frame *w, const uint8_t *blk, bool push_cfa, uint
 	return true;
 }
 
-/* Code of the rt_sigreturn trampoline: mov $15, %rax; syscall. */
+const uint8_t cfi_sigreturn_code[CFI_SIGRETURN_LEN] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+							 0x00, 0x00, 0x0f, 0x05 };
+
 bool cfi_is_sigreturn(const struct cfi_module *m, uintptr_t pc)
 {
-	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-	if (!m->code_readable || pc < m->lo || pc > m->hi - sizeof code)
+	const uint8_t *code = cfi_sigreturn_code;
+	enum { code_len = CFI_SIGRETURN_LEN };
+	if (!m->code_readable || pc < m->lo || pc > m->hi - code_len)
 		return false;
 	struct win w;
 	WIN_INIT(&w, m->by_copy);
-	uint8_t p[sizeof code];
-	if (!win_read(&w, (const uint8_t *)pc, (const uint8_t *)pc + sizeof code, p, sizeof p))
+	uint8_t p[code_len];
+	if (!win_read(&w, (const uint8_t *)pc, (const uint8_t *)pc + code_len, p, sizeof p))
 		return false;
-	for (size_t i = 0; i < sizeof code; i++)
+	for (size_t i = 0; i < code_len; i++)
 		if (p[i] != code[i])
 			return false;
 	return true;

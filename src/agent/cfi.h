@@ -116,5 +116,8 @@ bool cfi_eval(const struct cfi_frame *f, const uint8_t *blk, bool push_cfa, uint
 /* Whether pc starts the Linux rt_sigreturn trampoline (mov $15, %rax;
  * syscall), read only when m's code is readable and pc inside it. */
 bool cfi_is_sigreturn(const struct cfi_module *m, uintptr_t pc);
+/* That code: the return address of every signal handler's frame. */
+#define CFI_SIGRETURN_LEN 9
+extern const uint8_t cfi_sigreturn_code[CFI_SIGRETURN_LEN];
 
 #endif

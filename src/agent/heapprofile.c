@@ -39,6 +39,7 @@
 #include "agent/table.h"
 #include "agent/writer.h"
 #include "agent/buildid.h"
+#include "agent/heapstats.h"
 #include "agent/procmaps.h"
 #include "agent/startup.h"
 #include "format/options.h"
@@ -69,17 +70,19 @@ static void auto_name(char *out, size_t cap, const char *kind)
 	agent_strlcpy(out + n, FMT_HEAP_SUFFIX, cap - n);
 }
 
-/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N rss_anon=R end=1
- * [run=ID]": when the dump was taken, for `heaptrail growth`, the agent's
- * own mapped memory (the live endpoint's /metrics), the process's private
- * resident memory (growth compares its rise with the heap's: memory the
- * agent does not see; shared memory, such as PostgreSQL's buffers, is
- * left out), that
- * the dump ends with a
+/* "# heaptrail-dump ms=M unix_ms=U pid=P agent_bytes=N rss_anon=R
+ * [heap_in_use=H] end=1 [run=ID]": when the dump was taken, for
+ * `heaptrail growth`, the agent's own mapped memory (the live endpoint's
+ * /metrics), the process's private resident memory (growth compares its
+ * rise with the heap's: memory the agent does not see; shared memory,
+ * such as PostgreSQL's buffers, is left out), the allocator's own count
+ * of its bytes in use when the dump was taken where it may be asked
+ * (heapstats.h: growth tells replacing memory from before an attach from
+ * growth by it), that the dump ends with a
  * "# heaptrail-end" line (a reader that finds none knows it was cut
  * between two lines), and by which run (the `run` option, last).
  * jeprof and pprof skip '#' lines. */
-static void put_when(struct agent_writer *w)
+static void put_when(struct agent_writer *w, int64_t heap_in_use)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -93,6 +96,10 @@ static void put_when(struct agent_writer *w)
 	agent_put_u64(w, atomic_load_explicit(&agent_mapped_bytes, memory_order_relaxed));
 	agent_put(w, " " FMT_HEAP_RSS);
 	agent_put_u64(w, agent_rss_bytes(true));
+	if (heap_in_use >= 0) {
+		agent_put(w, " " FMT_HEAP_ALLOC_IN_USE);
+		agent_put_u64(w, (uint64_t)heap_in_use);
+	}
 	agent_put(w, " " FMT_HEAP_ENDS);
 	if (agent_config.run_id[0]) {
 		agent_put(w, " " FMT_HEAP_RUN);
@@ -196,7 +203,8 @@ static void put_pools(struct agent_writer *w, const struct agent_kinds *live, ui
 	}
 }
 
-static int dump_now(const char *path, const char *kind, char *wrote, size_t cap)
+static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
+		    bool alloc_path)
 {
 	char name[4352];
 	int err = 0;
@@ -206,6 +214,8 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap)
 		return -EBUSY;
 	int saved_busy = agent_tls.busy;
 	agent_tls.busy = 1;
+	/* before the tables' locks: the allocator takes its own */
+	int64_t heap_in_use = alloc_path ? agent_heapstats_in_use() : -1;
 
 	uint32_t npools = 0;
 	size_t pools_len = 0;
@@ -253,7 +263,7 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap)
 	agent_put(&w, " " FMT_HEAP_V2 "/");
 	agent_put_u64(&w, sample);
 	agent_put(&w, "\n");
-	put_when(&w);
+	put_when(&w, heap_in_use);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
 		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])
@@ -308,7 +318,16 @@ int agent_dump(const char *path, const char *kind)
 {
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	int err = dump_now(path, kind, NULL, 0);
+	int err = dump_now(path, kind, NULL, 0, false);
+	pthread_setcancelstate(cancel, NULL);
+	return err;
+}
+
+int agent_dump_from_program(const char *path, const char *kind)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int err = dump_now(path, kind, NULL, 0, true);
 	pthread_setcancelstate(cancel, NULL);
 	return err;
 }
@@ -317,7 +336,7 @@ int agent_dump_wrote(const char *kind, char *wrote, size_t cap)
 {
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	int err = dump_now(NULL, kind, wrote, cap);
+	int err = dump_now(NULL, kind, wrote, cap, false);
 	pthread_setcancelstate(cancel, NULL);
 	return err;
 }

@@ -13,6 +13,11 @@
  * briefly; safe from a signal handler when the thread is not inside the
  * agent. */
 int agent_dump(const char *path, const char *kind);
+/* agent_dump from a thread of the program in its own code, outside the
+ * allocator (the triggers, on the way into an allocator call; the API):
+ * the dump also says what the allocator counts in use (heapstats.h).
+ * Never from a borrowed thread (a request), which may be inside it. */
+int agent_dump_from_program(const char *path, const char *kind);
 /* The same to the automatic name, whose path goes to wrote (cap bytes)
  * when the dump is written. */
 int agent_dump_wrote(const char *kind, char *wrote, size_t cap);

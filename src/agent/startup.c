@@ -28,6 +28,7 @@ extern char _etext[] __attribute__((visibility("hidden")));
 
 struct agent_real agent_real;
 struct agent_real agent_defs;
+struct agent_heap_fns agent_heap_fns;
 
 void agent_init_early(void)
 {
@@ -72,6 +73,23 @@ static void *global_definition(void *(*find)(const char *), const char *name)
 	return f ? f : dlsym(RTLD_DEFAULT, name);
 }
 
+static void *next_definition(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+/* jemalloc first: it exports mallinfo too, glibc's name for another
+ * heap; a program linked with tcmalloc has glibc's mallinfo2 beside it. */
+static void find_heap_fns(void *(*find)(const char *))
+{
+	agent_heap_fns.mallctl = (__typeof__(agent_heap_fns.mallctl))find("mallctl");
+	if (!agent_heap_fns.mallctl)
+		agent_heap_fns.tc_property = (__typeof__(agent_heap_fns.tc_property))find(
+			"MallocExtension_GetNumericProperty");
+	if (!agent_heap_fns.mallctl && !agent_heap_fns.tc_property)
+		agent_heap_fns.mallinfo2 = find("mallinfo2");
+}
+
 void agent_resolve_real(void)
 {
 	agent_tls.busy = AGENT_BUSY_AGENT;
@@ -88,6 +106,7 @@ void agent_resolve_real(void)
 	agent_real.malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
 	agent_real.dlclose = dlsym(RTLD_NEXT, "dlclose");
 	agent_real.exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+	find_heap_fns(next_definition);
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	agent_defs = agent_real;
 	agent_defs.malloc = m;
@@ -117,6 +136,7 @@ void agent_resolve_global(void *(*find)(const char *name))
 	agent_real.malloc_usable_size = GLOBAL(malloc_usable_size);
 	agent_real.dlclose = GLOBAL(dlclose);
 	agent_real.exit = GLOBAL(exit);
+	find_heap_fns(find);  /* never the fallback: the agent has a mallctl */
 	void *m = GLOBAL(malloc);
 #undef GLOBAL
 	agent_defs = agent_real;

@@ -29,6 +29,16 @@ struct agent_real {
 	void (*exit)(int);
 };
 extern struct agent_real agent_real;
+/* The real allocator's own account of what it holds (heapstats.c reads
+ * it): jemalloc's mallctl, gperftools' numeric properties, or glibc's
+ * mallinfo2, whichever the allocator the hooks forward to provides (the
+ * first found, in that order); all NULL when none. Set with agent_real. */
+struct agent_heap_fns {
+	int (*mallctl)(const char *, void *, size_t *, void *, size_t);
+	int (*tc_property)(const char *, size_t *);
+	void *mallinfo2;        /* struct mallinfo2 (*)(void) */
+};
+extern struct agent_heap_fns agent_heap_fns;
 /* The same functions as the loader found them: at an attach, agent_real
  * may point at trampolines that run them (attach.c), and the program's
  * dlsym answers these (hooks.c). */

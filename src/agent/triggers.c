@@ -55,7 +55,7 @@ void agent_triggers_check(void)
 			while (next <= t.bytes_allocated)
 				next += agent_config.interval;
 			atomic_store(&next_interval, next);
-			agent_dump(NULL, "interval");
+			agent_dump_from_program(NULL, "interval");
 		} else {
 			atomic_store(&next_interval, next);
 		}
@@ -65,7 +65,7 @@ void agent_triggers_check(void)
 		uint64_t written = atomic_load(&peak_written);
 		if (live > 0 && (uint64_t)live > written + written / 100 * (uint64_t)agent_config.peak_step &&
 		    (uint64_t)live >= (1u << 20)) {
-			if (agent_dump(NULL, "peak") == 0)
+			if (agent_dump_from_program(NULL, "peak") == 0)
 				atomic_store(&peak_written, (uint64_t)live);
 		}
 	}
@@ -292,7 +292,7 @@ static void time_check(size_t n, int sign, bool counted)
 	}
 	if (agent_config.every_ms && now >= every_next_ms) {
 		atomic_store(&every_next_ms, now + agent_config.every_ms);
-		agent_dump(NULL, "every");
+		agent_dump_from_program(NULL, "every");
 	}
 	agent_tls.busy = saved_busy;
 	atomic_store(&checking, 0);

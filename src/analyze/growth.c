@@ -10,6 +10,7 @@
 
 const char *const prof_trend_names[] = {
 	"growing", "grew, then flat", "fluctuating", "flat", "shrinking", "too few samples",
+	"replacing",
 };
 
 /* Two-sided 90 % quantiles of Student's t, by degrees of freedom (index
@@ -322,6 +323,59 @@ static int cmp_sites(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Growing sites that only replace memory allocated before an attach
+ * (growth.h: replacing). Sites sorted growing first, fastest first. */
+static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += ps[i].heap_in_use > 0;
+	if (k < 3)
+		return 0;
+	double *x = calloc(k, sizeof *x), *var = calloc(k, sizeof *var);
+	int64_t *alloc = calloc(k, sizeof *alloc), *seen = calloc(k, sizeof *seen);
+	int rc = -ENOMEM;
+	if (!x || !var || !alloc || !seen)
+		goto out;
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ps[i].heap_in_use > 0) {
+			x[k] = g->x[i];
+			alloc[k] = ps[i].heap_in_use;
+			seen[k] = g->total.values[i];
+			var[k++] = g->total.vars[i];
+		}
+	struct fit fa, fs;
+	fit(x, alloc, NULL, 0, k, &fa);
+	fit(x, seen, var, 0, k, &fs);
+	g->heap_known = true;
+	g->alloc_first = alloc[0];
+	g->alloc_last = alloc[k - 1];
+	g->unseen_last = alloc[k - 1] - seen[k - 1];
+	g->replaced_rate = fs.slope - fa.slope;
+	double pm_s = fs.pm_scatter > fs.pm_sampling ? fs.pm_scatter : fs.pm_sampling;
+	double pm = sqrt(fa.pm_scatter * fa.pm_scatter + pm_s * pm_s);
+	rc = 0;
+	if (!(g->replaced_rate > pm) || g->replaced_rate <= 0)
+		goto out;
+	double left = g->replaced_rate;
+	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
+		struct prof_growth_site *s = &g->sites[i];
+		if (s->slope > left * 1.25)
+			continue;
+		s->trend = PROF_TREND_REPLACING;
+		left -= s->slope;
+		g->nreplacing++;
+		g->replacing_rate += s->slope;
+	}
+out:
+	free(x);
+	free(var);
+	free(alloc);
+	free(seen);
+	return rc;
+}
+
 struct entry {
 	const char *name;
 	size_t dump;
@@ -423,6 +477,10 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 	for (size_t i = 0; i < g->nsites; i++)
 		classify(&g->sites[i], g->x, n, scale, g->sampled);
 	qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
+	if (judge_replacing(g, ps, n))
+		goto out;
+	if (g->nreplacing)
+		qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
 	rc = 0;
 out:
 	if (tabs)

@@ -46,6 +46,21 @@
  * shrink to tell (need: a smaller --sample or a longer run); so is one
  * that never rose when a visible rise would not have brought a new
  * sample 9 times in 10. Exact dumps keep the rules above unchanged.
+ *
+ * Replacing: a site that frees blocks it allocated before an attach and
+ * allocates their successors (a cache refreshing its entries) rises in
+ * the dumps, which hold only the successors, while the heap as a whole
+ * stays flat. Dumps taken on the program's allocation path say what the
+ * allocator itself counts in use (heap_in_use); over three or more such
+ * dumps, the seen heap's slope less the allocator's is the rate at
+ * which memory the dumps do not hold is given back (replaced). When
+ * that rate clears its 90 % interval, growing sites whose slopes it
+ * covers (the fastest first, each within a quarter more than what is
+ * left of it) are "replacing", not growing; a leak beside them still
+ * raises the allocator's count, and stays growing. The memory still
+ * unseen (the allocator's count less the heap seen, at the last such
+ * dump) bounds what replacing can add: a site that rises by more than
+ * that grows (their rate says how long that takes at the earliest).
  */
 #ifndef HEAPTRAIL_ANALYZE_GROWTH_H
 #define HEAPTRAIL_ANALYZE_GROWTH_H
@@ -60,6 +75,9 @@ enum prof_trend {
 	PROF_TREND_FLAT,        /* does not change much */
 	PROF_TREND_SHRINKING,   /* steady decrease */
 	PROF_TREND_UNSURE,      /* sampled: rises, but within the sampling noise */
+	PROF_TREND_REPLACING,   /* rises as fast as memory the dumps do not hold is
+				 * given back: replaces blocks allocated before an
+				 * attach (see "replacing" above) */
 };
 
 /* The z of the interval a sampled slope must clear to be "growing"
@@ -109,6 +127,18 @@ struct prof_growth {
 	 * memory the agent does not see (PROF_GROWTH_UNSEEN) */
 	bool rss_known;
 	int64_t rss_rise, heap_rise;
+	/* the dumps that say what the allocator counts in use (at least
+	 * three, else heap_known is false): its count at the first and the
+	 * last of them, the rate (per second, or per dump when untimed) at
+	 * which memory the dumps do not hold was given back over them (the
+	 * seen heap's slope less the allocator's count's), the memory not
+	 * seen at the last (allocator less seen), and what the "replacing"
+	 * sites add up to (their count and summed slope) */
+	bool heap_known;
+	int64_t alloc_first, alloc_last, unseen_last;
+	double replaced_rate;
+	size_t nreplacing;
+	double replacing_rate;
 	struct prof_growth_site *sites; /* growing first (by late_slope), then the rest by |slope| */
 	size_t nsites;
 	/* private */

@@ -324,6 +324,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->unix_ms = d.unix_ms;
 	p->agent_bytes = d.agent_bytes;
 	p->rss = d.rss;
+	p->heap_in_use = d.heap_in_use;
 	p->pid = d.pid;
 	p->has_alloc = d.has_alloc;
 

@@ -85,6 +85,7 @@ struct prof_profile {
 	int64_t ms, unix_ms;    /* when the dump was taken (-1 when unknown) */
 	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
 	int64_t rss;            /* the process's private resident memory then (-1: unknown) */
+	int64_t heap_in_use;    /* the allocator's own count of its bytes in use (-1: unknown) */
 	long pid;
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	bool pool_absent;       /* the load's pool names no pool of this dump */

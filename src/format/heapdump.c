@@ -267,6 +267,8 @@ static void parse_comment(struct fmt_heap_dump *d, const char *s)
 			d->agent_bytes = strtoll(p + 1 + FMT_LEN(FMT_HEAP_AGENT_BYTES), NULL, 10);
 		if ((p = strstr(s, " " FMT_HEAP_RSS)))
 			d->rss = strtoll(p + 1 + FMT_LEN(FMT_HEAP_RSS), NULL, 10);
+		if ((p = strstr(s, " " FMT_HEAP_ALLOC_IN_USE)))
+			d->heap_in_use = strtoll(p + 1 + FMT_LEN(FMT_HEAP_ALLOC_IN_USE), NULL, 10);
 		if ((p = strstr(s, " " FMT_HEAP_ENDS)) && strchr(" \n", p[1 + FMT_LEN(FMT_HEAP_ENDS)]))
 			d->ends = FMT_HEAP_END_WANTED;
 		if ((p = strstr(s, " " FMT_HEAP_RUN))) {
@@ -312,7 +314,7 @@ enum state { HEADER, SAMPLES, JE_STACK_COUNTS, MAPS };
 int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 {
 	memset(d, 0, sizeof *d);
-	d->ms = d->unix_ms = d->agent_bytes = d->rss = -1;
+	d->ms = d->unix_ms = d->agent_bytes = d->rss = d->heap_in_use = -1;
 	d->pid = -1;
 	char *line = NULL;
 	size_t cap = 0;

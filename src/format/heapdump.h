@@ -16,7 +16,7 @@
  *   - both end with "MAPPED_LIBRARIES:" and the process's /proc/PID/maps.
  *
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
- * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [agent_bytes=N] [rss_anon=R] [end=1] [run=ID]" after the header
+ * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [agent_bytes=N] [rss_anon=R] [heap_in_use=H] [end=1] [run=ID]" after the header
  * (when the dump was taken, and by which run), "# build-id HEX PATH" per module at the end,
  * and "# heaptrail-pool INDEX NAME" ('%XX'-escaped as in the leak file) for each
  * stack, counted from 0 in the file's order, whose blocks are a memory pool's.
@@ -80,6 +80,7 @@ struct fmt_heap_dump {
 	int64_t ms, unix_ms;           /* when taken (heaptrail dumps), or -1 */
 	int64_t agent_bytes;           /* the agent's own mappings then, or -1 */
 	int64_t rss;                   /* the process's private resident memory then, or -1 */
+	int64_t heap_in_use;           /* the allocator's own bytes in use then, or -1 */
 	long pid;                      /* -1 when unknown */
 	char run[64];                  /* the agent's run id, or "" */
 	enum { FMT_HEAP_END_NONE, FMT_HEAP_END_WANTED, FMT_HEAP_END_SEEN } ends;

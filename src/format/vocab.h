@@ -47,13 +47,14 @@
 #define FMT_HEAP_MAPS        "MAPPED_LIBRARIES:" /* the maps section follows */
 #define FMT_HEAP_MAPS_OLD    "--- Memory map:"   /* old gperftools' spelling */
 /* heaptrail's comment lines (jeprof and pprof skip them) */
-#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P agent_bytes=N rss_anon=R end=1 [run=ID] */
+#define FMT_HEAP_DUMP_LINE   "# heaptrail-dump"  /* ms=M unix_ms=U pid=P agent_bytes=N rss_anon=R [heap_in_use=H] end=1 [run=ID] */
 #define FMT_HEAP_MS          "ms="
 #define FMT_HEAP_UNIX_MS     "unix_ms="
 #define FMT_HEAP_PID         "pid="
 #define FMT_HEAP_RUN         "run="
 #define FMT_HEAP_AGENT_BYTES "agent_bytes="  /* the agent's own mappings */
 #define FMT_HEAP_RSS         "rss_anon="     /* the process's private resident memory */
+#define FMT_HEAP_ALLOC_IN_USE "heap_in_use=" /* the allocator's own count of its bytes in use */
 #define FMT_HEAP_ENDS        "end=1"         /* the dump ends with FMT_HEAP_END_LINE */
 #define FMT_HEAP_END_LINE    "# heaptrail-end"   /* the last line: the dump is whole */
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */

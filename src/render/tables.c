@@ -448,6 +448,31 @@ static void put_names(FILE *out, const struct prof_growth *g, enum prof_trend t)
 		fprintf(out, " and %zu more", n - shown);
 }
 
+/* Sites that rose only by replacing memory the dumps do not hold
+ * (growth.h: replacing), and how long to watch to be sure. */
+static void put_replacing(FILE *out, const struct prof_growth *g, bool exact)
+{
+	if (!g->nreplacing)
+		return;
+	char a[48], b[48], u[48];
+	fprintf(out, "\n%zu site%s (", g->nreplacing, g->nreplacing == 1 ? "" : "s");
+	put_names(out, g, PROF_TREND_REPLACING);
+	fprintf(out, ") rose while the allocator's own count of the heap went from %s to %s: "
+		"%s memory allocated before the attach, not growth",
+		fmt_v(a, sizeof a, (double)g->alloc_first, true, exact, false),
+		fmt_v(b, sizeof b, (double)g->alloc_last, true, exact, false),
+		g->nreplacing == 1 ? "it replaces" : "they replace");
+	if (g->unseen_last > 0 && g->replacing_rate > 0) {
+		double t = (double)g->unseen_last / g->replacing_rate;
+		fprintf(out, "; replacing can add at most the %s not seen yet: rising by more "
+			"than that (at %s%s, %.0f %s from the last dump at the earliest) is growth",
+			fmt_v(a, sizeof a, (double)g->unseen_last, true, exact, false),
+			fmt_v(u, sizeof u, g->replacing_rate, true, exact, false),
+			g->timed ? "/s" : " a dump", t, g->timed ? "s" : "dumps");
+	}
+	fputs("\n", out);
+}
+
 /* A run longer than this many times the one dumped is not advice. */
 #define GROWTH_LONGER_MAX 100
 
@@ -503,6 +528,7 @@ static void put_advice(FILE *out, const struct prof_growth *g)
 void render_growth_note(FILE *out, const struct prof_growth *g, bool exact)
 {
 	put_onsets(out, g);
+	put_replacing(out, g, exact);
 	put_unseen(out, g, exact);
 	put_advice(out, g);
 }

@@ -34,7 +34,9 @@
     dump:metadata    the agent's '#' lines: every dump says when it was
                      taken (times increase with the sequence number, pid
                      as in the name), how much memory the agent maps
-                     (agent_bytes), and names the program's build-id as
+                     (agent_bytes), what the allocator counts in use
+                     (heap_in_use, on timed and API dumps), and names
+                     the program's build-id as
                      readelf reads it from the file
     dump:fork-seq    fork_dumps: a forked child numbers its own dumps from
                      0000 (PARENT.0000, PARENT.0001, CHILD.0000), as the
@@ -385,7 +387,8 @@ def test_dump_metadata(suite):
         name = os.path.basename(dump)
         text = open(dump).read()
         m = re.search(r"^# heaptrail-dump ms=(\d+) unix_ms=(\d+) pid=(\d+)"
-                      r"(?: agent_bytes=(\d+))?(?: rss_anon=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$",
+                      r"(?: agent_bytes=(\d+))?(?: rss_anon=(\d+))?( end=1)?(?: run=([0-9a-f]{16}))?$"
+                      .replace("( end=1)", r"(?: heap_in_use=(\d+))?( end=1)"),
                       text, re.M)
         if not m:
             problems.append("%s: no '# heaptrail-dump' line" % name)
@@ -403,13 +406,17 @@ def test_dump_metadata(suite):
         # holds more than 100 KiB, and less than the machine could
         if not m.group(5) or not 100 << 10 <= int(m.group(5)) < 1 << 40:
             problems.append("%s: rss_anon=%s" % (name, m.group(5)))
-        if not m.group(7):
+        # the allocator's own count: dumps on a timer are written on the
+        # program's way into the allocator, where it may be asked
+        if not m.group(6) or not 1 <= int(m.group(6)) < 1 << 40:
+            problems.append("%s: heap_in_use=%s" % (name, m.group(6)))
+        if not m.group(8):
             problems.append("%s: no run=ID (heaptrail run names its run)" % name)
         # it says it ends with an end line, and does: a cut between two
         # lines is then seen
-        if not m.group(6) or not text.endswith("\n# heaptrail-end\n"):
+        if not m.group(7) or not text.endswith("\n# heaptrail-end\n"):
             problems.append("%s: end=1 %s, last line %r" % (
-                name, "given" if m.group(6) else "missing", text.rstrip("\n").split("\n")[-1]))
+                name, "given" if m.group(7) else "missing", text.rstrip("\n").split("\n")[-1]))
         ids = dict((p, h) for h, p in re.findall(r"^# build-id ([0-9a-f]+) (\S+)$", text, re.M))
         if ids.get(prog) != want_id:
             problems.append("%s: build-id of %s is %s, readelf says %s" % (

@@ -44,6 +44,7 @@
  * @kinds 0 definitely_lost=900/1
  * @vg
  * @modes exact sample
+ * @every 5ms
  * @timeout 30
  */
 #include <pthread.h>
