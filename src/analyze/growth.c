@@ -352,6 +352,7 @@ static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps,
 	g->alloc_first = alloc[0];
 	g->alloc_last = alloc[k - 1];
 	g->unseen_last = alloc[k - 1] - seen[k - 1];
+	g->seen_rise = seen[k - 1] - seen[0];
 	g->replaced_rate = fs.slope - fa.slope;
 	double pm_s = fs.pm_scatter > fs.pm_sampling ? fs.pm_scatter : fs.pm_sampling;
 	double pm = sqrt(fa.pm_scatter * fa.pm_scatter + pm_s * pm_s);

@@ -88,6 +88,12 @@ enum prof_trend {
  * twice the heap's rise plus this: memory the agent does not see grew */
 #define PROF_GROWTH_UNSEEN (16ll << 20)
 
+/* The allocator's own count of the heap (heap_in_use) rose by at least
+ * this many bytes more than the heap the dumps hold, and that excess is
+ * more than twice the dumps' rise: memory the agent does not see grew
+ * (the count is exact, so the bar is lower than the resident set's) */
+#define PROF_GROWTH_UNSEEN_ALLOC (8ll << 20)
+
 /* Fewer sampled dumps than this never make a "growing" verdict. */
 #define PROF_GROWTH_MIN_DUMPS 5
 extern const char *const prof_trend_names[];
@@ -136,6 +142,7 @@ struct prof_growth {
 	 * sites add up to (their count and summed slope) */
 	bool heap_known;
 	int64_t alloc_first, alloc_last, unseen_last;
+	int64_t seen_rise;      /* the dumps' heap over those same dumps */
 	double replaced_rate;
 	size_t nreplacing;
 	double replacing_rate;

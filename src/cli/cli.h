@@ -148,6 +148,10 @@ void cli_prof_notes(const struct prof_profile *p);
  * malloc blocks holding them both: says so on stderr, with the chunks'
  * in-use bytes. */
 void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p);
+/* A note on stderr when the allocator counted far more in use than the
+ * dump p holds (heap_in_use): memory heaptrail does not see. Not for a
+ * filtered view (--focus, --ignore, --hide, --pool, --base). */
+void cli_prof_unseen_note(const struct cli_prof_opts *o, const struct prof_profile *p);
 /* Writes data to path whole (a temporary file renamed into place), or to
  * standard output when path is "-". Prints the error and returns -1 on
  * failure. */

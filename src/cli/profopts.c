@@ -200,6 +200,26 @@ void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile
 		several ? " and others)" : "'");
 }
 
+/* The allocator's count includes its chunks' headers and rounding: up
+ * to 24 bytes a block in glibc, more for blocks of a few bytes; twice
+ * the dump plus that, and 8 MiB at least, is memory not seen. */
+void cli_prof_unseen_note(const struct cli_prof_opts *o, const struct prof_profile *p)
+{
+	if (o->load.pool || o->focus || o->ignore || o->hide || o->base || p->heap_in_use <= 0)
+		return;
+	int64_t seen = p->total[PROF_INUSE_SPACE], blocks = p->total[PROF_INUSE_OBJECTS];
+	int64_t unseen = p->heap_in_use - seen;
+	if (unseen < (8ll << 20) || unseen <= seen + 24 * blocks)
+		return;
+	char a[48], b[48], c[48];
+	fprintf(stderr, "heaptrail: note: the allocator counts %s in use, this dump holds %s: "
+		"heaptrail does not see %s of it (allocated before an attach, through a pointer "
+		"to malloc saved before one with --slots-only, or by an allocator it does not "
+		"hook); 'heaptrail growth' over the dumps says whether that part grows\n",
+		render_bytes(a, sizeof a, p->heap_in_use), render_bytes(b, sizeof b, seen),
+		render_bytes(c, sizeof c, unseen));
+}
+
 int cli_emit(const char *path, const char *data, size_t len)
 {
 	if (!strcmp(path, "-")) {

@@ -76,6 +76,7 @@ int cmd_top(int argc, char **argv)
 	render_top(stdout, &p, &t, &ro);
 	cli_prof_notes(&p);
 	cli_prof_pool_note(&o, &p);
+	cli_prof_unseen_note(&o, &p);
 	ret = fflush(stdout) ? 1 : 0;
 	prof_table_release(&t);
 out_prof:

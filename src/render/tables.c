@@ -417,11 +417,22 @@ static void put_onsets(FILE *out, const struct prof_growth *g)
  * says so rather than call the heap flat. */
 static void put_unseen(FILE *out, const struct prof_growth *g, bool exact)
 {
+	char a[48], b[48];
+	int64_t excess = g->alloc_last - g->alloc_first - g->seen_rise;
+	if (g->heap_known && excess >= PROF_GROWTH_UNSEEN_ALLOC &&
+	    excess > 2 * (g->seen_rise > 0 ? g->seen_rise : 0)) {
+		fprintf(out, "\nthe allocator's own count of the heap grew by %s over these dumps, "
+			"the heap heaptrail sees by %s: memory it does not see is growing (a "
+			"pointer to malloc saved before an attach with --slots-only, an allocator "
+			"it does not hook)\n",
+			fmt_v(a, sizeof a, (double)(g->alloc_last - g->alloc_first), true, exact, false),
+			fmt_v(b, sizeof b, (double)g->seen_rise, true, exact, false));
+		return;
+	}
 	int64_t heap = g->heap_rise > 0 ? g->heap_rise : 0;
 	if (!g->rss_known || g->rss_rise < 2 * PROF_GROWTH_UNSEEN ||
 	    g->rss_rise <= 2 * heap + PROF_GROWTH_UNSEEN)
 		return;
-	char a[48], b[48];
 	fprintf(out, "\nthe process's private resident memory grew by %s over these dumps, the heap "
 		"heaptrail sees by %s: memory it does not see is growing (a pointer to malloc "
 		"saved before an attach, an allocator it does not hook, the program's own "

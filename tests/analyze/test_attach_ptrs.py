@@ -35,7 +35,12 @@ real allocator's entry points behind trampolines, besides the slots.
                     checks all pass and its output, checksum included,
                     is the bare run's
     attach-ptrs:slots-only  --slots-only: the entry points are left as
-                    they are (the test of the test: leak_ptr unseen)
+                    they are (the test of the test: leak_ptr unseen);
+                    growth says the allocator's own count grew far more
+                    than the heap it sees, and `top` on the last dump
+                    says how much of the allocator's count it does not
+                    see (neither says so in attach-ptrs:leak, where the
+                    trampolines see every call)
     attach-ptrs:jemalloc-leak, attach-ptrs:jemalloc-swap-exact,
     attach-ptrs:tcmalloc-swap-exact  the same program linked with
                     libjemalloc.so.2 (as Debian's redis-server is) or
@@ -200,6 +205,16 @@ def test_leak(suite, exact, slots_only=False, alloc=None):
             rows = ta.growth_rows(gout.decode())
             growing = [r for r in rows if r[0] != "-" and r[3] != "(all)"]
             names = [r[3] for r in growing]
+            unseen = re.search(r"^the allocator's own count of the heap grew by .* memory it "
+                               r"does not see is growing", gout.decode(), re.M)
+            rc, _, terr = ta.heaptrail(suite, "top", dumps[-1])
+            top_note = re.search(rb"note: the allocator counts .* heaptrail does not see", terr)
+            if slots_only and not (unseen and top_note):
+                problems.append("--slots-only: growth's unseen line %s, top's note %s:\n%s%s"
+                                % (bool(unseen), bool(top_note), gout.decode(), terr.decode()))
+            if not slots_only and alloc is None and (unseen or top_note):
+                problems.append("all seen, yet growth's unseen line %s, top's note %s:\n%s%s"
+                                % (bool(unseen), bool(top_note), gout.decode(), terr.decode()))
             if slots_only:
                 if "leak_ptr" in [r[3] for r in rows]:
                     problems.append("--slots-only: leak_ptr seen:\n%s" % gout.decode())
