@@ -29,9 +29,10 @@ program's allocation path say what the allocator counts in use
                     SIGALRM handler allocates, then only the main thread.
                     The dumps written from the handler (where asking the
                     allocator could deadlock on a lock the interrupted
-                    code holds) have no heap_in_use, the main thread's
-                    all have it: at least 20 of each, in that order.
-                    (With the handler check taken out, all 240 had it.)
+                    code holds), at least 20, have no heap_in_use; at
+                    least 10 of the main thread's have it (the agent asks
+                    at most 1 % of the time). (With the handler check
+                    taken out, all 240 had it.)
 """
 import os
 import re
@@ -185,18 +186,22 @@ def test_handler(suite):
                                    "-o", out, "--", prog], timeout=60)
     if rc != 0 or not sout.decode().endswith("done\n"):
         return ["run: exit %d, output %r: %s" % (rc, sout[-80:], run_tests.short(err))], []
-    marks = []
+    phase2 = int(re.search(rb"^phase2 (\d+)$", sout, re.M).group(1))
+    handler, main = "", ""
     for d in timed_dumps(out):
         with open(d) as f:
             line = next(l for l in f if l.startswith("# heaptrail-dump"))
-        ms = int(re.search(r" ms=(\d+)", line).group(1))
-        marks.append((ms, " heap_in_use=" in line))
-    marks.sort()
-    seq = "".join("H" if h else "-" for _, h in marks)
-    if not re.fullmatch(r"-{20,}H{20,}", seq):
-        problems.append("dumps in time order, H: with heap_in_use, -: without: %s" % seq)
-    return problems, ["%d dumps from the handler, %d from the main thread"
-                      % (seq.count("-"), seq.count("H"))]
+        ms = int(re.search(r" unix_ms=(\d+)", line).group(1))
+        mark = "H" if " heap_in_use=" in line else "-"
+        if ms < phase2 - 5:
+            handler += mark
+        elif ms > phase2 + 5:
+            main += mark
+    if len(handler) < 20 or "H" in handler or main.count("H") < 10:
+        problems.append("H: a dump with heap_in_use, -: without; from the handler: %s; "
+                        "from the main thread: %s" % (handler, main))
+    return problems, ["%d dumps from the handler, %d of %d from the main thread counted"
+                      % (len(handler), main.count("H"), len(main))]
 
 
 def collect(suite):

@@ -5,8 +5,8 @@
  * Under `heaptrail run --every 5ms` the first phase's dumps are written
  * from the handler, where asking the allocator for its totals could
  * deadlock: they must not say heap_in_use; the second phase's must.
- * Prints "phase2 MS" (ms since start, CLOCK_MONOTONIC) when the second
- * phase begins, and "done".
+ * Prints "phase2 MS" (CLOCK_REALTIME in ms, as the dumps' unix_ms) when
+ * the second phase begins, and "done".
  */
 #include <signal.h>
 #include <stdio.h>
@@ -47,7 +47,9 @@ int main(void)
 		spin++;
 	memset(&it, 0, sizeof it);
 	setitimer(ITIMER_REAL, &it, NULL);
-	printf("phase2 %.0f\n", now_ms() - t0);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	printf("phase2 %lld\n", (long long)rt.tv_sec * 1000 + rt.tv_nsec / 1000000);
 	fflush(stdout);
 	while (now_ms() - t0 < 1200) {
 		free(keep);
