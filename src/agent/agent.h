@@ -74,7 +74,11 @@ struct agent_tls {
 	uint64_t sample_s;       /* the S sample_left was drawn at (sample.c: auto) */
 	uint64_t auto_ns;        /* sample=auto: when this thread last looked at its rate */
 	uint32_t auto_n;         /* sample=auto: samples since that look */
-	uint32_t auto_debt;      /* sample=auto: samples over the rate budget (sample.c) */
+	uint32_t auto_debt;      /* sample=auto: ns spent sampling over the budget (sample.c) */
+	uint64_t auto_tsc;       /* sample=auto: the TSC at auto_ns */
+	uint64_t auto_cost;      /* sample=auto: TSC ticks spent on samples since then */
+	uint64_t sample_tsc;     /* sample=auto: the TSC when the sample in hand was
+				  * decided, 0 when none is in hand */
 	uint64_t since_check;    /* estimated bytes since the last trigger check */
 	int time_left;           /* recorded events until the next look at the clock */
 	uint64_t time_tsc;       /* the TSC at this thread's last look at it */

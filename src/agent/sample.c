@@ -156,8 +156,10 @@ bool agent_sample_slow(size_t n)
 		}
 	}
 	agent_tls.sample_left = draw();
-	if (AGENT_UNLIKELY(agent_config.sample_auto))
+	if (AGENT_UNLIKELY(agent_config.sample_auto)) {
 		auto_look();
+		agent_tls.sample_tsc = agent_rdtsc();  /* its cost: up to its note */
+	}
 	return true;
 }
 
@@ -185,6 +187,10 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 {
 	weight_at(n, agent_config.sample, bytes, blocks_x1024);
 }
+
+/* The most one sample's time counts for, in TSC ticks (some 25 us at
+ * 2-4 GHz: a sample walks at most a few thousand instructions). */
+#define SAMPLE_COST_MAX 100000u
 
 /* How much estimated allocation passes between two looks at the interval
  * and peak triggers: a look sums every thread's counters. An interval
@@ -250,6 +256,13 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 			agent_count(&c->est_allocs_x1024, blocks);
 		}
 	}
+	if (sign > 0 && agent_tls.sample_tsc) {
+		/* a sample that took longer was preempted (or page-faulted in
+		 * the allocator): the thread's own work, not the sample's */
+		uint64_t took = agent_rdtsc() - agent_tls.sample_tsc;
+		agent_tls.auto_cost += took < SAMPLE_COST_MAX ? took : SAMPLE_COST_MAX;
+		agent_tls.sample_tsc = 0;
+	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
 		agent_tls.since_check += bytes;
 		if ((agent_tls.since_check >= CHECK_BYTES ||
@@ -307,17 +320,22 @@ void agent_resample(uint64_t sample)
  *    N = 2,000 puts the 90 % interval of the live heap within about
  *    ±1.645/sqrt(2,000) = ±3.7 % (less with big blocks), and a leak of
  *    a hundredth of the heap's rate still brings tens of samples a run;
- *  - the cost: a thread that samples more than AUTO_RATE (2,000)
- *    allocations a second, beyond a burst of AUTO_BURST (5,000) samples
- *    (a program filling a cache at start-up: a one-time cost),
- *    raises S at once to where its pace of the last window would fit
- *    the rate (at least doubling it). A sample costs a stack walk and a
- *    table insert: about 1,800 instructions on Debian's sqlite3, built
- *    without frame pointers (callgrind, bench/RESULTS.md), under a
- *    microsecond; 2,000 a second are then about 0.1 % of a core, and the
- *    burst a few milliseconds once. The heap rule cannot make sampling dear
- *    (it only raises S), and a fine S costs little while the allocation
- *    rate is low, which this rule checks.
+ *  - the cost, in time: a thread that spends more than 1/AUTO_SHARE
+ *    (1 %) of its time taking samples, beyond a burst of AUTO_BURST_NS
+ *    (10 ms: a program filling a cache at start-up, a one-time cost),
+ *    raises S at once to where its last window's share would fit (at
+ *    least doubling it). A sample's time is measured (the TSC from the
+ *    decision to sample to the block's note: the allocator's call, the
+ *    stack, the table), not assumed: a stack the thread's walk memo
+ *    already knows costs a few hundred instructions, a new walk about
+ *    1,800 on Debian's sqlite3 (callgrind, bench/RESULTS.md), so a
+ *    thread churning through a few stacks can afford ten times the
+ *    samples of one whose every stack is new. (The budget used to count
+ *    samples, 2,000 a second: a churning thread then lifted S to 512
+ *    KiB within milliseconds, and a 10 MB heap kept about 20 samples.)
+ *    The heap rule cannot make sampling dear (it only raises S), and a
+ *    fine S costs little while the allocation rate is low, which this
+ *    rule checks.
  *
  * Raising S from S_old to S_new while sampled blocks are live: each live
  * sampled block of n bytes is kept with probability
@@ -349,8 +367,8 @@ void agent_resample(uint64_t sample)
  */
 #define AUTO_SAMPLES 2000
 #define AUTO_WINDOW 128
-#define AUTO_RATE 2000
-#define AUTO_BURST 5000
+#define AUTO_SHARE 100
+#define AUTO_BURST_NS 10000000.0
 
 static uint64_t now_ns(void)
 {
@@ -372,24 +390,26 @@ uint64_t agent_sample_auto_target(uint64_t s, size_t live_samples)
 static AGENT_NOINLINE void auto_look_slow(void)
 {
 	agent_tls.auto_n = 0;
-	uint64_t s = agent_config.sample, t = now_ns(), want;
-	double rate = 0;   /* this window's samples a second */
-	if (agent_tls.auto_ns && t > agent_tls.auto_ns) {
-		/* samples over the budget, carried over windows: a burst
+	uint64_t s = agent_config.sample, t = now_ns(), tsc = agent_rdtsc(), want;
+	double share = 0;  /* of this window's time, spent taking samples */
+	if (agent_tls.auto_ns && t > agent_tls.auto_ns && tsc > agent_tls.auto_tsc) {
+		/* time over the budget, carried over windows: a burst
 		 * (filling a cache) is forgiven, a steady excess is not */
-		double secs = (double)(t - agent_tls.auto_ns) * 1e-9;
-		double debt = (double)agent_tls.auto_debt + AUTO_WINDOW - secs * AUTO_RATE;
+		double span = (double)(t - agent_tls.auto_ns);
+		share = (double)agent_tls.auto_cost / (double)(tsc - agent_tls.auto_tsc);
+		double debt = (double)agent_tls.auto_debt + share * span - span / AUTO_SHARE;
 		agent_tls.auto_debt = debt < 0 ? 0 : debt > 4e9 ? 4000000000u : (uint32_t)debt;
-		rate = AUTO_WINDOW / secs;
 	}
 	agent_tls.auto_ns = t;
+	agent_tls.auto_tsc = tsc;
+	agent_tls.auto_cost = 0;
 	want = agent_sample_auto_target(s, agent_live_count_racy());
-	if (agent_tls.auto_debt > AUTO_BURST) {
-		/* over budget: at once to an S at which this window's pace
-		 * would fit it */
+	if (agent_tls.auto_debt > AUTO_BURST_NS) {
+		/* over budget: at once to an S at which this window's share
+		 * would fit it (samples are as many as S is fine) */
 		agent_tls.auto_debt = 0;
 		uint64_t cost = s * 2;
-		while (cost < AGENT_SAMPLE_AUTO_MAX && rate * (double)s / (double)cost > AUTO_RATE)
+		while (cost < AGENT_SAMPLE_AUTO_MAX && share * (double)s / (double)cost > 1.0 / AUTO_SHARE)
 			cost *= 2;
 		if (cost > AGENT_SAMPLE_AUTO_MAX)
 			cost = AGENT_SAMPLE_AUTO_MAX;

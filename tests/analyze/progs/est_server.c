@@ -14,7 +14,11 @@
  *   leak_session    the big leak: 1,500 bytes every 10 ms, 150 KB/s
  *   leak_token      the small leak: 240 bytes every 10 ms, 24 KB/s
  *
- * Usage: est_server SECONDS ACCOUNTING_FILE. Under heaptrail the main
+ *   churn_fast      with "busy": one more thread allocating and freeing
+ *                   16 B to 4 KiB blocks, 100 every millisecond (about
+ *                   100,000 a second, 200 MB/s; issue 32: a busy heap)
+ *
+ * Usage: est_server SECONDS ACCOUNTING_FILE [busy]. Under heaptrail the main
  * thread dumps the heap (heaptrail_dump) every second, and around each
  * dump writes to ACCOUNTING_FILE a line "SEQ BEFORE AFTER": the bytes the
  * program itself holds (what it asked malloc for and has not freed,
@@ -211,12 +215,35 @@ static void free_list(struct leak_list *l, size_t size)
 	give(l->v, l->cap * sizeof *l->v);
 }
 
+NOINLINE void churn_fast(unsigned *seed)
+{
+	size_t n = 16 + next_rand(seed) % 4081;
+	void *p = take(n);
+	give(p, n);
+}
+
+static void *churner(void *arg)
+{
+	unsigned seed = 7;
+	(void)arg;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (int i = 0; i < 100; i++)
+			churn_fast(&seed);
+		add_ns(&t, 1000000L);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: est_server SECONDS ACCOUNTING_FILE\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "busy"))) {
+		fprintf(stderr, "usage: est_server SECONDS ACCOUNTING_FILE [busy]\n");
 		return 2;
 	}
+	int busy = argc == 4;
 	int seconds = atoi(argv[1]);
 	int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -228,11 +255,13 @@ int main(int argc, char **argv)
 	unsigned seed = 99;
 	for (size_t i = 0; i < CACHE_ENTRIES; i++)
 		cache_put(i, (1 + next_rand(&seed) % 7) * KIB);
-	pthread_t th[WORKERS + 2];
+	pthread_t th[WORKERS + 3];
 	for (uintptr_t i = 0; i < WORKERS; i++)
 		pthread_create(&th[i], NULL, worker, (void *)i);
 	pthread_create(&th[WORKERS], NULL, leaker, NULL);
 	pthread_create(&th[WORKERS + 1], NULL, housekeeper, NULL);
+	if (busy)
+		pthread_create(&th[WORKERS + 2], NULL, churner, NULL);
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	for (int s = 0; s < seconds; s++) {
@@ -250,7 +279,7 @@ int main(int argc, char **argv)
 			return 3;
 	}
 	atomic_store(&stop, 1);
-	for (int i = 0; i < WORKERS + 2; i++)
+	for (int i = 0; i < WORKERS + 2 + busy; i++)
 		pthread_join(th[i], NULL);
 	close(fd);
 	for (size_t i = 0; i < CACHE_ENTRIES; i++)
