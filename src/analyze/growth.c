@@ -359,16 +359,55 @@ static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps,
 	rc = 0;
 	if (!(g->replaced_rate > pm) || g->replaced_rate <= 0)
 		goto out;
-	double left = g->replaced_rate;
-	for (size_t i = 0; i < g->nsites && g->sites[i].trend == PROF_TREND_GROWING; i++) {
-		struct prof_growth_site *s = &g->sites[i];
-		if (s->slope > left * 1.25)
-			continue;
-		s->trend = PROF_TREND_REPLACING;
-		left -= s->slope;
-		g->nreplacing++;
-		g->replacing_rate += s->slope;
+	/* The memory not seen, u = allocator's count - seen heap, falls as
+	 * a replacing site rises and by as much, whatever else the heap
+	 * does (a leak raises both), so the site plus u stays flat, where a
+	 * leak beside a replacing cache plus u bends with the cache. Each
+	 * round takes the growing site whose sum with u varies least against
+	 * its own variation; within a quarter (of the variance) it replaces,
+	 * and u takes it in for the next round (two caches refreshed). */
+	int64_t *u = calloc(k, sizeof *u);
+	if (!u) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	for (size_t j = 0; j < k; j++)
+		u[j] = alloc[j] - seen[j];
+	for (;;) {
+		struct prof_growth_site *best = NULL;
+		double best_ratio = 0.25;
+		for (size_t i = 0; i < g->nsites; i++) {
+			struct prof_growth_site *s = &g->sites[i];
+			if (s->trend != PROF_TREND_GROWING)
+				continue;
+			double ms = 0, mr = 0, vs = 0, vr = 0;
+			for (size_t j = 0, d = 0; d < n; d++)
+				if (ps[d].heap_in_use > 0) {
+					ms += (double)s->values[d];
+					mr += (double)(s->values[d] + u[j++]);
+				}
+			ms /= (double)k, mr /= (double)k;
+			for (size_t j = 0, d = 0; d < n; d++)
+				if (ps[d].heap_in_use > 0) {
+					double a = (double)s->values[d] - ms;
+					double b = (double)(s->values[d] + u[j++]) - mr;
+					vs += a * a, vr += b * b;
+				}
+			if (vs > 0 && vr / vs <= best_ratio) {
+				best = s;
+				best_ratio = vr / vs;
+			}
+		}
+		if (!best)
+			break;
+		best->trend = PROF_TREND_REPLACING;
+		g->nreplacing++;
+		g->replacing_rate += best->slope;
+		for (size_t j = 0, d = 0; d < n; d++)
+			if (ps[d].heap_in_use > 0)
+				u[j++] += best->values[d];
+	}
+	free(u);
 out:
 	free(x);
 	free(var);

@@ -54,9 +54,12 @@
  * allocator itself counts in use (heap_in_use); over three or more such
  * dumps, the seen heap's slope less the allocator's is the rate at
  * which memory the dumps do not hold is given back (replaced). When
- * that rate clears its 90 % interval, growing sites whose slopes it
- * covers (the fastest first, each within a quarter more than what is
- * left of it) are "replacing", not growing; a leak beside them still
+ * that rate clears its 90 % interval, a growing site whose values plus
+ * the memory not seen (the allocator's count less the seen heap) vary
+ * less than a quarter as much as its own values is "replacing", not
+ * growing: the memory not seen falls as it rises (the test is made
+ * site by site, the best first, each one taken into the memory not
+ * seen for the next: two caches refreshed). A leak beside such a cache
  * raises the allocator's count, and stays growing. The memory still
  * unseen (the allocator's count less the heap seen, at the last such
  * dump) bounds what replacing can add: a site that rises by more than

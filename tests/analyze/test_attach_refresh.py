@@ -82,20 +82,25 @@ def timed_dumps(out):
 
 
 def check_heap_lines(problems, dumps, cache=4096 * 1024):
-    """Every timed dump says heap_in_use, at least the heap it holds and
-    at most that, its chunks' overhead and the cache from before."""
+    """Most timed dumps say heap_in_use (the agent asks at most 1 % of the
+    time: a slow count skips the next dumps), each at least the heap the
+    dump holds and at most that, its chunks' overhead and the cache from
+    before."""
+    counted = 0
     for d in dumps:
         with open(d) as f:
             text = f.read()
         m = HEAP_RE.search(text)
         if not m:
-            problems.append("%s: no heap_in_use" % os.path.basename(d))
             continue
+        counted += 1
         seen = int(re.match(r"heap profile:\s*\d+:\s*(\d+)", text).group(1))
         heap = int(m.group(1))
         if not seen <= heap <= seen * 1.5 + cache + (1 << 20):
             problems.append("%s: heap_in_use=%d, the dump holds %d"
                             % (os.path.basename(d), heap, seen))
+    if counted < len(dumps) * 3 // 4:
+        problems.append("%d of %d dumps say heap_in_use" % (counted, len(dumps)))
 
 
 def test_attach(suite, leak, exact, alloc=None):

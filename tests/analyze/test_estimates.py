@@ -37,6 +37,12 @@ the bytes it holds by its own count.
                       (every other one: 300 dumps; they are correlated,
                       hence the band).
 
+    estimates:attach  10 of the busy server started bare, attached with
+                      the defaults and --every 1s for 30 s: growth names
+                      both leaks in at least 9 of 10, and never calls
+                      the cache (replaced while watched), the churn or
+                      the bursts growing
+
 Why auto sees what 512k cannot: growth needs some tens of samples of a
 leak over the run to call it (the slope's noise shrinks as sqrt(S / T),
 growth.c); 24 KB/s for 30 s is 720 KB, 88 samples at 8 KiB, 1.4 at
@@ -250,6 +256,72 @@ def test_server(suite):
     return problems, details
 
 
+ATTACH_RUNS, ATTACH_SECONDS = 10, 30
+
+
+def test_attach(suite):
+    """The busy server started bare, attached with the defaults (sample
+    auto) and --every 1s for 30 s, then detached: growth over those dumps
+    names both leaks in at least 9 of 10 runs, and never calls the cache
+    (whose entries from before the attach are replaced while it is
+    watched: the heap is flat), the churn or the bursts growing."""
+    work, prog = build(suite)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("HEAPTRAIL_OPTIONS", None)
+    procs, problems, details = [], [], []
+    try:
+        for i in range(ATTACH_RUNS):
+            acc = os.path.join(work, "attach-%02d.acc" % i)
+            procs.append(subprocess.Popen([prog, str(ATTACH_SECONDS + 15), acc, "busy"],
+                                          stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, env=env))
+        time.sleep(2)  # the cache is full, the churn under way
+        outs = []
+        for i, p in enumerate(procs):
+            out = os.path.join(work, "attach-%02d" % i)
+            rt.fresh_dir(out)
+            os.rmdir(out)
+            rc, _, err = rt.run([suite.heaptrail, "attach", "--every", "1s", "-o", out,
+                                 str(p.pid)], timeout=60)
+            if rc != 0:
+                raise Failure("attach %d: status %d: %s" % (p.pid, rc, rt.short(err)))
+            outs.append(out)
+        time.sleep(ATTACH_SECONDS)
+        for p in procs:
+            rc, _, err = rt.run([suite.heaptrail, "detach", str(p.pid)], timeout=60)
+            if rc != 0:
+                problems.append("detach %d: status %d: %s" % (p.pid, rc, rt.short(err)))
+        named = 0
+        for i, out in enumerate(outs):
+            rows, text = growth_rows(suite, out)
+            for site in NOT_LEAKS:
+                if rows.get(site, ("",))[0] == "growing":
+                    problems.append("attach-%02d: %s called growing:\n%s" % (i, site, text))
+            if all(rows.get(l, ("",))[0] == "growing" for l in LEAKS):
+                named += 1
+            else:
+                details.append("attach-%02d: leaks %s\n%s" % (i, [rows.get(l) for l in LEAKS],
+                                                              text))
+            if i == 0:
+                details.append(text)
+        details.append("both leaks named in %d of %d attached runs" % (named, ATTACH_RUNS))
+        if named < ATTACH_RUNS - 1:
+            problems.append("both leaks named growing in %d of %d attached runs, want at "
+                            "least %d" % (named, ATTACH_RUNS, ATTACH_RUNS - 1))
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            if p.returncode != 0 or err:
+                problems.append("est_server %d: status %d, stderr %r" % (p.pid, p.returncode,
+                                                                       err[:200]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return problems, details
+
+
 def test_no_sample(suite):
     """examples/leaky holds about 4 KiB at exit: at --sample 1m the exit
     report usually has no sampled block in use, and must not say "about
@@ -294,4 +366,5 @@ def test_no_sample(suite):
 
 def collect(suite):
     return [("estimates:server", lambda: test_server(suite)),
+            ("estimates:attach", lambda: test_attach(suite)),
             ("estimates:no-sample", lambda: test_no_sample(suite))]
