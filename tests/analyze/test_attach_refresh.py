@@ -5,8 +5,8 @@ flat, the dumps see only the successors, rising. Dumps taken on the
 program's allocation path say what the allocator counts in use
 (heap_in_use=), and growth calls such a site "replacing", not growing.
 
-    attach-refresh:cache      the cache alone, --sample 1: every timed
-                    dump says heap_in_use, within the seen heap and its
+    attach-refresh:cache      the cache alone, --sample 1: most timed
+                    dumps say heap_in_use, within the seen heap and its
                     chunk overhead plus the 4 MiB cache; cache_refresh
                     is "replacing", no site grows, and the note names
                     it. The same dumps without their heap_in_use (the
