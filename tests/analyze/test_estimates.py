@@ -43,6 +43,12 @@ the bytes it holds by its own count.
                       the cache (replaced while watched), the churn or
                       the bursts growing
 
+    estimates:onset   tests/analyze/progs/attach_onset.c started bare,
+                      attached with the defaults and --every 1s for 40 s:
+                      a 25.6 KB/s leak from the start and a 1 MB/s one
+                      from 15 s on, both growing, the fast one at its
+                      rate since it started and said to start later
+
 Why auto sees what 512k cannot: growth needs some tens of samples of a
 leak over the run to call it (the slope's noise shrinks as sqrt(S / T),
 growth.c); 24 KB/s for 30 s is 720 KB, 88 samples at 8 KiB, 1.4 at
@@ -322,6 +328,59 @@ def test_attach(suite):
     return problems, details
 
 
+def test_onset(suite):
+    """tests/analyze/progs/attach_onset.c started bare: a 25.6 KB/s leak
+    from the start, a 1,024,000 B/s one from 15 s on, churn beside them;
+    attached with the defaults and --every 1s for 40 s: growth names
+    both growing, the fast one with its rate since it started (within
+    15 %) under "started later", the slow one within 30 %."""
+    work = os.path.join(suite.build, "e2e", "analyze", "estimates")
+    os.makedirs(work, exist_ok=True)
+    prog = os.path.join(work, "attach_onset")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog,
+                         os.path.join(common.HERE, "progs", "attach_onset.c")])
+    if rc:
+        raise Failure("cc attach_onset.c: %s" % rt.short(err))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("HEAPTRAIL_OPTIONS", None)
+    p = subprocess.Popen([prog, "46", "15"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    problems, text = [], ""
+    try:
+        if p.stdout.readline() != b"ready\n":
+            raise Failure("attach_onset did not start")
+        out = os.path.join(work, "onset")
+        rt.fresh_dir(out)
+        os.rmdir(out)
+        rc, _, err = rt.run([suite.heaptrail, "attach", "--every", "1s", "-o", out,
+                             str(p.pid)], timeout=60)
+        if rc != 0:
+            raise Failure("attach: status %d: %s" % (rc, rt.short(err)))
+        time.sleep(40)
+        rc, _, err = rt.run([suite.heaptrail, "detach", str(p.pid)], timeout=60)
+        if rc != 0:
+            problems.append("detach: status %d: %s" % (rc, rt.short(err)))
+        rows, text = growth_rows(suite, out)
+        fast, slow = rows.get("cache_result"), rows.get("lose_connection")
+        if not fast or fast[0] != "growing" or not 0.85 * 1024000 <= fast[1] <= 1.15 * 1024000:
+            problems.append("cache_result %s, want growing at 1024000 B/s" % (fast,))
+        if not re.search(r"^started later .*\n(.*\n)*\s+1\s+from [\d.]+ s .*cache_result$",
+                         text, re.M):
+            problems.append("cache_result not said to have started later")
+        if not slow or slow[0] != "growing" or not 0.7 * 25600 <= slow[1] <= 1.3 * 25600:
+            problems.append("lose_connection %s, want growing at 25600 B/s" % (slow,))
+        rest, err = p.communicate(timeout=30)
+        if p.returncode != 0 or rest != b"done\n" or err:
+            problems.append("attach_onset: status %d, output %r, stderr %r"
+                            % (p.returncode, rest, err[:200]))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return problems, [text]
+
+
 def test_no_sample(suite):
     """examples/leaky holds about 4 KiB at exit: at --sample 1m the exit
     report usually has no sampled block in use, and must not say "about
@@ -367,4 +426,5 @@ def test_no_sample(suite):
 def collect(suite):
     return [("estimates:server", lambda: test_server(suite)),
             ("estimates:attach", lambda: test_attach(suite)),
+            ("estimates:onset", lambda: test_onset(suite)),
             ("estimates:no-sample", lambda: test_no_sample(suite))]
