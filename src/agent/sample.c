@@ -188,9 +188,10 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 	weight_at(n, agent_config.sample, bytes, blocks_x1024);
 }
 
-/* The most one sample's time counts for, in TSC ticks (some 25 us at
- * 2-4 GHz: a sample walks at most a few thousand instructions). */
-#define SAMPLE_COST_MAX 100000u
+/* The most one sample's time counts for, in TSC ticks (5 to 10 us at 2
+ * to 4 GHz: a sample walks at most a few thousand instructions; one
+ * that took longer was preempted, which a loaded machine does often). */
+#define SAMPLE_COST_MAX 20000u
 
 /* How much estimated allocation passes between two looks at the interval
  * and peak triggers: a look sums every thread's counters. An interval
@@ -330,7 +331,11 @@ void agent_resample(uint64_t sample)
  *    already knows costs a few hundred instructions, a new walk about
  *    1,800 on Debian's sqlite3 (callgrind, bench/RESULTS.md), so a
  *    thread churning through a few stacks can afford ten times the
- *    samples of one whose every stack is new. (The budget used to count
+ *    samples of one whose every stack is new. What is measured is the
+ *    allocation's side; the sampled block's free (its table entry
+ *    removed) and the cache lines the table takes from the program are
+ *    not (bench/auto: in instructions, auto costs 1.5 points more than a
+ *    fixed 512 KiB on sqlite3, 3 % more on churn). (The budget used to count
  *    samples, 2,000 a second: a churning thread then lifted S to 512
  *    KiB within milliseconds, and a 10 MB heap kept about 20 samples.)
  *    The heap rule cannot make sampling dear (it only raises S), and a
