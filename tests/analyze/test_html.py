@@ -48,6 +48,14 @@ error or any request besides the page itself.
                    stay as the reader left them, grow_site is ranked
                    growing and flat_site is not, the search matches more
                    bytes of grow_site; the program's output is whole
+    html:attach    tests/analyze/progs/attach_target started bare:
+                   `heaptrail attach --sample 1 --html FILE` waits, writes
+                   nothing until `heaptrail detach PID` (another command),
+                   then the page (0600): its growth rows are `heaptrail
+                   growth`'s on the same directory, its functions table
+                   `heaptrail top`'s of the final dump; with --for 1s the
+                   page comes after heaptrail's own detach; a page into a
+                   missing directory is refused before the attach
     html:cli       `heaptrail run --html FILE` writes the page (0600);
                    `html -o -`; a missing directory, an empty one and a
                    bad --min-share give one line and a non-zero status
@@ -511,6 +519,82 @@ def test_cli(suite):
     return problems, []
 
 
+def test_attach(suite):
+    """`heaptrail attach --html FILE PID` waits for the attach to end and
+    writes the page then: here at `heaptrail detach PID` from elsewhere,
+    and after --for."""
+    import test_attach
+    work, prog = test_attach.build(suite)
+    problems, details = [], []
+    base = work_dir(suite, "attach")
+    t = test_attach.Target(prog, work)
+    try:
+        out = os.path.join(base, "detached")
+        page = os.path.join(base, "detached.html")
+        a = subprocess.Popen([suite.heaptrail, "attach", "--sample", "1", "--every", "200ms",
+                              "--html", page, "-o", out, str(t.p.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(2.5)
+        if a.poll() is not None:
+            problems.append("attach --html ended before the detach: status %d: %s" % (
+                a.returncode, short(a.stderr.read())))
+        if os.path.exists(page):
+            problems.append("attach --html wrote the page before the detach")
+        rc, _, err = run([suite.heaptrail, "detach", str(t.p.pid)])
+        if rc:
+            problems.append("detach: status %d: %s" % (rc, short(err)))
+        try:
+            _, err = a.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a.communicate()
+            raise Failure("attach --html did not end after the detach")
+        details.append(err.decode(errors="replace"))
+        if a.returncode:
+            problems.append("attach --html: status %d: %s" % (a.returncode, short(err)))
+        if not os.path.exists(page):
+            problems.append("attach --html wrote no page after the detach")
+        else:
+            mode = stat.S_IMODE(os.stat(page).st_mode)
+            if mode != 0o600:
+                problems.append("attach --html: mode %o" % mode)
+            got, more = drive(suite, page, name="attach")
+            problems += more
+            v = got["views"]
+            growth_compare(suite, out, v["growth"], problems, details)
+            fl = v["flame"]
+            dump = os.path.join(out, fl.get("dump") or "?")
+            if not fl.get("dump", "").endswith(".final.heap"):
+                problems.append("flame: the last dump is %s, want the detach's final dump" %
+                                fl.get("dump"))
+            else:
+                text = must(suite, "top", "--bytes", "-n", "100", dump)
+                want = [[f[5], int(f[0]), int(f[3])] for f in
+                        (l.split(None, 5) for l in text.split("\n")[2:])
+                        if len(f) == 6 and f[0].isdigit()]
+                if not want or fl.get("top") != want:
+                    problems.append("functions table %s, heaptrail top %s" % (fl.get("top"), want))
+            if "since attach" not in (v["growth"].get("head") or ""):
+                problems.append("growth heading %r lacks 'since attach'" % v["growth"].get("head"))
+        # --for: the page after heaptrail's own detach
+        out = os.path.join(base, "for")
+        page = os.path.join(base, "for.html")
+        rc, _, err = run([suite.heaptrail, "attach", "--for", "1s", "--html", page, "-o", out,
+                          str(t.p.pid)])
+        if rc or not os.path.exists(page):
+            problems.append("attach --for 1s --html: status %d, page %s: %s" % (
+                rc, os.path.exists(page), short(err)))
+        rc, _, err = run([suite.heaptrail, "attach", "--html", os.path.join(base, "no", "p.html"),
+                          str(t.p.pid)])
+        if rc != 2 or len(stderr_lines(err)) != 1:
+            problems.append("attach --html into a missing directory: status %d, %s" % (
+                rc, stderr_lines(err)))
+        test_attach.check_end(t, problems, ["ready", "done held=0 cached=256"])
+    finally:
+        t.kill()
+    return problems, details
+
+
 def test_live(suite):
     import test_live
     env = browser_env(suite)
@@ -574,4 +658,5 @@ def collect(suite):
             ("html:leaks", lambda: test_leaks(suite)),
             ("html:pools", lambda: test_pools(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
-            ("html:cli", lambda: test_cli(suite))]
+            ("html:cli", lambda: test_cli(suite)),
+            ("html:attach", lambda: test_attach(suite))]

@@ -63,14 +63,14 @@ async function main() {
       await page.selectOption('#leak-kind', k);
       v.leaks.by_kind[k] = await page.$$eval('#leak-list details', (d) => d.map((x) => +x.dataset.bytes));
     }
-    await page.selectOption('#leak-kind', '');
+    if (kinds.length) await page.selectOption('#leak-kind', '');
     const mods = await page.$$eval('#leak-module option', (o) => o.map((x) => x.value).filter((x) => x));
     v.leaks.modules = {};
     for (const m of mods) {
       await page.selectOption('#leak-module', m);
       v.leaks.modules[m] = await page.$$eval('#leak-list details', (d) => d.length);
     }
-    await page.selectOption('#leak-module', '');
+    if (mods.length) await page.selectOption('#leak-module', '');
     v.leaks.pools = {};
     for (const q of await page.$$eval('#leak-pool option', (o) => o.map((x) => x.value).filter((x) => x !== '*'))) {
       await page.selectOption('#leak-pool', q);
@@ -143,6 +143,7 @@ async function main() {
     if (await page.$('#flame-dump')) {
       const n = await page.$$eval('#flame-dump option', (o) => o.length);
       await page.selectOption('#flame-dump', String(n - 1));
+      flame.dump = await page.$eval('#flame-dump', (e) => e.options[e.selectedIndex].textContent.split(' ')[0]);
       flame.root = await page.$eval('#flame-box .fr[data-id="0"]', (e) => +e.dataset.v);
       flame.frames = await page.$$eval('#flame-box .fr', (f) => f.length);
       flame.more = await page.$$eval('#flame-box .fr.more', (f) => f.map((x) => [x.dataset.name, +x.dataset.v]));
