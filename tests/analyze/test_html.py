@@ -48,6 +48,13 @@ error or any request besides the page itself.
                    stay as the reader left them, grow_site is ranked
                    growing and flat_site is not, the search matches more
                    bytes of grow_site; the program's output is whole
+    html:callers   tests/analyze/progs/wrapper_sites exact: a function
+                   picked in the functions table (xalloc, main) shows its
+                   callers and callees with the bytes of the pairs of
+                   `heaptrail collapsed`'s stacks (each stack once), itself
+                   as top's flat, and searches the flame graph for it;
+                   xalloc's caller cache_fill holds the 5 x 8 KiB the
+                   program keeps, leak_requests a multiple of 16 KiB
     html:attach    tests/analyze/progs/attach_target started bare:
                    `heaptrail attach --sample 1 --html FILE` waits, writes
                    nothing until `heaptrail detach PID` (another command),
@@ -519,6 +526,48 @@ def test_cli(suite):
     return problems, []
 
 
+def test_callers(suite):
+    prog = build(suite, "wrapper_sites", os.path.join(common.HERE, "progs", "wrapper_sites.c"))
+    work = work_dir(suite, "callers")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "1", "--every", "100ms", "-o", out, "--", prog, "20")
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="callers", peek=["xalloc", "main"])
+    fl = got["views"]["flame"]
+    details = [json.dumps(fl.get("peek"), indent=1)]
+    dump = os.path.join(out, fl.get("dump") or "?")
+    # the pairs of `heaptrail collapsed`'s stacks, each stack once per pair
+    pairs = {}
+    for line in must(suite, "collapsed", dump).splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        for pair in set(zip(frames, frames[1:])):
+            if pair[0] != pair[1]:
+                pairs[pair] = pairs.get(pair, 0) + int(n)
+    flat = {r[0]: r[1] for r in fl.get("top") or []}
+    for name, pk in sorted((fl.get("peek") or {}).items()):
+        want_in = sorted([c, v] for (c, f), v in pairs.items() if f == name and v)
+        want_out = sorted([f, v] for (c, f), v in pairs.items() if c == name and v)
+        if sorted(pk["callers"]) != want_in or sorted(pk["callees"]) != want_out:
+            problems.append("%s: callers %s, callees %s; collapsed's %s, %s" % (
+                name, pk["callers"], pk["callees"], want_in, want_out))
+        if pk["self"] != flat.get(name):
+            problems.append("%s: itself %s, top's flat %s" % (name, pk["self"], flat.get(name)))
+        if pk["search"] != "^%s$" % name:
+            problems.append("%s: the flame graph searched %r" % (name, pk["search"]))
+    # by construction: cache_fill kept 5 blocks of 8 KiB through xalloc,
+    # and leak_requests 16 KiB a step
+    callers = dict(map(tuple, (fl.get("peek") or {}).get("xalloc", {}).get("callers", [])))
+    if callers.get("cache_fill") != 5 * 8192:
+        problems.append("xalloc's caller cache_fill holds %s, the program kept 5 x 8 KiB" %
+                        callers.get("cache_fill"))
+    if not callers.get("leak_requests") or callers["leak_requests"] % 16384:
+        problems.append("xalloc's caller leak_requests holds %s, not a multiple of 16 KiB" %
+                        callers.get("leak_requests"))
+    return problems, details
+
+
 def test_attach(suite):
     """`heaptrail attach --html FILE PID` waits for the attach to end and
     writes the page then: here at `heaptrail detach PID` from elsewhere,
@@ -659,4 +708,5 @@ def collect(suite):
             ("html:pools", lambda: test_pools(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
             ("html:cli", lambda: test_cli(suite)),
-            ("html:attach", lambda: test_attach(suite))]
+            ("html:attach", lambda: test_attach(suite)),
+            ("html:callers", lambda: test_callers(suite))]

@@ -3,7 +3,7 @@
 // prints what it read from every view as one JSON object, for
 // tests/analyze/test_html.py to check against the CLI's own output.
 //
-//   node report_page.js PAGE.html '{"search": RE, "zoom": NAME, "shots": DIR}'
+//   node report_page.js PAGE.html '{"search": RE, "zoom": NAME, "peek": [NAME...], "shots": DIR}'
 //
 // It clicks through every view, filters the leak records by each kind,
 // searches the flame graph and zooms on a frame (by mouse, then by
@@ -157,6 +157,21 @@ async function main() {
       flame.top = await topRows();
       await page.click('#top-table [data-sort=cum]');
       flame.top_by_cum = await topRows();
+      // caller/callee of a function picked in the functions table
+      if (opt.peek) {
+        flame.peek = {};
+        const side = (id) => page.$$eval('#' + id + ' tbody tr[data-name]', (r) => r.map((x) => [x.dataset.name, +x.dataset.bytes]));
+        for (const name of opt.peek) {
+          await page.click('#top-table tr[data-name="' + name + '"] button');
+          flame.peek[name] = { callers: await side('peek-callers'), callees: await side('peek-callees'),
+            self: await page.$eval('#peek-callees tr[data-self]', (x) => +x.dataset.self).catch(() => 0),
+            search: await page.$eval('#flame-search', (e) => e.value) };
+        }
+        await page.$eval('#peek', (e) => e.scrollIntoView());
+        await shot('callers-callees');
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await page.fill('#flame-search', opt.search || '');
+      }
       if (opt.zoom) {
         const sel = '#flame-box .fr[data-name="' + opt.zoom + '"]';
         await page.click(sel + ' >> nth=0');

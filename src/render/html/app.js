@@ -391,7 +391,9 @@
   }
   /* A dump's functions, flat and cum as `heaptrail top` gives them,
    * sortable by each column (a header's button); a click on a function
-   * searches the flame graph for it. */
+   * selects it: its callers and callees with the bytes of the stacks
+   * through each pair (d.peek, heaptrail's), and the flame graph
+   * searched for it. */
   function topTable(box, d, onPick) {
     var cols = [['name', 'function', 0], ['flat', 'flat', 1], ['cum', 'cum', 2]];
     var sortBy = state.topSort || 'flat', t = d.total || 1;
@@ -413,9 +415,11 @@
       });
       var tb = el('tbody');
       rows.forEach(function (r) {
-        tb.appendChild(el('tr', { 'data-name': r[0], 'data-flat': r[1], 'data-cum': r[2] },
-          el('td', null, el('button', { type: 'button', class: 'link mono',
-            onclick: function () { onPick(r[0]); } }, r[0])),
+        var picked = r[0] === state.peekName;
+        tb.appendChild(el('tr', { 'data-name': r[0], 'data-flat': r[1], 'data-cum': r[2],
+          class: picked ? 'picked' : '' },
+          el('td', null, el('button', { type: 'button', class: 'link mono', 'aria-pressed': String(picked),
+            onclick: function () { pick(r[0]); } }, r[0])),
           el('td', { class: 'num' }, HT.bytes(r[1])), el('td', { class: 'num' }, (100 * r[1] / t).toFixed(1) + '%'),
           el('td', { class: 'num' }, HT.bytes(r[2])), el('td', { class: 'num' }, (100 * r[2] / t).toFixed(1) + '%')));
       });
@@ -423,6 +427,48 @@
         'functions of ' + d.name + ' by in-use bytes'), el('thead', null, hr), tb));
       if (d.top_more.rows) box.appendChild(el('p', { class: 'note', id: 'top-more' }, d.top_more.rows +
         ' more functions (' + HT.bytes(d.top_more.flat) + ' flat): heaptrail top -n lists them.'));
+      peek();
+    }
+    function pick(name) {
+      state.peekName = name;
+      draw();
+      var b = box.querySelector('#top-table tr[data-name="' + CSS.escape(name) + '"] button');
+      if (b) b.focus();
+      onPick(name);
+    }
+    /* the selected function's callers and callees */
+    function peek() {
+      var i = -1;
+      d.top.forEach(function (r, j) { if (r[0] === state.peekName) i = j; });
+      if (i < 0 || !d.peek) return;
+      var r = d.top[i], pk = d.peek[i], sec = el('section', { id: 'peek', 'aria-label': 'callers and callees of ' + r[0] });
+      sec.appendChild(el('h4', null, 'Callers and callees of ', el('span', { class: 'mono' }, r[0])));
+      sec.appendChild(el('p', { class: 'note' }, 'Bytes in use of the stacks in which the caller calls it, or it calls the callee ' +
+        '(each stack counted once); ' + r[0] + ' holds ' + HT.bytes(r[2]) + ' in all (cum), ' + HT.bytes(r[1]) + ' itself (flat).'));
+      function side(id, title, list, more, self) {
+        var tb = el('tbody');
+        list.forEach(function (e) {
+          var inTop = d.top.some(function (x) { return x[0] === e[0]; });
+          tb.appendChild(el('tr', { 'data-name': e[0], 'data-bytes': e[1] },
+            el('td', null, inTop ? el('button', { type: 'button', class: 'link mono',
+              onclick: function () { pick(e[0]); } }, e[0]) : el('span', { class: 'mono' }, e[0])),
+            el('td', { class: 'num' }, HT.bytes(e[1])),
+            el('td', { class: 'num' }, r[2] ? (100 * e[1] / r[2]).toFixed(1) + '%' : '')));
+        });
+        if (self) tb.appendChild(el('tr', { 'data-self': self },
+          el('td', null, '(itself)'), el('td', { class: 'num' }, HT.bytes(self)),
+          el('td', { class: 'num' }, r[2] ? (100 * self / r[2]).toFixed(1) + '%' : '')));
+        if (more[0]) tb.appendChild(el('tr', { class: 'more' }, el('td', null, more[0] + ' more'),
+          el('td', { class: 'num' }, HT.bytes(more[1])), el('td')));
+        if (!tb.firstChild) tb.appendChild(el('tr', null, el('td', { colspan: 3 }, '(none)')));
+        return el('table', { id: id, class: 'peek' }, el('caption', null, title),
+          el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'function'),
+            el('th', { scope: 'col', class: 'num' }, 'bytes'), el('th', { scope: 'col', class: 'num' }, 'of its cum'))), tb);
+      }
+      sec.appendChild(el('div', { class: 'peek-pair' },
+        side('peek-callers', 'Callers (who calls it)', pk[0], pk[1], 0),
+        side('peek-callees', 'Callees (what it calls)', pk[2], pk[3], r[1])));
+      box.appendChild(sec);
     }
     draw();
   }
