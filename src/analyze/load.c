@@ -325,6 +325,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->agent_bytes = d.agent_bytes;
 	p->rss = d.rss;
 	p->pid = d.pid;
+	p->shape = d.shape;
 	p->has_alloc = d.has_alloc;
 
 	if ((rc = build_mappings(p, &d, o, &mods, &nmods, &oom)))

@@ -393,6 +393,36 @@ out:
 
 /* ---------- a process ---------- */
 
+/* The allocations' shape (FMT_HEAP_SHAPE): the exit report's, which
+ * covers the whole run, else the last dump's that has one; null when
+ * none has (a sampled run, or files of another writer). */
+static void put_shape(FILE *out, const struct render_html_proc *pr)
+{
+	const struct fmt_leaks *l = pr->leaks ? &pr->leaks->raw : NULL;
+	const struct fmt_shape *sh = l && l->shape.known ? &l->shape : NULL;
+	const char *from = sh ? (l->check ? "the leak check" : "the exit report") : NULL;
+	for (size_t i = pr->ndumps; !sh && i-- > 0;)
+		if (pr->dumps[i].shape.known) {
+			sh = &pr->dumps[i].shape;
+			from = base_name(pr->dumps[i].path);
+		}
+	if (!sh) {
+		fputs("\"shape\": null,\n ", out);
+		return;
+	}
+	uint64_t allocs = 0;
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+		allocs += sh->sizes[k];
+	fputs("\"shape\": {", out);
+	put_str(out, "from", from, true);
+	put_num(out, "allocs", (int64_t)allocs, true);
+	put_num(out, "temporary", (int64_t)sh->temporary, true);
+	fputs("\"sizes\": [", out);
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+		fprintf(out, "%s%" PRIu64, k ? "," : "", sh->sizes[k]);
+	fputs("]},\n ", out);
+}
+
 static int put_process(FILE *out, const struct render_html_proc *pr,
 		       const struct render_html_opts *o)
 {
@@ -452,6 +482,7 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 		char t[32];
 		put_str(out, "allocs_text", render_thousands(t, l->allocs), true);
 	}
+	put_shape(out, pr);
 	fputs("\n \"report\": ", out);
 	if (lp) {
 		render_json_process(out, lp, &(struct render_json_opts){

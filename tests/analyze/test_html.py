@@ -55,6 +55,12 @@ error or any request besides the page itself.
                    as top's flat, and searches the flame graph for it;
                    xalloc's caller cache_fill holds the 5 x 8 KiB the
                    program keeps, leak_requests a multiple of 16 KiB
+    html:shape     tests/analyze/progs/alloc_shape.c exact: the summary's
+                   size classes and temporary allocations are the
+                   program's loop counts (read from its source), the
+                   histogram sums to report --json's allocations, the last
+                   dump has its shape line; at --sample 4096 the page says
+                   the histogram is not available and no file has one
     html:attach    tests/analyze/progs/attach_target started bare:
                    `heaptrail attach --sample 1 --html FILE` waits, writes
                    nothing until `heaptrail detach PID` (another command),
@@ -568,6 +574,67 @@ def test_callers(suite):
     return problems, details
 
 
+def shape_constants():
+    """alloc_shape.c's loop counts, read from its source."""
+    src = open(os.path.join(common.HERE, "progs", "alloc_shape.c")).read()
+    return {k: int(re.search(r"#define %s (\d+)" % k, src).group(1))
+            for k in ("TEMP_N", "PAIR_N", "KEEP_N", "THR_N")}
+
+
+def test_shape(suite):
+    prog = build(suite, "alloc_shape", os.path.join(common.HERE, "progs", "alloc_shape.c"),
+                 "-pthread")
+    c = shape_constants()
+    work = work_dir(suite, "shape")
+    problems, details = [], []
+    out = os.path.join(work, "exact")
+    must(suite, "run", "-q", "--sample", "1", "--interval", "100k", "-o", out, "--", prog)
+    page = os.path.join(work, "exact.html")
+    must(suite, "html", out, "-o", page)
+    got, more = drive(suite, page, name="shape")
+    problems += more
+    sh = got["views"]["summary"]["shape"]
+    details.append(json.dumps(sh))
+    # size classes [2^k, 2^(k+1)): 24 -> 4, 64 -> 6, 1000 -> 9, 3000 -> 11, 5000 -> 12
+    want = {4: c["TEMP_N"], 6: c["THR_N"], 9: c["PAIR_N"], 11: c["PAIR_N"], 12: c["KEEP_N"]}
+    sizes = dict(map(tuple, sh["sizes"]))
+    for k, n in sorted(want.items()):
+        if sizes.get(k) != n:
+            problems.append("size class [%d, %d): %s allocations, the program made %d" % (
+                2 ** k, 2 ** (k + 1), sizes.get(k), n))
+    # the rest is libc's own (the thread's TLS): a few, and the histogram
+    # holds every allocation the report counts
+    others = sum(n for k, n in sizes.items() if k not in want)
+    if others > 3:
+        problems.append("%d allocations outside the program's size classes" % others)
+    allocs = json_procs(suite, out)[0]["totals"]["allocs"]
+    if sum(sizes.values()) != allocs:
+        problems.append("the histogram holds %d allocations, report --json %s" % (
+            sum(sizes.values()), allocs))
+    want_temp = c["TEMP_N"] + c["PAIR_N"] + c["THR_N"]
+    if sh["temporary"] != want_temp:
+        problems.append("temporary allocations %s, the program made %d" % (sh["temporary"], want_temp))
+    # the dumps carry the counts so far: the last one, everything
+    dumps = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
+    lines = [l for l in open(os.path.join(out, dumps[-1])) if l.startswith("# heaptrail-shape ")]
+    if not dumps or len(lines) != 1:
+        problems.append("the last dump has %d shape lines" % len(lines))
+    # sampled: not available, no histogram
+    out = os.path.join(work, "sampled")
+    must(suite, "run", "-q", "--sample", "4096", "--interval", "100k", "-o", out, "--", prog)
+    page = os.path.join(work, "sampled.html")
+    must(suite, "html", out, "-o", page)
+    got, more = drive(suite, page, name="shape-sampled")
+    problems += more
+    sh = got["views"]["summary"]["shape"]
+    if sh["sizes"] or sh["temporary"] is not None or not (sh["none"] or "").startswith("Not available"):
+        problems.append("sampled: the page shows %s" % sh)
+    if any(l.startswith(("# heaptrail-shape", "shape ")) for f in os.listdir(out)
+           for l in open(os.path.join(out, f), errors="replace")):
+        problems.append("sampled: a file has a shape line")
+    return problems, details
+
+
 def test_attach(suite):
     """`heaptrail attach --html FILE PID` waits for the attach to end and
     writes the page then: here at `heaptrail detach PID` from elsewhere,
@@ -709,4 +776,5 @@ def collect(suite):
             ("html:bounded", lambda: test_bounded(suite)),
             ("html:cli", lambda: test_cli(suite)),
             ("html:attach", lambda: test_attach(suite)),
-            ("html:callers", lambda: test_callers(suite))]
+            ("html:callers", lambda: test_callers(suite)),
+            ("html:shape", lambda: test_shape(suite))]

@@ -47,6 +47,11 @@ async function main() {
         shown: r.cells[1].textContent }))).catch(() => []),
       peak: await text('#sum-peak'), final: await text('#sum-final'), mode: await text('#sum-mode'),
       command: await text('#sum-command'), text: await text('#summary-text'),
+      shape: {
+        temporary: await page.$eval('#shape-temporary', (e) => +e.dataset.count).catch(() => null),
+        sizes: await page.$$eval('#shape-sizes tbody tr', (r) => r.map((x) => [+x.dataset.class, +x.dataset.count])),
+        none: await text('#shape-none'),
+      },
     };
     await shot('summary');
 
@@ -135,7 +140,7 @@ async function main() {
 
     // flame graph: from a dump mark of the timeline, then the last dump
     if (v.timeline.marks) {
-      await page.click('.dumpmark-g >> nth=0');
+      await page.click('.dumpmark-g >> nth=0', { force: true });  // marks of dumps a moment apart overlap
       v.flame_from_mark = await page.$eval('#flame-dump', (s) => +s.value).catch(() => null);
     }
     await page.click('#tab-flame');

@@ -114,6 +114,7 @@
     fact('Dumps', p.dumps.length ? p.dumps.length + ' (' + p.dumps[0].name +
       (p.dumps.length > 1 ? ' \u2026 ' + p.dumps[p.dumps.length - 1].name : '') + ')' : 'none', 'sum-dumps');
     box.appendChild(facts);
+    shape(box, p);
     box.appendChild(el('h3', null, 'Leak summary'));
     if (!r) {
       box.appendChild(el('p', { class: 'note' }, 'No leak report of this process (it has not exited, or was not run exact).'));
@@ -154,6 +155,40 @@
       box.appendChild(el('h3', null, 'As heaptrail report prints it'));
       box.appendChild(el('pre', { id: 'summary-text' }, p.summary_text));
     }
+  }
+
+  /* The allocations by size class and the temporary ones, as the agent
+   * counted them (exact runs only: a sampled run counts samples). */
+  function shape(box, p) {
+    var s = p.shape;
+    box.appendChild(el('h3', null, 'Allocations by size, and temporary allocations'));
+    if (!s) {
+      box.appendChild(el('p', { class: 'note', id: 'shape-none' }, p.sample > 1
+        ? 'Not available: this run was sampled (every ' + HT.thousands(p.sample) + ' bytes on average), and the ' +
+          'sizes and temporaries of the allocations not sampled are unknown. Run with --sample 1 to count them.'
+        : 'Not recorded: the files of this process carry no counts of sizes or temporaries.'));
+      return;
+    }
+    var share = s.allocs ? ' (' + (100 * s.temporary / s.allocs).toFixed(1) + '% of ' + HT.thousands(s.allocs) + ')' : '';
+    box.appendChild(el('p', null, 'Temporary allocations: ',
+      el('strong', { id: 'shape-temporary', 'data-count': s.temporary }, HT.thousands(s.temporary)), share + '.'));
+    box.appendChild(el('p', { class: 'note' }, 'A temporary allocation is one freed by the thread that made it before that ' +
+      'thread allocated anything else (heaptrack\'s definition, counted per thread; frees in between do not count). ' +
+      'Counts of every allocation from the start' + (p.since ? ' (here: from the attach)' : '') + ' to ' + s.from + '.'));
+    var max = Math.max.apply(null, s.sizes) || 1, tb = el('tbody');
+    s.sizes.forEach(function (n, k) {
+      if (!n) return;
+      var lo = k ? Math.pow(2, k) : 0, hi = Math.pow(2, k + 1) - 1;
+      var label = k === s.sizes.length - 1 ? '\u2265 ' + HT.bytes(lo) : HT.bytes(lo) + ' \u2013 ' + HT.bytes(hi);
+      tb.appendChild(el('tr', { 'data-class': k, 'data-count': n },
+        el('td', { class: 'num' }, label), el('td', { class: 'num' }, HT.thousands(n)),
+        el('td', { class: 'num' }, (100 * n / s.allocs).toFixed(1) + '%'),
+        el('td', { class: 'barcell', 'aria-hidden': 'true' }, el('span', { class: 'bar', style: 'width:' + (100 * n / max).toFixed(1) + '%' }))));
+    });
+    box.appendChild(el('table', { id: 'shape-sizes' }, el('caption', { class: 'sr-only' }, 'allocations by size class'),
+      el('thead', null, el('tr', null, el('th', { scope: 'col', class: 'num' }, 'size'),
+        el('th', { scope: 'col', class: 'num' }, 'allocations'), el('th', { scope: 'col', class: 'num' }, 'share'),
+        el('th', { scope: 'col' }, el('span', { class: 'sr-only' }, 'bar')))), tb));
   }
 
   /* ---------- leaks ---------- */
