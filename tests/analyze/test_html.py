@@ -54,7 +54,11 @@ error or any request besides the page itself.
                    `heaptrail collapsed`'s stacks (each stack once), itself
                    as top's flat, and searches the flame graph for it;
                    xalloc's caller cache_fill holds the 5 x 8 KiB the
-                   program keeps, leak_requests a multiple of 16 KiB
+                   program keeps, leak_requests a multiple of 16 KiB;
+                   the top-down and bottom-up tables, every node opened:
+                   each row's total and self are those of collapsed's
+                   stacks under its path, siblings largest first (or by
+                   name when asked), bottom-up's first rows top's flat
     html:shape     tests/analyze/progs/alloc_shape.c exact: the summary's
                    size classes and temporary allocations are the
                    program's loop counts (read from its source), the
@@ -539,7 +543,7 @@ def test_callers(suite):
     must(suite, "run", "-q", "--sample", "1", "--every", "100ms", "-o", out, "--", prog, "20")
     page = os.path.join(work, "report.html")
     must(suite, "html", out, "-o", page)
-    got, problems = drive(suite, page, name="callers", peek=["xalloc", "main"])
+    got, problems = drive(suite, page, name="callers", peek=["xalloc", "main"], tree=True)
     fl = got["views"]["flame"]
     details = [json.dumps(fl.get("peek"), indent=1)]
     dump = os.path.join(out, fl.get("dump") or "?")
@@ -551,6 +555,36 @@ def test_callers(suite):
         for pair in set(zip(frames, frames[1:])):
             if pair[0] != pair[1]:
                 pairs[pair] = pairs.get(pair, 0) + int(n)
+    # the tree tables: each row's total is the collapsed stacks under its
+    # path (root first for top-down, the allocation site first for
+    # bottom-up), its self those ending there; siblings largest first
+    stacks = [(l.rsplit(" ", 1)[0].split(";"), int(l.rsplit(" ", 1)[1]))
+              for l in must(suite, "collapsed", dump).splitlines()]
+    tree = fl.get("tree") or {}
+    for d, rows in (("top-down", tree.get("top-down")), ("bottom-up", tree.get("bottom-up"))):
+        if not rows or rows[0][1] != "all":
+            problems.append("%s table: rows %s" % (d, rows))
+            continue
+        path, sibs = [], {}
+        for depth, name, v, self_ in rows[1:]:
+            path = path[:depth - 1] + [name]
+            sibs.setdefault(tuple(path[:-1]), []).append(v)
+            fr = [(f if d == "top-down" else f[::-1], n) for f, n in stacks]
+            want_v = sum(n for f, n in fr if f[:len(path)] == path)
+            want_self = sum(n for f, n in fr if f == path)
+            if (v, self_) != (want_v, want_self):
+                problems.append("%s table: %s total %d self %d, collapsed's %d, %d" % (
+                    d, ";".join(path), v, self_, want_v, want_self))
+        if any(vs != sorted(vs, reverse=True) for vs in sibs.values()):
+            problems.append("%s table: siblings not largest first: %s" % (d, sibs))
+        if d == "bottom-up":
+            sites = sorted([r[1], r[2]] for r in rows if r[0] == 1)
+            want = sorted([r[0], r[1]] for r in fl.get("top") or [] if r[1])
+            if sites != want:
+                problems.append("bottom-up: allocation sites %s, top's flat %s" % (sites, want))
+    names = [r[1] for r in (tree.get("by_name") or []) if r[0] == 1]
+    if not names or names != sorted(names):
+        problems.append("tree sorted by name: %s" % names)
     flat = {r[0]: r[1] for r in fl.get("top") or []}
     for name, pk in sorted((fl.get("peek") or {}).items()):
         want_in = sorted([c, v] for (c, f), v in pairs.items() if f == name and v)

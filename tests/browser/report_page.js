@@ -162,6 +162,26 @@ async function main() {
       flame.top = await topRows();
       await page.click('#top-table [data-sort=cum]');
       flame.top_by_cum = await topRows();
+      // the top-down and bottom-up tables, every node opened
+      if (opt.tree) {
+        flame.tree = {};
+        const rows = () => page.$$eval('#tree-table tbody tr', (r) => r.map((x) => [+x.dataset.depth, x.dataset.name, +x.dataset.v, +x.dataset.self]));
+        for (const dir of ['top-down', 'bottom-up']) {
+          await page.selectOption('#tree-dir', dir);
+          for (let i = 0; i < 500; i++) {
+            const b = await page.$('#tree-table button.tog[aria-expanded=false]');
+            if (!b) break;
+            await b.click();
+          }
+          flame.tree[dir] = await rows();
+          await page.$eval('#tree-table', (e) => e.scrollIntoView());
+          await shot('tree-' + dir);
+        }
+        await page.click('#tree-table [data-tsort=name]');
+        flame.tree.by_name = await rows();
+        await page.click('#tree-table [data-tsort=v]');
+        await page.evaluate(() => window.scrollTo(0, 0));
+      }
       // caller/callee of a function picked in the functions table
       if (opt.peek) {
         flame.peek = {};

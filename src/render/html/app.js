@@ -508,6 +508,75 @@
     draw();
   }
 
+  /* The flame graph's trees as tables (heaptrack's top-down and
+   * bottom-up views): a row per node, its bytes (total) and the bytes of
+   * the stacks that end there (self), children shown when a row is
+   * opened, siblings sorted by the column chosen. The nodes are
+   * heaptrail's (d.nodes, d.rev.nodes), pruned as the graph's are. */
+  function treeTable(box, d) {
+    var dir = state.treeDir || 'top-down', t = dir === 'top-down' ? d : d.rev;
+    var N = [], kids = [], open = state.treeOpen || (state.treeOpen = {});
+    t.nodes.forEach(function (n, k) {
+      N.push({ id: k, name: n[1] < 0 ? 'all' : t.names[n[1]][0], v: n[2], self: n[3] });
+      kids.push([]);
+      if (k) kids[n[0]].push(k);
+    });
+    t.more.forEach(function (m) {
+      N.push({ id: N.length, name: m[1] + ' more', v: m[2], self: 0, more: true });
+      kids.push([]);
+      kids[m[0]].push(N.length - 1);
+    });
+    function path(k) { var s = []; for (var i = k; i > 0; i = t.nodes[i][0]) s.unshift(N[i].name); return dir + ':' + s.join(';'); }
+    var sortBy = state.treeSort || 'v';
+    function order(list) {
+      return list.slice().sort(function (a, b) {
+        a = N[a]; b = N[b];
+        if (a.more !== b.more) return a.more ? 1 : -1;
+        return sortBy === 'name' ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : b[sortBy] - a[sortBy] || b.v - a.v;
+      });
+    }
+    function draw(focusId) {
+      box.textContent = '';
+      var dirSel = el('select', { id: 'tree-dir', onchange: function () { state.treeDir = dirSel.value; treeTable(box, d); } },
+        el('option', { value: 'top-down' }, 'top-down (callers first)'), el('option', { value: 'bottom-up' }, 'bottom-up (allocation sites first)'));
+      dirSel.value = dir;
+      box.appendChild(el('div', { class: 'controls' }, el('label', null, 'Tree ', dirSel)));
+      var hr = el('tr');
+      /* self: the stacks that end at the node: allocated by it itself
+       * top-down, started by it (the outermost caller) bottom-up */
+      [['name', 'function'], ['v', 'total'], ['self', dir === 'top-down' ? 'self' : 'outermost']].forEach(function (c) {
+        hr.appendChild(el('th', { scope: 'col', class: c[0] === 'name' ? '' : 'num',
+          'aria-sort': c[0] === sortBy ? (c[0] === 'name' ? 'ascending' : 'descending') : 'none' },
+          el('button', { type: 'button', class: 'link', 'data-tsort': c[0], onclick: function () {
+            sortBy = state.treeSort = c[0]; draw(); box.querySelector('[data-tsort=' + c[0] + ']').focus();
+          } }, c[1])));
+        if (c[0] === 'v') hr.appendChild(el('th', { scope: 'col', class: 'num' }, 'total%'));
+      });
+      var tb = el('tbody'), total = N[0].v || 1;
+      function row(k, depth) {
+        var n = N[k], key = path(k), has = kids[k].length > 0, isOpen = !!open[key] || k === 0;
+        var tog = has && k ? el('button', { type: 'button', class: 'tog', 'aria-expanded': String(isOpen),
+          'aria-label': (isOpen ? 'close ' : 'open ') + n.name, 'data-node': k, onclick: function () {
+            open[key] = !isOpen; draw(k);
+          } }, isOpen ? '\u25be' : '\u25b8') : el('span', { class: 'tog' });
+        tb.appendChild(el('tr', { 'data-name': n.name, 'data-v': n.v, 'data-self': n.self, 'data-depth': depth,
+          'data-node': k, class: n.more ? 'more' : null },
+          el('td', { style: 'padding-left:' + (depth * 14) + 'px' }, tog, el('span', { class: 'mono' }, n.name)),
+          el('td', { class: 'num' }, HT.bytes(n.v)), el('td', { class: 'num' }, (100 * n.v / total).toFixed(1) + '%'),
+          el('td', { class: 'num' }, HT.bytes(n.self))));
+        if (isOpen) order(kids[k]).forEach(function (c) { row(c, depth + 1); });
+      }
+      row(0, 0);
+      box.appendChild(el('table', { id: 'tree-table' }, el('caption', { class: 'sr-only' },
+        dir + ' tree of ' + d.name + ' by in-use bytes'), el('thead', null, hr), tb));
+      if (focusId !== undefined) {
+        var b = box.querySelector('button.tog[data-node="' + focusId + '"]');
+        if (b) b.focus();
+      }
+    }
+    draw();
+  }
+
   /* zooms the flame graph on n and remembers it by its path of names */
   function zoom(n) {
     if (!n || n.more) return;
@@ -560,6 +629,9 @@
     box.appendChild(fb);
     var note = el('p', { class: 'note', id: 'flame-note' });
     box.appendChild(note);
+    box.appendChild(el('h3', null, 'Top-down and bottom-up'));
+    var treeBox = el('div', { id: 'tree-box' });
+    box.appendChild(treeBox);
     box.appendChild(el('h3', null, 'Functions, as heaptrail top lists them'));
     var topBox = el('div', { id: 'top-box' });
     box.appendChild(topBox);
@@ -576,6 +648,7 @@
       var bt = b && (state.reversed ? b.rev : b);
       if (bt) bt.name = b.name;
       flame = new HT.Flame(fb, details, state.reversed ? d.rev : d, state.inverted, bt);
+      treeTable(treeBox, d);
       topTable(topBox, d, function (name) {
         search.value = '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
         doSearch();
