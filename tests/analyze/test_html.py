@@ -63,8 +63,10 @@ error or any request besides the page itself.
                    size classes and temporary allocations are the
                    program's loop counts (read from its source), the
                    histogram sums to report --json's allocations, the last
-                   dump has its shape line; at --sample 4096 the page says
-                   the histogram is not available and no file has one
+                   dump has its shape line, `report` and `report --json`
+                   say the same; at --sample 4096 the page says the
+                   histogram is not available, no file has one and report
+                   says nothing of temporaries
     html:attach    tests/analyze/progs/attach_target started bare:
                    `heaptrail attach --sample 1 --html FILE` waits, writes
                    nothing until `heaptrail detach PID` (another command),
@@ -648,6 +650,16 @@ def test_shape(suite):
     want_temp = c["TEMP_N"] + c["PAIR_N"] + c["THR_N"]
     if sh["temporary"] != want_temp:
         problems.append("temporary allocations %s, the program made %d" % (sh["temporary"], want_temp))
+    # report: the text's line and the JSON's shape
+    rep = json_procs(suite, out)[0].get("shape") or {}
+    if rep.get("temporary") != want_temp or \
+            any(rep.get("sizes", [0] * 32)[k] != n for k, n in want.items()):
+        problems.append("report --json shape %s" % rep)
+    text = must(suite, "report", out)
+    m = re.search(r"^   temporary allocations: ([\d,]+) \(", text, re.M)
+    if not m or int(m.group(1).replace(",", "")) != want_temp:
+        problems.append("report: %r, want %d temporary allocations" % (
+            m and m.group(0), want_temp))
     # the dumps carry the counts so far: the last one, everything
     dumps = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
     lines = [l for l in open(os.path.join(out, dumps[-1])) if l.startswith("# heaptrail-shape ")]
@@ -666,6 +678,8 @@ def test_shape(suite):
     if any(l.startswith(("# heaptrail-shape", "shape ")) for f in os.listdir(out)
            for l in open(os.path.join(out, f), errors="replace")):
         problems.append("sampled: a file has a shape line")
+    if "temporary allocations" in must(suite, "report", out):
+        problems.append("sampled: report counts temporary allocations")
     return problems, details
 
 
