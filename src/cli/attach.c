@@ -2439,11 +2439,6 @@ static int detach_now(long pid, bool quiet)
 	return r ? 1 : 0;
 }
 
-/* Why dir, holding old (a heaptrail.* file), is refused for an attach to
- * pid. Files of this process's earlier attach are named as such: a new
- * attach starts a new recording (counts from zero, its own timeline and
- * attach record, which would replace the earlier ones), so the two are
- * kept apart rather than mixed. */
 /* Whether dir's attach record of pid says it was detached (by `heaptrail
  * detach PID`): the directory is this attach's alone (refuse_used_dir). */
 static bool detached(const char *dir, long pid)
@@ -2456,6 +2451,11 @@ static bool detached(const char *dir, long pid)
 	return r;
 }
 
+/* Why dir, holding old (a heaptrail.* file), is refused for an attach to
+ * pid. Files of this process's earlier attach are named as such: a new
+ * attach starts a new recording (counts from zero, its own timeline and
+ * attach record, which would replace the earlier ones), so the two are
+ * kept apart rather than mixed. */
 static void refuse_used_dir(const char *dir, long pid, const char *old)
 {
 	char rec[PATH_MAX + 64], when[64] = "";
