@@ -17,6 +17,7 @@
 #include "agent/counters.h"
 #include "agent/unwind.h"
 #include "agent/walk_memo.h"
+#include "agent/writer.h"
 #include "agent/banned.h"
 
 #define NSLOTS 1024
@@ -94,4 +95,26 @@ void agent_counters_sum(struct agent_counts *out)
 		out->untracked_frees += atomic_load_explicit(&c->untracked_frees, memory_order_relaxed);
 	}
 	estimate_totals(out);
+}
+
+void agent_counters_put_shape(struct agent_writer *w, const char *key)
+{
+	if (agent_config.sample > 1)
+		return;
+	uint64_t temporary = 0, sizes[FMT_SHAPE_BUCKETS] = { 0 };
+	for (int i = 0; i < NSLOTS; i++) {
+		temporary += atomic_load_explicit(&slots[i].temporary, memory_order_relaxed);
+		for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+			sizes[k] += atomic_load_explicit(&slots[i].sizes[k], memory_order_relaxed);
+	}
+	agent_put(w, key);
+	agent_put(w, " " FMT_SHAPE_TEMPORARY);
+	agent_put_u64(w, temporary);
+	agent_put(w, " " FMT_SHAPE_SIZES);
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++) {
+		if (k)
+			agent_put(w, ",");
+		agent_put_u64(w, sizes[k]);
+	}
+	agent_put(w, "\n");
 }

@@ -34,6 +34,7 @@
 #include "agent/agent.h"
 #include "format/vocab.h"
 #include "agent/config.h"
+#include "agent/counters.h"
 #include "agent/heapprofile.h"
 #include "agent/pool.h"
 #include "agent/table.h"
@@ -264,6 +265,7 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
 	agent_put_u64(&w, sample);
 	agent_put(&w, "\n");
 	put_when(&w, heap_in_use);
+	agent_counters_put_shape(&w, FMT_HEAP_SHAPE);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);
 		if (!live[id].blocks[FMT_KIND_IN_USE] && !live[id].blocks[ALL])

@@ -102,6 +102,7 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
 								size_t n, uint32_t id)
 {
+	agent_count_shape_alloc(c, p, n);
 	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
@@ -143,6 +144,7 @@ static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 	}
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
+	agent_count_shape_free(c, p);
 	agent_sample_note_maybe(c, *size, -1);
 	return true;
 }

@@ -85,6 +85,7 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 	agent_put_u64(w, live_blocks);
 	agent_put(w, "\n");
 	write_line_u64(w, FMT_LEAKS_DROPPED, t->dropped);
+	agent_counters_put_shape(w, FMT_LEAKS_SHAPE);
 	if (agent_config.sample > 1)
 		write_line_u64(w, FMT_LEAKS_SAMPLE, agent_config.sample);
 	agent_put(w, freeres ? FMT_LEAKS_FREERES " " FMT_YES "\n" : FMT_LEAKS_FREERES " " FMT_NO "\n");

@@ -136,3 +136,78 @@ void prof_table_release(struct prof_table *t)
 	free(t->row_of_frame);
 	memset(t, 0, sizeof *t);
 }
+
+struct stack_edge {
+	uint32_t from, to;
+	size_t stack;
+	int64_t v;
+};
+
+static int cmp_stack_edges(const void *a, const void *b)
+{
+	const struct stack_edge *x = a, *y = b;
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+int prof_table_edges(const struct prof_table *t, const struct prof_profile *p, int v,
+		     const bool *want, struct prof_edge **out, size_t *n)
+{
+	struct stack_edge *es = NULL;
+	size_t nes = 0, cap = 0;
+	*out = NULL;
+	*n = 0;
+	/* every (caller, callee, stack) once a frame pair is seen, then
+	 * sorted so that a stack passing through a pair twice (recursion
+	 * through another function) is counted once */
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		if (!s->v[v])
+			continue;
+		for (uint32_t k = 0; k + 1 < s->nframes; k++) {
+			uint32_t to = t->row_of_frame[s->frames[k]];
+			uint32_t from = t->row_of_frame[s->frames[k + 1]];
+			if (from == to || (want && !want[from] && !want[to]))
+				continue;
+			if (nes == cap) {
+				cap = cap ? 2 * cap : 1024;
+				struct stack_edge *ne = realloc(es, cap * sizeof *ne);
+				if (!ne) {
+					free(es);
+					return -ENOMEM;
+				}
+				es = ne;
+			}
+			es[nes++] = (struct stack_edge){ from, to, i, s->v[v] };
+		}
+	}
+	if (!nes)
+		return 0;
+	qsort(es, nes, sizeof *es, cmp_stack_edges);
+	struct prof_edge *r = malloc(nes * sizeof *r);
+	if (!r) {
+		free(es);
+		return -ENOMEM;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < nes; i++) {
+		bool same_pair = i && es[i].from == es[i - 1].from && es[i].to == es[i - 1].to;
+		if (same_pair && es[i].stack == es[i - 1].stack)
+			continue;
+		if (!same_pair) {
+			if (m && !r[m - 1].v)
+				m--;
+			r[m++] = (struct prof_edge){ es[i].from, es[i].to, 0 };
+		}
+		r[m - 1].v += es[i].v;
+	}
+	if (m && !r[m - 1].v)
+		m--;
+	free(es);
+	*out = r;
+	*n = m;
+	return 0;
+}

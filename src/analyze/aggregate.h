@@ -39,4 +39,19 @@ int prof_table_build(struct prof_table *t, const struct prof_profile *p, bool li
 		     int v, enum prof_sort sort);
 void prof_table_release(struct prof_table *t);
 
+/* A caller -> callee pair of rows and the value v of the stacks in which
+ * `from` calls `to` (each stack counted once per pair, as cum counts it
+ * once per function; a function calling itself makes no pair). */
+struct prof_edge {
+	uint32_t from, to;
+	int64_t v;
+};
+
+/* The pairs of p's stacks between the rows of t (built from p), those
+ * with a row in want (indexed by row; NULL: all), sorted by from, then
+ * to; pairs whose v sums to 0 are left out. *out is malloc'd (the caller
+ * frees it). Returns 0 or -ENOMEM. */
+int prof_table_edges(const struct prof_table *t, const struct prof_profile *p, int v,
+		     const bool *want, struct prof_edge **out, size_t *n);
+
 #endif

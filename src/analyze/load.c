@@ -326,6 +326,7 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->rss = d.rss;
 	p->heap_in_use = d.heap_in_use;
 	p->pid = d.pid;
+	p->shape = d.shape;
 	p->has_alloc = d.has_alloc;
 
 	if ((rc = build_mappings(p, &d, o, &mods, &nmods, &oom)))

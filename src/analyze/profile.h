@@ -87,6 +87,7 @@ struct prof_profile {
 	int64_t rss;            /* the process's private resident memory then (-1: unknown) */
 	int64_t heap_in_use;    /* the allocator's own count of its bytes in use (-1: unknown) */
 	long pid;
+	struct fmt_shape shape; /* the dump's allocation shape (exact heaptrail dumps) */
 	bool has_alloc;         /* allocated-so-far values are meaningful */
 	bool pool_absent;       /* the load's pool names no pool of this dump */
 	int64_t total[PROF_NVALUES]; /* sums over samples */

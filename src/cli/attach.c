@@ -2121,6 +2121,10 @@ static const char attach_usage[] =
 	"  --http ADDR            serve the live endpoint (pprof, /metrics) on ADDR\n"
 	"                         while attached (until --for ends, or until the\n"
 	"                         process exits or heaptrail is interrupted)\n"
+	"  --html FILE            write the HTML page of the attach (heaptrail html) to\n"
+	"                         FILE at its end: after --for, or without --for when\n"
+	"                         the process is detached or exits, or heaptrail is\n"
+	"                         interrupted (heaptrail waits until then)\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
 	"  --alloc-fn SPEC, --free-fn SPEC, ... (as `heaptrail run`'s): allocator\n"
 	"                         functions hooked by name while attached\n"
@@ -2435,6 +2439,18 @@ static int detach_now(long pid, bool quiet)
 	return r ? 1 : 0;
 }
 
+/* Whether dir's attach record of pid says it was detached (by `heaptrail
+ * detach PID`): the directory is this attach's alone (refuse_used_dir). */
+static bool detached(const char *dir, long pid)
+{
+	char rec[PATH_MAX + 64];
+	snprintf(rec, sizeof rec, "%s/heaptrail.%ld.attach", dir, pid);
+	char *text = slurp(rec, NULL);
+	bool r = text && strstr(text, "\ndetached ");
+	free(text);
+	return r;
+}
+
 /* Why dir, holding old (a heaptrail.* file), is refused for an attach to
  * pid. Files of this process's earlier attach are named as such: a new
  * attach starts a new recording (counts from zero, its own timeline and
@@ -2463,7 +2479,7 @@ static void refuse_used_dir(const char *dir, long pid, const char *old)
 }
 
 struct attach_args {
-	const char *outdir;
+	const char *outdir, *html;
 	char opts[1024], fns[4096];
 	bool has_sample, has_every, has_timeline;
 	uint64_t for_ms;
@@ -2492,6 +2508,8 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		return cli_each_options_line(v, "attach", attach_file_line, a) ? -1 : 1;
 	} else if ((v = cli_opt_value(argc, argv, i, "-o"))) {
 		a->outdir = v;
+	} else if ((v = cli_opt_value(argc, argv, i, "--html"))) {
+		a->html = v;
 	} else if (!strcmp(arg, "--peak")) {
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",peak=1");
 	} else if (!strcmp(arg, "--slots-only")) {
@@ -2564,6 +2582,11 @@ int cmd_attach(int argc, char **argv)
 	bool has_sample = a->has_sample, has_every = a->has_every, has_timeline = a->has_timeline;
 	if (pid <= 0) {
 		fputs(attach_usage, stderr);
+		return 2;
+	}
+	int hr;
+	if (a->html && (hr = cli_output_ok(a->html))) {
+		cli_error("cannot write '%s': %s", a->html, strerror(-hr));
 		return 2;
 	}
 	uint64_t id = 0;
@@ -2642,27 +2665,31 @@ int cmd_attach(int argc, char **argv)
 			live = NULL;
 		}
 	}
-	if (!for_ms && !live) {
+	if (!for_ms && !live && !a->html) {
 		fprintf(stderr, "heaptrail: `heaptrail detach %ld` stops; `heaptrail growth %s` "
 			"ranks what grows\n", pid, abs);
 		return 0;
 	}
 	if (!for_ms) {
-		/* serving until the process ends or we are told to stop (it stays
-		 * attached: `heaptrail detach PID`) */
+		/* serving (with --html, waiting) until the process ends or we are
+		 * told to stop (it stays attached: `heaptrail detach PID`), or,
+		 * with --html, until `heaptrail detach PID` ends the attach */
 		sigset_t set, oldmask;
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
 		sigprocmask(SIG_BLOCK, &set, &oldmask);
 		struct timespec tick = { 0, 200 * 1000 * 1000 };
-		while (kill((pid_t)pid, 0) == 0 && sigtimedwait(&set, NULL, &tick) < 0)
+		bool ended = false;
+		while (!(ended = kill((pid_t)pid, 0) || (a->html && detached(abs, pid))) &&
+		       sigtimedwait(&set, NULL, &tick) < 0)
 			;
 		cli_live_stop(live);
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		fprintf(stderr, "heaptrail: stopped serving; process %ld stays attached (`heaptrail "
-			"detach %ld`)\n", pid, pid);
-		return 0;
+		if (!ended)
+			fprintf(stderr, "heaptrail: stopped %s; process %ld stays attached "
+				"(`heaptrail detach %ld`)\n", live ? "serving" : "waiting", pid, pid);
+		return a->html && cli_html_write(abs, a->html, NULL, 0.001) ? 2 : 0;
 	}
 	struct timespec d = { (time_t)(for_ms / 1000), (long)(for_ms % 1000) * 1000000 };
 	while (nanosleep(&d, &d) && errno == EINTR)
@@ -2671,7 +2698,7 @@ int cmd_attach(int argc, char **argv)
 	if (detach_now(pid, false))
 		return 1;
 	fprintf(stderr, "heaptrail: next: heaptrail growth %s\n", abs);
-	return 0;
+	return a->html && cli_html_write(abs, a->html, NULL, 0.001) ? 2 : 0;
 }
 
 /* ---------- detach, dump ---------- */

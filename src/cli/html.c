@@ -2,7 +2,7 @@
  * and timelines as one self-contained HTML page (render/html.c), per
  * process: its summary, leak records, growth ranking, timeline and the
  * flame graph of each dump. Also written at the end of `heaptrail run
- * --html FILE` (cli_html_write). */
+ * --html FILE` and `heaptrail attach --html FILE` (cli_html_write). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -253,8 +253,32 @@ static int add_buildid(struct fmt_heap_dump *d, const char *s)
 	return 0;
 }
 
+int fmt_shape_parse(struct fmt_shape *s, const char *text)
+{
+	memset(s, 0, sizeof *s);
+	const char *p = strstr(text, FMT_SHAPE_TEMPORARY), *q = strstr(text, FMT_SHAPE_SIZES);
+	if (!p || !q)
+		return -1;
+	p += FMT_LEN(FMT_SHAPE_TEMPORARY);
+	if (parse_count(&p, &s->temporary))
+		return -1;
+	q += FMT_LEN(FMT_SHAPE_SIZES);
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++) {
+		if ((k && *q++ != ',') || parse_count(&q, &s->sizes[k])) {
+			memset(s, 0, sizeof *s);
+			return -1;
+		}
+	}
+	s->known = true;
+	return 0;
+}
+
 static void parse_comment(struct fmt_heap_dump *d, const char *s)
 {
+	if (!strncmp(s, FMT_HEAP_SHAPE " ", FMT_LEN(FMT_HEAP_SHAPE) + 1)) {
+		fmt_shape_parse(&d->shape, s + FMT_LEN(FMT_HEAP_SHAPE));
+		return;
+	}
 	if (!strncmp(s, FMT_HEAP_DUMP_LINE, FMT_LEN(FMT_HEAP_DUMP_LINE))) {
 		const char *p;
 		if ((p = strstr(s, " " FMT_HEAP_MS)))

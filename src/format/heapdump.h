@@ -18,6 +18,8 @@
  * heaptrail's dumps may carry '#' comment lines, which jeprof and pprof
  * skip: "# heaptrail-dump ms=M unix_ms=U pid=P [agent_bytes=N] [rss_anon=R] [heap_in_use=H] [end=1] [run=ID]" after the header
  * (when the dump was taken, and by which run), "# build-id HEX PATH" per module at the end,
+ * "# heaptrail-shape temporary=T sizes=N0,..." after it (exact dumps: the
+ * temporary allocations and a histogram of sizes, vocab.h),
  * and "# heaptrail-pool INDEX NAME" ('%XX'-escaped as in the leak file) for each
  * stack, counted from 0 in the file's order, whose blocks are a memory pool's.
  *
@@ -38,6 +40,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "format/vocab.h"
 #include <stdio.h>
 
 #define FMT_HEAP_MAX_DEPTH 1024
@@ -72,6 +76,17 @@ struct fmt_heap_buildid {
 	char *path, *hex;              /* owned */
 };
 
+/* FMT_HEAP_SHAPE's numbers (a leak file's "shape" line too). */
+struct fmt_shape {
+	bool known;                    /* the line was there: an exact run's */
+	uint64_t temporary;
+	uint64_t sizes[FMT_SHAPE_BUCKETS];
+};
+
+/* Parses "temporary=T sizes=N0,...,N31" (what follows the line's key)
+ * into *s, known on success. Returns 0, or -1 (s->known false). */
+int fmt_shape_parse(struct fmt_shape *s, const char *text);
+
 struct fmt_heap_dump {
 	enum fmt_heap_layout layout;
 	uint64_t sample;               /* mean sampling distance in bytes; 1 = every allocation */
@@ -82,6 +97,7 @@ struct fmt_heap_dump {
 	int64_t rss;                   /* the process's private resident memory then, or -1 */
 	int64_t heap_in_use;           /* the allocator's own bytes in use then, or -1 */
 	long pid;                      /* -1 when unknown */
+	struct fmt_shape shape;        /* its FMT_HEAP_SHAPE line (exact dumps) */
 	char run[64];                  /* the agent's run id, or "" */
 	enum { FMT_HEAP_END_NONE, FMT_HEAP_END_WANTED, FMT_HEAP_END_SEEN } ends;
 				       /* end=1: a "# heaptrail-end" line must come */

@@ -4,6 +4,7 @@
  * "end" line is refused. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -303,6 +304,11 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 					l.kind_blocks[i] = b;
 					l.has_summary = true;
 				}
+		} else if (!strcmp(k, FMT_LEAKS_SHAPE) && ln.ntok == 3) {
+			char both[1024];
+			snprintf(both, sizeof both, "%s %s", ln.tok[1], ln.tok[2]);
+			if (fmt_shape_parse(&l.shape, both))
+				goto bad_line;
 		} else if (!strcmp(k, FMT_LEAKS_SAMPLE) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {
 			l.sample = a;
 		} else if (!strcmp(k, FMT_LEAKS_SCAN_US) && ln.ntok == 2 && !parse_u64(ln.tok[1], 10, &a)) {

@@ -20,6 +20,8 @@
  *   arg ./prog                      one per argv element, in order
  *   exit status 0 | exit signal 9 | exit unknown
  *   totals ALLOCS FREES BYTES_ALLOCATED IN_USE_BYTES IN_USE_BLOCKS
+ *   shape temporary=T sizes=N0,...,N31   exact runs: as a heap dump's
+ *                                   "# heaptrail-shape" line (vocab.h)
  *   dropped N                       blocks not tracked (agent out of room)
  *   freeres yes|no                  libc's/libstdc++'s caches released
  *   allocator_bypassed PATH         the program's malloc was PATH's, not
@@ -59,6 +61,7 @@
 #include <stdint.h>
 
 #include "format/vocab.h"   /* FMT_LEAKS_MAGIC, FMT_LEAKS_VERSION, keywords */
+#include "format/heapdump.h" /* struct fmt_shape */
 
 /* Allocator entry points, as recorded per stack (tokens without spaces:
  * "new" is operator new). Kept in this order: the
@@ -124,6 +127,7 @@ struct fmt_leaks {
 	bool freeres;
 	char *allocator_bypassed; /* path of the allocator used instead, or NULL */
 	uint64_t sample;  /* mean bytes between samples; 0 or 1 = exact */
+	struct fmt_shape shape; /* its "shape" line (exact runs) */
 	bool classified;  /* kinds computed (else every record is in_use) */
 	bool has_summary; /* kind_bytes/kind_blocks below were in the file */
 	uint64_t scan_us;

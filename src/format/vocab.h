@@ -57,6 +57,15 @@
 #define FMT_HEAP_ALLOC_IN_USE "heap_in_use=" /* the allocator's own count of its bytes in use */
 #define FMT_HEAP_ENDS        "end=1"         /* the dump ends with FMT_HEAP_END_LINE */
 #define FMT_HEAP_END_LINE    "# heaptrail-end"   /* the last line: the dump is whole */
+/* exact mode only: how the allocations went, in every thread since the
+ * start (or attach): "temporary=T sizes=N0,N1,...,N31" — T allocations
+ * freed by the thread that made them before it allocated anything else
+ * (heaptrack's temporaries, per thread); Nk allocations of a size in
+ * [2^k, 2^(k+1)) bytes (0 and 1 in N0, the last open-ended) */
+#define FMT_HEAP_SHAPE       "# heaptrail-shape"
+#define FMT_SHAPE_TEMPORARY  "temporary="
+#define FMT_SHAPE_SIZES      "sizes="
+#define FMT_SHAPE_BUCKETS    32
 #define FMT_HEAP_BUILD_ID    "# build-id"        /* HEX PATH, in the maps section */
 #define FMT_HEAP_POOL        "# heaptrail-pool"  /* INDEX NAME, in the maps section: sample
 						    line INDEX (from 0) is a memory pool's */
@@ -78,6 +87,7 @@
 #define FMT_LEAKS_FREERES    "freeres"
 #define FMT_LEAKS_BYPASSED   "allocator_bypassed"
 #define FMT_LEAKS_SAMPLE     "sample"
+#define FMT_LEAKS_SHAPE      "shape"             /* as FMT_HEAP_SHAPE's line, exact mode only */
 #define FMT_LEAKS_MODULE     "module"
 #define FMT_LEAKS_LOADED     "loaded"
 #define FMT_LEAKS_UNLOADED   "unloaded"

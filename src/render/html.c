@@ -300,15 +300,57 @@ out:
 	return ret;
 }
 
+#define PEEK_MAX 10  /* callers, and callees, listed per function */
+
+static int cmp_edge_value(const void *a, const void *b)
+{
+	const struct prof_edge *x = a, *y = b;
+	int64_t ax = x->v < 0 ? -x->v : x->v, ay = y->v < 0 ? -y->v : y->v;
+	return ax != ay ? (ax < ay ? 1 : -1) : 0;
+}
+
+/* The callers (or the callees) of row r with the bytes of the stacks
+ * through each pair: "[[name, bytes], ...], [n more, their bytes]", the
+ * largest first. side: room for n edges. */
+static void put_peek_side(FILE *out, const struct prof_table *t, const struct prof_edge *es,
+			  size_t n, uint32_t r, bool callers, struct prof_edge *side)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((callers ? es[i].to : es[i].from) == r)
+			side[m++] = es[i];
+	qsort(side, m, sizeof *side, cmp_edge_value);
+	fputs("[", out);
+	int64_t more = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (i >= PEEK_MAX) {
+			more += side[i].v;
+			continue;
+		}
+		fputs(i ? ",[" : "[", out);
+		render_json_string(out, t->rows[callers ? side[i].from : side[i].to].name);
+		fprintf(out, ",%" PRId64 "]", side[i].v);
+	}
+	fprintf(out, "],[%zu,%" PRId64 "]", m > PEEK_MAX ? m - PEEK_MAX : 0, more);
+}
+
 /* `heaptrail top`'s rows of a dump (in-use space, by function): the
- * first max by flat, the rest counted. */
+ * first max by flat, the rest counted; and for each row shown, its
+ * callers and callees (prof_table_edges), "peek" as pprof names it:
+ * [callers, callers_more, callees, callees_more]. */
 static int put_top(FILE *out, const struct prof_profile *p, size_t max)
 {
 	struct prof_table t;
 	if (prof_table_build(&t, p, false, PROF_INUSE_SPACE, PROF_SORT_FLAT))
 		return -ENOMEM;
-	size_t shown = 0, more = 0;
+	size_t shown = 0, more = 0, nes = 0;
 	int64_t more_flat = 0;
+	int ret = -ENOMEM;
+	struct prof_edge *es = NULL, *side = NULL;
+	uint32_t *rows = malloc((max ? max : 1) * sizeof *rows);
+	bool *want = calloc(t.nrows + 1, sizeof *want);
+	if (!rows || !want)
+		goto out;
 	fputs(",\n \"top\": [", out);
 	for (size_t i = 0; i < t.nrows; i++) {
 		const struct prof_row *r = &t.rows[i];
@@ -320,16 +362,66 @@ static int put_top(FILE *out, const struct prof_profile *p, size_t max)
 			more_flat += flat;
 			continue;
 		}
+		want[i] = true;
+		rows[shown] = (uint32_t)i;
 		fputs(shown++ ? ",[" : "[", out);
 		render_json_string(out, r->name);
 		fprintf(out, ",%" PRId64 ",%" PRId64 "]", flat, cum);
 	}
 	fprintf(out, "], \"top_more\": {\"rows\": %zu, \"flat\": %" PRId64 "}", more, more_flat);
+	if (prof_table_edges(&t, p, PROF_INUSE_SPACE, want, &es, &nes) ||
+	    !(side = malloc((nes ? nes : 1) * sizeof *side)))
+		goto out;
+	fputs(",\n \"peek\": [", out);
+	for (size_t i = 0; i < shown; i++) {
+		fputs(i ? ",\n  [" : "\n  [", out);
+		put_peek_side(out, &t, es, nes, rows[i], true, side);
+		fputs(",", out);
+		put_peek_side(out, &t, es, nes, rows[i], false, side);
+		fputs("]", out);
+	}
+	fputs("]", out);
+	ret = 0;
+out:
+	free(rows);
+	free(want);
+	free(es);
+	free(side);
 	prof_table_release(&t);
-	return 0;
+	return ret;
 }
 
 /* ---------- a process ---------- */
+
+/* The allocations' shape (FMT_HEAP_SHAPE): the exit report's, which
+ * covers the whole run, else the last dump's that has one; null when
+ * none has (a sampled run, or files of another writer). */
+static void put_shape(FILE *out, const struct render_html_proc *pr)
+{
+	const struct fmt_leaks *l = pr->leaks ? &pr->leaks->raw : NULL;
+	const struct fmt_shape *sh = l && l->shape.known ? &l->shape : NULL;
+	const char *from = sh ? (l->check ? "the leak check" : "the exit report") : NULL;
+	for (size_t i = pr->ndumps; !sh && i-- > 0;)
+		if (pr->dumps[i].shape.known) {
+			sh = &pr->dumps[i].shape;
+			from = base_name(pr->dumps[i].path);
+		}
+	if (!sh) {
+		fputs("\"shape\": null,\n ", out);
+		return;
+	}
+	uint64_t allocs = 0;
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+		allocs += sh->sizes[k];
+	fputs("\"shape\": {", out);
+	put_str(out, "from", from, true);
+	put_num(out, "allocs", (int64_t)allocs, true);
+	put_num(out, "temporary", (int64_t)sh->temporary, true);
+	fputs("\"sizes\": [", out);
+	for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+		fprintf(out, "%s%" PRIu64, k ? "," : "", sh->sizes[k]);
+	fputs("]},\n ", out);
+}
 
 static int put_process(FILE *out, const struct render_html_proc *pr,
 		       const struct render_html_opts *o)
@@ -390,6 +482,7 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 		char t[32];
 		put_str(out, "allocs_text", render_thousands(t, l->allocs), true);
 	}
+	put_shape(out, pr);
 	fputs("\n \"report\": ", out);
 	if (lp) {
 		render_json_process(out, lp, &(struct render_json_opts){

@@ -62,6 +62,15 @@ void render_json_process(FILE *out, const struct prof_process *p,
 		(unsigned long long)l->allocs, (unsigned long long)l->frees,
 		(unsigned long long)l->bytes_allocated, (unsigned long long)l->in_use_bytes,
 		(unsigned long long)l->in_use_blocks, (unsigned long long)l->dropped);
+	if (l->shape.known) {
+		/* exact runs: heaptrack's temporaries (per thread) and the
+		 * allocations per size class [2^k, 2^(k+1)) */
+		fprintf(out, " \"shape\": {\"temporary\": %llu, \"sizes\": [",
+			(unsigned long long)l->shape.temporary);
+		for (int k = 0; k < FMT_SHAPE_BUCKETS; k++)
+			fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)l->shape.sizes[k]);
+		fputs("]},\n", out);
+	}
 	if (l->sample > 1) {
 		/* how sure the estimates are (analyze/unbias.h) */
 		double lo, hi;

@@ -234,6 +234,10 @@ static void render_process(FILE *out, const struct prof_process *p,
 	fprintf(out, "   total heap usage: %s%s allocs, %s frees, %s bytes allocated\n",
 		l->sample > 1 ? "about " : "", render_thousands(a, l->allocs),
 		render_thousands(b, l->frees), render_thousands(c, l->bytes_allocated));
+	if (l->shape.known && l->allocs)
+		fprintf(out, "   temporary allocations: %s (%.1f %%; freed by the thread that made "
+			"them before it allocated again)\n", render_thousands(a, l->shape.temporary),
+			100.0 * (double)l->shape.temporary / (double)l->allocs);
 	if (l->sample > 1 && !p->in_use_nsampled) {
 		/* no sample: the blocks in use hold B bytes with probability
 		 * exp(-B / S) of none being sampled, under S ln 10 at 90 % */

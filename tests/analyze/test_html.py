@@ -48,6 +48,33 @@ error or any request besides the page itself.
                    stay as the reader left them, grow_site is ranked
                    growing and flat_site is not, the search matches more
                    bytes of grow_site; the program's output is whole
+    html:callers   tests/analyze/progs/wrapper_sites exact: a function
+                   picked in the functions table (xalloc, main) shows its
+                   callers and callees with the bytes of the pairs of
+                   `heaptrail collapsed`'s stacks (each stack once), itself
+                   as top's flat, and searches the flame graph for it;
+                   xalloc's caller cache_fill holds the 5 x 8 KiB the
+                   program keeps, leak_requests a multiple of 16 KiB;
+                   the top-down and bottom-up tables, every node opened:
+                   each row's total and self are those of collapsed's
+                   stacks under its path, siblings largest first (or by
+                   name when asked), bottom-up's first rows top's flat
+    html:shape     tests/analyze/progs/alloc_shape.c exact: the summary's
+                   size classes and temporary allocations are the
+                   program's loop counts (read from its source), the
+                   histogram sums to report --json's allocations, the last
+                   dump has its shape line, `report` and `report --json`
+                   say the same; at --sample 4096 the page says the
+                   histogram is not available, no file has one and report
+                   says nothing of temporaries
+    html:attach    tests/analyze/progs/attach_target started bare:
+                   `heaptrail attach --sample 1 --html FILE` waits, writes
+                   nothing until `heaptrail detach PID` (another command),
+                   then the page (0600): its growth rows are `heaptrail
+                   growth`'s on the same directory, its functions table
+                   `heaptrail top`'s of the final dump; with --for 1s the
+                   page comes after heaptrail's own detach; a page into a
+                   missing directory is refused before the attach
     html:cli       `heaptrail run --html FILE` writes the page (0600);
                    `html -o -`; a missing directory, an empty one and a
                    bad --min-share give one line and a non-zero status
@@ -511,6 +538,227 @@ def test_cli(suite):
     return problems, []
 
 
+def test_callers(suite):
+    prog = build(suite, "wrapper_sites", os.path.join(common.HERE, "progs", "wrapper_sites.c"))
+    work = work_dir(suite, "callers")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "1", "--every", "100ms", "-o", out, "--", prog, "20")
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="callers", peek=["xalloc", "main"], tree=True)
+    fl = got["views"]["flame"]
+    details = [json.dumps(fl.get("peek"), indent=1)]
+    dump = os.path.join(out, fl.get("dump") or "?")
+    # the pairs of `heaptrail collapsed`'s stacks, each stack once per pair
+    pairs = {}
+    for line in must(suite, "collapsed", dump).splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        for pair in set(zip(frames, frames[1:])):
+            if pair[0] != pair[1]:
+                pairs[pair] = pairs.get(pair, 0) + int(n)
+    # the tree tables: each row's total is the collapsed stacks under its
+    # path (root first for top-down, the allocation site first for
+    # bottom-up), its self those ending there; siblings largest first
+    stacks = [(l.rsplit(" ", 1)[0].split(";"), int(l.rsplit(" ", 1)[1]))
+              for l in must(suite, "collapsed", dump).splitlines()]
+    tree = fl.get("tree") or {}
+    for d, rows in (("top-down", tree.get("top-down")), ("bottom-up", tree.get("bottom-up"))):
+        if not rows or rows[0][1] != "all":
+            problems.append("%s table: rows %s" % (d, rows))
+            continue
+        path, sibs = [], {}
+        for depth, name, v, self_ in rows[1:]:
+            path = path[:depth - 1] + [name]
+            sibs.setdefault(tuple(path[:-1]), []).append(v)
+            fr = [(f if d == "top-down" else f[::-1], n) for f, n in stacks]
+            want_v = sum(n for f, n in fr if f[:len(path)] == path)
+            want_self = sum(n for f, n in fr if f == path)
+            if (v, self_) != (want_v, want_self):
+                problems.append("%s table: %s total %d self %d, collapsed's %d, %d" % (
+                    d, ";".join(path), v, self_, want_v, want_self))
+        if any(vs != sorted(vs, reverse=True) for vs in sibs.values()):
+            problems.append("%s table: siblings not largest first: %s" % (d, sibs))
+        if d == "bottom-up":
+            sites = sorted([r[1], r[2]] for r in rows if r[0] == 1)
+            want = sorted([r[0], r[1]] for r in fl.get("top") or [] if r[1])
+            if sites != want:
+                problems.append("bottom-up: allocation sites %s, top's flat %s" % (sites, want))
+    names = [r[1] for r in (tree.get("by_name") or []) if r[0] == 1]
+    if not names or names != sorted(names):
+        problems.append("tree sorted by name: %s" % names)
+    flat = {r[0]: r[1] for r in fl.get("top") or []}
+    for name, pk in sorted((fl.get("peek") or {}).items()):
+        want_in = sorted([c, v] for (c, f), v in pairs.items() if f == name and v)
+        want_out = sorted([f, v] for (c, f), v in pairs.items() if c == name and v)
+        if sorted(pk["callers"]) != want_in or sorted(pk["callees"]) != want_out:
+            problems.append("%s: callers %s, callees %s; collapsed's %s, %s" % (
+                name, pk["callers"], pk["callees"], want_in, want_out))
+        if pk["self"] != flat.get(name):
+            problems.append("%s: itself %s, top's flat %s" % (name, pk["self"], flat.get(name)))
+        if pk["search"] != "^%s$" % name:
+            problems.append("%s: the flame graph searched %r" % (name, pk["search"]))
+    # by construction: cache_fill kept 5 blocks of 8 KiB through xalloc,
+    # and leak_requests 16 KiB a step
+    callers = dict(map(tuple, (fl.get("peek") or {}).get("xalloc", {}).get("callers", [])))
+    if callers.get("cache_fill") != 5 * 8192:
+        problems.append("xalloc's caller cache_fill holds %s, the program kept 5 x 8 KiB" %
+                        callers.get("cache_fill"))
+    if not callers.get("leak_requests") or callers["leak_requests"] % 16384:
+        problems.append("xalloc's caller leak_requests holds %s, not a multiple of 16 KiB" %
+                        callers.get("leak_requests"))
+    return problems, details
+
+
+def shape_constants():
+    """alloc_shape.c's loop counts, read from its source."""
+    src = open(os.path.join(common.HERE, "progs", "alloc_shape.c")).read()
+    return {k: int(re.search(r"#define %s (\d+)" % k, src).group(1))
+            for k in ("TEMP_N", "PAIR_N", "KEEP_N", "THR_N")}
+
+
+def test_shape(suite):
+    prog = build(suite, "alloc_shape", os.path.join(common.HERE, "progs", "alloc_shape.c"),
+                 "-pthread")
+    c = shape_constants()
+    work = work_dir(suite, "shape")
+    problems, details = [], []
+    out = os.path.join(work, "exact")
+    must(suite, "run", "-q", "--sample", "1", "--interval", "100k", "-o", out, "--", prog)
+    page = os.path.join(work, "exact.html")
+    must(suite, "html", out, "-o", page)
+    got, more = drive(suite, page, name="shape")
+    problems += more
+    sh = got["views"]["summary"]["shape"]
+    details.append(json.dumps(sh))
+    # size classes [2^k, 2^(k+1)): 24 -> 4, 64 -> 6, 1000 -> 9, 3000 -> 11, 5000 -> 12
+    want = {4: c["TEMP_N"], 6: c["THR_N"], 9: c["PAIR_N"], 11: c["PAIR_N"], 12: c["KEEP_N"]}
+    sizes = dict(map(tuple, sh["sizes"]))
+    for k, n in sorted(want.items()):
+        if sizes.get(k) != n:
+            problems.append("size class [%d, %d): %s allocations, the program made %d" % (
+                2 ** k, 2 ** (k + 1), sizes.get(k), n))
+    # the rest is libc's own (the thread's TLS): a few, and the histogram
+    # holds every allocation the report counts
+    others = sum(n for k, n in sizes.items() if k not in want)
+    if others > 3:
+        problems.append("%d allocations outside the program's size classes" % others)
+    allocs = json_procs(suite, out)[0]["totals"]["allocs"]
+    if sum(sizes.values()) != allocs:
+        problems.append("the histogram holds %d allocations, report --json %s" % (
+            sum(sizes.values()), allocs))
+    want_temp = c["TEMP_N"] + c["PAIR_N"] + c["THR_N"]
+    if sh["temporary"] != want_temp:
+        problems.append("temporary allocations %s, the program made %d" % (sh["temporary"], want_temp))
+    # report: the text's line and the JSON's shape
+    rep = json_procs(suite, out)[0].get("shape") or {}
+    if rep.get("temporary") != want_temp or \
+            any(rep.get("sizes", [0] * 32)[k] != n for k, n in want.items()):
+        problems.append("report --json shape %s" % rep)
+    text = must(suite, "report", out)
+    m = re.search(r"^   temporary allocations: ([\d,]+) \(", text, re.M)
+    if not m or int(m.group(1).replace(",", "")) != want_temp:
+        problems.append("report: %r, want %d temporary allocations" % (
+            m and m.group(0), want_temp))
+    # the dumps carry the counts so far: the last one, everything
+    dumps = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
+    lines = [l for l in open(os.path.join(out, dumps[-1])) if l.startswith("# heaptrail-shape ")]
+    if not dumps or len(lines) != 1:
+        problems.append("the last dump has %d shape lines" % len(lines))
+    # sampled: not available, no histogram
+    out = os.path.join(work, "sampled")
+    must(suite, "run", "-q", "--sample", "4096", "--interval", "100k", "-o", out, "--", prog)
+    page = os.path.join(work, "sampled.html")
+    must(suite, "html", out, "-o", page)
+    got, more = drive(suite, page, name="shape-sampled")
+    problems += more
+    sh = got["views"]["summary"]["shape"]
+    if sh["sizes"] or sh["temporary"] is not None or not (sh["none"] or "").startswith("Not available"):
+        problems.append("sampled: the page shows %s" % sh)
+    if any(l.startswith(("# heaptrail-shape", "shape ")) for f in os.listdir(out)
+           for l in open(os.path.join(out, f), errors="replace")):
+        problems.append("sampled: a file has a shape line")
+    if "temporary allocations" in must(suite, "report", out):
+        problems.append("sampled: report counts temporary allocations")
+    return problems, details
+
+
+def test_attach(suite):
+    """`heaptrail attach --html FILE PID` waits for the attach to end and
+    writes the page then: here at `heaptrail detach PID` from elsewhere,
+    and after --for."""
+    import test_attach
+    work, prog = test_attach.build(suite)
+    problems, details = [], []
+    base = work_dir(suite, "attach")
+    t = test_attach.Target(prog, work)
+    try:
+        out = os.path.join(base, "detached")
+        page = os.path.join(base, "detached.html")
+        a = subprocess.Popen([suite.heaptrail, "attach", "--sample", "1", "--every", "200ms",
+                              "--html", page, "-o", out, str(t.p.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(2.5)
+        if a.poll() is not None:
+            problems.append("attach --html ended before the detach: status %d: %s" % (
+                a.returncode, short(a.stderr.read())))
+        if os.path.exists(page):
+            problems.append("attach --html wrote the page before the detach")
+        rc, _, err = run([suite.heaptrail, "detach", str(t.p.pid)])
+        if rc:
+            problems.append("detach: status %d: %s" % (rc, short(err)))
+        try:
+            _, err = a.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a.communicate()
+            raise Failure("attach --html did not end after the detach")
+        details.append(err.decode(errors="replace"))
+        if a.returncode:
+            problems.append("attach --html: status %d: %s" % (a.returncode, short(err)))
+        if not os.path.exists(page):
+            problems.append("attach --html wrote no page after the detach")
+        else:
+            mode = stat.S_IMODE(os.stat(page).st_mode)
+            if mode != 0o600:
+                problems.append("attach --html: mode %o" % mode)
+            got, more = drive(suite, page, name="attach")
+            problems += more
+            v = got["views"]
+            growth_compare(suite, out, v["growth"], problems, details)
+            fl = v["flame"]
+            dump = os.path.join(out, fl.get("dump") or "?")
+            if not fl.get("dump", "").endswith(".final.heap"):
+                problems.append("flame: the last dump is %s, want the detach's final dump" %
+                                fl.get("dump"))
+            else:
+                text = must(suite, "top", "--bytes", "-n", "100", dump)
+                want = [[f[5], int(f[0]), int(f[3])] for f in
+                        (l.split(None, 5) for l in text.split("\n")[2:])
+                        if len(f) == 6 and f[0].isdigit()]
+                if not want or fl.get("top") != want:
+                    problems.append("functions table %s, heaptrail top %s" % (fl.get("top"), want))
+            if "since attach" not in (v["growth"].get("head") or ""):
+                problems.append("growth heading %r lacks 'since attach'" % v["growth"].get("head"))
+        # --for: the page after heaptrail's own detach
+        out = os.path.join(base, "for")
+        page = os.path.join(base, "for.html")
+        rc, _, err = run([suite.heaptrail, "attach", "--for", "1s", "--html", page, "-o", out,
+                          str(t.p.pid)])
+        if rc or not os.path.exists(page):
+            problems.append("attach --for 1s --html: status %d, page %s: %s" % (
+                rc, os.path.exists(page), short(err)))
+        rc, _, err = run([suite.heaptrail, "attach", "--html", os.path.join(base, "no", "p.html"),
+                          str(t.p.pid)])
+        if rc != 2 or len(stderr_lines(err)) != 1:
+            problems.append("attach --html into a missing directory: status %d, %s" % (
+                rc, stderr_lines(err)))
+        test_attach.check_end(t, problems, ["ready", "done held=0 cached=256"])
+    finally:
+        t.kill()
+    return problems, details
+
+
 def test_live(suite):
     import test_live
     env = browser_env(suite)
@@ -574,4 +822,7 @@ def collect(suite):
             ("html:leaks", lambda: test_leaks(suite)),
             ("html:pools", lambda: test_pools(suite)),
             ("html:bounded", lambda: test_bounded(suite)),
-            ("html:cli", lambda: test_cli(suite))]
+            ("html:cli", lambda: test_cli(suite)),
+            ("html:attach", lambda: test_attach(suite)),
+            ("html:callers", lambda: test_callers(suite)),
+            ("html:shape", lambda: test_shape(suite))]

@@ -3,7 +3,7 @@
 // prints what it read from every view as one JSON object, for
 // tests/analyze/test_html.py to check against the CLI's own output.
 //
-//   node report_page.js PAGE.html '{"search": RE, "zoom": NAME, "shots": DIR}'
+//   node report_page.js PAGE.html '{"search": RE, "zoom": NAME, "peek": [NAME...], "shots": DIR}'
 //
 // It clicks through every view, filters the leak records by each kind,
 // searches the flame graph and zooms on a frame (by mouse, then by
@@ -47,6 +47,11 @@ async function main() {
         shown: r.cells[1].textContent }))).catch(() => []),
       peak: await text('#sum-peak'), final: await text('#sum-final'), mode: await text('#sum-mode'),
       command: await text('#sum-command'), text: await text('#summary-text'),
+      shape: {
+        temporary: await page.$eval('#shape-temporary', (e) => +e.dataset.count).catch(() => null),
+        sizes: await page.$$eval('#shape-sizes tbody tr', (r) => r.map((x) => [+x.dataset.class, +x.dataset.count])),
+        none: await text('#shape-none'),
+      },
     };
     await shot('summary');
 
@@ -63,14 +68,14 @@ async function main() {
       await page.selectOption('#leak-kind', k);
       v.leaks.by_kind[k] = await page.$$eval('#leak-list details', (d) => d.map((x) => +x.dataset.bytes));
     }
-    await page.selectOption('#leak-kind', '');
+    if (kinds.length) await page.selectOption('#leak-kind', '');
     const mods = await page.$$eval('#leak-module option', (o) => o.map((x) => x.value).filter((x) => x));
     v.leaks.modules = {};
     for (const m of mods) {
       await page.selectOption('#leak-module', m);
       v.leaks.modules[m] = await page.$$eval('#leak-list details', (d) => d.length);
     }
-    await page.selectOption('#leak-module', '');
+    if (mods.length) await page.selectOption('#leak-module', '');
     v.leaks.pools = {};
     for (const q of await page.$$eval('#leak-pool option', (o) => o.map((x) => x.value).filter((x) => x !== '*'))) {
       await page.selectOption('#leak-pool', q);
@@ -135,7 +140,7 @@ async function main() {
 
     // flame graph: from a dump mark of the timeline, then the last dump
     if (v.timeline.marks) {
-      await page.click('.dumpmark-g >> nth=0');
+      await page.click('.dumpmark-g >> nth=0', { force: true });  // marks of dumps a moment apart overlap
       v.flame_from_mark = await page.$eval('#flame-dump', (s) => +s.value).catch(() => null);
     }
     await page.click('#tab-flame');
@@ -143,6 +148,7 @@ async function main() {
     if (await page.$('#flame-dump')) {
       const n = await page.$$eval('#flame-dump option', (o) => o.length);
       await page.selectOption('#flame-dump', String(n - 1));
+      flame.dump = await page.$eval('#flame-dump', (e) => e.options[e.selectedIndex].textContent.split(' ')[0]);
       flame.root = await page.$eval('#flame-box .fr[data-id="0"]', (e) => +e.dataset.v);
       flame.frames = await page.$$eval('#flame-box .fr', (f) => f.length);
       flame.more = await page.$$eval('#flame-box .fr.more', (f) => f.map((x) => [x.dataset.name, +x.dataset.v]));
@@ -156,6 +162,41 @@ async function main() {
       flame.top = await topRows();
       await page.click('#top-table [data-sort=cum]');
       flame.top_by_cum = await topRows();
+      // the top-down and bottom-up tables, every node opened
+      if (opt.tree) {
+        flame.tree = {};
+        const rows = () => page.$$eval('#tree-table tbody tr', (r) => r.map((x) => [+x.dataset.depth, x.dataset.name, +x.dataset.v, +x.dataset.self]));
+        for (const dir of ['top-down', 'bottom-up']) {
+          await page.selectOption('#tree-dir', dir);
+          for (let i = 0; i < 500; i++) {
+            const b = await page.$('#tree-table button.tog[aria-expanded=false]');
+            if (!b) break;
+            await b.click();
+          }
+          flame.tree[dir] = await rows();
+          await page.$eval('#tree-table', (e) => e.scrollIntoView());
+          await shot('tree-' + dir);
+        }
+        await page.click('#tree-table [data-tsort=name]');
+        flame.tree.by_name = await rows();
+        await page.click('#tree-table [data-tsort=v]');
+        await page.evaluate(() => window.scrollTo(0, 0));
+      }
+      // caller/callee of a function picked in the functions table
+      if (opt.peek) {
+        flame.peek = {};
+        const side = (id) => page.$$eval('#' + id + ' tbody tr[data-name]', (r) => r.map((x) => [x.dataset.name, +x.dataset.bytes]));
+        for (const name of opt.peek) {
+          await page.click('#top-table tr[data-name="' + name + '"] button');
+          flame.peek[name] = { callers: await side('peek-callers'), callees: await side('peek-callees'),
+            self: await page.$eval('#peek-callees tr[data-self]', (x) => +x.dataset.self).catch(() => 0),
+            search: await page.$eval('#flame-search', (e) => e.value) };
+        }
+        await page.$eval('#peek', (e) => e.scrollIntoView());
+        await shot('callers-callees');
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await page.fill('#flame-search', opt.search || '');
+      }
       if (opt.zoom) {
         const sel = '#flame-box .fr[data-name="' + opt.zoom + '"]';
         await page.click(sel + ' >> nth=0');

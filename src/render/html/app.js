@@ -114,6 +114,7 @@
     fact('Dumps', p.dumps.length ? p.dumps.length + ' (' + p.dumps[0].name +
       (p.dumps.length > 1 ? ' \u2026 ' + p.dumps[p.dumps.length - 1].name : '') + ')' : 'none', 'sum-dumps');
     box.appendChild(facts);
+    shape(box, p);
     box.appendChild(el('h3', null, 'Leak summary'));
     if (!r) {
       box.appendChild(el('p', { class: 'note' }, 'No leak report of this process (it has not exited, or was not run exact).'));
@@ -154,6 +155,40 @@
       box.appendChild(el('h3', null, 'As heaptrail report prints it'));
       box.appendChild(el('pre', { id: 'summary-text' }, p.summary_text));
     }
+  }
+
+  /* The allocations by size class and the temporary ones, as the agent
+   * counted them (exact runs only: a sampled run counts samples). */
+  function shape(box, p) {
+    var s = p.shape;
+    box.appendChild(el('h3', null, 'Allocations by size, and temporary allocations'));
+    if (!s) {
+      box.appendChild(el('p', { class: 'note', id: 'shape-none' }, p.sample > 1
+        ? 'Not available: this run was sampled (every ' + HT.thousands(p.sample) + ' bytes on average), and the ' +
+          'sizes and temporaries of the allocations not sampled are unknown. Run with --sample 1 to count them.'
+        : 'Not recorded: the files of this process carry no counts of sizes or temporaries.'));
+      return;
+    }
+    var share = s.allocs ? ' (' + (100 * s.temporary / s.allocs).toFixed(1) + '% of ' + HT.thousands(s.allocs) + ')' : '';
+    box.appendChild(el('p', null, 'Temporary allocations: ',
+      el('strong', { id: 'shape-temporary', 'data-count': s.temporary }, HT.thousands(s.temporary)), share + '.'));
+    box.appendChild(el('p', { class: 'note' }, 'A temporary allocation is one freed by the thread that made it before that ' +
+      'thread allocated anything else (heaptrack\'s definition, counted per thread; frees in between do not count). ' +
+      'Counts of every allocation from the start' + (p.since ? ' (here: from the attach)' : '') + ' to ' + s.from + '.'));
+    var max = Math.max.apply(null, s.sizes) || 1, tb = el('tbody');
+    s.sizes.forEach(function (n, k) {
+      if (!n) return;
+      var lo = k ? Math.pow(2, k) : 0, hi = Math.pow(2, k + 1) - 1;
+      var label = k === s.sizes.length - 1 ? '\u2265 ' + HT.bytes(lo) : HT.bytes(lo) + ' \u2013 ' + HT.bytes(hi);
+      tb.appendChild(el('tr', { 'data-class': k, 'data-count': n },
+        el('td', { class: 'num' }, label), el('td', { class: 'num' }, HT.thousands(n)),
+        el('td', { class: 'num' }, (100 * n / s.allocs).toFixed(1) + '%'),
+        el('td', { class: 'barcell', 'aria-hidden': 'true' }, el('span', { class: 'bar', style: 'width:' + (100 * n / max).toFixed(1) + '%' }))));
+    });
+    box.appendChild(el('table', { id: 'shape-sizes' }, el('caption', { class: 'sr-only' }, 'allocations by size class'),
+      el('thead', null, el('tr', null, el('th', { scope: 'col', class: 'num' }, 'size'),
+        el('th', { scope: 'col', class: 'num' }, 'allocations'), el('th', { scope: 'col', class: 'num' }, 'share'),
+        el('th', { scope: 'col' }, el('span', { class: 'sr-only' }, 'bar')))), tb));
   }
 
   /* ---------- leaks ---------- */
@@ -391,7 +426,9 @@
   }
   /* A dump's functions, flat and cum as `heaptrail top` gives them,
    * sortable by each column (a header's button); a click on a function
-   * searches the flame graph for it. */
+   * selects it: its callers and callees with the bytes of the stacks
+   * through each pair (d.peek, heaptrail's), and the flame graph
+   * searched for it. */
   function topTable(box, d, onPick) {
     var cols = [['name', 'function', 0], ['flat', 'flat', 1], ['cum', 'cum', 2]];
     var sortBy = state.topSort || 'flat', t = d.total || 1;
@@ -413,9 +450,11 @@
       });
       var tb = el('tbody');
       rows.forEach(function (r) {
-        tb.appendChild(el('tr', { 'data-name': r[0], 'data-flat': r[1], 'data-cum': r[2] },
-          el('td', null, el('button', { type: 'button', class: 'link mono',
-            onclick: function () { onPick(r[0]); } }, r[0])),
+        var picked = r[0] === state.peekName;
+        tb.appendChild(el('tr', { 'data-name': r[0], 'data-flat': r[1], 'data-cum': r[2],
+          class: picked ? 'picked' : '' },
+          el('td', null, el('button', { type: 'button', class: 'link mono', 'aria-pressed': String(picked),
+            onclick: function () { pick(r[0]); } }, r[0])),
           el('td', { class: 'num' }, HT.bytes(r[1])), el('td', { class: 'num' }, (100 * r[1] / t).toFixed(1) + '%'),
           el('td', { class: 'num' }, HT.bytes(r[2])), el('td', { class: 'num' }, (100 * r[2] / t).toFixed(1) + '%')));
       });
@@ -423,6 +462,117 @@
         'functions of ' + d.name + ' by in-use bytes'), el('thead', null, hr), tb));
       if (d.top_more.rows) box.appendChild(el('p', { class: 'note', id: 'top-more' }, d.top_more.rows +
         ' more functions (' + HT.bytes(d.top_more.flat) + ' flat): heaptrail top -n lists them.'));
+      peek();
+    }
+    function pick(name) {
+      state.peekName = name;
+      draw();
+      var b = box.querySelector('#top-table tr[data-name="' + CSS.escape(name) + '"] button');
+      if (b) b.focus();
+      onPick(name);
+    }
+    /* the selected function's callers and callees */
+    function peek() {
+      var i = -1;
+      d.top.forEach(function (r, j) { if (r[0] === state.peekName) i = j; });
+      if (i < 0 || !d.peek) return;
+      var r = d.top[i], pk = d.peek[i], sec = el('section', { id: 'peek', 'aria-label': 'callers and callees of ' + r[0] });
+      sec.appendChild(el('h4', null, 'Callers and callees of ', el('span', { class: 'mono' }, r[0])));
+      sec.appendChild(el('p', { class: 'note' }, 'Bytes in use of the stacks in which the caller calls it, or it calls the callee ' +
+        '(each stack counted once); ' + r[0] + ' holds ' + HT.bytes(r[2]) + ' in all (cum), ' + HT.bytes(r[1]) + ' itself (flat).'));
+      function side(id, title, list, more, self) {
+        var tb = el('tbody');
+        list.forEach(function (e) {
+          var inTop = d.top.some(function (x) { return x[0] === e[0]; });
+          tb.appendChild(el('tr', { 'data-name': e[0], 'data-bytes': e[1] },
+            el('td', null, inTop ? el('button', { type: 'button', class: 'link mono',
+              onclick: function () { pick(e[0]); } }, e[0]) : el('span', { class: 'mono' }, e[0])),
+            el('td', { class: 'num' }, HT.bytes(e[1])),
+            el('td', { class: 'num' }, r[2] ? (100 * e[1] / r[2]).toFixed(1) + '%' : '')));
+        });
+        if (self) tb.appendChild(el('tr', { 'data-self': self },
+          el('td', null, '(itself)'), el('td', { class: 'num' }, HT.bytes(self)),
+          el('td', { class: 'num' }, r[2] ? (100 * self / r[2]).toFixed(1) + '%' : '')));
+        if (more[0]) tb.appendChild(el('tr', { class: 'more' }, el('td', null, more[0] + ' more'),
+          el('td', { class: 'num' }, HT.bytes(more[1])), el('td')));
+        if (!tb.firstChild) tb.appendChild(el('tr', null, el('td', { colspan: 3 }, '(none)')));
+        return el('table', { id: id, class: 'peek' }, el('caption', null, title),
+          el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'function'),
+            el('th', { scope: 'col', class: 'num' }, 'bytes'), el('th', { scope: 'col', class: 'num' }, 'of its cum'))), tb);
+      }
+      sec.appendChild(el('div', { class: 'peek-pair' },
+        side('peek-callers', 'Callers (who calls it)', pk[0], pk[1], 0),
+        side('peek-callees', 'Callees (what it calls)', pk[2], pk[3], r[1])));
+      box.appendChild(sec);
+    }
+    draw();
+  }
+
+  /* The flame graph's trees as tables (heaptrack's top-down and
+   * bottom-up views): a row per node, its bytes (total) and the bytes of
+   * the stacks that end there (self), children shown when a row is
+   * opened, siblings sorted by the column chosen. The nodes are
+   * heaptrail's (d.nodes, d.rev.nodes), pruned as the graph's are. */
+  function treeTable(box, d) {
+    var dir = state.treeDir || 'top-down', t = dir === 'top-down' ? d : d.rev;
+    var N = [], kids = [], open = state.treeOpen || (state.treeOpen = {});
+    t.nodes.forEach(function (n, k) {
+      N.push({ id: k, name: n[1] < 0 ? 'all' : t.names[n[1]][0], v: n[2], self: n[3] });
+      kids.push([]);
+      if (k) kids[n[0]].push(k);
+    });
+    t.more.forEach(function (m) {
+      N.push({ id: N.length, name: m[1] + ' more', v: m[2], self: 0, more: true });
+      kids.push([]);
+      kids[m[0]].push(N.length - 1);
+    });
+    function path(k) { var s = []; for (var i = k; i > 0; i = t.nodes[i][0]) s.unshift(N[i].name); return dir + ':' + s.join(';'); }
+    var sortBy = state.treeSort || 'v';
+    function order(list) {
+      return list.slice().sort(function (a, b) {
+        a = N[a]; b = N[b];
+        if (a.more !== b.more) return a.more ? 1 : -1;
+        return sortBy === 'name' ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : b[sortBy] - a[sortBy] || b.v - a.v;
+      });
+    }
+    function draw(focusId) {
+      box.textContent = '';
+      var dirSel = el('select', { id: 'tree-dir', onchange: function () { state.treeDir = dirSel.value; treeTable(box, d); } },
+        el('option', { value: 'top-down' }, 'top-down (callers first)'), el('option', { value: 'bottom-up' }, 'bottom-up (allocation sites first)'));
+      dirSel.value = dir;
+      box.appendChild(el('div', { class: 'controls' }, el('label', null, 'Tree ', dirSel)));
+      var hr = el('tr');
+      /* self: the stacks that end at the node: allocated by it itself
+       * top-down, started by it (the outermost caller) bottom-up */
+      [['name', 'function'], ['v', 'total'], ['self', dir === 'top-down' ? 'self' : 'outermost']].forEach(function (c) {
+        hr.appendChild(el('th', { scope: 'col', class: c[0] === 'name' ? '' : 'num',
+          'aria-sort': c[0] === sortBy ? (c[0] === 'name' ? 'ascending' : 'descending') : 'none' },
+          el('button', { type: 'button', class: 'link', 'data-tsort': c[0], onclick: function () {
+            sortBy = state.treeSort = c[0]; draw(); box.querySelector('[data-tsort=' + c[0] + ']').focus();
+          } }, c[1])));
+        if (c[0] === 'v') hr.appendChild(el('th', { scope: 'col', class: 'num' }, 'total%'));
+      });
+      var tb = el('tbody'), total = N[0].v || 1;
+      function row(k, depth) {
+        var n = N[k], key = path(k), has = kids[k].length > 0, isOpen = !!open[key] || k === 0;
+        var tog = has && k ? el('button', { type: 'button', class: 'tog', 'aria-expanded': String(isOpen),
+          'aria-label': (isOpen ? 'close ' : 'open ') + n.name, 'data-node': k, onclick: function () {
+            open[key] = !isOpen; draw(k);
+          } }, isOpen ? '\u25be' : '\u25b8') : el('span', { class: 'tog' });
+        tb.appendChild(el('tr', { 'data-name': n.name, 'data-v': n.v, 'data-self': n.self, 'data-depth': depth,
+          'data-node': k, class: n.more ? 'more' : null },
+          el('td', { style: 'padding-left:' + (depth * 14) + 'px' }, tog, el('span', { class: 'mono' }, n.name)),
+          el('td', { class: 'num' }, HT.bytes(n.v)), el('td', { class: 'num' }, (100 * n.v / total).toFixed(1) + '%'),
+          el('td', { class: 'num' }, HT.bytes(n.self))));
+        if (isOpen) order(kids[k]).forEach(function (c) { row(c, depth + 1); });
+      }
+      row(0, 0);
+      box.appendChild(el('table', { id: 'tree-table' }, el('caption', { class: 'sr-only' },
+        dir + ' tree of ' + d.name + ' by in-use bytes'), el('thead', null, hr), tb));
+      if (focusId !== undefined) {
+        var b = box.querySelector('button.tog[data-node="' + focusId + '"]');
+        if (b) b.focus();
+      }
     }
     draw();
   }
@@ -479,6 +629,9 @@
     box.appendChild(fb);
     var note = el('p', { class: 'note', id: 'flame-note' });
     box.appendChild(note);
+    box.appendChild(el('h3', null, 'Top-down and bottom-up'));
+    var treeBox = el('div', { id: 'tree-box' });
+    box.appendChild(treeBox);
     box.appendChild(el('h3', null, 'Functions, as heaptrail top lists them'));
     var topBox = el('div', { id: 'top-box' });
     box.appendChild(topBox);
@@ -495,6 +648,7 @@
       var bt = b && (state.reversed ? b.rev : b);
       if (bt) bt.name = b.name;
       flame = new HT.Flame(fb, details, state.reversed ? d.rev : d, state.inverted, bt);
+      treeTable(treeBox, d);
       topTable(topBox, d, function (name) {
         search.value = '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
         doSearch();
