@@ -612,7 +612,9 @@ static AGENT_NOINLINE void free_slow(void *p)
 		return;
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
+	uint64_t t0 = agent_auto_clock();
 	note_free(p, &size, &id);
+	agent_auto_charge(t0);
 	agent_real.free(p);
 	leave();
 }

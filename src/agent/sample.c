@@ -188,11 +188,6 @@ void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 	weight_at(n, agent_config.sample, bytes, blocks_x1024);
 }
 
-/* The most one sample's time counts for, in TSC ticks (5 to 10 us at 2
- * to 4 GHz: a sample walks at most a few thousand instructions; one
- * that took longer was preempted, which a loaded machine does often). */
-#define SAMPLE_COST_MAX 20000u
-
 /* How much estimated allocation passes between two looks at the interval
  * and peak triggers: a look sums every thread's counters. An interval
  * below that is looked at after each of its own steps, so a small
@@ -258,10 +253,7 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		}
 	}
 	if (sign > 0 && agent_tls.sample_tsc) {
-		/* a sample that took longer was preempted (or page-faulted in
-		 * the allocator): the thread's own work, not the sample's */
-		uint64_t took = agent_rdtsc() - agent_tls.sample_tsc;
-		agent_tls.auto_cost += took < SAMPLE_COST_MAX ? took : SAMPLE_COST_MAX;
+		agent_auto_charge(agent_tls.sample_tsc);
 		agent_tls.sample_tsc = 0;
 	}
 	if (sign > 0 && (agent_config.interval || agent_config.peak)) {
@@ -331,11 +323,14 @@ void agent_resample(uint64_t sample)
  *    already knows costs a few hundred instructions, a new walk about
  *    1,800 on Debian's sqlite3 (callgrind, bench/RESULTS.md), so a
  *    thread churning through a few stacks can afford ten times the
- *    samples of one whose every stack is new. What is measured is the
- *    allocation's side; the sampled block's free (its table entry
- *    removed) and the cache lines the table takes from the program are
- *    not (bench/auto: in instructions, auto costs 1.5 points more than a
- *    fixed 512 KiB on sqlite3, 3 % more on churn). (The budget used to count
+ *    samples of one whose every stack is new. The free's side counts too
+ *    (hooks.c, free_slow: a free the filter sends to the table, its
+ *    entry's cache miss included): on churn, whose frees are of random
+ *    old blocks, it costs several times the allocation's side (perf:
+ *    note_free 3 % of the run at auto, note_alloc 0.6 %). A sample's
+ *    time is capped at AGENT_SAMPLE_COST_MAX ticks (5 to 10 us: a sample
+ *    walks at most a few thousand instructions; one that took longer
+ *    was preempted, which a loaded machine does often). (The budget used to count
  *    samples, 2,000 a second: a churning thread then lifted S to 512
  *    KiB within milliseconds, and a 10 MB heap kept about 20 samples.)
  *    The heap rule cannot make sampling dear (it only raises S), and a

@@ -63,6 +63,24 @@ static inline bool agent_time_turn(size_t n)
 		return agent_rdtsc() - agent_tls.time_tsc >= agent_time_tsc_gate;
 	return --agent_tls.time_left <= 0;
 }
+/* sample=auto's cost rule (sample.c) counts the time a sample costs a
+ * thread: its allocation's side (from the decision to its note) and its
+ * free's (a free the filter sends to the table). agent_auto_clock is the
+ * TSC when the rule is on, else 0; agent_auto_charge(t0) adds the time
+ * since t0 (at most AGENT_SAMPLE_COST_MAX ticks: a longer one was
+ * preempted) to the thread's account. Hook-safe. */
+#define AGENT_SAMPLE_COST_MAX 20000u
+static inline uint64_t agent_auto_clock(void)
+{
+	return AGENT_UNLIKELY(agent_config.sample_auto) ? agent_rdtsc() : 0;
+}
+static inline void agent_auto_charge(uint64_t t0)
+{
+	if (!t0)
+		return;
+	uint64_t took = agent_rdtsc() - t0;
+	agent_tls.auto_cost += took < AGENT_SAMPLE_COST_MAX ? took : AGENT_SAMPLE_COST_MAX;
+}
 /* The thread's turn to look at the clock: calls the time triggers'
  * check (set by agent_sample_on_time). */
 void agent_time_due(size_t n, int sign);
