@@ -38,7 +38,7 @@ AGENT_LIBS := -ldl -lpthread
 PROTO_GEN := $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h
 PROTO_OBJ := $(B)/obj/gen/profile.pb-c.o
 
-CLI_SRC  := $(wildcard src/cli/*.c src/format/*.c src/symbolize/*.c \
+CLI_SRC  := $(wildcard src/cli/*.c src/control/*.c src/format/*.c src/symbolize/*.c \
 	src/analyze/*.c src/render/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 CLI_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) \

@@ -2139,7 +2139,7 @@ static int do_attach(long pid, const char *opts, const char *outdir, double *sto
 	int ret = 1;
 	if (open_target(&t, pid, USE_ATTACH, &maps))
 		return 1;
-	if (cli_find_agent(agent, sizeof agent)) {
+	if (ctl_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to heaptrail "
 			  "(HEAPTRAIL_AGENT names it)");
 		goto out;
@@ -2508,7 +2508,7 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		   (v = cli_opt_value(argc, argv, i, "--timeline"))) {
 		char key[16];
 		snprintf(key, sizeof key, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
-		const char *why = *v ? cli_check_profile_value(key, v, val, sizeof val)
+		const char *why = *v ? ctl_check_profile_value(key, v, val, sizeof val)
 				     : "a value is needed";
 		if (why) {
 			cli_error("attach: bad value for --%s: '%s' (%s)", key, cli_shown(v), why);
@@ -2583,22 +2583,22 @@ int cmd_attach(int argc, char **argv)
 	if (outdir) {
 		snprintf(dir, sizeof dir, "%s", outdir);
 		made = stat(dir, &dst) != 0;
-		e = cli_make_dir(dir, false);
+		e = ctl_make_dir(dir, false);
 	} else {
 		/* a fresh one, made now: heaptrail-attach-PID, or -2, -3...
 		 * when an earlier attach to the process (or anyone) has it */
 		snprintf(dir, sizeof dir, "heaptrail-attach-%ld", pid);
-		e = cli_make_dir(dir, true);
+		e = ctl_make_dir(dir, true);
 		for (int k = 2; e == -EEXIST && k <= 100; k++) {
 			snprintf(dir, sizeof dir, "heaptrail-attach-%ld-%d", pid, k);
-			e = cli_make_dir(dir, true);
+			e = ctl_make_dir(dir, true);
 		}
 	}
 	if (e) {
 		cli_error("cannot make the output directory '%s': %s", dir, strerror(-e));
 		return 1;
 	}
-	if (cli_other_run_file(dir, old, sizeof old)) {
+	if (ctl_other_run_file(dir, old, sizeof old)) {
 		refuse_used_dir(dir, pid, old);
 		return 1;
 	}

@@ -14,6 +14,7 @@
 #include "analyze/load.h"
 #include "analyze/report.h"
 #include "analyze/suppress.h"
+#include "control/control.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -174,14 +175,7 @@ int cli_write_file(const char *path, const char *data, size_t len);
  * cli_write_file then leaves nothing. */
 int cli_output_ok(const char *path);
 
-/* Shared by run.c and attach.c (defined in run.c). */
-/* The agent library's path (HEAPTRAIL_AGENT, beside this executable, or
- * ../lib/heaptrail); 0, or -1 when there is none. */
-int cli_find_agent(char *out, size_t cap);
-/* Checks a profiling option's value (sample, interval, every, timeline,
- * signal) as the agent will parse it; writes what to pass into out.
- * Returns NULL, or why the value is bad. */
-const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap);
+/* Shared by the commands that start an agent (run, attach); main.c. */
 /* An options file (--options-file FILE of run and attach): for each line
  * that is neither blank nor a comment (#), calls fn with an argv of cmd,
  * the line's first word (the flag) and, if any, the rest of the line (its
@@ -194,10 +188,6 @@ int cli_each_options_line(const char *path, const char *cmd,
  * after saying why it is refused (cmd: "run", "attach"), 0 when argv[*i]
  * is not one. */
 int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap);
-/* mkdir -p with the last one 0700 (fresh: must not exist). 0 or -errno. */
-int cli_make_dir(const char *dir, bool fresh);
-/* The first file of an earlier run in dir (into name), or 0. */
-int cli_other_run_file(const char *dir, char *name, size_t cap);
 
 /* leaks.c: talking to a running agent (preloaded or attached). Every
  * request is a call made by ptrace in one borrowed thread

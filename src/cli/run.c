@@ -97,74 +97,6 @@ static void add_option(struct run_opts *o, const char *key, const char *value)
 	snprintf(o->profile + n, sizeof o->profile - n, ",%s=%s", key, value);
 }
 
-/* Signals a dump trigger must not take: those that mean a fault (a
- * handler that returns would run the faulting instruction again, dumping
- * for ever), those that cannot be caught, and the two the agent uses
- * itself (scan stop and leak check). */
-
-/* Checks a profiling flag's value as the agent will read it (the same
- * parsers), so a typo stops here rather than as a complaint on the
- * program's stderr once it runs. Writes the value to hand the agent into
- * out. Returns NULL, or why the value is bad. */
-const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap)
-{
-	size_t n = strlen(v);
-	uint64_t x;
-	snprintf(out, cap, "%s", v);
-	if (!strcmp(key, "sample")) {
-		if (!strcmp(v, "auto"))
-			return NULL;
-		if (!fmt_opt_size(v, n, &x) || x == 0)
-			return "want 'auto' or a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
-	} else if (!strcmp(key, "interval")) {
-		if (!fmt_opt_size(v, n, &x) || x == 0)
-			return "want a size in bytes, e.g. 64m, 1g";
-	} else if (!strcmp(key, "every")) {
-		if (!fmt_opt_duration(v, n, &x) || x == 0)
-			return "want a duration, e.g. 10s, 500ms, 2m";
-	} else if (!strcmp(key, "timeline")) {
-		if (!fmt_opt_num(v, n, 3600000, &x))
-			return "want a period in milliseconds from 0 (off) to 3600000";
-	} else if (!strcmp(key, "signal")) {
-		int sig = fmt_signal_parse(v, n);
-		if (sig == FMT_SIGNAL_REFUSED)
-			return "a fault signal or one that cannot be caught";
-		if (sig <= 0)
-			return "want a signal number or name, e.g. USR2 or 12";
-		if (sig == fmt_leak_check_signal_default() || sig == SIGRTMAX - 1)
-			return "a signal heaptrail uses itself";
-		snprintf(out, cap, "%d", sig);
-	}
-	return NULL;
-}
-
-int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap)
-{
-	for (int k = 0; k < FMT_FNK_COUNT; k++) {
-		char flag[32];
-		snprintf(flag, sizeof flag, "--%s-fn", fmt_fn_kind_names[k]);
-		const char *v = cli_opt_value(argc, argv, i, flag);
-		if (!v)
-			continue;
-		struct fmt_fnspec spec;
-		const char *why = v[0] ? fmt_fnspec_parse(k, v, strlen(v), &spec) : "a spec is needed";
-		size_t n = strlen(fns);
-		if (!why && n + strlen(v) + 16 >= cap)
-			why = "too many allocator functions";
-		if (why) {
-			cli_error("%s: bad %s '%s': %s", cmd, flag, cli_shown(v), why);
-			return -1;
-		}
-		snprintf(fns + n, cap - n, ",%s_fn=%s", fmt_fn_kind_names[k], v);
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--no-builtin-fns")) {
-		strncat(fns, ",builtin_fns=0", cap - strlen(fns) - 1);
-		return 1;
-	}
-	return 0;
-}
-
 static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested);
 
 /* One line of an options file, as cli_each_options_line gives it. */
@@ -246,7 +178,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 				cli_error("run: option '--%s' needs a value", key);
 				return -1;
 			}
-			const char *why = cli_check_profile_value(key, v, num, sizeof num);
+			const char *why = ctl_check_profile_value(key, v, num, sizeof num);
 			if (why) {
 				cli_error("run: bad value for --%s: '%s' (%s)", key, cli_shown(v), why);
 				return -1;
@@ -301,29 +233,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	}
 	o->prog = argv + i;
 	return 0;
-}
-
-/* The agent: next to this executable (build tree), or in ../lib/heaptrail
- * (installed); HEAPTRAIL_AGENT overrides both. */
-int cli_find_agent(char *out, size_t cap)
-{
-	const char *env = getenv("HEAPTRAIL_AGENT");
-	char self[PATH_MAX];
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
-		return access(out, R_OK) == 0 ? 0 : -1;
-	}
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = 0;
-	char *slash = strrchr(self, '/');
-	*slash = 0;
-	snprintf(out, cap, "%s/libheaptrail.so", self);
-	if (access(out, R_OK) == 0)
-		return 0;
-	snprintf(out, cap, "%s/../lib/heaptrail/libheaptrail.so", self);
-	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
 /* Finds PROG the way execvp would; fills path. Returns 0, or -errno. */
@@ -392,53 +301,6 @@ static int check_prog(const char *shown, const char *path)
 	}
 	close(fd);
 	return ret;
-}
-
-/* Makes the parents of dir as needed (0755, like mkdir -p), and dir
- * itself with 0700 unless it exists. fresh: dir must not exist yet (the
- * default directory, named after the pid: one that is already there, or a
- * symlink, was made by someone else). Returns 0 or -errno (-EEXIST for a
- * fresh dir that exists). */
-int cli_make_dir(const char *dir, bool fresh)
-{
-	char tmp[PATH_MAX];
-	struct stat st;
-	snprintf(tmp, sizeof tmp, "%s", dir);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700)) {
-		if (errno != EEXIST || fresh)
-			return -errno;
-		if (stat(tmp, &st))
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-	}
-	return access(tmp, W_OK | X_OK) ? -errno : 0;
-}
-
-/* The first file in dir that an earlier run's agent wrote (its names all
- * start "heaptrail."), copied into name; 0 when there is none. Such files
- * would be read as this run's: a run directory belongs to one run. */
-int cli_other_run_file(const char *dir, char *name, size_t cap)
-{
-	DIR *d = opendir(dir);
-	int found = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *e; !found && (e = readdir(d));)
-		if (!strncmp(e->d_name, FMT_FILE_PREFIX ".", FMT_LEN(FMT_FILE_PREFIX "."))) {
-			snprintf(name, cap, "%s", e->d_name);
-			found = 1;
-		}
-	closedir(d);
-	return found;
 }
 
 /* Signals that ask a program to stop: heaptrail passes them on to PROG,
@@ -689,7 +551,7 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.html, strerror(-r));
 		return 2;
 	}
-	if (cli_find_agent(agent, sizeof agent)) {
+	if (ctl_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
 			  "executable (set HEAPTRAIL_AGENT to its path)");
 		return 2;
@@ -706,7 +568,7 @@ int cmd_run(int argc, char **argv)
 		snprintf(cwd, sizeof cwd, ".");
 	if (o.outdir) {
 		char old[256];
-		if (cli_other_run_file(o.outdir, old, sizeof old)) {
+		if (ctl_other_run_file(o.outdir, old, sizeof old)) {
 			cli_error("output directory '%s' holds files of another run (%s): "
 				  "remove them or choose another directory", o.outdir, old);
 			return 2;
@@ -748,7 +610,7 @@ int cmd_run(int argc, char **argv)
 				 o.outdir[0] == '/' ? "" : "/", o.outdir);
 		else
 			snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)getpid());
-		int e = cli_make_dir(outdir, !o.outdir);
+		int e = ctl_make_dir(outdir, !o.outdir);
 		if (e) {
 			e = -e | (1 << 16);  /* tag: directory problem */
 			ssize_t w = write(pipefd[1], &e, sizeof e);
