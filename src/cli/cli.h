@@ -189,55 +189,6 @@ int cli_each_options_line(const char *path, const char *cmd,
  * is not one. */
 int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap);
 
-/* leaks.c: talking to a running agent (preloaded or attached). Every
- * request is a call made by ptrace in one borrowed thread
- * (cli_agent_request): no signal is sent to the process. */
-struct cli_agent {
-	long pid;
-	char dir[4096];         /* where it writes its files, as far as the
-				 * CLI can tell: the agent's answer to each
-				 * request says where it wrote (cli_agent_path) */
-};
-/* Finds pid's agent and its directory; refuses a process detached from
- * heaptrail without touching it. live: for the live endpoint (`serve`),
- * else for `leaks` (what a refusal advises). Prints the error and
- * returns -1. */
-int cli_agent_open(long pid, struct cli_agent *a, bool live);
-/* The path of a file the agent said it wrote (wrote, from a request),
- * for the CLI: a relative one (an output directory the agent could not
- * name at its start) is read against the process's working directory. */
-void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, size_t cap);
-/* Asks for a leak check (increased: only what grew) and waits up to
- * timeout_ms for its file, whose path goes to path. 0, or -1 with why
- * ("" when the cause was printed). */
-int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
-			 char *path, size_t cap, char *why, size_t whycap);
-/* Asks for value (FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP: the live dump; |
- * 1: a check of what increased), again while the agent says not now,
- * up to timeout_ms. The path of the file written goes to wrote
- * (FMT_REQUEST_PATH_MAX bytes; "" from an older agent, which does not
- * say). 0, or -1 with why ("" when printed). */
-int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
-		  size_t whycap, char *wrote);
-/* attach.c: one call of the agent's heaptrail_request(value, regs, nregs)
- * in a thread of pid borrowed with ptrace (as `heaptrail dump` does: the
- * thread's interrupted call is restarted, it never sees EINTR); *ret is
- * the agent's answer, and the path of the file it wrote goes to wrote
- * (FMT_REQUEST_PATH_MAX bytes, or NULL). 0, or -1 when the call could not
- * be made (printed). */
-int cli_agent_request(long pid, int value, int *ret, char *wrote);
-/* Says that pid may not be traced, why (Yama's mode) and what to do
- * instead, for `leaks` or (live) the live endpoint. */
-void cli_trace_refused(long pid, bool live);
-/* When a call above reaped pid's end (its main thread was the one
- * borrowed, and pid a child of ours: `run --http`), its wait status into
- * *status, and true. */
-bool cli_reaped_exit(pid_t pid, int *status);
-/* /proc/PID/FILE whole, malloc'd, NUL-terminated; NULL on failure. */
-char *cli_read_proc(long pid, const char *file, size_t *len);
-/* NAME's value in a NUL-separated environment block, or NULL. */
-const char *cli_env_get(const char *env, size_t len, const char *name);
-
 /* live.c: the live HTTP endpoint (pprof, Prometheus), served by the CLI
  * for a process running under the agent. */
 struct cli_live;
@@ -261,13 +212,11 @@ int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o);
 struct cli_live *cli_live_bind(const struct cli_live_opts *o);
 /* Serves l, and pushes, on threads of their own for agent a (copied);
  * name: the program, for the push's default application name. 0 or -1. */
-int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name);
+int cli_live_start(struct cli_live *l, const struct ctl_agent *a, const char *name);
 /* Stops the thread, closes the socket, frees l. */
 void cli_live_stop(struct cli_live *l);
 int cmd_serve(int argc, char **argv);
 
-/* attach.c: the output directory of an attached agent; 0 or -1. */
-int cli_attached_dir(long pid, char *out, size_t cap);
 /* attach.c: "since attach at TIME UTC" for a dump of pid written by an
  * attached agent (heaptrail.PID.attach beside it); 0, or -1 when not. */
 int cli_attach_label(const char *path, long pid, char *out, size_t cap);

@@ -273,7 +273,7 @@ static int html_load(struct html_run *h, const char *dir)
 		if (!pr->leaks && o->pid > 0 && pids[k] == o->pid) {
 			/* a running process: its command from /proc */
 			size_t len = 0;
-			h->cmdline = cli_read_proc(o->pid, "cmdline", &len);
+			h->cmdline = ctl_read_proc(o->pid, "cmdline", &len);
 			for (size_t i = 0; h->cmdline && i < len && pr->argc < 64;
 			     i += strlen(h->cmdline + i) + 1)
 				h->cmd_argv[pr->argc++] = h->cmdline + i;

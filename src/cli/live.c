@@ -7,7 +7,7 @@
  * parsed inside the host, the host gets no thread, socket or memory of
  * ours, and the CLI has the symbolizer and the pprof encoder already.
  * The agent's part is one request: a heap dump now. The CLI asks it by
- * ptrace, in one borrowed thread (cli_agent_ask: no signal, no EINTR),
+ * ptrace, in one borrowed thread (ctl_agent_ask: no signal, no EINTR),
  * with FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP; the agent writes
  * PREFIX.PID.live.heap into its private output directory (0600, a
  * temporary name renamed into place, as every dump), the CLI reads and
@@ -88,7 +88,7 @@ struct cli_live {
 	int fd;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char shown[160];
-	struct cli_agent ag;
+	struct ctl_agent ag;
 	pthread_t thread, push_thread;
 	bool started, push_started;
 	atomic_bool stop;
@@ -312,10 +312,10 @@ fail:
 /* ---------- asking the agent ---------- */
 
 /* Why the agent cannot be asked now, or NULL. */
-static const char *agent_not_ready(const struct cli_agent *a, char *why, size_t cap)
+static const char *agent_not_ready(const struct ctl_agent *a, char *why, size_t cap)
 {
 	size_t len;
-	char *maps = cli_read_proc(a->pid, "maps", &len);
+	char *maps = ctl_read_proc(a->pid, "maps", &len);
 	if (!maps) {
 		snprintf(why, cap, "process %ld is gone", a->pid);
 		return why;
@@ -334,10 +334,10 @@ static const char *agent_not_ready(const struct cli_agent *a, char *why, size_t 
  * where (prefix= or output=, as resolved at its start; an older agent
  * does not say: then in its directory); one already being written (a
  * timer's) makes it answer -EBUSY, and the request is made again
- * (cli_agent_ask). */
+ * (ctl_agent_ask). */
 static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size_t whycap)
 {
-	const struct cli_agent *a = &l->ag;
+	const struct ctl_agent *a = &l->ag;
 	if (agent_not_ready(a, why, whycap))
 		return -1;
 	snprintf(path, cap, "%s/" FMT_FILE_PREFIX ".%ld." FMT_HEAP_LIVE FMT_HEAP_SUFFIX, a->dir,
@@ -349,7 +349,7 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 	struct timespec t0s, ts;
 	clock_gettime(CLOCK_MONOTONIC, &t0s);
 	char wrote[FMT_REQUEST_PATH_MAX];
-	if (cli_agent_ask(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, LIVE_DUMP_MS, why, whycap,
+	if (ctl_agent_ask(a, FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP, LIVE_DUMP_MS, why, whycap,
 			  wrote)) {
 		if (!why[0])
 			snprintf(why, whycap, "cannot ask process %ld for a heap dump (heaptrail's "
@@ -357,7 +357,7 @@ static int live_dump(struct cli_live *l, char *path, size_t cap, char *why, size
 		return -1;
 	}
 	if (wrote[0]) {
-		cli_agent_path(a, wrote, path, cap);
+		ctl_agent_path(a, wrote, path, cap);
 		snprintf(l->live_path, sizeof l->live_path, "%s", path);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -624,7 +624,7 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 	metric(m, "heaptrail_sampling_interval_bytes", "gauge",
 	       "Mean bytes between sampled allocations (1: every allocation).", (int64_t)p.sample);
 	size_t len;
-	char *statm = cli_read_proc(l->ag.pid, "statm", &len);
+	char *statm = ctl_read_proc(l->ag.pid, "statm", &len);
 	if (statm) {
 		long long pages = 0;
 		if (sscanf(statm, "%*s %lld", &pages) == 1)
@@ -694,7 +694,7 @@ static void serve_metrics(struct cli_live *l, struct answer *ans)
 static void serve_cmdline(struct cli_live *l, struct answer *ans)
 {
 	size_t len;
-	char *c = cli_read_proc(l->ag.pid, "cmdline", &len);
+	char *c = ctl_read_proc(l->ag.pid, "cmdline", &len);
 	if (!c) {
 		answer_text(ans, 503, "process %ld is gone\n", l->ag.pid);
 		return;
@@ -723,7 +723,7 @@ static void serve_symbol(struct cli_live *l, const char *query, const char *body
 		return;
 	}
 	size_t mlen;
-	char *maps = cli_read_proc(l->ag.pid, "maps", &mlen);
+	char *maps = ctl_read_proc(l->ag.pid, "maps", &mlen);
 	if (!maps) {
 		answer_text(ans, 503, "process %ld is gone\n", l->ag.pid);
 		return;
@@ -822,7 +822,7 @@ static void serve_leaks(struct cli_live *l, const char *query, struct answer *an
 	}
 	char inc[8];
 	int increased = query_get(query, "increased", inc, sizeof inc) && strcmp(inc, "0");
-	if (cli_agent_leak_check(&l->ag, increased, LIVE_DUMP_MS * 6, path, sizeof path, why,
+	if (ctl_agent_leak_check(&l->ag, increased, LIVE_DUMP_MS * 6, path, sizeof path, why,
 				 sizeof why)) {
 		answer_text(ans, 503, "%s\n", why);
 		return;
@@ -1534,7 +1534,7 @@ static void *push_main(void *arg)
 	return NULL;
 }
 
-int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name)
+int cli_live_start(struct cli_live *l, const struct ctl_agent *a, const char *name)
 {
 	l->ag = *a;
 	l->cache = prof_sym_cache_new();
@@ -1650,8 +1650,8 @@ int cmd_serve(int argc, char **argv)
 		fputs(serve_usage, stderr);
 		return 2;
 	}
-	struct cli_agent ag;
-	if (cli_agent_open(pid, &ag, true))
+	struct ctl_agent ag;
+	if (ctl_agent_open(pid, &ag, true))
 		return 1;
 	struct cli_live *l = cli_live_bind(&lo);
 	if (!l)
@@ -1659,7 +1659,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
 	size_t clen;
-	char *cmd = cli_read_proc(pid, "cmdline", &clen);
+	char *cmd = ctl_read_proc(pid, "cmdline", &clen);
 	int sr = cli_live_start(l, &ag, cmd);
 	free(cmd);
 	if (sr) {

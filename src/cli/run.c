@@ -448,7 +448,7 @@ static int wait_all(pid_t child)
 	}
 	/* it ended while the endpoint held its main thread: the endpoint's
 	 * wait reaped it, and kept its status */
-	if (!reaped && cli_reaped_exit(child, &st)) {
+	if (!reaped && ctl_reaped_exit(child, &st)) {
 		status = st;
 		forward_to = 0;
 		forward_restore();
@@ -635,7 +635,7 @@ int cmd_run(int argc, char **argv)
 	close(pipefd[0]);
 	if (live && got == 0) {
 		/* exec'd: the endpoint asks the agent as `heaptrail leaks` does */
-		struct cli_agent ag = { .pid = child };
+		struct ctl_agent ag = { .pid = child };
 		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
 		if (cli_live_start(live, &ag, o.prog[0])) {
 			cli_live_stop(live);

@@ -13,6 +13,13 @@
  * Its jobs, one file or a few each:
  *   agentopts.c  finding the agent library and checking the options
  *                handed to it; a run's output directory
+ *   ptrace.c     calls into a running process with ptrace alone (ptrace.h
+ *   remote.c     says how): the borrowed thread; the calls and the park;
+ *   elf.c        the target's modules and symbols; the agent loaded into
+ *   inject.c     it (`attach`, a container's memory-file route included)
+ *                and its entry points called
+ *   request.c    the requests to a running agent (a dump, a leak check)
+ *                and the /proc reads they need
  *
  * Unlike the layers below, control prints its errors itself, one line
  * each on stderr (ctl_error), as the commands do: a function that says it
@@ -25,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line;
  * cli_error is the commands' name for it. */
@@ -44,5 +52,74 @@ const char *ctl_check_profile_value(const char *key, const char *v, char *out, s
 int ctl_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */
 int ctl_other_run_file(const char *dir, char *name, size_t cap);
+
+/* ---- calls into a running process (inject.c, ptrace.c) ---- */
+
+/* /path whole, malloc'd, NUL-terminated (its length into *len when not
+ * NULL); NULL when it cannot be opened. */
+char *ctl_read_file(const char *path, size_t *len);
+/* Milliseconds since t0 (CLOCK_MONOTONIC). */
+double ctl_ms_since(const struct timespec *t0);
+/* Loads the agent into process pid (`heaptrail attach`) and starts it
+ * with the agent options opts, writing into outdir (absolute); how long
+ * the borrowed thread was stopped into *stopped_ms. 0, or 1 (printed). */
+int ctl_attach(long pid, const char *opts, const char *outdir, double *stopped_ms);
+/* Calls the agent's entry point name(s0, s1) in pid (detach, dump), or
+ * with request (a FMT_SIGVAL_* value) heaptrail_request(request, regs,
+ * nregs, wrote); *ret its int result, the path of the file it wrote into
+ * wrote (FMT_REQUEST_PATH_MAX bytes, or NULL). 0, or -1 (printed). */
+int ctl_call_agent(long pid, const char *name, const char *s0, const char *s1, int request,
+		   int *ret, double *stopped_ms, char *wrote);
+/* One call of the agent's heaptrail_request(value, regs, nregs) in a
+ * thread of pid borrowed with ptrace (as `heaptrail dump` does: the
+ * thread's interrupted call is restarted, it never sees EINTR); *ret is
+ * the agent's answer, and the path of the file it wrote goes to wrote
+ * (FMT_REQUEST_PATH_MAX bytes, or NULL). 0, or -1 when the call could not
+ * be made (printed). */
+int ctl_agent_request(long pid, int value, int *ret, char *wrote);
+/* Says that pid may not be traced, why (Yama's mode) and what to do
+ * instead, for `leaks` or (live) the live endpoint. */
+void ctl_trace_refused(long pid, bool live);
+/* When a call above reaped pid's end (its main thread was the one
+ * borrowed, and pid a child of ours: `run --http`), its wait status into
+ * *status, and true. */
+bool ctl_reaped_exit(pid_t pid, int *status);
+/* The output directory of an attached agent; 0 or -1. */
+int ctl_attached_dir(long pid, char *out, size_t cap);
+
+/* ---- talking to a running agent, preloaded or attached (request.c) ----
+ * Every request is a call made by ptrace in one borrowed thread
+ * (ctl_agent_request): no signal is sent to the process. */
+struct ctl_agent {
+	long pid;
+	char dir[4096];         /* where it writes its files, as far as the
+				 * CLI can tell: the agent's answer to each
+				 * request says where it wrote (ctl_agent_path) */
+};
+/* Finds pid's agent and its directory; refuses a process detached from
+ * heaptrail without touching it. live: for the live endpoint (`serve`),
+ * else for `leaks` (what a refusal advises). Prints the error and
+ * returns -1. */
+int ctl_agent_open(long pid, struct ctl_agent *a, bool live);
+/* The path of a file the agent said it wrote (wrote, from a request),
+ * for the CLI: a relative one (an output directory the agent could not
+ * name at its start) is read against the process's working directory. */
+void ctl_agent_path(const struct ctl_agent *a, const char *wrote, char *path, size_t cap);
+/* Asks for a leak check (increased: only what grew) and waits up to
+ * timeout_ms for its file, whose path goes to path. 0, or -1 with why
+ * ("" when the cause was printed). */
+int ctl_agent_leak_check(const struct ctl_agent *a, int increased, long timeout_ms,
+			 char *path, size_t cap, char *why, size_t whycap);
+/* Asks for value (FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP: the live dump; |
+ * 1: a check of what increased), again while the agent says not now,
+ * up to timeout_ms. The path of the file written goes to wrote
+ * (FMT_REQUEST_PATH_MAX bytes; "" from an older agent, which does not
+ * say). 0, or -1 with why ("" when printed). */
+int ctl_agent_ask(const struct ctl_agent *a, int value, long timeout_ms, char *why,
+		  size_t whycap, char *wrote);
+/* /proc/PID/FILE whole, malloc'd, NUL-terminated; NULL on failure. */
+char *ctl_read_proc(long pid, const char *file, size_t *len);
+/* NAME's value in a NUL-separated environment block, or NULL. */
+const char *ctl_env_get(const char *env, size_t len, const char *name);
 
 #endif
