@@ -235,150 +235,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
-/* Finds PROG the way execvp would; fills path. Returns 0, or -errno. */
-static int resolve_prog(const char *prog, char *path, size_t cap)
-{
-	if (strchr(prog, '/')) {
-		snprintf(path, cap, "%s", prog);
-		return access(path, F_OK) ? -errno : 0;
-	}
-	const char *p = getenv("PATH");
-	if (!p)
-		p = "/usr/local/bin:/usr/bin:/bin";
-	while (*p) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		snprintf(path, cap, "%.*s/%s", (int)n, n ? p : ".", prog);
-		if (access(path, X_OK) == 0)
-			return 0;
-		p += n + (e ? 1 : 0);
-	}
-	return -ENOENT;
-}
-
-/* Refuses what the dynamic loader would not preload into: static and
- * set-id binaries. Scripts are fine (their interpreter is dynamic). */
-static int check_prog(const char *shown, const char *path)
-{
-	struct stat st;
-	if (stat(path, &st)) {
-		cli_error("cannot run '%s': %s", shown, strerror(errno));
-		return -1;
-	}
-	if (S_ISDIR(st.st_mode) || access(path, X_OK)) {
-		cli_error("cannot run '%s': %s", shown,
-			  S_ISDIR(st.st_mode) ? "is a directory" : "not executable");
-		return -1;
-	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		cli_error("cannot track '%s': it is set-user-ID or set-group-ID, and the "
-			  "loader ignores LD_PRELOAD for such programs", shown);
-		return -1;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;  /* execute-only: let exec decide */
-	Elf64_Ehdr eh;
-	ssize_t n = read(fd, &eh, sizeof eh);
-	int ret = 0;
-	if (n == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) &&
-	    eh.e_phnum < 4096) {
-		int interp = 0;
-		for (int i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
-			    (ssize_t)sizeof ph)
-				break;
-			if (ph.p_type == PT_INTERP)
-				interp = 1;
-		}
-		if (!interp) {
-			cli_error("cannot track '%s': it is a static binary (no dynamic loader), "
-				  "so the agent cannot be preloaded into it", shown);
-			ret = -1;
-		}
-	}
-	close(fd);
-	return ret;
-}
-
-/* Signals that ask a program to stop: heaptrail passes them on to PROG,
- * so `timeout`, `kill` or a service manager reach it through the wrapper,
- * and heaptrail itself lives on to report and to exit as PROG did. */
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-static struct sigaction forwarded_old[NFORWARDED];
-static volatile sig_atomic_t forward_to;
-
-static void forward_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	/* A signal from the terminal (^C, ^\\, hangup) went to the whole
-	 * foreground process group, PROG included: sending it again would
-	 * deliver it twice. Anything sent by a process (kill, timeout)
-	 * was meant for heaptrail's program. */
-	if (si->si_code == SI_KERNEL)
-		return;
-	/* Sent by PROG itself (kill(0, ...) or kill(getppid(), ...)): what it
-	 * meant for its parent or its group must not come back to it. */
-	if (si->si_code == SI_USER && si->si_pid == (pid_t)forward_to)
-		return;
-	int e = errno;
-	if (forward_to > 0)
-		kill((pid_t)forward_to, sig);
-	errno = e;
-}
-
-/* Installs the forwarder for each signal heaptrail was not started
- * ignoring (an ignored one stays ignored, and PROG inherits that as it
- * would bare). Call with the signals blocked. */
-static void forward_install(void)
-{
-	struct sigaction sa = { .sa_sigaction = forward_signal,
-				.sa_flags = SA_SIGINFO | SA_RESTART };
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFORWARDED; i++) {
-		sigaction(forwarded[i], NULL, &forwarded_old[i]);
-		if (forwarded_old[i].sa_handler != SIG_IGN)
-			sigaction(forwarded[i], &sa, NULL);
-	}
-}
-
-/* Puts back the dispositions heaptrail started with. */
-static void forward_restore(void)
-{
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &forwarded_old[i], NULL);
-}
-
-static void forward_block(int how, sigset_t *old)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaddset(&set, forwarded[i]);
-	sigprocmask(how, &set, old);
-}
-
-/* The run id every file of this run will name: the one HEAPTRAIL_OPTIONS
- * gives (the last well-formed run=), else a fresh random one, which
- * *added says child_exec must pass. Chosen before the fork, so the
- * parent reads back only its own processes' reports. */
-static void choose_run_id(char id[FMT_RUN_ID_MAX + 1], bool *added)
-{
-	*added = !fmt_run_id(getenv("HEAPTRAIL_OPTIONS"), id);
-	if (!*added)
-		return;
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		r = ((uint64_t)getpid() << 32) ^ (uint64_t)t.tv_sec ^ ((uint64_t)t.tv_nsec << 20);
-	}
-	snprintf(id, FMT_RUN_ID_MAX + 1, "%016llx", (unsigned long long)r);
-}
-
 /* In the child: environment, then exec. On failure, writes errno to fd. */
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
 		       const char *path, const char *run_id, int fd)
@@ -408,69 +264,6 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	ssize_t w = write(fd, &e, sizeof e);
 	(void)w;
 	_exit(127);
-}
-
-/* Waits for the child and every orphan handed to us; returns the child's
- * wait status. */
-static int wait_all(pid_t child)
-{
-	int status = 0, st;
-	bool reaped = false;
-	pid_t p;
-	for (;;) {
-		/* --http asks the agent by ptrace from the endpoint's thread:
-		 * a ptrace stop of the program's main thread is reported to
-		 * this wait too (its tracer is a thread of ours), and is the
-		 * endpoint's to take. So look first, and take only exits. */
-		siginfo_t si;
-		si.si_pid = 0;
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;  /* ECHILD: nothing left */
-		}
-		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED ||
-		    si.si_code == CLD_CONTINUED) {
-			usleep(1000);
-			continue;
-		}
-		p = waitpid(si.si_pid, &st, WNOHANG);
-		if (p <= 0)
-			continue;  /* the endpoint's wait took it (see below) */
-		if (p == child) {
-			reaped = true;
-			status = st;
-			/* its pid may be reused from now on; a signal now is for
-			 * heaptrail (still waiting for orphans, or reporting) */
-			forward_to = 0;
-			forward_restore();
-		}
-	}
-	/* it ended while the endpoint held its main thread: the endpoint's
-	 * wait reaped it, and kept its status */
-	if (!reaped && ctl_reaped_exit(child, &st)) {
-		status = st;
-		forward_to = 0;
-		forward_restore();
-	}
-	return status;
-}
-
-static void die_like(int status)
-{
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		fflush(NULL);
-		signal(sig, SIG_DFL);
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
-		_exit(128 + sig);
-	}
 }
 
 static int write_json(const char *path, const struct prof_run *run)
@@ -556,13 +349,13 @@ int cmd_run(int argc, char **argv)
 			  "executable (set HEAPTRAIL_AGENT to its path)");
 		return 2;
 	}
-	r = resolve_prog(o.prog[0], path, sizeof path);
+	r = ctl_resolve_prog(o.prog[0], path, sizeof path);
 	if (r) {
 		cli_error("cannot run '%s': %s", o.prog[0],
 			  r == -ENOENT && !strchr(o.prog[0], '/') ? "command not found" : strerror(-r));
 		return 127;
 	}
-	if (check_prog(o.prog[0], path))
+	if (ctl_check_prog(o.prog[0], path))
 		return 126;
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
@@ -588,13 +381,13 @@ int cmd_run(int argc, char **argv)
 	base = base ? base + 1 : o.prog[0];
 	char run_id[FMT_RUN_ID_MAX + 1];
 	bool run_added;
-	choose_run_id(run_id, &run_added);
+	ctl_choose_run_id(run_id, &run_added);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* blocked across fork: the child must not run the forwarder, and the
 	 * parent must know the pid before it can forward anything */
 	sigset_t oldmask;
-	forward_block(SIG_BLOCK, &oldmask);
-	forward_install();
+	ctl_forward_block(SIG_BLOCK, &oldmask);
+	ctl_forward_install();
 	fflush(NULL);
 	pid_t child = fork();
 	if (child < 0) {
@@ -602,7 +395,7 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (child == 0) {
-		forward_restore();
+		ctl_forward_restore();
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		close(pipefd[0]);
 		if (o.outdir)
@@ -619,7 +412,7 @@ int cmd_run(int argc, char **argv)
 		}
 		child_exec(&o, agent, outdir, path, run_added ? run_id : NULL, pipefd[1]);
 	}
-	forward_to = child;
+	ctl_forward_to(child);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	close(pipefd[1]);
 	if (o.outdir)
@@ -642,7 +435,7 @@ int cmd_run(int argc, char **argv)
 			live = NULL;
 		}
 	}
-	int status = wait_all(child);
+	int status = ctl_wait_all(child);
 	cli_live_stop(live);
 	if (got == (ssize_t)sizeof e) {
 		if (e & (1 << 16) && !o.outdir && (e & 0xffff) == EEXIST)
@@ -678,7 +471,7 @@ int cmd_run(int argc, char **argv)
 		cli_report_opts_release(&o.report);
 		if (o.error_exitcode >= 0)
 			return o.error_exitcode;
-		die_like(status);
+		ctl_die_like(status);
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 	}
 	for (size_t i = 0; i < run.nbad; i++) {
@@ -715,8 +508,8 @@ int cmd_run(int argc, char **argv)
 	size_t reported = prof_run_errors(&run, o.report.errors);
 	fflush(stdout);
 	render_text(stderr, &run, &(struct render_text_opts){
-		.summary_only = o.quiet, .kinds = o.report.shown,
-		.gen_suppressions = o.report.gen_suppressions, .supps = &o.report.supps });
+		    .summary_only = o.quiet, .kinds = o.report.shown,
+		    .gen_suppressions = o.report.gen_suppressions, .supps = &o.report.supps });
 	if (WIFSIGNALED(status))
 		cli_error("'%s' was killed by signal %d (%s)", o.prog[0], WTERMSIG(status),
 			  strsignal(WTERMSIG(status)));
@@ -737,6 +530,6 @@ int cmd_run(int argc, char **argv)
 		return ret;
 	if (o.error_exitcode >= 0 && (reported || missing))
 		return o.error_exitcode;
-	die_like(status);
+	ctl_die_like(status);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

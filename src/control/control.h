@@ -13,6 +13,8 @@
  * Its jobs, one file or a few each:
  *   agentopts.c  finding the agent library and checking the options
  *                handed to it; a run's output directory
+ *   launch.c     starting a program under the agent: finding and checking
+ *                it, passing stop signals on, waiting, ending as it ended
  *   ptrace.c     calls into a running process with ptrace alone (ptrace.h
  *   remote.c     says how): the borrowed thread; the calls and the park;
  *   elf.c        the target's modules and symbols; the agent loaded into
@@ -30,9 +32,12 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "format/options.h"
 
 /* Prints "heaptrail: <message>" on stderr (printf-style), one line;
  * cli_error is the commands' name for it. */
@@ -52,6 +57,32 @@ const char *ctl_check_profile_value(const char *key, const char *v, char *out, s
 int ctl_make_dir(const char *dir, bool fresh);
 /* The first file of an earlier run in dir (into name), or 0. */
 int ctl_other_run_file(const char *dir, char *name, size_t cap);
+
+/* ---- starting a program under the agent (launch.c) ---- */
+
+/* Finds prog the way execvp would; fills path. Returns 0, or -errno. */
+int ctl_resolve_prog(const char *prog, char *path, size_t cap);
+/* Refuses (prints, -1) what the dynamic loader would not preload into:
+ * static and set-id binaries, shown as shown. 0 otherwise. */
+int ctl_check_prog(const char *shown, const char *path);
+/* Stop signals (INT, TERM, HUP, QUIT) are passed on to the program:
+ * block them (how, old as sigprocmask) across the fork, install the
+ * forwarder (an ignored one stays ignored), name the program's pid once
+ * it is known; ctl_forward_restore puts back the dispositions heaptrail
+ * started with (ctl_wait_all does once the program has ended). */
+void ctl_forward_block(int how, sigset_t *old);
+void ctl_forward_install(void);
+void ctl_forward_to(pid_t pid);
+void ctl_forward_restore(void);
+/* The run id every file of this run will name: HEAPTRAIL_OPTIONS's
+ * run=, else a fresh random one, which *added says must be passed. */
+void ctl_choose_run_id(char id[FMT_RUN_ID_MAX + 1], bool *added);
+/* Waits for child and every orphan handed to heaptrail (a subreaper);
+ * returns the child's wait status. */
+int ctl_wait_all(pid_t child);
+/* Dies of the signal that ended the program (status), without a core;
+ * returns when it was not killed by one. */
+void ctl_die_like(int status);
 
 /* ---- calls into a running process (inject.c, ptrace.c) ---- */
 
