@@ -413,27 +413,3 @@ int cmd_dump(int argc, char **argv)
 	}
 	return 0;
 }
-
-/* When the dump at path was written by an attached agent (its directory
- * holds heaptrail.PID.attach), "since attach at TIME UTC" into out, and
- * 0; else -1. */
-int cli_attach_label(const char *path, long pid, char *out, size_t cap)
-{
-	char rec[PATH_MAX + 64];
-	const char *slash = strrchr(path, '/');
-	int dlen = slash ? (int)(slash - path) : 1;
-	snprintf(rec, sizeof rec, "%.*s/heaptrail.%ld.attach", dlen, slash ? path : ".", pid);
-	char *text = ctl_read_file(rec, NULL), *at;
-	int ret = -1;
-	if (text && (at = strstr(text, "\nattached "))) {
-		time_t sec = (time_t)strtoll(at + 10, NULL, 10);
-		struct tm tm;
-		char when[64];
-		if (gmtime_r(&sec, &tm) && strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm)) {
-			snprintf(out, cap, "since attach at %s UTC", when);
-			ret = 0;
-		}
-	}
-	free(text);
-	return ret;
-}

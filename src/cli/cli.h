@@ -13,6 +13,7 @@
 
 #include "analyze/load.h"
 #include "analyze/report.h"
+#include "analyze/series.h"
 #include "analyze/suppress.h"
 #include "control/control.h"
 
@@ -31,14 +32,6 @@ int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
-
-/* timeline.c: the pid in "heaptrail.PID.timeline" (a path or a name), or
- * -1; whether a file name is a dump of process pid,
- * heaptrail.PID.SEQ.KIND.heap (any *.heap when pid is -1). */
-long cli_timeline_pid(const char *name);
-bool cli_is_dump_of(const char *name, long pid);
-/* Whether a file name is a timeline, heaptrail.PID.timeline (pid unused). */
-bool cli_is_timeline(const char *name, long pid);
 
 /* html.c: writes the HTML page of the run in dir to path (cli_write_file;
  * "-": standard output); min_share as `html --min-share`. 0, or -1
@@ -216,9 +209,5 @@ int cli_live_start(struct cli_live *l, const struct ctl_agent *a, const char *na
 /* Stops the thread, closes the socket, frees l. */
 void cli_live_stop(struct cli_live *l);
 int cmd_serve(int argc, char **argv);
-
-/* attach.c: "since attach at TIME UTC" for a dump of pid written by an
- * attached agent (heaptrail.PID.attach beside it); 0, or -1 when not. */
-int cli_attach_label(const char *path, long pid, char *out, size_t cap);
 
 #endif

@@ -158,7 +158,7 @@ static int html_load(struct html_run *h, const char *dir)
 		return -1;
 	}
 	/* the dumps */
-	if ((rc = prof_dir_names(dir, cli_is_dump_of, -1, &names, &n))) {
+	if ((rc = prof_dir_names(dir, prof_is_dump_of, -1, &names, &n))) {
 		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
@@ -198,7 +198,7 @@ static int html_load(struct html_run *h, const char *dir)
 	names = NULL;
 	n = 0;
 	/* the timelines */
-	if ((rc = prof_dir_names(dir, cli_is_timeline, 0, &names, &n))) {
+	if ((rc = prof_dir_names(dir, prof_is_timeline, 0, &names, &n))) {
 		fail(h, "cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
 	}
@@ -211,15 +211,15 @@ static int html_load(struct html_run *h, const char *dir)
 		char *path;
 		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
 			goto nomem;
-		if ((o->pid > 0 && cli_timeline_pid(names[i]) != o->pid) ||
+		if ((o->pid > 0 && prof_timeline_pid(names[i]) != o->pid) ||
 		    prof_timeline_load(&h->tls[h->ntls], path, &err)) {
-			if (o->pid <= 0 || cli_timeline_pid(names[i]) == o->pid)
+			if (o->pid <= 0 || prof_timeline_pid(names[i]) == o->pid)
 				note(h, path, err);
 			free(path);
 			continue;
 		}
 		h->tl_path[h->ntls] = path;
-		h->tl_pid[h->ntls++] = cli_timeline_pid(names[i]);
+		h->tl_pid[h->ntls++] = prof_timeline_pid(names[i]);
 	}
 	/* every process any file is of (or the one asked for) */
 	if (o->pid > 0 && add_pid(&pids, &npids, o->pid))
@@ -268,7 +268,7 @@ static int html_load(struct html_run *h, const char *dir)
 		for (size_t i = 0; !any && i < h->ntls; i++)
 			if (h->tl_pid[i] == pids[k])
 				any = h->tl_path[i];
-		if (any && !cli_attach_label(any, pids[k], h->since[k], sizeof h->since[k]))
+		if (any && !prof_attach_label(any, pids[k], h->since[k], sizeof h->since[k]))
 			pr->since = h->since[k];
 		if (!pr->leaks && o->pid > 0 && pids[k] == o->pid) {
 			/* a running process: its command from /proc */

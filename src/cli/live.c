@@ -897,7 +897,7 @@ static int live_growth(struct cli_live *l, struct prof_growth *g, long *ndumps, 
 	pthread_mutex_unlock(&l->dump_lock);
 	if (about) {
 		about->sampled = !lrc && nps && ps[0].sample > 1;
-		if (lrc || cli_attach_label(paths[first], l->ag.pid, about->since,
+		if (lrc || prof_attach_label(paths[first], l->ag.pid, about->since,
 					    sizeof about->since))
 			about->since[0] = 0;
 	}
