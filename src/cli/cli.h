@@ -33,7 +33,7 @@ int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 
-/* html.c: writes the HTML page of the run in dir to path (cli_write_file;
+/* page.c (not a command): writes the HTML page of the run in dir to path (cli_write_file;
  * "-": standard output); min_share as `html --min-share`. 0, or -1
  * (printed). */
 int cli_html_write(const char *dir, const char *path, const char *binary_path,
