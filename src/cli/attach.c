@@ -58,11 +58,11 @@ static const char attach_usage[] =
 	"                         allocator's entry points too: calls through a\n"
 	"                         pointer to malloc taken earlier are then missed\n"
 	"  --options-file FILE    more options, one per line, as for heaptrail run\n"
-	CLI_LIVE_PUSH_HELP;
+	CTL_LIVE_PUSH_HELP;
 
 static int parse_pid(const char *s)
 {
-	long v = cli_parse_count(s, INT_MAX);
+	long v = ctl_parse_count(s, INT_MAX);
 	return v > 0 ? (int)v : -1;
 }
 
@@ -155,7 +155,7 @@ struct attach_args {
 	bool has_sample, has_every, has_timeline;
 	uint64_t for_ms;
 	long pid;
-	struct cli_live_opts lo;
+	struct ctl_live_opts lo;
 };
 
 static int attach_file_line(int argc, char **argv, void *ctx);
@@ -246,7 +246,7 @@ int cmd_attach(int argc, char **argv)
 	const char *outdir = a->outdir;
 	long pid = a->pid;
 	uint64_t for_ms = a->for_ms;
-	struct cli_live_opts lo = a->lo;
+	struct ctl_live_opts lo = a->lo;
 	char *opts = a->opts, *fns = a->fns;
 	bool has_sample = a->has_sample, has_every = a->has_every, has_timeline = a->has_timeline;
 	if (pid <= 0) {
@@ -301,8 +301,9 @@ int cmd_attach(int argc, char **argv)
 	    chown(abs, pst.st_uid, pst.st_gid))
 		cli_error("cannot give '%s' to the target's user: %s", abs, strerror(errno));
 	/* bound first: a bad address must not leave the process attached */
-	struct cli_live *live = NULL;
-	if ((lo.addr || lo.push) && !(live = cli_live_bind(&lo)))
+	struct ctl_live *live = NULL;
+	lo.page = cli_html_build;
+	if ((lo.addr || lo.push) && !(live = ctl_live_bind(&lo)))
 		return 2;
 	double ms = 0;
 	struct timespec t0, since;
@@ -311,7 +312,7 @@ int cmd_attach(int argc, char **argv)
 	if (ctl_attach(pid, all, abs, &ms)) {
 		if (made)
 			rmdir(abs);  /* made for this attach, and still empty */
-		cli_live_stop(live);
+		ctl_live_stop(live);
 		return 1;
 	}
 	fprintf(stderr, "heaptrail: attached to process %ld in %.1f ms (one thread stopped "
@@ -322,10 +323,10 @@ int cmd_attach(int argc, char **argv)
 		snprintf(ag.dir, sizeof ag.dir, "%s", abs);
 		size_t clen;
 		char *cmd = ctl_read_proc(pid, "cmdline", &clen);
-		int sr = cli_live_start(live, &ag, cmd);
+		int sr = ctl_live_start(live, &ag, cmd);
 		free(cmd);
 		if (sr) {
-			cli_live_stop(live);
+			ctl_live_stop(live);
 			live = NULL;
 		}
 	}
@@ -345,7 +346,7 @@ int cmd_attach(int argc, char **argv)
 		struct timespec tick = { 0, 200 * 1000 * 1000 };
 		while (kill((pid_t)pid, 0) == 0 && sigtimedwait(&set, NULL, &tick) < 0)
 			;
-		cli_live_stop(live);
+		ctl_live_stop(live);
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		fprintf(stderr, "heaptrail: stopped serving; process %ld stays attached (`heaptrail "
 			"detach %ld`)\n", pid, pid);
@@ -354,7 +355,7 @@ int cmd_attach(int argc, char **argv)
 	struct timespec d = { (time_t)(for_ms / 1000), (long)(for_ms % 1000) * 1000000 };
 	while (nanosleep(&d, &d) && errno == EINTR)
 		;
-	cli_live_stop(live);
+	ctl_live_stop(live);
 	if (detach_now(pid, false))
 		return 1;
 	fprintf(stderr, "heaptrail: next: heaptrail growth %s\n", abs);

@@ -32,28 +32,17 @@ int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* page.c (not a command): writes the HTML page of the run in dir to path (cli_write_file;
  * "-": standard output); min_share as `html --min-share`. 0, or -1
  * (printed). */
 int cli_html_write(const char *dir, const char *path, const char *binary_path,
 		   double min_share);
-struct prof_sym_cache;
-struct cli_html_opts {
-	const char *binary_path;
-	double min_share;       /* as `html --min-share` */
-	long pid;               /* only this process's numbered dumps (-1: every file) */
-	size_t max_dumps;       /* with pid: its last N dumps (0: all) */
-	struct prof_sym_cache *sym_cache; /* may be NULL */
-	const char *live_url;   /* the page fetches its data again from here, or NULL */
-	long live_every_ms;
-	bool data_only;         /* the page's JSON data alone */
-	bool quiet;             /* print nothing: the error goes to why */
-};
 /* The page (or its data) of the run in dir into *out (*len bytes,
  * malloc'd: the caller frees it). 0, or -1 (printed, or in why when
- * quiet). */
-int cli_html_build(const char *dir, const struct cli_html_opts *o, char **out, size_t *len,
+ * quiet). A ctl_page_fn: the live endpoint serves it (ctl_live_opts). */
+int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, size_t *len,
 		   char *why, size_t whycap);
 
 /* "--name=value" or "--name value" at argv[*i]: returns the value (and
@@ -154,8 +143,6 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (fmt_shown). The string stays valid for the next three calls. */
 const char *cli_shown(const char *v);
 
-/* Parses a non-negative decimal integer option value; -1 when it is not. */
-long cli_parse_count(const char *s, long max);
 
 /* Writes len bytes of data to path via a temporary file and a rename
  * (through a symlink to the file it names; straight into a path that is
@@ -182,32 +169,9 @@ int cli_each_options_line(const char *path, const char *cmd,
  * is not one. */
 int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap);
 
-/* live.c: the live HTTP endpoint (pprof, Prometheus), served by the CLI
- * for a process running under the agent. */
-struct cli_live;
-/* Parses "--http ADDR" / "--http-public" style options for run and serve:
- * 1 consumed, 0 not ours, -1 bad value (printed). */
-struct cli_live_opts {
-	const char *addr;       /* host:port or a unix socket path; NULL = off */
-	bool public_ok;         /* --http-allow-remote: may bind beyond loopback */
-	const char *push;       /* --push URL: Pyroscope's server; NULL = off */
-	const char *push_name;  /* --push-name: the application's name */
-	long push_every_ms;     /* --push-every (default 15 s) */
-};
-int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o);
-#define CLI_LIVE_PUSH_HELP \
-	"  --push URL             push the heap profile to Pyroscope (http://HOST:4040)\n" \
-	"  --push-every DURATION  how often (default 15s)\n" \
-	"  --push-name NAME       the application's name (default: the program's)\n"
-/* Binds the endpoint (before the program starts, so errors come first)
- * and checks the push URL; prints the error and returns NULL on failure.
- * Without --http, only pushes. NULL too when neither is asked for. */
-struct cli_live *cli_live_bind(const struct cli_live_opts *o);
-/* Serves l, and pushes, on threads of their own for agent a (copied);
- * name: the program, for the push's default application name. 0 or -1. */
-int cli_live_start(struct cli_live *l, const struct ctl_agent *a, const char *name);
-/* Stops the thread, closes the socket, frees l. */
-void cli_live_stop(struct cli_live *l);
-int cmd_serve(int argc, char **argv);
+/* main.c: "--http ADDR", "--http-allow-remote" and the --push options
+ * of run, attach and serve into o (control.h): 1 consumed, 0 not ours,
+ * -1 bad value (printed). */
+int cli_live_opt(int argc, char **argv, int *i, struct ctl_live_opts *o);
 
 #endif

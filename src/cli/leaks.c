@@ -48,7 +48,7 @@ int cmd_leaks(int argc, char **argv)
 		if (!strcmp(argv[i], "--increased")) {
 			increased = 1;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--timeout"))) {
-			if ((timeout = cli_parse_count(v, 86400)) < 1) {
+			if ((timeout = ctl_parse_count(v, 86400)) < 1) {
 				cli_error("leaks: --timeout takes a number of seconds, not '%s'", v);
 				ret = 2;
 				goto out;
@@ -57,7 +57,7 @@ int cmd_leaks(int argc, char **argv)
 			fputs(usage, stdout);
 			ret = 0;
 			goto out;
-		} else if (pid < 0 && (pid = cli_parse_count(argv[i], INT_MAX)) > 0) {
+		} else if (pid < 0 && (pid = ctl_parse_count(argv[i], INT_MAX)) > 0) {
 			;
 		} else {
 			cli_error("leaks: unexpected argument '%s'", argv[i]);

@@ -143,6 +143,50 @@ int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t
 	return 0;
 }
 
+int cli_live_opt(int argc, char **argv, int *i, struct ctl_live_opts *o)
+{
+	const char *v;
+	if ((v = cli_opt_value(argc, argv, i, "--http"))) {
+		if (!*v) {
+			cli_error("--http needs an address (127.0.0.1:6060, or a unix socket path)");
+			return -1;
+		}
+		o->addr = v;
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--http-allow-remote")) {
+		o->public_ok = true;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push"))) {
+		if (strncmp(v, "http://", 7)) {
+			cli_error("--push: want an http:// URL (Pyroscope's server), not '%s'", v);
+			return -1;
+		}
+		o->push = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-name"))) {
+		if (!*v || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "0123456789._-") != strlen(v)) {
+			cli_error("--push-name: want letters, digits, '.', '_' or '-', not '%s'", v);
+			return -1;
+		}
+		o->push_name = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-every"))) {
+		uint64_t ms;
+		if (!fmt_opt_duration(v, strlen(v), &ms) || ms < 100 || ms > 86400000) {
+			cli_error("--push-every: want a duration from 100ms to 24h, not '%s'", v);
+			return -1;
+		}
+		o->push_every_ms = (long)ms;
+		return 1;
+	}
+	return 0;
+}
+
 void cli_report_opts_init(struct cli_report_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -219,18 +263,6 @@ void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_o
 void cli_report_opts_release(struct cli_report_opts *o)
 {
 	prof_supps_release(&o->supps);
-}
-
-long cli_parse_count(const char *s, long max)
-{
-	char *end;
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v > max)
-		return -1;
-	return v;
 }
 
 static int write_all(int fd, const char *data, size_t len)

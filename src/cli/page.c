@@ -18,7 +18,7 @@
 #include "render/render.h"
 
 struct html_run {
-	const struct cli_html_opts *o;
+	const struct ctl_page_opts *o;
 	char *why;                      /* quiet: where the error goes */
 	size_t whycap;
 	struct prof_run run;
@@ -127,7 +127,7 @@ static void free_names(char **names, size_t n)
  * -1 on failure. */
 static int html_load(struct html_run *h, const char *dir)
 {
-	const struct cli_html_opts *o = h->o;
+	const struct ctl_page_opts *o = h->o;
 	const char *binary_path = o->binary_path;
 	const char *err, *err_file;
 	char **names = NULL;
@@ -291,7 +291,7 @@ out:
 	return ret;
 }
 
-int cli_html_build(const char *dir, const struct cli_html_opts *o, char **out, size_t *len,
+int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, size_t *len,
 		   char *why, size_t whycap)
 {
 	struct html_run h = { .o = o, .why = why, .whycap = whycap };
@@ -336,7 +336,7 @@ out:
 
 int cli_html_write(const char *dir, const char *path, const char *binary_path, double min_share)
 {
-	struct cli_html_opts o = { .binary_path = binary_path, .min_share = min_share, .pid = -1 };
+	struct ctl_page_opts o = { .binary_path = binary_path, .min_share = min_share, .pid = -1 };
 	char *page;
 	size_t len;
 	int ret = -1, rc;

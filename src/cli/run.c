@@ -75,7 +75,7 @@ static const char usage[] =
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
-	CLI_LIVE_PUSH_HELP
+	CTL_LIVE_PUSH_HELP
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
@@ -88,7 +88,7 @@ struct run_opts {
 	char fns[4096];         /* agent options for the allocator functions */
 	int quiet;
 	char **prog;            /* PROG ARGS..., NULL-terminated */
-	struct cli_live_opts live;
+	struct ctl_live_opts live;
 };
 
 static void add_option(struct run_opts *o, const char *key, const char *value)
@@ -149,7 +149,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 		} else if ((v = cli_opt_value(argc, argv, &i, "--html"))) {
 			o->html = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode"))) {
-			long n = cli_parse_count(v, 255);
+			long n = ctl_parse_count(v, 255);
 			if (n < 0) {
 				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'",
 					  cli_shown(v));
@@ -157,7 +157,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 			}
 			o->error_exitcode = (int)n;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
-			long n = cli_parse_count(v, 256);
+			long n = ctl_parse_count(v, 256);
 			if (n < 1) {
 				cli_error("run: --depth takes a number from 1 to 256, not '%s'", cli_shown(v));
 				return -1;
@@ -367,8 +367,9 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	struct cli_live *live = NULL;
-	if ((o.live.addr || o.live.push) && !(live = cli_live_bind(&o.live)))
+	struct ctl_live *live = NULL;
+	o.live.page = cli_html_build;
+	if ((o.live.addr || o.live.push) && !(live = ctl_live_bind(&o.live)))
 		return 2;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cli_error("cannot create a pipe: %s", strerror(errno));
@@ -430,13 +431,13 @@ int cmd_run(int argc, char **argv)
 		/* exec'd: the endpoint asks the agent as `heaptrail leaks` does */
 		struct ctl_agent ag = { .pid = child };
 		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
-		if (cli_live_start(live, &ag, o.prog[0])) {
-			cli_live_stop(live);
+		if (ctl_live_start(live, &ag, o.prog[0])) {
+			ctl_live_stop(live);
 			live = NULL;
 		}
 	}
 	int status = ctl_wait_all(child);
-	cli_live_stop(live);
+	ctl_live_stop(live);
 	if (got == (ssize_t)sizeof e) {
 		if (e & (1 << 16) && !o.outdir && (e & 0xffff) == EEXIST)
 			cli_error("output directory '%s' already exists and this run did not make "

@@ -50,7 +50,7 @@ static int timeline_extra(int argc, char **argv, int *i, void *ctx)
 		}
 		a->svg = v;
 	} else if ((v = cli_opt_value(argc, argv, i, "--pid"))) {
-		if ((a->pid = cli_parse_count(v, 1L << 31)) < 1) {
+		if ((a->pid = ctl_parse_count(v, 1L << 31)) < 1) {
 			cli_error("timeline: --pid wants a process id, not '%s'", v);
 			return -1;
 		}

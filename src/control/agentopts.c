@@ -143,3 +143,15 @@ int ctl_other_run_file(const char *dir, char *name, size_t cap)
 	return found;
 }
 
+long ctl_parse_count(const char *s, long max)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	return v;
+}
+

@@ -20,6 +20,9 @@
  *   elf.c        the target's modules and symbols; the agent loaded into
  *   inject.c     it (`attach`, a container's memory-file route included)
  *                and its entry points called
+ *   http.c       the live endpoint (live.h says how): the HTTP server,
+ *   routes.c     its answers (pprof, /metrics, leaks, growth, the page)
+ *   push.c       and the Pyroscope push client
  *   request.c    the requests to a running agent (a dump, a leak check)
  *                and the /proc reads they need
  *
@@ -43,6 +46,9 @@
  * cli_error is the commands' name for it. */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ctl_verror(const char *fmt, va_list ap);
+/* Parses a non-negative decimal integer (an option's value, a query's),
+ * at most max; -1 when it is not one. */
+long ctl_parse_count(const char *s, long max);
 
 /* ---- finding the agent, checking options (agentopts.c) ---- */
 
@@ -152,5 +158,49 @@ int ctl_agent_ask(const struct ctl_agent *a, int value, long timeout_ms, char *w
 char *ctl_read_proc(long pid, const char *file, size_t *len);
 /* NAME's value in a NUL-separated environment block, or NULL. */
 const char *ctl_env_get(const char *env, size_t len, const char *name);
+
+/* ---- the live endpoint (http.c, routes.c, push.c; live.h) ----
+ * pprof's /debug/pprof/heap, Prometheus' /metrics, ... served by the CLI
+ * for a process running under the agent. */
+struct ctl_live;
+struct prof_sym_cache;
+/* What the page at / is asked for: the HTML page of a run as `heaptrail
+ * html` draws it, built above this layer (cli/page.c: cli_html_build). */
+struct ctl_page_opts {
+	const char *binary_path;
+	double min_share;       /* as `html --min-share` */
+	long pid;               /* only this process's numbered dumps (-1: every file) */
+	size_t max_dumps;       /* with pid: its last N dumps (0: all) */
+	struct prof_sym_cache *sym_cache; /* may be NULL */
+	const char *live_url;   /* the page fetches its data again from here, or NULL */
+	long live_every_ms;
+	bool data_only;         /* the page's JSON data alone */
+	bool quiet;             /* print nothing: the error goes to why */
+};
+/* The page (or its data) of the run in dir into *out (*len bytes,
+ * malloc'd: the caller frees it). 0, or -1 with why. */
+typedef int (*ctl_page_fn)(const char *dir, const struct ctl_page_opts *o, char **out,
+			   size_t *len, char *why, size_t whycap);
+struct ctl_live_opts {
+	const char *addr;       /* host:port or a unix socket path; NULL = off */
+	bool public_ok;         /* --http-allow-remote: may bind beyond loopback */
+	const char *push;       /* --push URL: Pyroscope's server; NULL = off */
+	const char *push_name;  /* --push-name: the application's name */
+	long push_every_ms;     /* --push-every (default 15 s) */
+	ctl_page_fn page;       /* builds the page at / (NULL: 404) */
+};
+#define CTL_LIVE_PUSH_HELP \
+	"  --push URL             push the heap profile to Pyroscope (http://HOST:4040)\n" \
+	"  --push-every DURATION  how often (default 15s)\n" \
+	"  --push-name NAME       the application's name (default: the program's)\n"
+/* Binds the endpoint (before the program starts, so errors come first)
+ * and checks the push URL; prints the error and returns NULL on failure.
+ * Without --http, only pushes. NULL too when neither is asked for. */
+struct ctl_live *ctl_live_bind(const struct ctl_live_opts *o);
+/* Serves l, and pushes, on threads of their own for agent a (copied);
+ * name: the program, for the push's default application name. 0 or -1. */
+int ctl_live_start(struct ctl_live *l, const struct ctl_agent *a, const char *name);
+/* Stops the thread, closes the socket, frees l. */
+void ctl_live_stop(struct ctl_live *l);
 
 #endif
