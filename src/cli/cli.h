@@ -1,7 +1,16 @@
 /*
  * cli — heaptrail's subcommands, one file each, dispatched from main.c.
- * Only code under src/cli prints to the user and decides exit codes.
+ * Only code under src/cli prints to the user and decides exit codes
+ * (src/control, the engine below, prints its errors too: control.h).
  * Every subcommand returns the process exit status.
+ *
+ * A command file calls no function another command file defines: what
+ * two commands share lives in the files below, or in a layer under this
+ * one (scripts/check-layers reads this line):
+ * Not commands: main.c profopts.c page.c
+ *   main.c      the table of commands; options shared by commands
+ *   profopts.c  the options of the analyzer's views (top, flame, ...)
+ *   page.c      the HTML page of a run (html, run --html, the live page)
  */
 #ifndef HEAPTRAIL_CLI_H
 #define HEAPTRAIL_CLI_H
