@@ -347,7 +347,7 @@ void *agent_attach_definition(const char *name)
 
 /* ---------- the allocator's entry points ----------
  * Besides the slots, the real allocator's own functions jump to the
- * agent's (fnhook.c, "the allocator's own entry points"), so that a call
+ * agent's (fnentries.c: the allocator's own entry points), so that a call
  * through a pointer the program took before the attach (a table of
  * hooks: libffi, zlib, Lua, libxml2) is seen too. The agent then calls
  * the allocator through trampolines (agent_real), which run each
