@@ -54,7 +54,8 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
 # the agent pieces those tests exercise without the hooks around them
 # (an archive: each test links only the objects it calls into)
-AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi.o \
+AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/rulecache.o \
+	$(B)/agent-obj/src/agent/cfi.o \
 	$(B)/agent-obj/src/agent/os.o \
 	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/pool.o \
 	$(B)/agent-obj/src/agent/config.o $(B)/agent-obj/src/agent/counters.o \
