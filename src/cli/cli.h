@@ -43,9 +43,9 @@ int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
-/* page.c (not a command): writes the HTML page of the run in dir to path (cli_write_file;
- * "-": standard output); min_share as `html --min-share`. 0, or -1
- * (printed). */
+/* page.c (not a command): writes the HTML page of the run in dir to
+ * path (cli_write_file; "-": standard output); min_share as `html
+ * --min-share`. 0, or -1 (printed). */
 int cli_html_write(const char *dir, const char *path, const char *binary_path,
 		   double min_share);
 /* The page (or its data) of the run in dir into *out (*len bytes,

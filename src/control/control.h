@@ -7,8 +7,10 @@
  * control is the engine below the commands (src/cli/): the commands parse
  * their arguments, call in here, and decide what to print and the exit
  * status; nothing here is a command, and nothing here calls a command's
- * code. Only src/cli/ includes this header (scripts/check-layers). The
- * agent (src/agent/) never does: it is the other side of these calls.
+ * code. Outside src/control, only src/cli/ includes this header, and no
+ * other of this directory's: ptrace.h and live.h are the layer's own
+ * (scripts/check-layers). The agent (src/agent/) never does: it is the
+ * other side of these calls.
  *
  * Its jobs, one file or a few each:
  *   agentopts.c  finding the agent library and checking the options

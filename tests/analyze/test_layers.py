@@ -15,7 +15,8 @@
                        control including cli/cli.h; a format/ file linked
                        into the agent without banned.h; a command file
                        calling a function another command file defines; a
-                       directory in no layer. The untouched copy passes,
+                       directory in no layer; a command including
+                       control/live.h, a header of the layer's own. The untouched copy passes,
                        so a failure is the violation's.
     layers:comments    scripts/check-comments (also run by `make
                        check-layers`): the tree passes; a copy of
@@ -100,6 +101,9 @@ VIOLATIONS = [
       ("cli/top.c", "static int top_uses(void) { return cli_flame_helper(); }")],
      ["src/cli/top.c", "cli_flame_helper", "cli/flame.c"]),
     ("a directory in no layer", [("util/x.c", None)], ["src/util/x.c", "no layer"]),
+    ("a command includes the control layer's own header",
+     [("cli/serve.c", '#include "control/live.h"')],
+     ["src/cli/serve.c", "control/live.h", "layer's own"]),
 ]
 
 
