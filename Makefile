@@ -38,7 +38,7 @@ AGENT_LIBS := -ldl -lpthread
 PROTO_GEN := $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h
 PROTO_OBJ := $(B)/obj/gen/profile.pb-c.o
 
-CLI_SRC  := $(wildcard src/cli/*.c src/format/*.c src/symbolize/*.c \
+CLI_SRC  := $(wildcard src/cli/*.c src/control/*.c src/format/*.c src/symbolize/*.c \
 	src/analyze/*.c src/render/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 CLI_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) \
@@ -54,7 +54,8 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_OBJ)
 UNIT_AGENT_SRC := $(shell grep -l '^// build: agent' tests/unit/test_*.c 2>/dev/null)
 # the agent pieces those tests exercise without the hooks around them
 # (an archive: each test links only the objects it calls into)
-AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/cfi.o \
+AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/rulecache.o \
+	$(B)/agent-obj/src/agent/cfi.o \
 	$(B)/agent-obj/src/agent/os.o \
 	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/pool.o \
 	$(B)/agent-obj/src/agent/config.o $(B)/agent-obj/src/agent/counters.o \

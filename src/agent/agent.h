@@ -28,11 +28,13 @@
  *   layer 3 process: lifecycle leakscan api attach
  *        (the constructor, fork, exit and its report, leak checks, the API,
  *        the agent loaded into a running process)
- *   layer 2 record:  hooks heapprofile triggers leakwriter poolrec fnhook
+ *   layer 2 record:  hooks heapprofile triggers leakwriter poolrec fnhook fnhook_impl
+ *                    fnreloc fnfind fnentries
  *        (the allocator entry points, pool operations and the allocator
  *        functions hooked by name, and the files written while the
  *        program runs and at its end)
- *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld heapstats
+ *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld
+ *                    stopworld_impl stoptrace rulecache heapstats
  *        (what is recorded, and how: counters, stacks and live blocks,
  *        the pools' chunks, the allocator's own count,
  *        the sampler, the unwinder, the module list, stopping threads)
@@ -95,7 +97,7 @@ struct agent_tls {
 	bool in_real;            /* inside a call of the agent's to the real
 				  * allocator: its calls of its own entry points
 				  * (glibc's realloc calls malloc) go straight on
-				  * (fnhook.c, "the allocator's own entry points") */
+				  * (fnentries.c: the allocator's own entry points) */
 };
 extern __thread struct agent_tls agent_tls;
 /* agent_tls.busy values: 1 = the agent's own work, whose nested

@@ -40,7 +40,7 @@ AGENT_API int heaptrail_dump(const char *path)
 	return agent_dump_from_program(path, "api");
 }
 
-/* `heaptrail dump PID` (src/cli/attach.c calls it by ptrace, as it calls
+/* `heaptrail dump PID` (src/control/inject.c calls it by ptrace, as it calls
  * heaptrail_request): the dump heaptrail_dump(NULL) writes, and its path
  * (as the process names it) into wrote, FMT_REQUEST_PATH_MAX bytes, left
  * alone when none was written. Returns as heaptrail_dump does. */

@@ -1,7 +1,7 @@
 /*
  * attach.c — the agent in a process that was started without it.
  *
- * `heaptrail attach PID` (src/cli/attach.c) makes one thread of the
+ * `heaptrail attach PID` (src/control/inject.c) makes one thread of the
  * target call dlopen on this library, then heaptrail_attach_start with
  * the options. The constructor sees that it was loaded late (the agent is
  * not in the global scope: agent_attach_loaded_late) and does nothing; the
@@ -144,7 +144,7 @@ static uint64_t untracked_at_attach;  /* untracked_frees when it started */
 static int dir_fd = -1;
 
 /* A process attached from outside its mount namespace (a container) is
- * handed the output directory as a descriptor (src/cli/attach.c,
+ * handed the output directory as a descriptor (src/control/inject.c,
  * "containers"), and told output=/proc/self/fd/N: the files go through
  * that link. The descriptor is the one held open while attached, closed
  * at the detach; the output then names no directory at all, so that
@@ -347,7 +347,7 @@ void *agent_attach_definition(const char *name)
 
 /* ---------- the allocator's entry points ----------
  * Besides the slots, the real allocator's own functions jump to the
- * agent's (fnhook.c, "the allocator's own entry points"), so that a call
+ * agent's (fnentries.c: the allocator's own entry points), so that a call
  * through a pointer the program took before the attach (a table of
  * hooks: libffi, zlib, Lua, libxml2) is seen too. The agent then calls
  * the allocator through trampolines (agent_real), which run each
@@ -666,7 +666,7 @@ static bool write_record(bool detached)
 
 /* ---------- what a heaptrail killed half-way leaves (containers) ----------
  *
- * An attach from outside the process's mount namespace (src/cli/attach.c,
+ * An attach from outside the process's mount namespace (src/control/inject.c,
  * "containers") makes descriptors in the process across several calls:
  * the memory file the agent is loaded from, and a socket pair the output
  * directory comes over. A heaptrail killed between two calls leaves them
@@ -780,7 +780,7 @@ AGENT_API int heaptrail_attach_pair(int *sv)
 
 /* Every call heaptrail makes into the agent goes through here: the call
  * returns into an rt_sigreturn that puts back all the thread's registers
- * (src/cli/attach.c), so the result is stored at *result, in the block
+ * (src/control/remote.c), so the result is stored at *result, in the block
  * heaptrail wrote below the thread's stack pointer. */
 AGENT_API void heaptrail_attach_call(long (*fn)(long, long, long, long), long a0, long a1,
 				     long a2, long a3, volatile long *result)

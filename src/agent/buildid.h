@@ -2,7 +2,7 @@
  * buildid.h — the agent's one reader of GNU build-ids (buildid.c), from
  * ELF images as they are mapped in memory (no file is opened), for the
  * module list (modules.c), the heap profile (heapprofile.c) and the
- * debug files of --alloc-fn (fnhook.c). Hook-safe and signal-safe; reads
+ * debug files of --alloc-fn (fnfind.c). Hook-safe and signal-safe; reads
  * only within the ranges it is given, and only by copy through the kernel
  * (agent_copy_self): another thread may dlclose the image meanwhile, and
  * a read that finds it gone finds no build-id instead of faulting.

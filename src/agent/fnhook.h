@@ -1,5 +1,5 @@
 /*
- * fnhook.h — allocator functions hooked by name (fnhook.c): the
+ * fnhook.h — allocator functions hooked by name: the
  * functions the options alloc_fn, free_fn... name (agent_config.fns,
  * format/fnspec.h) are found by symbol in the program or a loaded library
  * (.symtab, static functions included, else .dynsym) and their first
@@ -27,6 +27,13 @@
  * are hooked the same way, their stubs jumping straight to the agent's
  * function of the same name (agent_fnhook_entries), so that calls
  * through pointers taken before the attach are seen too.
+ *
+ * The files, by job (fnhook_impl.h between them): fnhook.c installs and
+ * removes the hooks (the entry every hook goes through, the jumps written
+ * while other threads are stopped); fnreloc.c checks and relocates a
+ * function's first instructions; fnfind.c finds functions by name and
+ * holds the built-in profiles; fnentries.c hooks the real allocator's
+ * entry points at an attach.
  */
 #ifndef HEAPTRAIL_AGENT_FNHOOK_H
 #define HEAPTRAIL_AGENT_FNHOOK_H
@@ -42,7 +49,7 @@
 int agent_fnhook_install(uintptr_t pc, uintptr_t sp);
 
 /* An entry point of the process's allocator, to put behind a trampoline
- * at an attach (fnhook.c, "the allocator's own entry points"). */
+ * at an attach (fnentries.c). */
 struct agent_entry {
 	const char *name;        /* for messages: "malloc" */
 	uintptr_t fn;            /* the allocator's function */

@@ -165,7 +165,7 @@ static void put_back(void *p, size_t size, uint32_t id)
  * calls malloc and free, its memalign family malloc) run with in_real
  * set: at an attach those entry points jump to the agent, unless
  * in_real says that the call comes from inside the allocator itself
- * (fnhook.c, "the allocator's own entry points"), where it was already
+ * (fnentries.c, "the allocator's own entry points"), where it was already
  * counted once. malloc, calloc and free call none (attach.c checks it
  * before it hooks them) and stay plain tail calls. */
 #define REAL_INSIDE(type, call)                                            \

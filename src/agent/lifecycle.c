@@ -737,8 +737,8 @@ static void check_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
-/* heaptrail's own requests, made by ptrace (src/cli/attach.c,
- * cli_agent_request): `heaptrail leaks PID`, the live endpoint. The CLI
+/* heaptrail's own requests, made by ptrace (src/control/inject.c,
+ * ctl_agent_request): `heaptrail leaks PID`, the live endpoint. The CLI
  * stops one thread that waits in a system call (or runs the program's
  * own code), runs this function in it as a signal handler would, on its
  * own stack below the red zone with every signal blocked, and gives the

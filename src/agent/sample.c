@@ -32,7 +32,7 @@
 #include "agent/banned.h"
 
 /* The agent needs no libm: an attach loads it into images that may have
- * none (a container's minimal root, src/cli/attach.c), and these two are
+ * none (a container's minimal root, src/control/inject.c), and these two are
  * all the sampling maths takes, within a few units in the last place of
  * libm's (checked against libm over 2 million arguments when written; the
  * weights and draws of tests/unit/test_sample.c go through them). */

@@ -1,6 +1,7 @@
 /*
  * stopworld.h — stopping every other thread of the process for the leak
- * scan, and reading their registers (stopworld.c). Layer 1.
+ * scan, and reading their registers (stopworld.c; the ptrace way in
+ * stoptrace.c). Layer 1.
  */
 #ifndef HEAPTRAIL_AGENT_STOPWORLD_H
 #define HEAPTRAIL_AGENT_STOPWORLD_H

@@ -16,7 +16,8 @@
  * set-associative, in mmap'd memory; each slot guarded by its own sequence
  * number, so readers never wait and writers never block: a reader that
  * races a writer just misses). In the steady state a frame costs one hash
- * probe and one or two loads from the stack.
+ * probe and one or two loads from the stack. The table is rulecache.h's
+ * (the lookup inline there, the store in rulecache.c).
  *
  * A miss (the first time a pc is seen) asks glibc's _dl_find_object for
  * the object holding the pc (lock-free; no loader lock, which matters:
@@ -60,6 +61,7 @@
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/rulecache.h"
 #include "agent/unwind.h"
 #include "agent/banned.h"
 
@@ -68,133 +70,7 @@
  * an odd libc without it only loses the precise bound. */
 extern void *__libc_stack_end __attribute__((weak));
 
-/* ---------- rules, packed for the cache ---------- */
-
-/* Packed as two words for the cache: kind/how in the low byte, offset or
- * pointer in the other 56 bits (user-space pointers fit). */
-static inline uint64_t pack(uint8_t tag, int64_t off, const uint8_t *p)
-{
-	uint64_t v = p ? (uint64_t)(uintptr_t)p : (uint64_t)off;
-	return (v << 8) | tag;
-}
-
-static inline bool fits56(int64_t v)
-{
-	return v >= -((int64_t)1 << 55) && v < ((int64_t)1 << 55);
-}
-
-static inline uint8_t kind_of(uint64_t w) { return (uint8_t)w; }
-static inline int64_t off_of(uint64_t w) { return (int64_t)w >> 8; }
-static inline const uint8_t *expr_of(uint64_t w) { return (const uint8_t *)(uintptr_t)(w >> 8); }
-
-/* ---------- the pc → rule cache ---------- */
-
-/* tag = generation << 32 | sequence; the sequence is odd while a writer
- * fills the slot. Slot 0 of a set and slot 1 share a cache line. */
-struct slot {
-	_Atomic uint64_t tag;
-	_Atomic uint64_t key;
-	_Atomic uint64_t w0, w1;
-};
-
-#define CACHE_BITS 15                   /* 32768 slots, 1 MiB reserved */
-#define CACHE_SLOTS (1u << CACHE_BITS)
-
-static struct slot *_Atomic cache;
-/* Starts at 1 so that a zeroed slot never matches. */
-_Atomic uint32_t agent_unwind_gen = 1;
-
-/* Slots are keyed by the frame's pc, with bit 63 set when the pc is not a
- * return address (after a signal frame: its rule is the one at pc, not at
- * pc - 1). The set is chosen by the pc alone. */
-static inline uint64_t cache_key(uintptr_t pc, bool exact)
-{
-	return (uint64_t)pc | (uint64_t)exact << 63;
-}
-
-static inline struct slot *cache_set(struct slot *c, uint64_t key)
-{
-	/* Shift and xor rather than a multiply: this sits on the chain of
-	 * dependent loads every frame waits for. Return addresses differ in
-	 * their low bits; the high ones tell objects apart. */
-	uint64_t h = key ^ (key >> CACHE_BITS) ^ (key >> 29);
-	return &c[h & (CACHE_SLOTS - 2)];
-}
-
 #define RELAXED memory_order_relaxed
-
-/* A packed rule: kind (or bp_how) in the low byte of each word. */
-struct packed {
-	uint64_t w0, w1;
-};
-
-/* The packed rule for key, or one of kind CFI_K_NONE when the cache does not
- * have it for this generation. */
-static inline struct packed cache_get(struct slot *c, uint64_t key, uint32_t gen)
-{
-	struct slot *s = cache_set(c, key);
-	uint64_t want = (uint64_t)gen << 32;
-	for (int i = 0; i < 2; i++, s++) {
-		uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
-		if (((t ^ want) & 0xffffffff00000001ull) ||
-		    atomic_load_explicit(&s->key, RELAXED) != key)
-			continue;
-		struct packed r = { atomic_load_explicit(&s->w0, RELAXED),
-				    atomic_load_explicit(&s->w1, RELAXED) };
-		atomic_thread_fence(memory_order_acquire);
-		if (AGENT_LIKELY(atomic_load_explicit(&s->tag, RELAXED) == t))
-			return r;
-	}
-	return (struct packed){ CFI_K_NONE, 0 };
-}
-
-static struct slot *cache_table(void)
-{
-	struct slot *c = atomic_load_explicit(&cache, memory_order_acquire);
-	if (c)
-		return c;
-	struct slot *fresh = agent_mmap(CACHE_SLOTS * sizeof *fresh);
-	if (!fresh)
-		return NULL;
-	if (atomic_compare_exchange_strong(&cache, &c, fresh))
-		return fresh;
-	agent_munmap(fresh, CACHE_SLOTS * sizeof *fresh);
-	return c;
-}
-
-/* Stores a packed rule unless the slot is busy: the cache is only ever an
- * optimisation. */
-static void cache_put(uint64_t key, uint32_t gen, struct packed r)
-{
-	struct slot *c = cache_table();
-	if (!c)
-		return;
-	struct slot *s = cache_set(c, key);
-	int victim = (key >> 4) & 1;
-	for (int i = 0; i < 2; i++) {
-		uint64_t t = atomic_load_explicit(&s[i].tag, RELAXED);
-		if ((uint32_t)(t >> 32) != gen || atomic_load_explicit(&s[i].key, RELAXED) == key) {
-			victim = i;
-			break;
-		}
-	}
-	s += victim;
-	uint64_t t = atomic_load_explicit(&s->tag, RELAXED);
-	if (t & 1)
-		return;
-	uint32_t seq = (uint32_t)t;
-	uint64_t busy = (uint64_t)gen << 32 | (uint32_t)(seq + 1);
-	if (!atomic_compare_exchange_strong(&s->tag, &t, busy))
-		return;
-	/* Orders the odd tag before the data (a seqlock writer's fence; free
-	 * on x86): a reader that sees new data then sees the tag moved. */
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&s->key, key, RELAXED);
-	atomic_store_explicit(&s->w0, r.w0, RELAXED);
-	atomic_store_explicit(&s->w1, r.w1, RELAXED);
-	atomic_store_explicit(&s->tag, (uint64_t)gen << 32 | (uint32_t)(seq + 2),
-			      memory_order_release);
-}
 
 /* Drops every cached rule: call after a library was unloaded. Hook-safe,
  * signal-safe. */
@@ -202,6 +78,7 @@ void agent_unwind_cfi_flush(void)
 {
 	atomic_fetch_add(&agent_unwind_gen, 1);
 }
+
 /* ---------- modules ---------- */
 
 #ifdef DLFO_EH_SEGMENT_TYPE
@@ -308,7 +185,7 @@ struct walk {
 				 * there on may lie in any module, even one
 				 * being unloaded, which is then read by copy */
 	uint32_t gen;
-	struct slot *cache;
+	struct agent_rule_slot *cache;
 };
 
 #define STACK_MAX ((uintptr_t)1 << 30)
@@ -332,7 +209,7 @@ static void stack_bounds(struct walk *w, uintptr_t sp)
 
 /* The slow path: module, FDE, CFA program for w->pc; caches what it
  * finds. */
-static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
+static AGENT_NOINLINE struct agent_rule rule_slow(struct walk *w)
 {
 	uintptr_t a = w->f.pc - !w->exact;   /* the call, for a return address */
 	struct cfi_module m;
@@ -349,10 +226,10 @@ static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
 		if (fde && !cfi_rule_from_fde(&m, fde, a, &r))
 			r.kind = CFI_K_FP;
 	}
-	if (!fits56(r.cfa_off) || !fits56(r.bp_off))
+	if (!agent_rule_fits56(r.cfa_off) || !agent_rule_fits56(r.bp_off))
 		r.kind = CFI_K_STOP;
-	struct packed p = { pack(r.kind, r.cfa_off, r.cfa_expr),
-			    pack(r.bp_how, r.bp_off, r.bp_expr) };
+	struct agent_rule p = { agent_rule_pack(r.kind, r.cfa_off, r.cfa_expr),
+			    agent_rule_pack(r.bp_how, r.bp_off, r.bp_expr) };
 	/* Only plain numbers are cached, never a pointer into a module's
 	 * .eh_frame (an expression), so that a stale entry left by a library
 	 * unloaded behind our back can mislead a walk but never make it read
@@ -360,29 +237,29 @@ static AGENT_NOINLINE struct packed rule_slow(struct walk *w)
 	 * only through a signal frame, and realigned frames). */
 	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
 	if (gen == w->gen && r.kind != CFI_K_NOMOD && !r.cfa_expr && !r.bp_expr)
-		cache_put(cache_key(w->f.pc, w->exact), gen, p);
+		agent_rule_put(agent_rule_key(w->f.pc, w->exact), gen, p);
 	if (!w->cache)
-		w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+		w->cache = atomic_load_explicit(&agent_rule_cache, memory_order_acquire);
 	return p;
 }
 
 /* Moves w to the caller's frame by any rule. Returns false at the end of
  * the stack or when the frame cannot be trusted. */
-static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
+static AGENT_NOINLINE bool step_slow(struct walk *w, struct agent_rule r)
 {
 	uintptr_t cfa, ra, bp = w->f.bp;
 	uint64_t w0 = r.w0, w1 = r.w1;
-	switch (kind_of(w0)) {
+	switch (agent_rule_kind(w0)) {
 	case CFI_K_CFA_RSP:
-		cfa = w->f.sp + (uintptr_t)off_of(w0);
+		cfa = w->f.sp + (uintptr_t)agent_rule_off(w0);
 		break;
 	case CFI_K_CFA_RBP:
 		if (!w->f.bp)
 			return false;
-		cfa = w->f.bp + (uintptr_t)off_of(w0);
+		cfa = w->f.bp + (uintptr_t)agent_rule_off(w0);
 		break;
 	case CFI_K_CFA_EXPR:
-		if (!cfi_eval(&w->f, expr_of(w0), false, 0, w->guessed, &cfa))
+		if (!cfi_eval(&w->f, agent_rule_expr(w0), false, 0, w->guessed, &cfa))
 			return false;
 		break;
 	case CFI_K_FP:
@@ -417,16 +294,16 @@ static AGENT_NOINLINE bool step_slow(struct walk *w, struct packed r)
 	}
 	if (cfa <= w->f.sp || !cfi_stack_read(&w->f, cfa - 8, &ra))
 		return false;
-	switch (kind_of(w1)) {
+	switch (agent_rule_kind(w1)) {
 	case CFI_BP_SAME:
 		break;
 	case CFI_BP_OFFSET:
-		if (!cfi_stack_read(&w->f, cfa + (uintptr_t)off_of(w1), &bp))
+		if (!cfi_stack_read(&w->f, cfa + (uintptr_t)agent_rule_off(w1), &bp))
 			return false;
 		break;
 	case CFI_BP_EXPR: {
 		uintptr_t at;
-		if (!cfi_eval(&w->f, expr_of(w1), true, cfa, w->guessed, &at) ||
+		if (!cfi_eval(&w->f, agent_rule_expr(w1), true, cfa, w->guessed, &at) ||
 		    !cfi_stack_read(&w->f, at, &bp))
 			return false;
 		break;
@@ -610,16 +487,16 @@ static inline uintptr_t l1_bp_d(uint64_t fast)
 /* Keeps rule r of key in the thread's cache, when it is of the cache's
  * generation (a walk that met an unloaded module has a newer one). */
 static inline void l1_put(struct walk_memos *ms, unsigned i, uint64_t key, uint32_t gen,
-			  struct packed r)
+			  struct agent_rule r)
 {
-	if (!ms || gen != ms->l1_gen || kind_of(r.w0) == CFI_K_NONE)
+	if (!ms || gen != ms->l1_gen || agent_rule_kind(r.w0) == CFI_K_NONE)
 		return;
-	int64_t k = off_of(r.w0), off = off_of(r.w1);
-	bool rsp = kind_of(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << L1_FIELD_BITS);
+	int64_t k = agent_rule_off(r.w0), off = agent_rule_off(r.w1);
+	bool rsp = agent_rule_kind(r.w0) == CFI_K_CFA_RSP && k >= 8 && k < (1 << L1_FIELD_BITS);
 	uint64_t fast = MEMO_L1_SLOW;
-	if (rsp && kind_of(r.w1) == CFI_BP_SAME)
+	if (rsp && agent_rule_kind(r.w1) == CFI_BP_SAME)
 		fast = (uint64_t)k;
-	else if (rsp && kind_of(r.w1) == CFI_BP_OFFSET && off >= -k && off <= -8)
+	else if (rsp && agent_rule_kind(r.w1) == CFI_BP_OFFSET && off >= -k && off <= -8)
 		/* rbp saved inside the frame, below the return address */
 		fast = MEMO_L1_SLOW | MEMO_L1_BP | (uint64_t)-off << L1_FIELD_BITS | (uint64_t)k;
 	ms->l1[i].pc = key, ms->l1[i].w0 = r.w0, ms->l1[i].w1 = r.w1;
@@ -766,14 +643,14 @@ static inline __attribute__((always_inline)) int l1_run(struct walk_memos *ms,
  * shared cache, else from cfi.c (rule_slow, which may move the walk to a
  * newer generation and cache table: *c and *gen follow), then kept in the
  * thread's cache at index i1. */
-static inline __attribute__((always_inline)) struct packed rule_miss(
+static inline __attribute__((always_inline)) struct agent_rule rule_miss(
 	struct walk *w, struct walk_memos *ms, unsigned i1, uint64_t key, uintptr_t pc, bool exact,
-	struct slot **c, uint32_t *gen)
+	struct agent_rule_slot **c, uint32_t *gen)
 {
-	struct packed r = { CFI_K_NONE, 0 };
+	struct agent_rule r = { CFI_K_NONE, 0 };
 	if (AGENT_LIKELY(*c))
-		r = cache_get(*c, key, *gen);
-	if (AGENT_UNLIKELY(kind_of(r.w0) == CFI_K_NONE)) {
+		r = agent_rule_get(*c, key, *gen);
+	if (AGENT_UNLIKELY(agent_rule_kind(r.w0) == CFI_K_NONE)) {
 		w->f.pc = pc, w->exact = exact;
 		r = rule_slow(w);
 		*c = w->cache;
@@ -799,16 +676,16 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 	w->gen = gen;
 	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true, w->guessed = false;
 	stack_bounds(w, sp);
-	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	w->cache = atomic_load_explicit(&agent_rule_cache, memory_order_acquire);
 	uintptr_t hi = w->f.lo + w->f.span + 8;
 	bool exact = true;
-	struct slot *c = w->cache;
+	struct agent_rule_slot *c = w->cache;
 	int n = 0, skip = 64;  /* the agent's own frames first, 64 at most */
 	if (max <= 0)
 		return 0;
 	for (;;) {
-		struct packed r;
-		uint64_t key = cache_key(pc, exact);
+		struct agent_rule r;
+		uint64_t key = agent_rule_key(pc, exact);
 		unsigned i1 = l1_index(key);
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
 			uintptr_t k = ms->l1[i1].fast;
@@ -836,9 +713,9 @@ static AGENT_NOINLINE int walk_plain(uintptr_t pc, uintptr_t sp, uintptr_t bp, u
 		} else {
 			r = rule_miss(w, ms, i1, key, pc, exact, &c, &gen);
 		}
-		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
-		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
-		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		uint8_t kind = agent_rule_kind(r.w0), how = agent_rule_kind(r.w1);
+		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)agent_rule_off(r.w0);
+		uintptr_t at = cfa + (uintptr_t)agent_rule_off(r.w1);
 		intptr_t room = (intptr_t)(cfa - sp) - 8;
 		intptr_t limit = (intptr_t)(hi - sp) - 8;
 		if (AGENT_LIKELY((kind == CFI_K_CFA_RSP || kind == CFI_K_CFA_RBP) && how <= CFI_BP_OFFSET &&
@@ -930,22 +807,22 @@ static AGENT_NOINLINE struct agent_walk walk_record(uintptr_t pc, uintptr_t sp, 
 		__builtin_memset(fail_below, 0, sizeof fail_below);
 	}
 	stack_bounds(w, w->f.sp);
-	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	w->cache = atomic_load_explicit(&agent_rule_cache, memory_order_acquire);
 	uintptr_t hi = w->f.lo + w->f.span + 8;
 	bool exact = w->exact;
-	struct slot *c = w->cache;
+	struct agent_rule_slot *c = w->cache;
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
-		struct packed r;
-		uint64_t key = cache_key(pc, exact);
+		struct agent_rule r;
+		uint64_t key = agent_rule_key(pc, exact);
 		unsigned i1 = l1_index(key);
 		if (AGENT_LIKELY(ms) && AGENT_LIKELY(ms->l1[i1].pc == key)) {
 			r.w0 = ms->l1[i1].w0, r.w1 = ms->l1[i1].w1;
 		} else {
 			r = rule_miss(w, ms, i1, key, pc, exact, &c, &gen);
 		}
-		uint8_t kind = kind_of(r.w0), how = kind_of(r.w1);
-		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)off_of(r.w0);
-		uintptr_t at = cfa + (uintptr_t)off_of(r.w1);
+		uint8_t kind = agent_rule_kind(r.w0), how = agent_rule_kind(r.w1);
+		uintptr_t cfa = (kind == CFI_K_CFA_RSP ? sp : bp) + (uintptr_t)agent_rule_off(r.w0);
+		uintptr_t at = cfa + (uintptr_t)agent_rule_off(r.w1);
 		/* Signed: user addresses are below 2^63, and neither may wrap. */
 		intptr_t room = (intptr_t)(cfa - sp) - 8;       /* frame less the RA */
 		intptr_t limit = (intptr_t)(hi - sp) - 8;
@@ -1080,7 +957,7 @@ AGENT_NOINLINE struct agent_walk agent_unwind_cfi_memo(uintptr_t *pcs, int max, 
 }
 
 AGENT_NOINLINE struct agent_walk agent_unwind_cfi_at(uintptr_t pc, uintptr_t sp, uintptr_t bp,
-					       uintptr_t *pcs, int max, struct walk_memos *ms)
+						     uintptr_t *pcs, int max, struct walk_memos *ms)
 {
 	if (max <= 0)
 		return (struct agent_walk){ .memo = NULL, .npcs = 0 };
@@ -1097,16 +974,16 @@ AGENT_NOINLINE int agent_unwind_frames(uintptr_t *pcs, uintptr_t *sps, int max)
 	AGENT_FRAME_REGS(pc, sp, bp);
 	w->f.pc = pc, w->f.sp = sp, w->f.bp = bp, w->exact = true, w->guessed = false;
 	w->gen = atomic_load_explicit(&agent_unwind_gen, RELAXED);
-	w->cache = atomic_load_explicit(&cache, memory_order_acquire);
+	w->cache = atomic_load_explicit(&agent_rule_cache, memory_order_acquire);
 	stack_bounds(w, sp);
 	int n = 0;
 	for (int budget = max + 64; n < max && budget > 0; budget--) {
-		struct packed r = { CFI_K_NONE, 0 };
+		struct agent_rule r = { CFI_K_NONE, 0 };
 		if (w->cache)
-			r = cache_get(w->cache, cache_key(w->f.pc, w->exact), w->gen);
-		if (kind_of(r.w0) == CFI_K_NONE)
+			r = agent_rule_get(w->cache, agent_rule_key(w->f.pc, w->exact), w->gen);
+		if (agent_rule_kind(r.w0) == CFI_K_NONE)
 			r = rule_slow(w);
-		if (kind_of(r.w0) == CFI_K_END || !step_slow(w, r))
+		if (agent_rule_kind(r.w0) == CFI_K_END || !step_slow(w, r))
 			break;
 		pcs[n] = w->f.pc;
 		sps[n] = w->f.sp;

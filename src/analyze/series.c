@@ -4,11 +4,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analyze/series.h"
+#include "format/input.h"
 #include "format/vocab.h"
 
 static char errbuf[512];
@@ -171,3 +174,60 @@ out:
 		*n = 0;
 	return rc;
 }
+
+long prof_timeline_pid(const char *name)
+{
+	const char *s = strrchr(name, '/');
+	s = s ? s + 1 : name;
+	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
+	if (strncmp(s, FMT_FILE_PREFIX ".", k))
+		return -1;
+	char *end;
+	long pid = strtol(s + k, &end, 10);
+	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
+}
+
+bool prof_is_dump_of(const char *name, long pid)
+{
+	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
+	if (name[0] == '.' || n < k || strcmp(name + n - k, FMT_HEAP_SUFFIX))
+		return false;
+	if (pid < 0)
+		return true;
+	char prefix[48];
+	int m = snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", pid);
+	return !strncmp(name, prefix, (size_t)m);
+}
+
+bool prof_is_timeline(const char *name, long pid)
+{
+	return prof_timeline_pid(name) >= 0;
+}
+
+/* When the dump at path was written by an attached agent (its directory
+ * holds heaptrail.PID.attach), "since attach at TIME UTC" into out, and
+ * 0; else -1. */
+int prof_attach_label(const char *path, long pid, char *out, size_t cap)
+{
+	char rec[PATH_MAX + 64];
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path) : 1;
+	snprintf(rec, sizeof rec, "%.*s/heaptrail.%ld.attach", dlen, slash ? path : ".", pid);
+	char *text, *at;
+	size_t len;
+	const char *err;
+	int ret = -1;
+	if (!fmt_input_read(rec, FMT_INPUT_MAX, &text, &len, &err) &&
+	    (at = strstr(text, "\nattached "))) {
+		time_t sec = (time_t)strtoll(at + 10, NULL, 10);
+		struct tm tm;
+		char when[64];
+		if (gmtime_r(&sec, &tm) && strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm)) {
+			snprintf(out, cap, "since attach at %s UTC", when);
+			ret = 0;
+		}
+	}
+	free(text);
+	return ret;
+}
+

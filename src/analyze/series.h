@@ -23,4 +23,16 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 		     struct prof_profile **out, size_t *n, const char **err,
 		     const char **err_file);
 
+/* The pid in "heaptrail.PID.timeline" (a path or a name), or -1. */
+long prof_timeline_pid(const char *name);
+/* Whether a file name is a dump of process pid, heaptrail.PID.SEQ.KIND.heap
+ * (any *.heap when pid is -1); prof_dir_names' keep. */
+bool prof_is_dump_of(const char *name, long pid);
+/* Whether a file name is a timeline, heaptrail.PID.timeline (pid unused). */
+bool prof_is_timeline(const char *name, long pid);
+/* When the dump at path was written by an attached agent (its directory
+ * holds heaptrail.PID.attach), "since attach at TIME UTC" into out, and
+ * 0; else -1. The analyzer's views print it beside the dump's times. */
+int prof_attach_label(const char *path, long pid, char *out, size_t cap);
+
 #endif

@@ -1,7 +1,16 @@
 /*
  * cli — heaptrail's subcommands, one file each, dispatched from main.c.
- * Only code under src/cli prints to the user and decides exit codes.
+ * Only code under src/cli prints to the user and decides exit codes
+ * (src/control, the engine below, prints its errors too: control.h).
  * Every subcommand returns the process exit status.
+ *
+ * A command file calls no function another command file defines: what
+ * two commands share lives in the files below, or in a layer under this
+ * one (scripts/check-layers reads this line):
+ * Not commands: main.c profopts.c page.c
+ *   main.c      the table of commands; options shared by commands
+ *   profopts.c  the options of the analyzer's views (top, flame, ...)
+ *   page.c      the HTML page of a run (html, run --html, the live page)
  */
 #ifndef HEAPTRAIL_CLI_H
 #define HEAPTRAIL_CLI_H
@@ -13,7 +22,9 @@
 
 #include "analyze/load.h"
 #include "analyze/report.h"
+#include "analyze/series.h"
 #include "analyze/suppress.h"
+#include "control/control.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -30,36 +41,17 @@ int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
-/* timeline.c: the pid in "heaptrail.PID.timeline" (a path or a name), or
- * -1; whether a file name is a dump of process pid,
- * heaptrail.PID.SEQ.KIND.heap (any *.heap when pid is -1). */
-long cli_timeline_pid(const char *name);
-bool cli_is_dump_of(const char *name, long pid);
-/* Whether a file name is a timeline, heaptrail.PID.timeline (pid unused). */
-bool cli_is_timeline(const char *name, long pid);
-
-/* html.c: writes the HTML page of the run in dir to path (cli_write_file;
- * "-": standard output); min_share as `html --min-share`. 0, or -1
- * (printed). */
+/* page.c (not a command): writes the HTML page of the run in dir to
+ * path (cli_write_file; "-": standard output); min_share as `html
+ * --min-share`. 0, or -1 (printed). */
 int cli_html_write(const char *dir, const char *path, const char *binary_path,
 		   double min_share);
-struct prof_sym_cache;
-struct cli_html_opts {
-	const char *binary_path;
-	double min_share;       /* as `html --min-share` */
-	long pid;               /* only this process's numbered dumps (-1: every file) */
-	size_t max_dumps;       /* with pid: its last N dumps (0: all) */
-	struct prof_sym_cache *sym_cache; /* may be NULL */
-	const char *live_url;   /* the page fetches its data again from here, or NULL */
-	long live_every_ms;
-	bool data_only;         /* the page's JSON data alone */
-	bool quiet;             /* print nothing: the error goes to why */
-};
 /* The page (or its data) of the run in dir into *out (*len bytes,
  * malloc'd: the caller frees it). 0, or -1 (printed, or in why when
- * quiet). */
-int cli_html_build(const char *dir, const struct cli_html_opts *o, char **out, size_t *len,
+ * quiet). A ctl_page_fn: the live endpoint serves it (ctl_live_opts). */
+int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, size_t *len,
 		   char *why, size_t whycap);
 
 /* "--name=value" or "--name value" at argv[*i]: returns the value (and
@@ -164,8 +156,6 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (fmt_shown). The string stays valid for the next three calls. */
 const char *cli_shown(const char *v);
 
-/* Parses a non-negative decimal integer option value; -1 when it is not. */
-long cli_parse_count(const char *s, long max);
 
 /* Writes len bytes of data to path via a temporary file and a rename
  * (through a symlink to the file it names; straight into a path that is
@@ -178,14 +168,7 @@ int cli_write_file(const char *path, const char *data, size_t len);
  * cli_write_file then leaves nothing. */
 int cli_output_ok(const char *path);
 
-/* Shared by run.c and attach.c (defined in run.c). */
-/* The agent library's path (HEAPTRAIL_AGENT, beside this executable, or
- * ../lib/heaptrail); 0, or -1 when there is none. */
-int cli_find_agent(char *out, size_t cap);
-/* Checks a profiling option's value (sample, interval, every, timeline,
- * signal) as the agent will parse it; writes what to pass into out.
- * Returns NULL, or why the value is bad. */
-const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap);
+/* Shared by the commands that start an agent (run, attach); main.c. */
 /* An options file (--options-file FILE of run and attach): for each line
  * that is neither blank nor a comment (#), calls fn with an argv of cmd,
  * the line's first word (the flag) and, if any, the rest of the line (its
@@ -198,92 +181,10 @@ int cli_each_options_line(const char *path, const char *cmd,
  * after saying why it is refused (cmd: "run", "attach"), 0 when argv[*i]
  * is not one. */
 int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap);
-/* mkdir -p with the last one 0700 (fresh: must not exist). 0 or -errno. */
-int cli_make_dir(const char *dir, bool fresh);
-/* The first file of an earlier run in dir (into name), or 0. */
-int cli_other_run_file(const char *dir, char *name, size_t cap);
 
-/* leaks.c: talking to a running agent (preloaded or attached). Every
- * request is a call made by ptrace in one borrowed thread
- * (cli_agent_request): no signal is sent to the process. */
-struct cli_agent {
-	long pid;
-	char dir[4096];         /* where it writes its files, as far as the
-				 * CLI can tell: the agent's answer to each
-				 * request says where it wrote (cli_agent_path) */
-};
-/* Finds pid's agent and its directory; refuses a process detached from
- * heaptrail without touching it. live: for the live endpoint (`serve`),
- * else for `leaks` (what a refusal advises). Prints the error and
- * returns -1. */
-int cli_agent_open(long pid, struct cli_agent *a, bool live);
-/* The path of a file the agent said it wrote (wrote, from a request),
- * for the CLI: a relative one (an output directory the agent could not
- * name at its start) is read against the process's working directory. */
-void cli_agent_path(const struct cli_agent *a, const char *wrote, char *path, size_t cap);
-/* Asks for a leak check (increased: only what grew) and waits up to
- * timeout_ms for its file, whose path goes to path. 0, or -1 with why
- * ("" when the cause was printed). */
-int cli_agent_leak_check(const struct cli_agent *a, int increased, long timeout_ms,
-			 char *path, size_t cap, char *why, size_t whycap);
-/* Asks for value (FMT_SIGVAL_MAGIC | FMT_SIGVAL_DUMP: the live dump; |
- * 1: a check of what increased), again while the agent says not now,
- * up to timeout_ms. The path of the file written goes to wrote
- * (FMT_REQUEST_PATH_MAX bytes; "" from an older agent, which does not
- * say). 0, or -1 with why ("" when printed). */
-int cli_agent_ask(const struct cli_agent *a, int value, long timeout_ms, char *why,
-		  size_t whycap, char *wrote);
-/* attach.c: one call of the agent's heaptrail_request(value, regs, nregs)
- * in a thread of pid borrowed with ptrace (as `heaptrail dump` does: the
- * thread's interrupted call is restarted, it never sees EINTR); *ret is
- * the agent's answer, and the path of the file it wrote goes to wrote
- * (FMT_REQUEST_PATH_MAX bytes, or NULL). 0, or -1 when the call could not
- * be made (printed). */
-int cli_agent_request(long pid, int value, int *ret, char *wrote);
-/* Says that pid may not be traced, why (Yama's mode) and what to do
- * instead, for `leaks` or (live) the live endpoint. */
-void cli_trace_refused(long pid, bool live);
-/* When a call above reaped pid's end (its main thread was the one
- * borrowed, and pid a child of ours: `run --http`), its wait status into
- * *status, and true. */
-bool cli_reaped_exit(pid_t pid, int *status);
-/* /proc/PID/FILE whole, malloc'd, NUL-terminated; NULL on failure. */
-char *cli_read_proc(long pid, const char *file, size_t *len);
-/* NAME's value in a NUL-separated environment block, or NULL. */
-const char *cli_env_get(const char *env, size_t len, const char *name);
-
-/* live.c: the live HTTP endpoint (pprof, Prometheus), served by the CLI
- * for a process running under the agent. */
-struct cli_live;
-/* Parses "--http ADDR" / "--http-public" style options for run and serve:
- * 1 consumed, 0 not ours, -1 bad value (printed). */
-struct cli_live_opts {
-	const char *addr;       /* host:port or a unix socket path; NULL = off */
-	bool public_ok;         /* --http-allow-remote: may bind beyond loopback */
-	const char *push;       /* --push URL: Pyroscope's server; NULL = off */
-	const char *push_name;  /* --push-name: the application's name */
-	long push_every_ms;     /* --push-every (default 15 s) */
-};
-int cli_live_opt(int argc, char **argv, int *i, struct cli_live_opts *o);
-#define CLI_LIVE_PUSH_HELP \
-	"  --push URL             push the heap profile to Pyroscope (http://HOST:4040)\n" \
-	"  --push-every DURATION  how often (default 15s)\n" \
-	"  --push-name NAME       the application's name (default: the program's)\n"
-/* Binds the endpoint (before the program starts, so errors come first)
- * and checks the push URL; prints the error and returns NULL on failure.
- * Without --http, only pushes. NULL too when neither is asked for. */
-struct cli_live *cli_live_bind(const struct cli_live_opts *o);
-/* Serves l, and pushes, on threads of their own for agent a (copied);
- * name: the program, for the push's default application name. 0 or -1. */
-int cli_live_start(struct cli_live *l, const struct cli_agent *a, const char *name);
-/* Stops the thread, closes the socket, frees l. */
-void cli_live_stop(struct cli_live *l);
-int cmd_serve(int argc, char **argv);
-
-/* attach.c: the output directory of an attached agent; 0 or -1. */
-int cli_attached_dir(long pid, char *out, size_t cap);
-/* attach.c: "since attach at TIME UTC" for a dump of pid written by an
- * attached agent (heaptrail.PID.attach beside it); 0, or -1 when not. */
-int cli_attach_label(const char *path, long pid, char *out, size_t cap);
+/* main.c: "--http ADDR", "--http-allow-remote" and the --push options
+ * of run, attach and serve into o (control.h): 1 consumed, 0 not ours,
+ * -1 bad value (printed). */
+int cli_live_opt(int argc, char **argv, int *i, struct ctl_live_opts *o);
 
 #endif

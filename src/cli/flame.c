@@ -40,7 +40,7 @@ static int flame_extra(int argc, char **argv, int *i, void *ctx)
 	} else if ((v = cli_opt_value(argc, argv, i, "--title"))) {
 		r->title = v;
 	} else if ((v = cli_opt_value(argc, argv, i, "--width"))) {
-		long w = cli_parse_count(v, 100000);
+		long w = ctl_parse_count(v, 100000);
 		if (w < 200) {
 			cli_error("flame: --width wants a number of pixels from 200 to 100000, not '%s'", v);
 			return -1;

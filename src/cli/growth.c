@@ -184,7 +184,7 @@ int cmd_growth(int argc, char **argv)
 	struct render_table_opts ro = {
 		.value = v, .lines = o.lines, .exact = o.bytes, .max = o.nodecount ? o.nodecount : 10,
 	};
-	if (pid >= 0 && !cli_attach_label(ps[0].path, pid, since, sizeof since))
+	if (pid >= 0 && !prof_attach_label(ps[0].path, pid, since, sizeof since))
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_growth(stdout, &g, pid, ps[0].sample > 1, &ro);
 	put_wrappers(wrappers, nwrappers);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "control/control.h"
+#include "format/fnspec.h"
 #include "format/options.h"
 #include "render/render.h"
 
@@ -47,12 +49,9 @@ static void usage(FILE *out)
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fflush(stdout);
-	fputs("heaptrail: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ctl_verror(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 const char *cli_shown(const char *v)
@@ -115,6 +114,77 @@ int cli_each_options_line(const char *path, const char *cmd,
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap)
+{
+	for (int k = 0; k < FMT_FNK_COUNT; k++) {
+		char flag[32];
+		snprintf(flag, sizeof flag, "--%s-fn", fmt_fn_kind_names[k]);
+		const char *v = cli_opt_value(argc, argv, i, flag);
+		if (!v)
+			continue;
+		struct fmt_fnspec spec;
+		const char *why = v[0] ? fmt_fnspec_parse(k, v, strlen(v), &spec) : "a spec is needed";
+		size_t n = strlen(fns);
+		if (!why && n + strlen(v) + 16 >= cap)
+			why = "too many allocator functions";
+		if (why) {
+			cli_error("%s: bad %s '%s': %s", cmd, flag, cli_shown(v), why);
+			return -1;
+		}
+		snprintf(fns + n, cap - n, ",%s_fn=%s", fmt_fn_kind_names[k], v);
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--no-builtin-fns")) {
+		strncat(fns, ",builtin_fns=0", cap - strlen(fns) - 1);
+		return 1;
+	}
+	return 0;
+}
+
+int cli_live_opt(int argc, char **argv, int *i, struct ctl_live_opts *o)
+{
+	const char *v;
+	if ((v = cli_opt_value(argc, argv, i, "--http"))) {
+		if (!*v) {
+			cli_error("--http needs an address (127.0.0.1:6060, or a unix socket path)");
+			return -1;
+		}
+		o->addr = v;
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--http-allow-remote")) {
+		o->public_ok = true;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push"))) {
+		if (strncmp(v, "http://", 7)) {
+			cli_error("--push: want an http:// URL (Pyroscope's server), not '%s'", v);
+			return -1;
+		}
+		o->push = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-name"))) {
+		if (!*v || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "0123456789._-") != strlen(v)) {
+			cli_error("--push-name: want letters, digits, '.', '_' or '-', not '%s'", v);
+			return -1;
+		}
+		o->push_name = v;
+		return 1;
+	}
+	if ((v = cli_opt_value(argc, argv, i, "--push-every"))) {
+		uint64_t ms;
+		if (!fmt_opt_duration(v, strlen(v), &ms) || ms < 100 || ms > 86400000) {
+			cli_error("--push-every: want a duration from 100ms to 24h, not '%s'", v);
+			return -1;
+		}
+		o->push_every_ms = (long)ms;
+		return 1;
+	}
+	return 0;
 }
 
 void cli_report_opts_init(struct cli_report_opts *o)
@@ -193,18 +263,6 @@ void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_o
 void cli_report_opts_release(struct cli_report_opts *o)
 {
 	prof_supps_release(&o->supps);
-}
-
-long cli_parse_count(const char *s, long max)
-{
-	char *end;
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v > max)
-		return -1;
-	return v;
 }
 
 static int write_all(int fd, const char *data, size_t len)

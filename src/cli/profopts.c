@@ -92,7 +92,7 @@ int cli_prof_opts_parse(struct cli_prof_opts *o, int argc, char **argv, const ch
 			o->output = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "-n")) ||
 			   (v = cli_opt_value(argc, argv, &i, "--nodecount"))) {
-			if ((o->nodecount = cli_parse_count(v, 1000000000)) < 1) {
+			if ((o->nodecount = ctl_parse_count(v, 1000000000)) < 1) {
 				cli_error("%s: want a positive number, not '%s'", a, cli_shown(v));
 				return 2;
 			}

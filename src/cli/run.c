@@ -75,7 +75,7 @@ static const char usage[] =
 	"live endpoint (pprof's /debug/pprof/heap, Prometheus' /metrics):\n"
 	"  --http ADDR            serve it on 127.0.0.1:PORT or a unix socket path\n"
 	"  --http-allow-remote    allow an ADDR beyond loopback (with a warning)\n"
-	CLI_LIVE_PUSH_HELP
+	CTL_LIVE_PUSH_HELP
 	CLI_REPORT_OPTS_HELP;
 
 struct run_opts {
@@ -88,81 +88,13 @@ struct run_opts {
 	char fns[4096];         /* agent options for the allocator functions */
 	int quiet;
 	char **prog;            /* PROG ARGS..., NULL-terminated */
-	struct cli_live_opts live;
+	struct ctl_live_opts live;
 };
 
 static void add_option(struct run_opts *o, const char *key, const char *value)
 {
 	size_t n = strlen(o->profile);
 	snprintf(o->profile + n, sizeof o->profile - n, ",%s=%s", key, value);
-}
-
-/* Signals a dump trigger must not take: those that mean a fault (a
- * handler that returns would run the faulting instruction again, dumping
- * for ever), those that cannot be caught, and the two the agent uses
- * itself (scan stop and leak check). */
-
-/* Checks a profiling flag's value as the agent will read it (the same
- * parsers), so a typo stops here rather than as a complaint on the
- * program's stderr once it runs. Writes the value to hand the agent into
- * out. Returns NULL, or why the value is bad. */
-const char *cli_check_profile_value(const char *key, const char *v, char *out, size_t cap)
-{
-	size_t n = strlen(v);
-	uint64_t x;
-	snprintf(out, cap, "%s", v);
-	if (!strcmp(key, "sample")) {
-		if (!strcmp(v, "auto"))
-			return NULL;
-		if (!fmt_opt_size(v, n, &x) || x == 0)
-			return "want 'auto' or a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
-	} else if (!strcmp(key, "interval")) {
-		if (!fmt_opt_size(v, n, &x) || x == 0)
-			return "want a size in bytes, e.g. 64m, 1g";
-	} else if (!strcmp(key, "every")) {
-		if (!fmt_opt_duration(v, n, &x) || x == 0)
-			return "want a duration, e.g. 10s, 500ms, 2m";
-	} else if (!strcmp(key, "timeline")) {
-		if (!fmt_opt_num(v, n, 3600000, &x))
-			return "want a period in milliseconds from 0 (off) to 3600000";
-	} else if (!strcmp(key, "signal")) {
-		int sig = fmt_signal_parse(v, n);
-		if (sig == FMT_SIGNAL_REFUSED)
-			return "a fault signal or one that cannot be caught";
-		if (sig <= 0)
-			return "want a signal number or name, e.g. USR2 or 12";
-		if (sig == fmt_leak_check_signal_default() || sig == SIGRTMAX - 1)
-			return "a signal heaptrail uses itself";
-		snprintf(out, cap, "%d", sig);
-	}
-	return NULL;
-}
-
-int cli_fn_opt(int argc, char **argv, int *i, const char *cmd, char *fns, size_t cap)
-{
-	for (int k = 0; k < FMT_FNK_COUNT; k++) {
-		char flag[32];
-		snprintf(flag, sizeof flag, "--%s-fn", fmt_fn_kind_names[k]);
-		const char *v = cli_opt_value(argc, argv, i, flag);
-		if (!v)
-			continue;
-		struct fmt_fnspec spec;
-		const char *why = v[0] ? fmt_fnspec_parse(k, v, strlen(v), &spec) : "a spec is needed";
-		size_t n = strlen(fns);
-		if (!why && n + strlen(v) + 16 >= cap)
-			why = "too many allocator functions";
-		if (why) {
-			cli_error("%s: bad %s '%s': %s", cmd, flag, cli_shown(v), why);
-			return -1;
-		}
-		snprintf(fns + n, cap - n, ",%s_fn=%s", fmt_fn_kind_names[k], v);
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--no-builtin-fns")) {
-		strncat(fns, ",builtin_fns=0", cap - strlen(fns) - 1);
-		return 1;
-	}
-	return 0;
 }
 
 static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested);
@@ -217,7 +149,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 		} else if ((v = cli_opt_value(argc, argv, &i, "--html"))) {
 			o->html = v;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--error-exitcode"))) {
-			long n = cli_parse_count(v, 255);
+			long n = ctl_parse_count(v, 255);
 			if (n < 0) {
 				cli_error("run: --error-exitcode takes a number from 0 to 255, not '%s'",
 					  cli_shown(v));
@@ -225,7 +157,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 			}
 			o->error_exitcode = (int)n;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
-			long n = cli_parse_count(v, 256);
+			long n = ctl_parse_count(v, 256);
 			if (n < 1) {
 				cli_error("run: --depth takes a number from 1 to 256, not '%s'", cli_shown(v));
 				return -1;
@@ -246,7 +178,7 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 				cli_error("run: option '--%s' needs a value", key);
 				return -1;
 			}
-			const char *why = cli_check_profile_value(key, v, num, sizeof num);
+			const char *why = ctl_check_profile_value(key, v, num, sizeof num);
 			if (why) {
 				cli_error("run: bad value for --%s: '%s' (%s)", key, cli_shown(v), why);
 				return -1;
@@ -303,220 +235,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
-/* The agent: next to this executable (build tree), or in ../lib/heaptrail
- * (installed); HEAPTRAIL_AGENT overrides both. */
-int cli_find_agent(char *out, size_t cap)
-{
-	const char *env = getenv("HEAPTRAIL_AGENT");
-	char self[PATH_MAX];
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
-		return access(out, R_OK) == 0 ? 0 : -1;
-	}
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = 0;
-	char *slash = strrchr(self, '/');
-	*slash = 0;
-	snprintf(out, cap, "%s/libheaptrail.so", self);
-	if (access(out, R_OK) == 0)
-		return 0;
-	snprintf(out, cap, "%s/../lib/heaptrail/libheaptrail.so", self);
-	return access(out, R_OK) == 0 ? 0 : -1;
-}
-
-/* Finds PROG the way execvp would; fills path. Returns 0, or -errno. */
-static int resolve_prog(const char *prog, char *path, size_t cap)
-{
-	if (strchr(prog, '/')) {
-		snprintf(path, cap, "%s", prog);
-		return access(path, F_OK) ? -errno : 0;
-	}
-	const char *p = getenv("PATH");
-	if (!p)
-		p = "/usr/local/bin:/usr/bin:/bin";
-	while (*p) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		snprintf(path, cap, "%.*s/%s", (int)n, n ? p : ".", prog);
-		if (access(path, X_OK) == 0)
-			return 0;
-		p += n + (e ? 1 : 0);
-	}
-	return -ENOENT;
-}
-
-/* Refuses what the dynamic loader would not preload into: static and
- * set-id binaries. Scripts are fine (their interpreter is dynamic). */
-static int check_prog(const char *shown, const char *path)
-{
-	struct stat st;
-	if (stat(path, &st)) {
-		cli_error("cannot run '%s': %s", shown, strerror(errno));
-		return -1;
-	}
-	if (S_ISDIR(st.st_mode) || access(path, X_OK)) {
-		cli_error("cannot run '%s': %s", shown,
-			  S_ISDIR(st.st_mode) ? "is a directory" : "not executable");
-		return -1;
-	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		cli_error("cannot track '%s': it is set-user-ID or set-group-ID, and the "
-			  "loader ignores LD_PRELOAD for such programs", shown);
-		return -1;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;  /* execute-only: let exec decide */
-	Elf64_Ehdr eh;
-	ssize_t n = read(fd, &eh, sizeof eh);
-	int ret = 0;
-	if (n == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) &&
-	    eh.e_phnum < 4096) {
-		int interp = 0;
-		for (int i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
-			    (ssize_t)sizeof ph)
-				break;
-			if (ph.p_type == PT_INTERP)
-				interp = 1;
-		}
-		if (!interp) {
-			cli_error("cannot track '%s': it is a static binary (no dynamic loader), "
-				  "so the agent cannot be preloaded into it", shown);
-			ret = -1;
-		}
-	}
-	close(fd);
-	return ret;
-}
-
-/* Makes the parents of dir as needed (0755, like mkdir -p), and dir
- * itself with 0700 unless it exists. fresh: dir must not exist yet (the
- * default directory, named after the pid: one that is already there, or a
- * symlink, was made by someone else). Returns 0 or -errno (-EEXIST for a
- * fresh dir that exists). */
-int cli_make_dir(const char *dir, bool fresh)
-{
-	char tmp[PATH_MAX];
-	struct stat st;
-	snprintf(tmp, sizeof tmp, "%s", dir);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700)) {
-		if (errno != EEXIST || fresh)
-			return -errno;
-		if (stat(tmp, &st))
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-	}
-	return access(tmp, W_OK | X_OK) ? -errno : 0;
-}
-
-/* The first file in dir that an earlier run's agent wrote (its names all
- * start "heaptrail."), copied into name; 0 when there is none. Such files
- * would be read as this run's: a run directory belongs to one run. */
-int cli_other_run_file(const char *dir, char *name, size_t cap)
-{
-	DIR *d = opendir(dir);
-	int found = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *e; !found && (e = readdir(d));)
-		if (!strncmp(e->d_name, FMT_FILE_PREFIX ".", FMT_LEN(FMT_FILE_PREFIX "."))) {
-			snprintf(name, cap, "%s", e->d_name);
-			found = 1;
-		}
-	closedir(d);
-	return found;
-}
-
-/* Signals that ask a program to stop: heaptrail passes them on to PROG,
- * so `timeout`, `kill` or a service manager reach it through the wrapper,
- * and heaptrail itself lives on to report and to exit as PROG did. */
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-static struct sigaction forwarded_old[NFORWARDED];
-static volatile sig_atomic_t forward_to;
-
-static void forward_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	/* A signal from the terminal (^C, ^\\, hangup) went to the whole
-	 * foreground process group, PROG included: sending it again would
-	 * deliver it twice. Anything sent by a process (kill, timeout)
-	 * was meant for heaptrail's program. */
-	if (si->si_code == SI_KERNEL)
-		return;
-	/* Sent by PROG itself (kill(0, ...) or kill(getppid(), ...)): what it
-	 * meant for its parent or its group must not come back to it. */
-	if (si->si_code == SI_USER && si->si_pid == (pid_t)forward_to)
-		return;
-	int e = errno;
-	if (forward_to > 0)
-		kill((pid_t)forward_to, sig);
-	errno = e;
-}
-
-/* Installs the forwarder for each signal heaptrail was not started
- * ignoring (an ignored one stays ignored, and PROG inherits that as it
- * would bare). Call with the signals blocked. */
-static void forward_install(void)
-{
-	struct sigaction sa = { .sa_sigaction = forward_signal,
-				.sa_flags = SA_SIGINFO | SA_RESTART };
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFORWARDED; i++) {
-		sigaction(forwarded[i], NULL, &forwarded_old[i]);
-		if (forwarded_old[i].sa_handler != SIG_IGN)
-			sigaction(forwarded[i], &sa, NULL);
-	}
-}
-
-/* Puts back the dispositions heaptrail started with. */
-static void forward_restore(void)
-{
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &forwarded_old[i], NULL);
-}
-
-static void forward_block(int how, sigset_t *old)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaddset(&set, forwarded[i]);
-	sigprocmask(how, &set, old);
-}
-
-/* The run id every file of this run will name: the one HEAPTRAIL_OPTIONS
- * gives (the last well-formed run=), else a fresh random one, which
- * *added says child_exec must pass. Chosen before the fork, so the
- * parent reads back only its own processes' reports. */
-static void choose_run_id(char id[FMT_RUN_ID_MAX + 1], bool *added)
-{
-	*added = !fmt_run_id(getenv("HEAPTRAIL_OPTIONS"), id);
-	if (!*added)
-		return;
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		r = ((uint64_t)getpid() << 32) ^ (uint64_t)t.tv_sec ^ ((uint64_t)t.tv_nsec << 20);
-	}
-	snprintf(id, FMT_RUN_ID_MAX + 1, "%016llx", (unsigned long long)r);
-}
-
 /* In the child: environment, then exec. On failure, writes errno to fd. */
 static void child_exec(const struct run_opts *o, const char *agent, const char *outdir,
 		       const char *path, const char *run_id, int fd)
@@ -546,69 +264,6 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	ssize_t w = write(fd, &e, sizeof e);
 	(void)w;
 	_exit(127);
-}
-
-/* Waits for the child and every orphan handed to us; returns the child's
- * wait status. */
-static int wait_all(pid_t child)
-{
-	int status = 0, st;
-	bool reaped = false;
-	pid_t p;
-	for (;;) {
-		/* --http asks the agent by ptrace from the endpoint's thread:
-		 * a ptrace stop of the program's main thread is reported to
-		 * this wait too (its tracer is a thread of ours), and is the
-		 * endpoint's to take. So look first, and take only exits. */
-		siginfo_t si;
-		si.si_pid = 0;
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;  /* ECHILD: nothing left */
-		}
-		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED ||
-		    si.si_code == CLD_CONTINUED) {
-			usleep(1000);
-			continue;
-		}
-		p = waitpid(si.si_pid, &st, WNOHANG);
-		if (p <= 0)
-			continue;  /* the endpoint's wait took it (see below) */
-		if (p == child) {
-			reaped = true;
-			status = st;
-			/* its pid may be reused from now on; a signal now is for
-			 * heaptrail (still waiting for orphans, or reporting) */
-			forward_to = 0;
-			forward_restore();
-		}
-	}
-	/* it ended while the endpoint held its main thread: the endpoint's
-	 * wait reaped it, and kept its status */
-	if (!reaped && cli_reaped_exit(child, &st)) {
-		status = st;
-		forward_to = 0;
-		forward_restore();
-	}
-	return status;
-}
-
-static void die_like(int status)
-{
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		fflush(NULL);
-		signal(sig, SIG_DFL);
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
-		_exit(128 + sig);
-	}
 }
 
 static int write_json(const char *path, const struct prof_run *run)
@@ -689,31 +344,32 @@ int cmd_run(int argc, char **argv)
 		cli_error("cannot write '%s': %s", o.html, strerror(-r));
 		return 2;
 	}
-	if (cli_find_agent(agent, sizeof agent)) {
+	if (ctl_find_agent(agent, sizeof agent)) {
 		cli_error("cannot find the agent library libheaptrail.so next to the heaptrail "
 			  "executable (set HEAPTRAIL_AGENT to its path)");
 		return 2;
 	}
-	r = resolve_prog(o.prog[0], path, sizeof path);
+	r = ctl_resolve_prog(o.prog[0], path, sizeof path);
 	if (r) {
 		cli_error("cannot run '%s': %s", o.prog[0],
 			  r == -ENOENT && !strchr(o.prog[0], '/') ? "command not found" : strerror(-r));
 		return 127;
 	}
-	if (check_prog(o.prog[0], path))
+	if (ctl_check_prog(o.prog[0], path))
 		return 126;
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
 	if (o.outdir) {
 		char old[256];
-		if (cli_other_run_file(o.outdir, old, sizeof old)) {
+		if (ctl_other_run_file(o.outdir, old, sizeof old)) {
 			cli_error("output directory '%s' holds files of another run (%s): "
 				  "remove them or choose another directory", o.outdir, old);
 			return 2;
 		}
 	}
-	struct cli_live *live = NULL;
-	if ((o.live.addr || o.live.push) && !(live = cli_live_bind(&o.live)))
+	struct ctl_live *live = NULL;
+	o.live.page = cli_html_build;
+	if ((o.live.addr || o.live.push) && !(live = ctl_live_bind(&o.live)))
 		return 2;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cli_error("cannot create a pipe: %s", strerror(errno));
@@ -726,13 +382,13 @@ int cmd_run(int argc, char **argv)
 	base = base ? base + 1 : o.prog[0];
 	char run_id[FMT_RUN_ID_MAX + 1];
 	bool run_added;
-	choose_run_id(run_id, &run_added);
+	ctl_choose_run_id(run_id, &run_added);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* blocked across fork: the child must not run the forwarder, and the
 	 * parent must know the pid before it can forward anything */
 	sigset_t oldmask;
-	forward_block(SIG_BLOCK, &oldmask);
-	forward_install();
+	ctl_forward_block(SIG_BLOCK, &oldmask);
+	ctl_forward_install();
 	fflush(NULL);
 	pid_t child = fork();
 	if (child < 0) {
@@ -740,7 +396,7 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (child == 0) {
-		forward_restore();
+		ctl_forward_restore();
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		close(pipefd[0]);
 		if (o.outdir)
@@ -748,7 +404,7 @@ int cmd_run(int argc, char **argv)
 				 o.outdir[0] == '/' ? "" : "/", o.outdir);
 		else
 			snprintf(outdir, sizeof outdir, "%s/heaptrail-%s-%ld", cwd, base, (long)getpid());
-		int e = cli_make_dir(outdir, !o.outdir);
+		int e = ctl_make_dir(outdir, !o.outdir);
 		if (e) {
 			e = -e | (1 << 16);  /* tag: directory problem */
 			ssize_t w = write(pipefd[1], &e, sizeof e);
@@ -757,7 +413,7 @@ int cmd_run(int argc, char **argv)
 		}
 		child_exec(&o, agent, outdir, path, run_added ? run_id : NULL, pipefd[1]);
 	}
-	forward_to = child;
+	ctl_forward_to(child);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	close(pipefd[1]);
 	if (o.outdir)
@@ -773,15 +429,15 @@ int cmd_run(int argc, char **argv)
 	close(pipefd[0]);
 	if (live && got == 0) {
 		/* exec'd: the endpoint asks the agent as `heaptrail leaks` does */
-		struct cli_agent ag = { .pid = child };
+		struct ctl_agent ag = { .pid = child };
 		snprintf(ag.dir, sizeof ag.dir, "%s", outdir);
-		if (cli_live_start(live, &ag, o.prog[0])) {
-			cli_live_stop(live);
+		if (ctl_live_start(live, &ag, o.prog[0])) {
+			ctl_live_stop(live);
 			live = NULL;
 		}
 	}
-	int status = wait_all(child);
-	cli_live_stop(live);
+	int status = ctl_wait_all(child);
+	ctl_live_stop(live);
 	if (got == (ssize_t)sizeof e) {
 		if (e & (1 << 16) && !o.outdir && (e & 0xffff) == EEXIST)
 			cli_error("output directory '%s' already exists and this run did not make "
@@ -816,7 +472,7 @@ int cmd_run(int argc, char **argv)
 		cli_report_opts_release(&o.report);
 		if (o.error_exitcode >= 0)
 			return o.error_exitcode;
-		die_like(status);
+		ctl_die_like(status);
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 	}
 	for (size_t i = 0; i < run.nbad; i++) {
@@ -853,8 +509,8 @@ int cmd_run(int argc, char **argv)
 	size_t reported = prof_run_errors(&run, o.report.errors);
 	fflush(stdout);
 	render_text(stderr, &run, &(struct render_text_opts){
-		.summary_only = o.quiet, .kinds = o.report.shown,
-		.gen_suppressions = o.report.gen_suppressions, .supps = &o.report.supps });
+		    .summary_only = o.quiet, .kinds = o.report.shown,
+		    .gen_suppressions = o.report.gen_suppressions, .supps = &o.report.supps });
 	if (WIFSIGNALED(status))
 		cli_error("'%s' was killed by signal %d (%s)", o.prog[0], WTERMSIG(status),
 			  strsignal(WTERMSIG(status)));
@@ -875,6 +531,6 @@ int cmd_run(int argc, char **argv)
 		return ret;
 	if (o.error_exitcode >= 0 && (reported || missing))
 		return o.error_exitcode;
-	die_like(status);
+	ctl_die_like(status);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

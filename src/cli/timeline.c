@@ -50,7 +50,7 @@ static int timeline_extra(int argc, char **argv, int *i, void *ctx)
 		}
 		a->svg = v;
 	} else if ((v = cli_opt_value(argc, argv, i, "--pid"))) {
-		if ((a->pid = cli_parse_count(v, 1L << 31)) < 1) {
+		if ((a->pid = ctl_parse_count(v, 1L << 31)) < 1) {
 			cli_error("timeline: --pid wants a process id, not '%s'", v);
 			return -1;
 		}
@@ -58,35 +58,6 @@ static int timeline_extra(int argc, char **argv, int *i, void *ctx)
 		return 0;
 	}
 	return 1;
-}
-
-long cli_timeline_pid(const char *name)
-{
-	const char *s = strrchr(name, '/');
-	s = s ? s + 1 : name;
-	const size_t k = FMT_LEN(FMT_FILE_PREFIX ".");
-	if (strncmp(s, FMT_FILE_PREFIX ".", k))
-		return -1;
-	char *end;
-	long pid = strtol(s + k, &end, 10);
-	return end > s + k && !strcmp(end, FMT_TIMELINE_SUFFIX) ? pid : -1;
-}
-
-bool cli_is_dump_of(const char *name, long pid)
-{
-	size_t n = strlen(name), k = FMT_LEN(FMT_HEAP_SUFFIX);
-	if (name[0] == '.' || n < k || strcmp(name + n - k, FMT_HEAP_SUFFIX))
-		return false;
-	if (pid < 0)
-		return true;
-	char prefix[48];
-	int m = snprintf(prefix, sizeof prefix, FMT_FILE_PREFIX ".%ld.", pid);
-	return !strncmp(name, prefix, (size_t)m);
-}
-
-bool cli_is_timeline(const char *name, long pid)
-{
-	return cli_timeline_pid(name) >= 0;
 }
 
 /* A timeline chosen among a directory's: its path, pid and contents. */
@@ -120,7 +91,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 		ret = 0;
 		goto out;
 	}
-	int rc = prof_dir_names(dir, cli_is_timeline, -1, &names, &n);
+	int rc = prof_dir_names(dir, prof_is_timeline, -1, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
@@ -151,7 +122,7 @@ static int choose_timeline(const char *dir, long pid, struct chosen *c)
 			free(c->path);
 			c->t = t;
 			c->path = path;
-			c->pid = cli_timeline_pid(names[i]);
+			c->pid = prof_timeline_pid(names[i]);
 		} else {
 			prof_timeline_release(&t);
 			free(path);
@@ -200,7 +171,7 @@ static int peak_dump(const char *dir, long pid, int64_t peak_ms,
 	struct prof_load_opts shared = *lo;
 	struct prof_sym_cache *cache = NULL;
 	*ndumps = 0;
-	int rc = prof_dir_names(dir, cli_is_dump_of, pid, &names, &n);
+	int rc = prof_dir_names(dir, prof_is_dump_of, pid, &names, &n);
 	if (rc) {
 		cli_error("cannot open '%s': %s", dir, strerror(-rc));
 		goto out;
@@ -311,7 +282,7 @@ int cmd_timeline(int argc, char **argv)
 			cli_error("cannot read '%s': %s", c.path, err);
 			goto out;
 		}
-		c.pid = a.pid > 0 ? a.pid : cli_timeline_pid(arg);
+		c.pid = a.pid > 0 ? a.pid : prof_timeline_pid(arg);
 	}
 	long ip = prof_timeline_peak(&c.t);
 	int64_t peak_ms = ip < 0 ? -1 : c.t.ticks[ip].ms;
@@ -321,7 +292,7 @@ int cmd_timeline(int argc, char **argv)
 		goto out;
 	struct render_timeline_opts ro = { .name = c.path, .dump_ms = have_dump ? dump.ms : -1 };
 	char since[96];
-	if (c.pid > 0 && !cli_attach_label(c.path, c.pid, since, sizeof since))
+	if (c.pid > 0 && !prof_attach_label(c.path, c.pid, since, sizeof since))
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	if (a.svg) {
 		size_t n;

@@ -71,7 +71,7 @@ int cmd_top(int argc, char **argv)
 		.name = o.args[0], .base = o.base, .focus = o.focus, .ignore = o.ignore,
 	};
 	char since[96];
-	if (p.pid > 0 && !cli_attach_label(o.args[0], p.pid, since, sizeof since))
+	if (p.pid > 0 && !prof_attach_label(o.args[0], p.pid, since, sizeof since))
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_top(stdout, &p, &t, &ro);
 	cli_prof_notes(&p);

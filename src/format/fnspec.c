@@ -1,6 +1,7 @@
 /* The allocator-function specs of fnspec.h. No allocation: linked into
  * the agent. */
 #include "format/fnspec.h"
+#include "agent/banned.h"   /* linked into the agent: held to its rules */
 
 const char *const fmt_fn_kind_names[FMT_FNK_COUNT] = {
 	[FMT_FNK_ALLOC] = "alloc", [FMT_FNK_FREE] = "free", [FMT_FNK_REALLOC] = "realloc",

@@ -1,6 +1,7 @@
 /* Names shared by the agent (which writes them) and the readers. No
  * allocation here: this file is linked into the agent. */
 #include "format/leakfile.h"
+#include "agent/banned.h"   /* linked into the agent: held to its rules */
 
 const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
 	[FMT_FN_MALLOC] = "malloc",

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include "agent/banned.h"   /* linked into the agent: held to its rules */
 
 static const struct {
 	const char *name;

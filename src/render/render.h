@@ -218,4 +218,17 @@ int render_html(FILE *out, const struct render_html_proc *procs, size_t n,
 int render_html_data(FILE *out, const struct render_html_proc *procs, size_t n,
 		     const struct render_html_opts *o);
 
+/* Prometheus' text format (prometheus.c). A label value: backslash,
+ * quote and newline escaped, cut at 200 bytes. */
+void render_prom_label(FILE *m, const char *s);
+/* One metric with its HELP and TYPE lines. */
+void render_prom_metric(FILE *m, const char *name, const char *type, const char *help, int64_t v);
+/* p's live and allocated totals and its sampling interval. */
+void render_prom_heap(FILE *m, const struct prof_profile *p);
+/* The top sites of tab (flat, in-use space) by live bytes. */
+void render_prom_sites(FILE *m, const struct prof_table *tab, size_t top);
+/* The top sites g calls growing, their slope over the later half of
+ * ndumps dumps. */
+void render_prom_growing(FILE *m, const struct prof_growth *g, size_t top, int ndumps);
+
 #endif

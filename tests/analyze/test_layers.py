@@ -1,14 +1,23 @@
-"""scripts/check-layers, the agent's include-graph check (`make
-check-layers`, run by `make test`).
+"""scripts/check-layers, the include-graph check of the whole tree
+(`make check-layers`, run by `make test`).
 
     layers:tree        the tree as it is passes
-    layers:violations  a temporary copy of src/agent with one deliberate
+    layers:violations  a temporary copy of src/ (and the Makefile, which
+                       says what the agent links) with one deliberate
                        violation at a time fails, naming the file and the
-                       header: a layer-1 file including a layer-3 header;
-                       an agent file including the CLI's analyze/; two
-                       files of one layer including each other's headers
-                       (a circle); a new file in no layer. The untouched
-                       copy passes, so a failure is the violation's.
+                       header. The agent: a layer-1 file including a
+                       layer-3 header; an agent file including the CLI's
+                       analyze/; two files of one layer including each
+                       other's headers (a circle); a new file in no layer.
+                       The CLI side (format < symbolize < analyze < render
+                       < control < cli): render including a command's
+                       header (cli/cli.h); format including analyze;
+                       control including cli/cli.h; a format/ file linked
+                       into the agent without banned.h; a command file
+                       calling a function another command file defines; a
+                       directory in no layer; a command including
+                       control/live.h, a header of the layer's own. The untouched copy passes,
+                       so a failure is the violation's.
     layers:comments    scripts/check-comments (also run by `make
                        check-layers`): the tree passes; a copy of
                        src/agent/triggers.c whose comment names
@@ -34,14 +43,29 @@ def check(src):
 
 
 def add_line(path, line):
-    """Adds line after the file's first #include of agent/agent.h."""
+    """Adds line after the file's first #include of agent/agent.h, or in
+    a file of the CLI side after its first #include."""
     with open(path) as f:
         text = f.read()
     mark = '#include "agent/agent.h"\n'
-    if mark not in text:
-        raise Failure("%s has no '%s'" % (path, mark.strip()))
+    if "/agent/" not in path:
+        lines = text.split("\n")
+        first = [l for l in lines if l.startswith("#include")]
+        mark = first[0] + "\n" if first else None
+    if not mark or mark not in text:
+        raise Failure("%s has no '%s'" % (path, mark and mark.strip()))
     with open(path, "w") as f:
         f.write(text.replace(mark, mark + line + "\n", 1))
+
+
+def drop_line(path, line):
+    """Removes line (without its newline) from the file."""
+    with open(path) as f:
+        text = f.read()
+    if line + "\n" not in text:
+        raise Failure("%s has no '%s'" % (path, line))
+    with open(path, "w") as f:
+        f.write(text.replace(line + "\n", "", 1))
 
 
 def test_tree(suite):
@@ -51,35 +75,61 @@ def test_tree(suite):
     return [], [out.strip()]
 
 
-# (what, [(file, line to add) or (new file, None)], words the failure names)
+BANNED = '#include "agent/banned.h"   /* linked into the agent: held to its rules */'
+
+# (what, [(file under src/, line to add) or (new file, None) or (file,
+# ("drop", line))], words the failure names)
 VIOLATIONS = [
-    ("layer 1 includes layer 3", [("table.c", '#include "agent/lifecycle.h"')],
+    ("layer 1 includes layer 3", [("agent/table.c", '#include "agent/lifecycle.h"')],
      ["src/agent/table.c", "agent/lifecycle.h", "above"]),
-    ("agent includes analyze/", [("os.c", '#include "analyze/profile.h"')],
+    ("agent includes analyze/", [("agent/os.c", '#include "analyze/profile.h"')],
      ["src/agent/os.c", "analyze/profile.h"]),
-    ("a circle within layer 1", [("counters.c", '#include "agent/sample.h"'),
-                                 ("sample.c", '#include "agent/counters.h"')],
+    ("a circle within layer 1", [("agent/counters.c", '#include "agent/sample.h"'),
+                                 ("agent/sample.c", '#include "agent/counters.h"')],
      ["circle", "counters", "sample"]),
-    ("a file in no layer", [("newthing.c", None)], ["src/agent/newthing.c", "no layer"]),
+    ("a file in no layer", [("agent/newthing.c", None)], ["src/agent/newthing.c", "no layer"]),
+    ("render includes a command's header", [("render/text.c", '#include "cli/cli.h"')],
+     ["src/render/text.c", "cli/cli.h", "above its own layer (render)"]),
+    ("format includes analyze", [("format/heapdump.c", '#include "analyze/profile.h"')],
+     ["src/format/heapdump.c", "analyze/profile.h", "above its own layer (format)"]),
+    ("control includes a command's header", [("control/http.c", '#include "cli/cli.h"')],
+     ["src/control/http.c", "cli/cli.h", "above its own layer (control)"]),
+    ("an agent-linked format file without banned.h", [("format/options.c", ("drop", BANNED))],
+     ["src/format/options.c", "agent/banned.h", "agent's rules"]),
+    ("a command calls another command's function",
+     [("cli/flame.c", "int cli_flame_helper(void)\n{\n\treturn 0;\n}"),
+      ("cli/top.c", "static int top_uses(void) { return cli_flame_helper(); }")],
+     ["src/cli/top.c", "cli_flame_helper", "cli/flame.c"]),
+    ("a directory in no layer", [("util/x.c", None)], ["src/util/x.c", "no layer"]),
+    ("a command includes the control layer's own header",
+     [("cli/serve.c", '#include "control/live.h"')],
+     ["src/cli/serve.c", "control/live.h", "layer's own"]),
 ]
 
 
 def test_violations(suite):
     problems, details = [], []
     with tempfile.TemporaryDirectory(prefix="check-layers-") as tmp:
-        clean = os.path.join(tmp, "clean")
-        shutil.copytree(os.path.join(ROOT, "src", "agent"), os.path.join(clean, "agent"))
+        def copy(to):
+            os.makedirs(to)
+            shutil.copytree(os.path.join(ROOT, "src"), os.path.join(to, "src"),
+                            ignore=shutil.ignore_patterns("*.o", "*.d"))
+            shutil.copy(os.path.join(ROOT, "Makefile"), os.path.join(to, "Makefile"))
+            return os.path.join(to, "src")
+        clean = copy(os.path.join(tmp, "clean"))
         rc, out = check(clean)
         if rc != 0:
             return ["the untouched copy fails (rc %d):\n%s" % (rc, out)], []
         for i, (what, edits, words) in enumerate(VIOLATIONS):
-            src = os.path.join(tmp, "v%d" % i)
-            shutil.copytree(os.path.join(clean, "agent"), os.path.join(src, "agent"))
+            src = copy(os.path.join(tmp, "v%d" % i))
             for name, line in edits:
-                path = os.path.join(src, "agent", name)
+                path = os.path.join(src, name)
                 if line is None:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
                     with open(path, "w") as f:
                         f.write('#include "agent/agent.h"\n')
+                elif isinstance(line, tuple):
+                    drop_line(path, line[1])
                 else:
                     add_line(path, line)
             rc, out = check(src)

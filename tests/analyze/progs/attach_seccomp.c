@@ -4,7 +4,7 @@
  * "memfd", the filter refuses memfd_create instead, with "socketpair"
  * socketpair (what an attach from outside the process's mount namespace
  * needs), with "futex" every FUTEX_WAIT_PRIVATE (the wait of heaptrail's
- * park, src/cli/attach.c), which this program, one thread, never makes
+ * park, src/control/remote.c), which this program, one thread, never makes
  * itself. */
 #include <errno.h>
 #include <linux/filter.h>

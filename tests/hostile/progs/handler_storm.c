@@ -33,7 +33,7 @@
  * call system call by system call (PTRACE_SYSCALL), a check under a
  * signal every 10 us on every thread took from 2 s to minutes (once
  * 14 min), the program held meanwhile. The call runs without a stop now
- * (src/cli/attach.c "the calls": 30-70 ms held here), but no thread
+ * (src/control/remote.c "the calls": 30-70 ms held here), but no thread
  * here ever waits in a system call, and the one borrowed in the
  * program's own code is most often in a handler that interrupted the
  * agent's hooks: the agent answers -EAGAIN, and each new try waits
