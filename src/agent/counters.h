@@ -36,7 +36,10 @@ struct agent_counters {
 	/* How the thread's recorded allocations went (agent_count_shape_*),
 	 * written only in exact mode: its last allocation, the allocations
 	 * it freed before allocating anything else, and its allocations by
-	 * size class (FMT_HEAP_SHAPE). Read by agent_counters_put_shape. */
+	 * size class (FMT_HEAP_SHAPE). Read by agent_counters_put_shape.
+	 * last_alloc holds the address inverted: a leak check reads the
+	 * agent's own data as the program's, and must not find in it a
+	 * pointer to the block (it would be reachable through it). */
 	_Atomic uintptr_t last_alloc;
 	_Atomic uint64_t temporary;
 	_Atomic uint64_t sizes[FMT_SHAPE_BUCKETS];
@@ -103,7 +106,7 @@ static inline void agent_count_in(struct agent_counters *s, _Atomic uint64_t *fi
 static inline void agent_count_shape_alloc(struct agent_counts *c, void *p, size_t n)
 {
 	struct agent_counters *s = (struct agent_counters *)c;  /* c is its first member */
-	atomic_store_explicit(&s->last_alloc, (uintptr_t)p, memory_order_relaxed);
+	atomic_store_explicit(&s->last_alloc, ~(uintptr_t)p, memory_order_relaxed);
 	agent_count_in(s, &s->sizes[agent_size_class(n)]);
 }
 
@@ -112,7 +115,7 @@ static inline void agent_count_shape_alloc(struct agent_counts *c, void *p, size
 static inline void agent_count_shape_free(struct agent_counts *c, void *p)
 {
 	struct agent_counters *s = (struct agent_counters *)c;
-	if (atomic_load_explicit(&s->last_alloc, memory_order_relaxed) == (uintptr_t)p) {
+	if (atomic_load_explicit(&s->last_alloc, memory_order_relaxed) == ~(uintptr_t)p) {
 		atomic_store_explicit(&s->last_alloc, 0, memory_order_relaxed);
 		agent_count_in(s, &s->temporary);
 	}

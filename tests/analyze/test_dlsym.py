@@ -10,7 +10,13 @@
                        knows), with the leaking functions named
     host:dlsym-ctypes  python3 leaking through ctypes (CDLL("libc.so.6")
                        .malloc): the 30 blocks of 4,000 bytes it drops are
-                       one record definitely lost
+                       lost, in records allocated through ffi_call:
+                       definitely lost, or one of them possibly lost when
+                       a stale pointer into it stays in Python's memory
+                       (valgrind memcheck says the same of the same run:
+                       116,000 bytes in 29 blocks definitely, 4,000 in 1
+                       possibly, seen 2026-11-28; the morning's runs had
+                       all 30 definitely lost)
     host:canonical-plt a -no-pie program that takes malloc's address
                        (tests/analyze/progs/nopie_malloc_addr.c; Debian's
                        python3 is built so too): no warning about another
@@ -96,8 +102,16 @@ def test_ctypes(suite):
     problems = []
     if not hout.startswith(b"done\n"):
         problems.append("stdout %r" % hout[:200])
-    if not re.search(r"120,000 bytes in 30 blocks definitely lost", text):
-        problems.append("no record of 120,000 bytes in 30 blocks definitely lost")
+    lost = {"definitely": [0, 0], "possibly": [0, 0]}
+    for rec in re.split(r"\n(?=[\d,]+ bytes in [\d,]+ blocks? )", text):
+        m = re.match(r"([\d,]+) bytes in ([\d,]+) blocks? (definitely|possibly) lost", rec)
+        if m and "ffi_call" in rec:
+            lost[m.group(3)][0] += int(m.group(1).replace(",", ""))
+            lost[m.group(3)][1] += int(m.group(2).replace(",", ""))
+    total = [lost["definitely"][i] + lost["possibly"][i] for i in (0, 1)]
+    if total != [120000, 30] or lost["definitely"][1] < 29:
+        problems.append("records through ffi_call: %s, want 120,000 bytes in 30 blocks lost, "
+                        "29 of them definitely at least" % lost)
     return problems, [text[-1500:]]
 
 

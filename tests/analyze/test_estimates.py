@@ -333,7 +333,8 @@ def test_onset(suite):
     from the start, a 1,024,000 B/s one from 15 s on, churn beside them;
     attached with the defaults and --every 1s for 40 s: growth names
     both growing, the fast one with its rate since it started (within
-    15 %) under "started later", the slow one within 30 %."""
+    15 %) under "started later", the slow one within 30 % (or within
+    one and a half times its 90 % interval)."""
     work = os.path.join(suite.build, "e2e", "analyze", "estimates")
     os.makedirs(work, exist_ok=True)
     prog = os.path.join(work, "attach_onset")
@@ -368,7 +369,11 @@ def test_onset(suite):
         if not re.search(r"^started later .*\n(.*\n)*\s+1\s+from [\d.]+ s .*cache_result$",
                          text, re.M):
             problems.append("cache_result not said to have started later")
-        if not slow or slow[0] != "growing" or not 0.7 * 25600 <= slow[1] <= 1.3 * 25600:
+        # a slow leak's slope is noisy: within 30 %, or its 90 % interval
+        # (half as wide again: one run in ten falls outside it) holds the rate
+        if not slow or slow[0] != "growing" or not (
+                0.7 * 25600 <= slow[1] <= 1.3 * 25600 or
+                slow[1] - 1.5 * slow[3] <= 25600 <= slow[1] + 1.5 * slow[2]):
             problems.append("lose_connection %s, want growing at 25600 B/s" % (slow,))
         rest, err = p.communicate(timeout=30)
         if p.returncode != 0 or rest != b"done\n" or err:
