@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -106,6 +107,27 @@ static void put_when(struct agent_writer *w, int64_t heap_in_use)
 		agent_put(w, " " FMT_HEAP_RUN);
 		agent_put(w, agent_config.run_id);
 	}
+	agent_put(w, "\n");
+}
+
+/* "# heaptrail-exe REAL STARTED": the executable's file (what the maps
+ * name) and the path it was started by (AT_EXECFN), when they differ: a
+ * program started through a symlink (Debian's redis-server is
+ * redis-check-rdb) is shown by the name the user gave it. */
+static void put_exe(struct agent_writer *w)
+{
+	char real[4096];
+	const char *started = (const char *)getauxval(AT_EXECFN);
+	ssize_t n = readlink("/proc/self/exe", real, sizeof real - 1);
+	if (n <= 0 || !started || started[0] != '/')
+		return;
+	real[n] = 0;
+	if (agent_streq(real, started))
+		return;
+	agent_put(w, FMT_HEAP_EXE " ");
+	agent_put_escaped(w, real);
+	agent_put(w, " ");
+	agent_put_escaped(w, started);
 	agent_put(w, "\n");
 }
 
@@ -265,6 +287,7 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
 	agent_put_u64(&w, sample);
 	agent_put(&w, "\n");
 	put_when(&w, heap_in_use);
+	put_exe(&w);
 	agent_counters_put_shape(&w, FMT_HEAP_SHAPE);
 	for (uint32_t id = 1; id <= nstacks; id++) {
 		struct agent_stack *s = agent_stack_get(id);

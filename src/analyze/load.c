@@ -49,6 +49,13 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* A module's name in frames: its file's base name, but the executable's
+ * by the name it was started by (profile.h: exe_shown). */
+static const char *module_name(const struct prof_profile *p, const char *path)
+{
+	return p->exe_real && path && !strcmp(path, p->exe_real) ? p->exe_shown : base_name(path);
+}
+
 static char errbuf[512];
 
 struct pcmap {
@@ -190,7 +197,7 @@ static int make_location(struct prof_profile *p, struct symbolizer *sym, uint64_
 		const char *modpath = sf[i].module;
 		if (!modpath && loc->mapping >= 0)
 			modpath = p->maps[loc->mapping].file;
-		f.module = prof_build_intern(p, base_name(modpath), oom);
+		f.module = prof_build_intern(p, module_name(p, modpath), oom);
 		f.symbolized = strcmp(sf[i].function, "??") != 0;
 		if (f.symbolized) {
 			f.function = prof_build_intern(p, sf[i].function, oom);
@@ -200,7 +207,7 @@ static int make_location(struct prof_profile *p, struct symbolizer *sym, uint64_
 			/* stable across runs (ASLR): module+offset when the module is known */
 			if (loc->mapping >= 0) {
 				const struct prof_mapping *m = &p->maps[loc->mapping];
-				snprintf(name, sizeof name, "%s+0x%llx", base_name(m->file),
+				snprintf(name, sizeof name, "%s+0x%llx", module_name(p, m->file),
 					 (unsigned long long)(pc - m->start + m->offset));
 			} else {
 				snprintf(name, sizeof name, "0x%llx", (unsigned long long)pc);
@@ -325,6 +332,10 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->agent_bytes = d.agent_bytes;
 	p->rss = d.rss;
 	p->heap_in_use = d.heap_in_use;
+	if (d.exe_real && d.exe_started) {
+		p->exe_real = prof_build_intern(p, d.exe_real, &oom);
+		p->exe_shown = prof_build_intern(p, base_name(d.exe_started), &oom);
+	}
 	p->pid = d.pid;
 	p->shape = d.shape;
 	p->has_alloc = d.has_alloc;

@@ -86,6 +86,9 @@ struct prof_profile {
 	int64_t agent_bytes;    /* the agent's own mappings then (-1 when unknown) */
 	int64_t rss;            /* the process's private resident memory then (-1: unknown) */
 	int64_t heap_in_use;    /* the allocator's own count of its bytes in use (-1: unknown) */
+	/* the executable's file and the name its frames are shown by, when
+	 * it was started through a symlink ("# heaptrail-exe"); else NULL */
+	const char *exe_real, *exe_shown;
 	long pid;
 	struct fmt_shape shape; /* the dump's allocation shape (exact heaptrail dumps) */
 	bool has_alloc;         /* allocated-so-far values are meaningful */

@@ -273,8 +273,35 @@ int fmt_shape_parse(struct fmt_shape *s, const char *text)
 	return 0;
 }
 
+/* "# heaptrail-exe REAL STARTED", both '%XX'-escaped. */
+static void parse_exe(struct fmt_heap_dump *d, const char *s)
+{
+	s += FMT_LEN(FMT_HEAP_EXE);
+	if (*s++ != ' ' || d->exe_real)
+		return;
+	size_t a = strcspn(s, " \n");
+	if (s[a] != ' ')
+		return;
+	const char *t = s + a + 1;
+	size_t b = strcspn(t, " \n");
+	char *real = strndup(s, a), *started = strndup(t, b);
+	if (!real || !started || !a || !b) {
+		free(real);
+		free(started);
+		return;
+	}
+	fmt_unescape(real);
+	fmt_unescape(started);
+	d->exe_real = real;
+	d->exe_started = started;
+}
+
 static void parse_comment(struct fmt_heap_dump *d, const char *s)
 {
+	if (!strncmp(s, FMT_HEAP_EXE, FMT_LEN(FMT_HEAP_EXE))) {
+		parse_exe(d, s);
+		return;
+	}
 	if (!strncmp(s, FMT_HEAP_SHAPE " ", FMT_LEN(FMT_HEAP_SHAPE) + 1)) {
 		fmt_shape_parse(&d->shape, s + FMT_LEN(FMT_HEAP_SHAPE));
 		return;
@@ -551,5 +578,7 @@ void fmt_heap_release(struct fmt_heap_dump *d)
 		free(d->stacks[i].pool_name);
 	free(d->stacks);
 	free(d->pool);
+	free(d->exe_real);
+	free(d->exe_started);
 	memset(d, 0, sizeof *d);
 }

@@ -96,6 +96,9 @@ struct fmt_heap_dump {
 	int64_t agent_bytes;           /* the agent's own mappings then, or -1 */
 	int64_t rss;                   /* the process's private resident memory then, or -1 */
 	int64_t heap_in_use;           /* the allocator's own bytes in use then, or -1 */
+	/* the executable's file (as the maps name it) and the path it was
+	 * started by, when they differ ("# heaptrail-exe"); else NULL */
+	char *exe_real, *exe_started;
 	long pid;                      /* -1 when unknown */
 	struct fmt_shape shape;        /* its FMT_HEAP_SHAPE line (exact dumps) */
 	char run[64];                  /* the agent's run id, or "" */

@@ -57,6 +57,8 @@
 #define FMT_HEAP_ALLOC_IN_USE "heap_in_use=" /* the allocator's own count of its bytes in use */
 #define FMT_HEAP_ENDS        "end=1"         /* the dump ends with FMT_HEAP_END_LINE */
 #define FMT_HEAP_END_LINE    "# heaptrail-end"   /* the last line: the dump is whole */
+#define FMT_HEAP_EXE         "# heaptrail-exe"   /* REAL STARTED ('%XX'-escaped): the executable's
+						  * file and the path it was started by (a symlink's) */
 /* exact mode only: how the allocations went, in every thread since the
  * start (or attach): "temporary=T sizes=N0,N1,...,N31" — T allocations
  * freed by the thread that made them before it allocated anything else

@@ -41,6 +41,9 @@
     dump:fork-seq    fork_dumps: a forked child numbers its own dumps from
                      0000 (PARENT.0000, PARENT.0001, CHILD.0000), as the
                      parent does
+    dump:exe-symlink a stripped program started through a symlink: the
+                     dump names both files, `top` names its frames by the
+                     link (without the line: by the file)
 """
 import os
 import re
@@ -430,6 +433,43 @@ def test_dump_metadata(suite):
     return problems, []
 
 
+def test_exe_symlink(suite):
+    """A program started through a symlink (Debian's redis-server is a
+    link to redis-check-rdb): the dump says both names, and frames of the
+    executable that have no symbol are named by the link, the name the
+    user started ("redis-server+0x..."); with the line taken out (the
+    dumps of before), by the file ("redis-check-rdb+0x...")."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "exe-symlink"))
+    prog = os.path.join(work, "real-name")
+    rc, _, err = rt.run([suite.cc, "-O1", "-s", "-o", prog,
+                         os.path.join(common.HERE, "progs", "first_dump.c"),
+                         "-I", os.path.join(common.ROOT, "include")])
+    if rc != 0:
+        raise Failure("cc first_dump.c: %s" % rt.short(err))
+    link = os.path.join(work, "started-name")
+    os.symlink("real-name", link)
+    first, later = os.path.join(work, "first.heap"), os.path.join(work, "later.heap")
+    rc, _, err = rt.run([suite.heaptrail, "run", "--sample", "1", "-o", os.path.join(work, "out"),
+                         "--", link, first, later])
+    if rc != 0:
+        raise Failure("heaptrail run via a symlink: status %d: %s" % (rc, rt.short(err)))
+    problems = []
+    text = open(later).read()
+    want = "# heaptrail-exe %s %s\n" % (prog, link)
+    if want not in text:
+        problems.append("no %r in the dump" % want)
+    rc, out, err = rt.run([suite.heaptrail, "top", "-n", "50", later])
+    if rc != 0 or b"started-name+0x" not in out or b"real-name+0x" in out:
+        problems.append("top names the executable's frames: %s" % rt.short(out + err, 600))
+    old = os.path.join(work, "old.heap")
+    with open(old, "w") as f:
+        f.write(text.replace(want, ""))
+    rc, out, err = rt.run([suite.heaptrail, "top", "-n", "50", old])
+    if rc != 0 or b"real-name+0x" not in out:
+        problems.append("without the line, top: %s" % rt.short(out + err, 600))
+    return problems, []
+
+
 def test_fork_seq(suite):
     work, prog = api_prog(suite, "fork_dumps", "fork-seq")
     out = os.path.join(work, "out")
@@ -452,6 +492,7 @@ def test_fork_seq(suite):
 def collect(suite):
     return [("dump:metadata", lambda: test_dump_metadata(suite)),
             ("dump:fork-seq", lambda: test_fork_seq(suite)),
+            ("dump:exe-symlink", lambda: test_exe_symlink(suite)),
             ("top:pprof", lambda: test_pprof(suite)),
             ("top:jeprof", lambda: test_jeprof(suite)),
             ("top:jemalloc", lambda: test_jemalloc(suite)),
