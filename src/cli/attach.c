@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/growth.h"
 #include "cli/cli.h"
 #include "format/options.h"
 #include "format/vocab.h"
@@ -169,6 +170,8 @@ struct attach_args {
 	const char *outdir, *html;
 	char opts[1024], fns[4096];
 	bool has_sample, has_every, has_timeline;
+	bool exact;              /* --sample 1 */
+	uint64_t every_ms;       /* --every, 0 when not given */
 	uint64_t for_ms;
 	long pid;
 	struct ctl_live_opts lo;
@@ -221,6 +224,10 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		}
 		a->has_sample |= !strcmp(key, "sample");
 		a->has_every |= !strcmp(key, "every");
+		if (!strcmp(key, "sample"))
+			a->exact = !strcmp(v, "1");
+		if (!strcmp(key, "every") && !fmt_opt_duration(v, strlen(v), &a->every_ms))
+			a->every_ms = 0;
 		a->has_timeline |= !strcmp(key, "timeline");
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",%s=%s", key,
 			 val);
@@ -354,8 +361,16 @@ int cmd_attach(int argc, char **argv)
 		}
 	}
 	if (!for_ms && !live && !a->html) {
+		/* growth needs 3 dumps, PROF_GROWTH_MIN_DUMPS sampled; the
+		 * first comes one period after the attach */
+		int dumps = a->exact ? 3 : PROF_GROWTH_MIN_DUMPS;
+		uint64_t every = has_every ? a->every_ms : 10000;
 		fprintf(stderr, "heaptrail: `heaptrail detach %ld` stops; `heaptrail growth %s` "
-			"ranks what grows\n", pid, abs);
+			"ranks what grows", pid, abs);
+		if (every)
+			fprintf(stderr, " from %d dumps on (--every %gs: about %g s from now)",
+				dumps, (double)every / 1000, (double)every * dumps / 1000);
+		fputc('\n', stderr);
 		return 0;
 	}
 	if (!for_ms) {

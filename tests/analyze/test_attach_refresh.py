@@ -5,6 +5,8 @@ flat, the dumps see only the successors, rising. Dumps taken on the
 program's allocation path say what the allocator counts in use
 (heap_in_use=), and growth calls such a site "replacing", not growing.
 
+    (each attach says when growth can first answer: 3 dumps exact, 5
+    sampled, at its --every)
     attach-refresh:cache      the cache alone, --sample 1: most timed
                     dumps say heap_in_use, within the seen heap and its
                     chunk overhead plus the 4 MiB cache; cache_refresh
@@ -115,6 +117,11 @@ def test_attach(suite, leak, exact, alloc=None):
         rc, _, err = ta.heaptrail(suite, *(args + [str(t.p.pid)]))
         if not ta.expect_ok(problems, "attach", rc, err):
             return problems, info
+        # when growth can first answer: 3 exact dumps, 5 sampled
+        want = ("from 3 dumps on (--every 0.2s: about 0.6 s from now)" if exact else
+                "from 5 dumps on (--every 0.2s: about 1 s from now)")
+        if want.encode() not in err:
+            problems.append("the attach does not say %r: %s" % (want, err.decode()[-300:]))
         c0, t0 = counts(t), time.monotonic()
         time.sleep(4)
         c1, t1 = counts(t), time.monotonic()
