@@ -13,7 +13,7 @@
                          detach; the script ends with its output and status
     attach:real-ctypes, attach:real-ctypes-exact   python3 started bare
                          runs tests/analyze/progs/ctypes_leak.py: 4 KiB
-                         leaked through ctypes every 0.1 ms or so, through
+                         leaked through ctypes about every millisecond, through
                          libc's malloc and free as dlsym gave them before
                          the attach (the allocator's entry points behind
                          trampolines, issue 28), beside a flat ring of
