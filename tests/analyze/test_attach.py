@@ -174,8 +174,8 @@ def build(suite):
 class Target:
     """The program, started bare (no LD_PRELOAD), driven through stdin."""
 
-    def __init__(self, prog, cwd, argv=None):
-        env = dict(os.environ)
+    def __init__(self, prog, cwd, argv=None, env=None):
+        env = dict(env or os.environ)
         env.pop("LD_PRELOAD", None)
         env.pop("HEAPTRAIL_OPTIONS", None)
         self.p = subprocess.Popen(argv or [prog], stdin=subprocess.PIPE,
@@ -284,7 +284,7 @@ def growth_rows(text):
     """(rank or '-', trend, slope bytes/s, site) for each row of growth."""
     rows = []
     for l in text.splitlines():
-        m = re.match(r"^\s+(\d+|-)\s+(.+?)\s{2,}([+-]\d+)(?: B)?/s\s.*\s(\S+)$", l)
+        m = re.match(r"^\s+(\d+|-)\s+(.+?)\s{2,}([+-]?\d+)(?: B)?/s\s.*\s(\S+)$", l)
         if m:
             rows.append((m.group(1), m.group(2).strip(), int(m.group(3)), m.group(4)))
     return rows
