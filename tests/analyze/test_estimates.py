@@ -11,11 +11,13 @@ the bytes it holds by its own count.
                       about 2 s of CPU each): 20 with the defaults of a
                       profiling run (`heaptrail run --every 60m`, no
                       --sample: sample=auto), 5 at --sample 512k.
-                      With the defaults, every dump's S must be finer
-                      than 16k (auto's rule: 2,000 samples of a 10 MB
-                      heap want 5 KB, so it stays at its 8 KiB start,
-                      and its budget in time lets the churn be sampled
-                      at 8 KiB: with the budget in samples, 2,000 a
+                      With the defaults, every dump's S must be 64k
+                      or finer (auto's rule: 2,000 samples of a 10 MB
+                      heap want 5 KB, so it starts at 8 KiB, and its
+                      budget in time lets the churn be sampled at 8 KiB
+                      on a quiet machine; 25 programs on 2 cores make
+                      each sample dearer in wall time, and CI's machine
+                      saw 16k; with the budget in samples, 2,000 a
                       second, S rose to 128k and leak_token was "too few
                       samples"),
                       `heaptrail growth` must name both leaks
@@ -184,8 +186,8 @@ def test_server(suite):
             named, RUNS, RUNS - 1))
     details.append("both leaks named in %d of %d runs with the defaults" % (named, RUNS))
     details.append("S of the default runs' dumps: %s" % sorted(periods, key=str))
-    if not periods or not all(p and 1 < p < 16384 for p in periods):
-        problems.append("the default runs' dumps have S %s, want auto's, finer than 16k" %
+    if not periods or not all(p and 1 < p <= 65536 for p in periods):
+        problems.append("the default runs' dumps have S %s, want auto's, 64k or finer" %
                         sorted(periods, key=str))
     if slopes:
         # each slope's own 90 % interval should hold the true rate about
