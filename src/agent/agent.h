@@ -25,11 +25,11 @@
  * a function at start-up: agent_sample_on_check, agent_tables_on_unlock,
  * agent_signals_on_fatal, agent_pending_on_check.
  *
- *   layer 3 process: lifecycle leakscan api attach
+ *   layer 3 process: lifecycle exitreport sigchecks leakscan api attach
  *        (the constructor, fork, exit and its report, leak checks, the API,
  *        the agent loaded into a running process)
- *   layer 2 record:  hooks heapprofile triggers leakwriter poolrec fnhook fnhook_impl
- *                    fnreloc fnfind fnentries
+ *   layer 2 record:  hooks dlhooks mmaphooks heapprofile triggers leakwriter poolrec
+ *                    fnhook fnhook_impl fnreloc fnfind fnentries
  *        (the allocator entry points, pool operations and the allocator
  *        functions hooked by name, and the files written while the
  *        program runs and at its end)
@@ -90,7 +90,7 @@ struct agent_tls {
 	bool pushing;            /* a record is being written (nested signals) */
 	bool tables_locked;      /* this thread holds (or is taking) every table lock */
 	bool in_loader;          /* inside dlclose: the loader's list may be
-				  * half changed (hooks.c, dlclose) */
+				  * half changed (dlhooks.c, dlclose) */
 	struct agent_defer *defer;
 	uintptr_t fn_outer;      /* the saved registers of this thread's hooked
 				  * allocator call in progress (fnhook.c), 0 none */
@@ -110,7 +110,9 @@ extern __thread struct agent_tls agent_tls;
 #define AGENT_BUSY_HOOK 3
 
 /* ---- process state (startup.c) ---- */
-extern atomic_int agent_state;   /* 0 uninitialised, 1 initialising, 2 ready */
+/* the real allocator and what tracking needs (agent_ready, startup.h) */
+enum agent_state { AGENT_STATE_NONE, AGENT_STATE_INITIALISING, AGENT_STATE_READY };
+extern atomic_int agent_state;   /* an enum agent_state */
 extern pid_t agent_pid;          /* updated in a forked child */
 /* The PID files name and record: the process's own, or the one heaptrail
  * attach was given for it from another PID namespace (the `pid` option),

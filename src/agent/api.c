@@ -30,7 +30,7 @@ AGENT_CALLER_ENTRY(heaptrail_leak_check, agent_api_leak_check, AGENT_CALLER_RETU
 
 __attribute__((used)) int agent_api_leak_check(int flags, const uintptr_t *regs, uintptr_t sp)
 {
-	if (!agent_config.leak_kinds)
+	if (!agent_sampling.leak_kinds)
 		return -ENOTSUP;  /* as heaptrail.h says: the program asked for kinds */
 	return agent_leak_check(flags, sp, regs, AGENT_CALLER_NREGS, NULL, 0);
 }
@@ -94,7 +94,7 @@ AGENT_API int heaptrail_pool_change(const void *pool, const void *old, const voi
 	if (!agent_poolrec_enter())
 		return -EAGAIN;
 	int ret = agent_pool_chunk_change((uintptr_t)pool, (uintptr_t)old, (uintptr_t)addr, size);
-	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_leave(ret == -ENOENT && agent_sampling.period > 1 ? 0 : ret);
 }
 
 AGENT_API int heaptrail_pool_trim(const void *pool, const void *addr, size_t size)
@@ -148,7 +148,7 @@ AGENT_API int heaptrail_block_resize(const void *addr, size_t old_size, size_t n
 	if (!agent_poolrec_enter())
 		return -EAGAIN;
 	int ret = agent_pool_chunk_change(0, (uintptr_t)addr, (uintptr_t)addr, new_size);
-	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_leave(ret == -ENOENT && agent_sampling.period > 1 ? 0 : ret);
 }
 
 /* jemalloc's profiling controls, for programs written against jemalloc's
@@ -159,7 +159,7 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 	static bool looked;
 	if (!looked) {
 		int busy = agent_tls.busy;
-		agent_tls.busy = 1;
+		agent_tls.busy = AGENT_BUSY_AGENT;
 		next = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_NEXT, "mallctl");
 		agent_tls.busy = busy;
 		looked = true;
@@ -194,8 +194,8 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 		if (newp && (newlen != sizeof(size_t) || *(size_t *)newp > 62))
 			return EINVAL;
 		if (newp) {
-			agent_config.sample_auto = false;  /* the program chose S */
-			agent_resample((uint64_t)1 << *(size_t *)newp);
+			/* the program chose S: no longer auto */
+			agent_resample((uint64_t)1 << *(size_t *)newp, false);
 		}
 		agent_reset_cumulative();
 		return 0;
@@ -204,7 +204,7 @@ AGENT_API int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 		if (!oldp || !oldlenp || *oldlenp != sizeof(size_t))
 			return EINVAL;
 		size_t lg = 0;
-		while ((1ull << (lg + 1)) <= agent_config.sample)
+		while ((1ull << (lg + 1)) <= agent_sampling.period)
 			lg++;
 		*(size_t *)oldp = lg;
 		return 0;

@@ -19,7 +19,7 @@
  * loaded after the attach" below). The attach adds no thread.
  *
  * The attach also installs the handlers that write the report of a
- * process killed by a fatal signal (lifecycle.c).
+ * process killed by a fatal signal (sigchecks.c).
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
  * still holds the agent's value, allocations first (the entry points
@@ -640,7 +640,7 @@ static bool write_record(bool detached)
 	agent_put(&w, "pid ");
 	agent_put_u64(&w, (uint64_t)agent_shown_pid());
 	agent_put(&w, "\nsample ");
-	agent_put_u64(&w, agent_config.sample);
+	agent_put_u64(&w, agent_sampling.period);
 	agent_put(&w, "\nattached ");
 	put_time(&w, &attached_at);
 	agent_put(&w, "\nslots ");
@@ -649,7 +649,7 @@ static bool write_record(bool detached)
 	if (detached) {
 		struct agent_counts c;
 		agent_counters_sum(&c);
-		if (agent_config.sample <= 1) {
+		if (agent_sampling.period <= 1) {
 			agent_put(&w, "freed_before_attach ");
 			agent_put_u64(&w, c.untracked_frees - untracked_at_attach);
 			agent_put(&w, "\n");
@@ -823,11 +823,11 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 {
 	if (!agent_attach_loaded_late())
 		return -EPERM;
-	int expect = 0;
-	if (atomic_load(&agent_attach_state) == 1)
+	int expect = AGENT_NEVER_ATTACHED;
+	if (atomic_load(&agent_attach_state) == AGENT_ATTACHED)
 		return -EALREADY;
 	int busy = agent_tls.busy;
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	int ret = 0;
 	bool recorded = false;
 	agent_log_capture(notes, sizeof notes);
@@ -846,27 +846,25 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 		}
 	}
 	clock_gettime(CLOCK_REALTIME, &attached_at);
-	if (atomic_compare_exchange_strong(&agent_attach_state, &expect, 1)) {
+	if (atomic_compare_exchange_strong(&agent_attach_state, &expect, AGENT_ATTACHED)) {
 		/* the first attach: what the constructor does */
 		agent_resolve_global(agent_attach_definition);
 		agent_config_load_from(opts, output);
 		agent_start_attached();
 	} else {
 		/* attached again after a detach: start afresh */
-		uint64_t old = agent_config.sample;
 		agent_config_load_from(opts, output);
-		uint64_t want = agent_config.sample;
-		agent_config.sample = old;
-		agent_resample(want);  /* a no-op when it is the same */
+		/* a no-op but for auto when it is the same */
+		agent_resample(agent_config.sample, agent_config.sample_auto);
 		agent_tables_lock_all();
 		agent_live_clear_locked();
 		agent_pool_clear_locked();
 		agent_tables_unlock_all();
 		agent_reset_cumulative();
-		agent_config.leak_kinds = agent_config.sample <= 1;
+		agent_sampling_start();
 		agent_set_recording(agent_config.active);
 		agent_triggers_start();
-		atomic_store(&agent_attach_state, 1);
+		atomic_store(&agent_attach_state, AGENT_ATTACHED);
 	}
 	struct agent_counts c;
 	agent_counters_sum(&c);
@@ -909,10 +907,10 @@ AGENT_API int heaptrail_attach_stop(void)
 
 static int attach_stop(void)
 {
-	if (atomic_load(&agent_attach_state) != 1)
+	if (atomic_load(&agent_attach_state) != AGENT_ATTACHED)
 		return -ENOENT;
 	int busy = agent_tls.busy;
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	agent_log_capture(notes, sizeof notes);
 	agent_hooks_on_dlsym(NULL);
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
@@ -922,9 +920,9 @@ static int attach_stop(void)
 	agent_triggers_stop();
 	agent_tls.busy = 0;
 	agent_dump(NULL, "final");
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	agent_set_recording(false);
-	atomic_store(&agent_attach_state, 2);
+	atomic_store(&agent_attach_state, AGENT_DETACHED);
 	notes_end(write_record(true));
 	if (dir_fd >= 0)
 		syscall(SYS_close, dir_fd);

@@ -118,6 +118,8 @@ struct agent_config agent_config = {
 	.peak_step = 10,
 };
 
+struct agent_sampling agent_sampling = { .period = 1, .leak_kinds = true };
+
 /* ---- value parsers: each returns false on a malformed value ---- */
 
 static bool parse_bool(const char *s, size_t n, uint64_t *out)
@@ -367,7 +369,4 @@ void agent_config_load_from(const char *s, const char *out)
 		agent_config.sample = AGENT_SAMPLE_AUTO_MIN;
 	if (agent_config.sample == 0)
 		agent_config.sample = 1;
-	/* Classifying needs every block: only in exact mode. */
-	if (agent_config.sample > 1)
-		agent_config.leak_kinds = false;
 }

@@ -1,17 +1,11 @@
 /*
  * config.h — the options (config.c): read once from HEAPTRAIL_OPTIONS
- * by the constructor. Layer 0.
+ * by the constructor (or from the CLI's at an attach), and the sampling
+ * in force. Layer 0.
  *
- * Not quite fixed after that: a program's mallctl("prof.reset") with a
- * new lg_sample changes `sample` and turns `leak_kinds` off
- * (agent_resample, sample.c: the blocks recorded before are forgotten),
- * and with sample=auto the sampler raises `sample` as the heap grows
- * (agent_sample_raise, sample.c: the recorded blocks are thinned).
- * Every other field keeps its value for the life of the process (a forked
- * child inherits them). Before the constructor the fields hold config.c's
- * defaults, with `sample` 1: the first allocations, which may come
- * earlier, are tracked exactly (and forgotten by the constructor when
- * sampling is asked for).
+ * The options keep their values for the life of the process (a forked
+ * child inherits them); an attach after a detach reads them again. What
+ * changes at run time is apart, in struct agent_sampling below.
  */
 #ifndef HEAPTRAIL_AGENT_CONFIG_H
 #define HEAPTRAIL_AGENT_CONFIG_H
@@ -60,6 +54,24 @@ struct agent_config {
 	char debug_dir[1024];    /* separate debug files; "" = /usr/lib/debug */
 };
 extern struct agent_config agent_config;
+
+/* The sampling in force. agent_config says what was asked; this is what
+ * is, and it changes while the program runs: sample=auto raises the
+ * period as the heap grows (agent_sample_raise: the recorded blocks are
+ * thinned), a program's mallctl("prof.reset") with a new lg_sample and
+ * an attach after a detach set it (agent_resample: the blocks recorded
+ * before are forgotten, and with them the classification). Written by
+ * sample.c alone (agent_sampling_start copies the options at start-up
+ * and at each attach); read anywhere. Until then: exact, so the first
+ * allocations, which may come before any constructor, are tracked (and
+ * forgotten by the constructor when sampling is asked for). */
+struct agent_sampling {
+	uint64_t period;         /* mean bytes between samples; 1 = exact */
+	bool automatic;          /* sample=auto: the period follows the heap */
+	bool leak_kinds;         /* blocks are classified at exit: exact all
+				  * along, and the option leak_kinds */
+};
+extern struct agent_sampling agent_sampling;
 
 /* sample=auto: where `sample` starts and how far it may rise (sample.c
  * says why 8 KiB) */

@@ -61,7 +61,7 @@ void agent_counters_forked(void)
  * one by one: the totals are what the samples stand for. */
 static void estimate_totals(struct agent_counts *out)
 {
-	if (agent_config.sample <= 1) {
+	if (agent_sampling.period <= 1) {
 		out->allocs += out->tracked;
 		out->bytes_allocated += out->tracked_bytes;
 		out->frees = out->tracked_frees;
@@ -99,7 +99,7 @@ void agent_counters_sum(struct agent_counts *out)
 
 void agent_counters_put_shape(struct agent_writer *w, const char *key)
 {
-	if (agent_config.sample > 1)
+	if (agent_sampling.period > 1)
 		return;
 	uint64_t temporary = 0, sizes[FMT_SHAPE_BUCKETS] = { 0 };
 	for (int i = 0; i < NSLOTS; i++) {

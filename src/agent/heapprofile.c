@@ -236,7 +236,7 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
 	if (atomic_exchange(&dumping, 1))
 		return -EBUSY;
 	int saved_busy = agent_tls.busy;
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	/* before the tables' locks: the allocator takes its own */
 	int64_t heap_in_use = alloc_path ? agent_heapstats_in_use() : -1;
 
@@ -255,7 +255,7 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
 	 * exactly the sum of the lines, as readers check. */
 #define ALL FMT_KIND_REACHABLE
 	agent_tables_lock_all();
-	uint64_t sample = agent_config.sample;  /* sample=auto raises it under these locks */
+	uint64_t sample = agent_sampling.period;  /* sample=auto raises it under these locks */
 	agent_live_per_stack_locked(live, nstacks);
 	agent_pool_per_stack_locked(live, nstacks, true);
 	for (uint32_t id = 1; id <= nstacks; id++) {

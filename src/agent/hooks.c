@@ -20,11 +20,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <sched.h>
-#include <stdarg.h>
-#include <sys/mman.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -138,7 +134,7 @@ static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
-		if (agent_config.sample <= 1)  /* sampling: the usual case, not counted */
+		if (agent_sampling.period <= 1)  /* sampling: the usual case, not counted */
 			agent_count(&agent_my_counts()->untracked_frees, 1);
 		return false;
 	}
@@ -435,7 +431,7 @@ static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 
 atomic_int agent_pending;
 
-/* The leak check (lifecycle.c), set by the constructor before the check
+/* The leak check (exitreport.c), set by the constructor before the check
  * signal's handler can ask for one. */
 static agent_leak_check_fn *pending_check;
 
@@ -469,19 +465,8 @@ AGENT_NOINLINE void agent_run_pending(void)
 
 /* ---------- the entry points ---------- */
 
-static inline void check_pending(void)
-{
-	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
-		agent_run_pending();
-}
-
-/* An entry point is done with the tables: what signal handlers deferred
- * meanwhile is pending work too. */
-static inline void leave(void)
-{
-	agent_tls.busy = 0;
-	check_pending();
-}
+/* An entry point is done with the tables (hooks.h). */
+#define leave agent_hook_leave
 
 /* The common shape: pass through when nested or not ready; an allocation
  * the sampler passes over costs a countdown; a sampled one is recorded
@@ -870,255 +855,3 @@ DELETE3(_ZdlPvmSt11align_val_t, size_t, size_t)
 DELETE3(_ZdaPvmSt11align_val_t, size_t, size_t)
 DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
 DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
-
-/* ---------- dlsym ----------
- *
- * dlsym(handle, "malloc") with the handle of a library (Python's ctypes:
- * CDLL("libc.so.6").malloc) searches that library's own scope, where the
- * agent is not: the program would get libc's malloc and allocate behind
- * the agent's back (a preloaded agent or an attached one alike). So the
- * agent defines dlsym: for a real handle it asks libc's dlsym and, when
- * the answer is the allocator the agent wraps, gives the agent's entry
- * point instead. RTLD_DEFAULT and RTLD_NEXT depend on who calls (the
- * loader reads the return address): those jump straight to libc's dlsym
- * with the caller's return address untouched, from the assembly stub
- * below. For a real handle glibc does not look at the caller. */
-
-void *agent_real_dlsym __attribute__((visibility("hidden")));
-/* agent_hooks_on_dlsym's function; the stub below tests it too */
-void (*agent_dlsym_seen)(void) __attribute__((visibility("hidden")));
-
-void agent_hooks_on_dlsym(void (*fn)(void))
-{
-	__atomic_store_n(&agent_dlsym_seen, fn, __ATOMIC_RELEASE);
-}
-
-/* Runs agent_dlsym_seen for a dlsym of the program's. */
-__attribute__((visibility("hidden"), used)) void agent_dlsym_note(void)
-{
-	void (*fn)(void) = __atomic_load_n(&agent_dlsym_seen, __ATOMIC_ACQUIRE);
-	if (!fn || agent_tls.busy || agent_tls.in_loader)
-		return;
-	agent_tls.busy = AGENT_BUSY_AGENT;
-	fn();
-	agent_tls.busy = 0;
-}
-
-static void *dlsym_unavailable(void *handle, const char *name)
-{
-	(void)handle, (void)name;
-	return NULL;
-}
-
-/* libc's dlsym, looked up once; never NULL. */
-__attribute__((visibility("hidden"), used)) void *agent_dlsym_resolve(void)
-{
-	void *f = __atomic_load_n(&agent_real_dlsym, __ATOMIC_ACQUIRE);
-	if (f)
-		return f;
-	int busy = agent_tls.busy;
-	agent_tls.busy = AGENT_BUSY_AGENT;  /* dlopen's allocations are ours */
-	/* a reference to libc kept for good: libc is never unloaded */
-	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-	if (libc) {
-		f = dlvsym(libc, "dlsym", "GLIBC_2.34");
-		if (!f)
-			f = dlvsym(libc, "dlsym", "GLIBC_2.2.5");
-	}
-	if (!f) {
-		void *dl = dlopen("libdl.so.2", RTLD_LAZY | RTLD_NOLOAD);
-		if (dl)
-			f = dlvsym(dl, "dlsym", "GLIBC_2.2.5");
-	}
-	agent_tls.busy = busy;
-	if (!f)
-		f = (void *)dlsym_unavailable;
-	__atomic_store_n(&agent_real_dlsym, f, __ATOMIC_RELEASE);
-	return f;
-}
-
-/* The allocator entry point the agent has for what libc's dlsym found
- * under name, or found itself when it is not the wrapped allocator. */
-__attribute__((visibility("hidden"), used)) void *agent_dlsym_handle(void *handle,
-								  const char *name)
-{
-	void *(*real)(void *, const char *) =
-		(void *(*)(void *, const char *))agent_dlsym_resolve();
-	agent_dlsym_note();
-	void *f = real(handle, name);
-	if (!f || !name || !agent_ready())
-		return f;
-#define SAME(fn) if (f == (void *)agent_defs.fn) return (void *)fn
-	switch (name[0]) {
-	case 'm': SAME(malloc); SAME(memalign); SAME(malloc_usable_size); break;
-	case 'f': SAME(free); break;
-	case 'c': SAME(calloc); break;
-	case 'r': SAME(realloc); break;
-	case 'p': SAME(posix_memalign); SAME(pvalloc); break;
-	case 'a': SAME(aligned_alloc); break;
-	case 'v': SAME(valloc); break;
-	}
-#undef SAME
-	return f;
-}
-
-/* dlsym(handle, name): rdi = handle, rsi = name. RTLD_DEFAULT is 0 and
- * RTLD_NEXT -1; either goes to libc's dlsym by a jump (the return address
- * stays the caller's), after agent_dlsym_note when agent_dlsym_seen is
- * set; anything else to agent_dlsym_handle. */
-__asm__(".text\n"
-	".globl dlsym\n"
-	".type dlsym, @function\n"
-	"dlsym:\n"
-	"	.cfi_startproc\n"
-	"	endbr64\n"
-	"	cmpq $-1, %rdi\n"
-	"	je 1f\n"
-	"	testq %rdi, %rdi\n"
-	"	jne agent_dlsym_handle\n"
-	"1:	movq agent_real_dlsym(%rip), %rax\n"
-	"	testq %rax, %rax\n"
-	"	je 2f\n"
-	"	cmpq $0, agent_dlsym_seen(%rip)\n"
-	"	jne 2f\n"
-	"	jmp *%rax\n"
-	"2:	pushq %rdi\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	pushq %rsi\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	subq $8, %rsp\n"
-	"	.cfi_adjust_cfa_offset 8\n"
-	"	call agent_dlsym_note\n"
-	"	call agent_dlsym_resolve\n"
-	"	addq $8, %rsp\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	popq %rsi\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	popq %rdi\n"
-	"	.cfi_adjust_cfa_offset -8\n"
-	"	jmp *%rax\n"
-	"	.cfi_endproc\n"
-	".size dlsym, .-dlsym\n");
-
-/* ---------- process events ---------- */
-
-AGENT_API int dlclose(void *h)
-{
-	if (!agent_real.dlclose)
-		agent_ready();
-	if (!agent_tls.busy) {
-		agent_tls.busy = AGENT_BUSY_AGENT;
-		agent_modules_snapshot();
-		agent_tls.busy = 0;
-	}
-	/* dlclose unmaps the object before it takes it off the loader's
-	 * list, and the loader's lock is recursive: a leak check or a dump
-	 * on this thread meanwhile (a signal, or pending work run at the exit
-	 * of a free inside dlclose) would walk the list into unmapped memory.
-	 * Such work waits for a thread outside (agent_run_pending). */
-	bool was = agent_tls.in_loader;
-	agent_tls.in_loader = true;
-	int r = agent_real.dlclose(h);
-	agent_tls.in_loader = was;
-	agent_unwind_cfi_flush();  /* its code may be gone: forget its frames */
-	return r;
-}
-
-void agent_hooks_fork_prepare(void)
-{
-	agent_tls.busy = AGENT_BUSY_LOCKED;
-}
-
-void agent_hooks_fork_done(void)
-{
-	agent_tls.busy = 0;
-}
-
-/* ---------- anonymous mappings (config mmap=1) ----------
- * The program's mmap, munmap and mremap (glibc's own, malloc's among
- * them, call the kernel directly and are not seen). Each is the system
- * call, as glibc's wrapper makes it; with mmap=1 an anonymous mapping is
- * also recorded, with its stack, as a chunk of the pool "[mmap]"
- * (pool.c), which heap dumps show and leak reports leave out. A mapping
- * is forgotten before munmap gives its addresses back, as a block before
- * free. Off, the cost is one load of the option. */
-
-static AGENT_NOINLINE void note_mmap(void *p, size_t len)
-{
-	if (atomic_load_explicit(&agent_state, memory_order_acquire) != 2 || agent_tls.busy)
-		return;
-	agent_tls.busy = AGENT_BUSY_HOOK;
-	uint32_t id = agent_pool_mmap();
-	if (id && atomic_load_explicit(&recording, memory_order_relaxed) && agent_sampled(len)) {
-		uintptr_t pcs[AGENT_MAX_DEPTH];
-		int n = agent_unwind_cfi(pcs, agent_config.depth);
-		uint32_t stack = agent_stack_intern_pool(FMT_FN_MMAP, id, pcs, n);
-		agent_pool_unmap(id, (uintptr_t)p, len);  /* MAP_FIXED over a recorded one */
-		if (!stack || agent_pool_chunk_add(id, (uintptr_t)p, len, stack)) {
-			agent_count(&agent_my_counts()->dropped, 1);
-		} else {
-			struct agent_stack *s = agent_stack_get(stack);
-			agent_add_shared(&s->total_bytes, len);
-			agent_add_shared(&s->total_blocks, 1);
-		}
-	}
-	leave();
-}
-
-/* Forgets what of [p, p+len) was recorded; returns the bytes it held. */
-static AGENT_NOINLINE uint64_t note_munmap(void *p, size_t len)
-{
-	if (atomic_load_explicit(&agent_state, memory_order_acquire) != 2 || agent_tls.busy)
-		return 0;
-	agent_tls.busy = AGENT_BUSY_HOOK;
-	uint32_t id = agent_pool_mmap();
-	uint64_t gone = id ? agent_pool_unmap(id, (uintptr_t)p, len) : 0;
-	leave();
-	return gone;
-}
-
-AGENT_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	if (off & 4095) {  /* as glibc checks */
-		errno = EINVAL;
-		return MAP_FAILED;
-	}
-	void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	if (AGENT_UNLIKELY(agent_config.mmap) && p != MAP_FAILED && (flags & MAP_ANONYMOUS))
-		note_mmap(p, len);
-	return p;
-}
-
-AGENT_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return mmap(addr, len, prot, flags, fd, off);
-}
-
-AGENT_API int munmap(void *addr, size_t len)
-{
-	if (AGENT_UNLIKELY(agent_config.mmap))
-		note_munmap(addr, len);
-	return (int)syscall(SYS_munmap, addr, len);
-}
-
-AGENT_API void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-	void *want = NULL;
-	if (flags & MREMAP_FIXED) {
-		va_list ap;
-		va_start(ap, flags);
-		want = va_arg(ap, void *);
-		va_end(ap);
-	}
-	uint64_t had = AGENT_UNLIKELY(agent_config.mmap) ? note_munmap(old, old_len) : 0;
-	void *p = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
-	if (had) {
-		int saved = errno;
-		if (p != MAP_FAILED)
-			note_mmap(p, new_len);
-		else
-			note_mmap(old, old_len);  /* still there */
-		errno = saved;
-	}
-	return p;
-}

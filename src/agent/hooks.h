@@ -1,7 +1,8 @@
 /*
- * hooks.h — the allocator entry points (hooks.c): whether new blocks are
- * recorded, fork, and the work signal handlers leave for a thread's way
- * out of the agent. Layer 2.
+ * hooks.h — the allocator entry points (hooks.c), the loader's
+ * (dlhooks.c) and mmap's (mmaphooks.c): whether new blocks are recorded,
+ * fork, and the work signal handlers leave for a thread's way out of the
+ * agent. Layer 2.
  */
 #ifndef HEAPTRAIL_AGENT_HOOKS_H
 #define HEAPTRAIL_AGENT_HOOKS_H
@@ -36,7 +37,15 @@ void agent_defer_drain(void);
 #define AGENT_PENDING_DEFERRED 0x100
 extern atomic_int agent_pending;
 void agent_run_pending(void);
-/* The leak check agent_run_pending runs (lifecycle.c's agent_leak_check,
+/* An entry point is done with the tables: what signal handlers deferred
+ * meanwhile is pending work too. */
+static inline void agent_hook_leave(void)
+{
+	agent_tls.busy = 0;
+	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
+		agent_run_pending();
+}
+/* The leak check agent_run_pending runs (exitreport.c's agent_leak_check,
  * set by the constructor: the hooks sit below it). */
 typedef int agent_leak_check_fn(int flags, uintptr_t stack_from, const uintptr_t *extra,
 				int nextra, char *wrote, size_t cap);

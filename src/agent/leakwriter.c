@@ -4,7 +4,7 @@
  * gathered: the counters, the per-stack totals by kind, the scan's
  * summary. The format is format/leakfile.h's; the CLI reads it. This
  * file only formats: classifying, locking and choosing when to write
- * are the caller's (lifecycle.c).
+ * are the caller's (exitreport.c).
  */
 #include <unistd.h>
 
@@ -86,8 +86,8 @@ static void write_header(struct agent_writer *w, const struct agent_leak_report 
 	agent_put(w, "\n");
 	write_line_u64(w, FMT_LEAKS_DROPPED, t->dropped);
 	agent_counters_put_shape(w, FMT_LEAKS_SHAPE);
-	if (agent_config.sample > 1)
-		write_line_u64(w, FMT_LEAKS_SAMPLE, agent_config.sample);
+	if (agent_sampling.period > 1)
+		write_line_u64(w, FMT_LEAKS_SAMPLE, agent_sampling.period);
 	agent_put(w, freeres ? FMT_LEAKS_FREERES " " FMT_YES "\n" : FMT_LEAKS_FREERES " " FMT_NO "\n");
 	if (agent_allocator_bypassed()) {
 		agent_put(w, FMT_LEAKS_BYPASSED " ");

@@ -1,6 +1,6 @@
 /*
  * leakwriter.h — the leak file writer (leakwriter.c), used by the exit
- * report and the leak checks (lifecycle.c). Not hook-safe (it opens and
+ * report and the leak checks (exitreport.c). Not hook-safe (it opens and
  * writes a file); signal-safe when the thread is not inside the agent.
  */
 #ifndef HEAPTRAIL_AGENT_LEAKWRITER_H

@@ -1,7 +1,8 @@
 /*
- * lifecycle.h — the process's life as the agent sees it (lifecycle.c):
- * the constructor, fork, exit and the exit report, leak checks, fatal
- * signals. Layer 3.
+ * lifecycle.h — the process's life as the agent sees it: the
+ * constructor and fork (lifecycle.c), exit, the exit report and leak
+ * checks (exitreport.c), the leak check signal and fatal signals
+ * (sigchecks.c). Layer 3.
  */
 #ifndef HEAPTRAIL_AGENT_LIFECYCLE_H
 #define HEAPTRAIL_AGENT_LIFECYCLE_H
@@ -87,5 +88,33 @@ void agent_fatal_handlers(bool on);
 /* The exit report of a process a signal is about to kill
  * ("exit signal N"), from that signal's handler. */
 void agent_report_fatal(int sig, siginfo_t *si, void *uc);
+
+/* Between the three files. */
+/* At start-up: libc's exit and its text, the loader's text. */
+void agent_exit_init(void);
+/* The constructor's last two exit handlers (exitreport.c, exit_park). */
+void agent_exit_parks(void);
+/* In a forked child: no exit, report or scan of the parent's is under
+ * way; reports false: this process writes no report. */
+void agent_exit_forked(bool reports);
+bool agent_exit_reports(void);
+/* The report of a process sig is about to kill (status unknown). */
+int agent_report_killed(int sig, uintptr_t stack_from, const uintptr_t *regs, int nregs);
+/* When another thread has begun the exit report: waits for it to end
+ * (up to 30 s) and returns true; false when none has begun. */
+bool agent_report_wait_other(void);
+/* The executable text of libc (whose exit machinery sits between the
+ * program's last live frame and the report) and of the loader (its base
+ * is AT_BASE), found by agent_exit_init: sigchecks.c's check_handler
+ * tells from them whether it interrupted the loader. */
+struct agent_text {
+	uintptr_t lo, hi;
+};
+extern struct agent_text agent_libc_text, agent_ldso_text;
+void agent_check_handler_install(void);
+/* all: every signal whose default ends the process, else the classic
+ * six; keep_faults: SIGSEGV, SIGBUS, SIGFPE and SIGILL keep theirs. */
+void agent_fatal_handlers_install(bool all);
+void agent_fatal_handlers_remove(bool keep_faults);
 
 #endif

@@ -65,7 +65,7 @@ _Atomic uint64_t agent_mapped_bytes;
 
 void *agent_mmap(size_t len)
 {
-	/* the system call itself: the agent's mmap (hooks.c) is the program's */
+	/* the system call itself: the agent's mmap (mmaphooks.c) is the program's */
 	long r = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (r < 0)

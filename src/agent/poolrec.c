@@ -14,7 +14,7 @@
 
 bool agent_poolrec_enter(void)
 {
-	if (atomic_load_explicit(&agent_state, memory_order_acquire) != 2 || agent_tls.busy)
+	if (atomic_load_explicit(&agent_state, memory_order_acquire) != AGENT_STATE_READY || agent_tls.busy)
 		return false;
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	return true;
@@ -103,5 +103,5 @@ int agent_poolrec_free(uintptr_t anchor, uintptr_t addr)
 	uint32_t stack;
 	int ret = agent_pool_chunk_remove(anchor, addr, &size, &stack);
 	/* an untracked chunk is the usual case when sampling */
-	return agent_poolrec_leave(ret == -ENOENT && agent_config.sample > 1 ? 0 : ret);
+	return agent_poolrec_leave(ret == -ENOENT && agent_sampling.period > 1 ? 0 : ret);
 }

@@ -118,8 +118,8 @@ static double uniform(void)
 /* Bytes to the next sample point: Exp(S), at least 1. */
 static int64_t draw(void)
 {
-	double d = -agent_ln(uniform()) * (double)agent_config.sample;
-	agent_tls.sample_s = agent_config.sample;
+	double d = -agent_ln(uniform()) * (double)agent_sampling.period;
+	agent_tls.sample_s = agent_sampling.period;
 	return d >= 9e18 ? INT64_MAX : (int64_t)d + 1;
 }
 
@@ -144,8 +144,8 @@ bool agent_sample_slow(size_t n)
 			return false;
 		}
 	}
-	if (AGENT_UNLIKELY(agent_tls.sample_s < agent_config.sample)) {
-		double keep = (double)agent_tls.sample_s / (double)agent_config.sample;
+	if (AGENT_UNLIKELY(agent_tls.sample_s < agent_sampling.period)) {
+		double keep = (double)agent_tls.sample_s / (double)agent_sampling.period;
 		if (uniform() > keep) {
 			int64_t at = agent_tls.sample_left, d = draw();
 			at = at > INT64_MAX - d ? INT64_MAX : at + d;
@@ -156,7 +156,7 @@ bool agent_sample_slow(size_t n)
 		}
 	}
 	agent_tls.sample_left = draw();
-	if (AGENT_UNLIKELY(agent_config.sample_auto)) {
+	if (AGENT_UNLIKELY(agent_sampling.automatic)) {
 		auto_look();
 		agent_tls.sample_tsc = agent_rdtsc();  /* its cost: up to its note */
 	}
@@ -185,7 +185,7 @@ static void weight_at(size_t n, uint64_t sample, uint64_t *bytes, uint64_t *bloc
 
 void agent_sample_weight(size_t n, uint64_t *bytes, uint64_t *blocks_x1024)
 {
-	weight_at(n, agent_config.sample, bytes, blocks_x1024);
+	weight_at(n, agent_sampling.period, bytes, blocks_x1024);
 }
 
 /* How much estimated allocation passes between two looks at the interval
@@ -212,7 +212,7 @@ void agent_time_due(size_t n, int sign)
 	if (agent_time_tsc_gate)
 		agent_tls.time_tsc = agent_rdtsc();
 	if (on_time)
-		on_time(n, sign, agent_config.sample <= 1);
+		on_time(n, sign, agent_sampling.period <= 1);
 }
 
 /* The interval and peak triggers (triggers.c), set when they start. */
@@ -231,7 +231,7 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	uint64_t bytes = n, blocks = 1024;
 	/* a raise asked for by auto_look is made here, where a dump could
 	 * be written too (a new block: out of every table lock) */
-	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_config.sample) &&
+	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_sampling.period) &&
 	    sign > 0)
 		auto_raise_asked();
 	/* the time triggers look before this event is estimated (in exact
@@ -241,7 +241,7 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		agent_time_due(n, sign);
 	/* exact mode keeps no estimates: they are the tracked counts, which
 	 * agent_counters_sum turns into them */
-	if (agent_config.sample > 1) {
+	if (agent_sampling.period > 1) {
 		agent_sample_weight(n, &bytes, &blocks);
 		uint64_t b = sign < 0 ? (uint64_t)-bytes : bytes;
 		uint64_t k = sign < 0 ? (uint64_t)-blocks : blocks;
@@ -266,11 +266,20 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		}
 	}
 }
+void agent_sampling_start(void)
+{
+	agent_sampling.period = agent_config.sample;
+	agent_sampling.automatic = agent_config.sample_auto;
+	/* classifying needs every block: only in exact mode */
+	agent_sampling.leak_kinds = agent_config.leak_kinds && agent_config.sample <= 1;
+}
+
 /* jemalloc's prof.reset with a new lg_sample: every sample so far was
  * drawn at the old rate, so all of them are forgotten, as jemalloc does. */
-void agent_resample(uint64_t sample)
+void agent_resample(uint64_t sample, bool automatic)
 {
-	if (sample == agent_config.sample)
+	agent_sampling.automatic = automatic;
+	if (sample == agent_sampling.period)
 		return;
 	agent_tables_lock_all();
 	agent_live_clear_locked();
@@ -279,11 +288,11 @@ void agent_resample(uint64_t sample)
 		for (size_t i = 0; i < (1u << 20); i++)
 			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
 				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
-	agent_config.sample = sample;
+	agent_sampling.period = sample;
 	atomic_store(&auto_want, 0);  /* asked for at the old S */
 	if (sample > 1 && !agent_filter)
 		agent_filter_init();
-	agent_config.leak_kinds = false;  /* the blocks before now are gone */
+	agent_sampling.leak_kinds = false;  /* the blocks before now are gone */
 	agent_tables_unlock_all();
 	agent_reset_cumulative();
 	agent_tls.sample_left = 0;
@@ -390,7 +399,7 @@ uint64_t agent_sample_auto_target(uint64_t s, size_t live_samples)
 static AGENT_NOINLINE void auto_look_slow(void)
 {
 	agent_tls.auto_n = 0;
-	uint64_t s = agent_config.sample, t = now_ns(), tsc = agent_rdtsc(), want;
+	uint64_t s = agent_sampling.period, t = now_ns(), tsc = agent_rdtsc(), want;
 	double share = 0;  /* of this window's time, spent taking samples */
 	if (agent_tls.auto_ns && t > agent_tls.auto_ns && tsc > agent_tls.auto_tsc) {
 		/* time over the budget, carried over windows: a burst
@@ -559,7 +568,7 @@ void agent_sample_raise(uint64_t s_new)
 	size_t perlen = ((size_t)nstacks + 1) * sizeof(struct thin_stack);
 	struct thin_stack *per = agent_mmap(perlen);
 	agent_tables_lock_all();
-	uint64_t s_old = agent_config.sample;
+	uint64_t s_old = agent_sampling.period;
 	if (s_old > 1 && s_new > s_old) {
 		if (!agent_tls.rng)
 			seed();
@@ -570,7 +579,7 @@ void agent_sample_raise(uint64_t s_new)
 		agent_live_thin_locked(thin_keep, &t);
 		agent_pool_thin_locked(thin_keep, &t);
 		thin_cumulative(&t);
-		agent_config.sample = s_new;
+		agent_sampling.period = s_new;
 		struct agent_counts *c = agent_my_counts();
 		agent_count(&c->est_bytes, (uint64_t)t.est_bytes);
 		agent_count(&c->est_blocks_x1024, (uint64_t)t.est_blocks);
@@ -594,9 +603,9 @@ static AGENT_NOINLINE void auto_raise_asked(void)
 	    atomic_exchange(&raising, true))
 		return;
 	uint64_t want = atomic_load(&auto_want);
-	if (agent_config.sample_auto && want > agent_config.sample)
+	if (agent_sampling.automatic && want > agent_sampling.period)
 		agent_sample_raise(want);
-	else if (!agent_config.sample_auto)
+	else if (!agent_sampling.automatic)
 		atomic_store(&auto_want, 0);  /* the program fixed S since */
 	atomic_store(&raising, false);
 }

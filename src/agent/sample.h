@@ -15,7 +15,7 @@ bool agent_sample_slow(size_t n);
  * exact mode (where the countdown stays at zero), without a call. */
 static inline bool agent_sample_due(size_t n)
 {
-	return agent_config.sample <= 1 || agent_sample_slow(n);
+	return agent_sampling.period <= 1 || agent_sample_slow(n);
 }
 /* Says whether to record an allocation of n bytes: always in exact mode;
  * else when it crosses the thread's byte countdown. In sampling mode an
@@ -72,7 +72,7 @@ static inline bool agent_time_turn(size_t n)
 #define AGENT_SAMPLE_COST_MAX 20000u
 static inline uint64_t agent_auto_clock(void)
 {
-	return AGENT_UNLIKELY(agent_config.sample_auto) ? agent_rdtsc() : 0;
+	return AGENT_UNLIKELY(agent_sampling.automatic) ? agent_rdtsc() : 0;
 }
 static inline void agent_auto_charge(uint64_t t0)
 {
@@ -88,7 +88,7 @@ void agent_time_due(size_t n, int sign);
  * then there is nothing to note (the estimates are the tracked counts). */
 static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
 {
-	if (agent_config.sample > 1 || agent_config.interval || agent_config.peak)
+	if (agent_sampling.period > 1 || agent_config.interval || agent_config.peak)
 		agent_sample_note(c, n, sign);
 	else if (AGENT_UNLIKELY(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
 		 AGENT_UNLIKELY(agent_time_turn(n)))
@@ -104,9 +104,14 @@ void agent_sample_on_check(void (*fn)(void));
 /* The time triggers' check for a recorded event (n bytes, sign +1 or -1;
  * counted: already in the totals), set by triggers.c. */
 void agent_sample_on_time(void (*fn)(size_t n, int sign, bool counted));
+/* agent_sampling as the options ask (config.h), at start-up and at each
+ * attach. */
+void agent_sampling_start(void);
 /* Switches to sampling every `sample` bytes, forgetting every block
- * recorded so far (jemalloc's prof.reset with lg_sample). */
-void agent_resample(uint64_t sample);
+ * recorded so far (jemalloc's prof.reset with lg_sample; an attach after
+ * a detach) unless it is the period in force; automatic: whether
+ * sample=auto may raise it from there. */
+void agent_resample(uint64_t sample, bool automatic);
 
 /* sample=auto (sample.c): raises S to s_new (> S, sampling mode), with
  * every table lock taken here, thinning the recorded blocks and the

@@ -82,7 +82,7 @@ static void resolve(void)
 	if (atomic_load(&real.resolved))
 		return;
 	int busy = agent_tls.busy;
-	agent_tls.busy = 1;  /* dlsym's allocations are not the program's */
+	agent_tls.busy = AGENT_BUSY_AGENT;  /* dlsym's allocations are not the program's */
 	real.signal = (sighandler_fn (*)(int, sighandler_fn))dlsym(RTLD_NEXT, "signal");
 	real.bsd_signal = (sighandler_fn (*)(int, sighandler_fn))dlsym(RTLD_NEXT, "bsd_signal");
 	real.ssignal = (sighandler_fn (*)(int, sighandler_fn))dlsym(RTLD_NEXT, "ssignal");

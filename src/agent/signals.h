@@ -26,7 +26,7 @@ int agent_sig_kernel_default(int sig);
 bool agent_sig_program_has_handler(int sig);
 void agent_signals_init(void);
 /* What a signal whose default action ends the process runs first (the
- * exit report: lifecycle.c's agent_report_fatal, set by the constructor;
+ * exit report: sigchecks.c's agent_report_fatal, set by the constructor;
  * signals sit below it). */
 void agent_signals_on_fatal(void (*fn)(int, siginfo_t *, void *));
 /* In a fork child: a thread of the parent that held the table lock is gone. */

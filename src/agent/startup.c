@@ -144,7 +144,7 @@ void agent_resolve_global(void *(*find)(const char *name))
 	atomic_thread_fence(memory_order_release);
 	agent_real.malloc = m;
 	agent_init_early();
-	atomic_store_explicit(&agent_state, 2, memory_order_release);
+	atomic_store_explicit(&agent_state, AGENT_STATE_READY, memory_order_release);
 	agent_tls.busy = 0;
 }
 

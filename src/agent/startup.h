@@ -41,7 +41,7 @@ struct agent_heap_fns {
 extern struct agent_heap_fns agent_heap_fns;
 /* The same functions as the loader found them: at an attach, agent_real
  * may point at trampolines that run them (attach.c), and the program's
- * dlsym answers these (hooks.c). */
+ * dlsym answers these (dlhooks.c). */
 extern struct agent_real agent_defs;
 
 /* The bootstrap buffer: blocks handed out before the real allocator is
@@ -72,16 +72,17 @@ void agent_resolve_global(void *(*find)(const char *name));
  * still resolving it (the caller then uses the bootstrap buffer). */
 static inline bool agent_ready(void)
 {
-	if (AGENT_LIKELY(atomic_load_explicit(&agent_state, memory_order_acquire) == 2))
+	if (AGENT_LIKELY(atomic_load_explicit(&agent_state, memory_order_acquire) ==
+			 AGENT_STATE_READY))
 		return true;
-	int expect = 0;
-	if (atomic_compare_exchange_strong(&agent_state, &expect, 1)) {
+	int expect = AGENT_STATE_NONE;
+	if (atomic_compare_exchange_strong(&agent_state, &expect, AGENT_STATE_INITIALISING)) {
 		agent_resolve_real();
 		agent_init_early();
-		atomic_store_explicit(&agent_state, 2, memory_order_release);
+		atomic_store_explicit(&agent_state, AGENT_STATE_READY, memory_order_release);
 		return true;
 	}
-	return atomic_load(&agent_state) == 2;
+	return atomic_load(&agent_state) == AGENT_STATE_READY;
 }
 
 /* Resolves the real allocator and runs agent_init_early if no allocation
@@ -93,8 +94,8 @@ void agent_hooks_check_bypass(void);
 /* The path of that allocator's object, or NULL. */
 const char *agent_allocator_bypassed(void);
 
-/* heaptrail attach (attach.c sets it): 0 never attached, 1 attached,
- * 2 detached. */
+/* heaptrail attach (attach.c sets it): an enum agent_attach_state. */
+enum agent_attach_state { AGENT_NEVER_ATTACHED, AGENT_ATTACHED, AGENT_DETACHED };
 extern atomic_int agent_attach_state;
 /* The agent was loaded by dlopen into a running process (heaptrail
  * attach), not preloaded: asked by the constructor. */
@@ -102,12 +103,12 @@ bool agent_attach_loaded_late(void);
 /* Attached now (the heap holds blocks the agent never saw). */
 static inline bool agent_attach_active(void)
 {
-	return atomic_load(&agent_attach_state) == 1;
+	return atomic_load(&agent_attach_state) == AGENT_ATTACHED;
 }
 /* false once an attached agent was detached: no exit report then. */
 static inline bool agent_attach_reports(void)
 {
-	return atomic_load(&agent_attach_state) != 2;
+	return atomic_load(&agent_attach_state) != AGENT_DETACHED;
 }
 
 #endif

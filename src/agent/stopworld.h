@@ -33,7 +33,7 @@ struct agent_stopped {
 	unsigned long runs;      /* the tracer's: times it was scheduled */
 	uintptr_t regs[AGENT_STOP_NREGS];
 };
-/* Thread tid runs a request of heaptrail's CLI (lifecycle.c's
+/* Thread tid runs a request of heaptrail's CLI (sigchecks.c's
  * heaptrail_request) while the CLI traces it, on a stack of the CLI's:
  * its own stack's live part starts at sp. 0: none. A stop cannot seize
  * a thread traced by another, and scans it from there. Signal-safe. */

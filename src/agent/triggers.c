@@ -156,7 +156,7 @@ static void open_timeline(void)
 		timeline_dev = w.dev;
 		timeline_ino = w.ino;
 		agent_put(&w, FMT_TIMELINE_HEADER ": " FMT_TIMELINE_COLUMNS "; " FMT_TIMELINE_SAMPLE);
-		timeline_sample = agent_config.sample;
+		timeline_sample = agent_sampling.period;
 		agent_put_u64(&w, timeline_sample);
 		if (agent_config.run_id[0]) {
 			agent_put(&w, " " FMT_TIMELINE_RUN);
@@ -232,7 +232,7 @@ static void timeline_row(uint64_t ms, int64_t dbytes, int64_t dblocks, uint64_t 
 	int64_t bytes = (int64_t)t.est_bytes - dbytes;
 	int64_t blocks = (int64_t)t.est_blocks_x1024 / 1024 - dblocks;
 	uint64_t alloc = t.bytes_allocated >= dalloc ? t.bytes_allocated - dalloc : 0;
-	uint64_t sample = agent_config.sample;
+	uint64_t sample = agent_sampling.period;
 	if (sample != timeline_sample) {
 		/* sample=auto raised S: "# sample=S" before the row, which the
 		 * reader takes as the file's S from then on (the largest yet,
@@ -268,7 +268,7 @@ static void time_check(size_t n, int sign, bool counted)
 	if (atomic_exchange(&checking, 1))
 		return;  /* another thread is at it; the next event looks again */
 	int saved_busy = agent_tls.busy;
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	uint64_t period = agent_config.timeline_ms;
 	if (timeline_on && now >= timeline_next_ms) {
 		if (now >= timeline_next_ms + period && now > 0) {
@@ -277,11 +277,11 @@ static void time_check(size_t n, int sign, bool counted)
 			uint64_t da = 0;
 			if (counted) {
 				uint64_t b = n, k = 1024;
-				if (agent_config.sample > 1)
+				if (agent_sampling.period > 1)
 					agent_sample_weight(n, &b, &k);
 				db = sign * (int64_t)b;
 				dk = sign * (int64_t)(k / 1024);
-				da = sign > 0 && agent_config.sample <= 1 ? n : 0;
+				da = sign > 0 && agent_sampling.period <= 1 ? n : 0;
 			}
 			timeline_row(now - 1, db, dk, da);
 		}
@@ -310,7 +310,7 @@ void agent_time_final(void)
 		agent_nap_us(1000);
 	}
 	int saved_busy = agent_tls.busy;
-	agent_tls.busy = 1;
+	agent_tls.busy = AGENT_BUSY_AGENT;
 	uint64_t now = agent_ms_since_start();
 	if (timeline_last_ms != UINT64_MAX && now <= timeline_last_ms)
 		now = timeline_last_ms + 1;  /* after the last row, by a ms at most */
@@ -352,7 +352,7 @@ void agent_triggers_start(void)
 	/* without a usable TSC: sampled events are rare and dearer than a
 	 * clock read, look at each; in exact mode, at every 64th event of a
 	 * thread */
-	agent_time_gate = agent_config.sample > 1 ? 1 : 64;
+	agent_time_gate = agent_sampling.period > 1 ? 1 : 64;
 	if (timeline_on || agent_config.every_ms)
 		atomic_store(&agent_time_on, true);
 }

@@ -17,6 +17,7 @@
  */
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/sample.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -39,7 +40,7 @@ static struct agent_config initial;
 
 static char err_text[4096];
 
-/* agent_config_load() with HEAPTRAIL_OPTIONS=opts (NULL: unset) and
+/* agent_config_load() and agent_sampling_start() with HEAPTRAIL_OPTIONS=opts (NULL: unset) and
  * HEAPTRAIL_OUTPUT=out (NULL: unset), from the initial configuration;
  * what it wrote on stderr lands in err_text. */
 static void load(const char *opts, const char *out)
@@ -58,6 +59,7 @@ static void load(const char *opts, const char *out)
 	fflush(stderr);
 	dup2(fileno(tmp), 2);
 	agent_config_load();
+	agent_sampling_start();  /* what start-up makes of them (sample.c) */
 	dup2(saved, 2);
 	close(saved);
 	rewind(tmp);
@@ -105,7 +107,9 @@ int main(void)
 	EQ(agent_config.freeres, 1, "freeres");
 	EQ(agent_config.stop_ptrace, 1, "stop_ptrace");
 	EQ(agent_config.stop_signal, SIGRTMAX - 1, "stop_signal");
-	EQ(agent_config.leak_kinds, 0, "leak_kinds (sampling: no classification)");
+	EQ(agent_config.leak_kinds, 1, "leak_kinds (the option)");
+	EQ(agent_sampling.leak_kinds, 0, "sampling's leak_kinds (sampling: no classification)");
+	EQ(agent_sampling.period, 512 * 1024, "sampling's period");
 	EQ(agent_config.error_exitcode, 0, "error_exitcode");
 	char cwd[4096], want[4200];
 	if (!getcwd(cwd, sizeof cwd))
@@ -118,16 +122,17 @@ int main(void)
 	opts = "sample=1";
 	load(opts, NULL);
 	EQ(agent_config.sample, 1, "sample");
-	EQ(agent_config.leak_kinds, 1, "leak_kinds (exact mode)");
+	EQ(agent_sampling.leak_kinds, 1, "sampling's leak_kinds (exact mode)");
 
 	opts = "sample=0";
 	load(opts, NULL);
 	EQ(agent_config.sample, 1, "sample (0 is exact mode)");
-	EQ(agent_config.leak_kinds, 1, "leak_kinds");
+	EQ(agent_sampling.leak_kinds, 1, "sampling's leak_kinds");
 
 	opts = "sample=1,leak_kinds=0";
 	load(opts, NULL);
 	EQ(agent_config.leak_kinds, 0, "leak_kinds");
+	EQ(agent_sampling.leak_kinds, 0, "sampling's leak_kinds (the option says no)");
 
 	opts = "sample=64k,interval=1g,peak=1,every=10s,final=true,timeline=50,output=/tmp/run";
 	load(opts, NULL);
@@ -165,7 +170,9 @@ int main(void)
 		load(opts, NULL);
 		EQ(agent_config.sample_auto, sample_cases[i].is_auto, "sample_auto");
 		EQ(agent_config.sample, sample_cases[i].sample, "sample");
-		EQ(agent_config.leak_kinds, 0, "leak_kinds (sampling)");
+		EQ(agent_sampling.automatic, sample_cases[i].is_auto, "sampling's automatic");
+		EQ(agent_sampling.period, sample_cases[i].sample, "sampling's period");
+		EQ(agent_sampling.leak_kinds, 0, "sampling's leak_kinds (sampling)");
 		if (sample_cases[i].is_auto)
 			EQ(err_text[0], 0, "nothing on stderr");
 	}
