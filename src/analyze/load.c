@@ -56,8 +56,6 @@ static const char *module_name(const struct prof_profile *p, const char *path)
 	return p->exe_real && path && !strcmp(path, p->exe_real) ? p->exe_shown : base_name(path);
 }
 
-static char errbuf[512];
-
 struct pcmap {
 	uint64_t *keys;
 	uint32_t *vals;
@@ -273,7 +271,8 @@ static uint64_t modules_key(const struct sym_module *m, size_t n)
 /* 0 when some stack of d is pool's; else -EINVAL, *err naming (some of)
  * the pools d has: --pool with a name the dump does not hold shows
  * nothing, as if that pool held nothing, and says why. */
-static int pool_named(const struct fmt_heap_dump *d, const char *pool, const char **err)
+static int pool_named(const struct fmt_heap_dump *d, const char *pool, char *errbuf,
+		      size_t cap, const char **err)
 {
 	const char *names[8];
 	size_t nnames = 0;
@@ -289,11 +288,12 @@ static int pool_named(const struct fmt_heap_dump *d, const char *pool, const cha
 		if (j == nnames && nnames < sizeof names / sizeof names[0])
 			names[nnames++] = name;
 	}
-	size_t n = (size_t)snprintf(errbuf, sizeof errbuf, "no pool named '%.100s' in the dump (%s",
+	size_t n = (size_t)snprintf(errbuf, cap, "no pool named '%.100s' in the dump (%s",
 				    pool, nnames ? "its pools: " : "it has none");
-	for (size_t j = 0; j < nnames; j++)
-		n += (size_t)snprintf(errbuf + n, sizeof errbuf - n, "%s%.40s", j ? ", " : "", names[j]);
-	snprintf(errbuf + n, sizeof errbuf - n, ")");
+	for (size_t j = 0; j < nnames && n < cap; j++)
+		n += (size_t)snprintf(errbuf + n, cap - n, "%s%.40s", j ? ", " : "", names[j]);
+	if (n < cap)
+		snprintf(errbuf + n, cap - n, ")");
 	*err = errbuf;
 	return -EINVAL;
 }
@@ -315,8 +315,13 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		o = &defaults;
 	memset(p, 0, sizeof *p);
 	rc = fmt_heap_read_path(&d, path, err);
-	if (rc)
+	if (rc) {
+		if (*err == d.error) {  /* d is this call's: the words go to p */
+			snprintf(p->error, sizeof p->error, "%s", d.error);
+			*err = p->error;
+		}
 		return rc;
+	}
 	/* a process in a container named the files under its own root */
 	struct prof_load_opts in_root = *o;
 	char *bpath = sym_process_path(d.pid, o->binary_path);
@@ -370,9 +375,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 
 	/* a note, not an error: in a series or a diff, an early dump may
 	 * come before the pool was made */
-	if (o->pool && pool_named(&d, o->pool, err)) {
+	char why[512];
+	const char *absent;
+	if (o->pool && pool_named(&d, o->pool, why, sizeof why, &absent)) {
 		p->pool_absent = true;
-		if (prof_build_warning(p, *err))
+		if (prof_build_warning(p, absent))
 			goto nomem;
 	}
 	double sum_abs = 0;
@@ -395,8 +402,9 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 		for (int k = 0; k < PROF_NVALUES; k++)
 			sum_abs += (double)v[k];
 		if (sum_abs > 0x1p61) {
-			snprintf(errbuf, sizeof errbuf, "stack %zu: counts add up to more than 2^61", i + 1);
-			*err = errbuf;
+			snprintf(p->error, sizeof p->error,
+				 "stack %zu: counts add up to more than 2^61", i + 1);
+			*err = p->error;
 			rc = -EINVAL;
 			goto fail;
 		}

@@ -31,8 +31,8 @@ struct prof_load_opts {
 };
 
 /* Loads and symbolizes one dump. Returns 0, or -errno with *err a message
- * (static, or owned by the profile module until the next call) naming the
- * problem; on failure p holds nothing to release. */
+ * naming the problem (a constant, or p->error); on failure p holds
+ * nothing else to release. */
 int prof_profile_load(struct prof_profile *p, const char *path,
 		      const struct prof_load_opts *o, const char **err);
 

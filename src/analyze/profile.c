@@ -206,8 +206,6 @@ int prof_build_warning(struct prof_profile *p, const char *s)
 	return 0;
 }
 
-static char errbuf[512];
-
 int prof_profile_subtract(struct prof_profile *p, const struct prof_profile *base)
 {
 	bool oom = false;
@@ -271,15 +269,15 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
 {
 	regex_t fre, ire;
 	if (focus && regcomp(&fre, focus, REG_EXTENDED | REG_NOSUB)) {
-		snprintf(errbuf, sizeof errbuf, "bad regular expression '%s'", focus);
-		*err = errbuf;
+		snprintf(p->error, sizeof p->error, "bad regular expression '%s'", focus);
+		*err = p->error;
 		return -EINVAL;
 	}
 	if (ignore && regcomp(&ire, ignore, REG_EXTENDED | REG_NOSUB)) {
 		if (focus)
 			regfree(&fre);
-		snprintf(errbuf, sizeof errbuf, "bad regular expression '%s'", ignore);
-		*err = errbuf;
+		snprintf(p->error, sizeof p->error, "bad regular expression '%s'", ignore);
+		*err = p->error;
 		return -EINVAL;
 	}
 	size_t kept = 0;
@@ -311,8 +309,8 @@ int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err
 {
 	regex_t re;
 	if (regcomp(&re, hide, REG_EXTENDED | REG_NOSUB)) {
-		snprintf(errbuf, sizeof errbuf, "bad regular expression '%s'", hide);
-		*err = errbuf;
+		snprintf(p->error, sizeof p->error, "bad regular expression '%s'", hide);
+		*err = p->error;
 		return -EINVAL;
 	}
 	bool *hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden);

@@ -104,6 +104,7 @@ struct prof_profile {
 	size_t nframes;
 	struct prof_sample *samples;
 	size_t nsamples;
+	char error[512];        /* what went wrong, when a call on it failed */
 	/* private */
 	struct prof_profile_priv *priv;
 };

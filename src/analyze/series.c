@@ -14,7 +14,6 @@
 #include "format/input.h"
 #include "format/vocab.h"
 
-static char errbuf[512];
 
 static const char *base_name(const char *path)
 {
@@ -103,8 +102,7 @@ static bool is_dump_name(const char *name, long arg)
 }
 
 int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, const char **err,
-		     const char **err_file)
+		     struct prof_profile **out, size_t *n, char *why, size_t whycap)
 {
 	char **list = NULL;
 	size_t nlist = 0, cap = 0;
@@ -112,7 +110,6 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 	int rc = 0;
 	*out = NULL;
 	*n = 0;
-	*err_file = NULL;
 	for (size_t i = 0; i < npaths; i++) {
 		char **names;
 		size_t nnames;
@@ -134,9 +131,8 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 			goto nomem;
 		if (r || !nnames) {
 			rc = r ? r : -ENOENT;
-			*err = r ? strerror(-r) : "no heap dumps (*.heap) in this directory";
-			snprintf(errbuf, sizeof errbuf, "%s", paths[i]);
-			*err_file = errbuf;
+			snprintf(why, whycap, "cannot read '%s': %s", paths[i],
+				 r ? strerror(-r) : "no heap dumps (*.heap) in this directory");
 			goto out;
 		}
 	}
@@ -147,11 +143,10 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 	if (!shared.sym_cache)
 		shared.sym_cache = cache = prof_sym_cache_new(); /* NULL: no sharing */
 	for (size_t i = 0; i < nlist; i++) {
-		rc = prof_profile_load(&(*out)[i], list[i], &shared, err);
+		const char *err;
+		rc = prof_profile_load(&(*out)[i], list[i], &shared, &err);
 		if (rc) {
-			static char file[4096];
-			snprintf(file, sizeof file, "%s", list[i]);
-			*err_file = file;
+			snprintf(why, whycap, "cannot read '%s': %s", list[i], err);
 			for (size_t k = 0; k < i; k++)
 				prof_profile_release(&(*out)[k]);
 			free(*out);
@@ -164,7 +159,7 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 	goto out;
 nomem:
 	rc = -ENOMEM;
-	*err = "out of memory";
+	snprintf(why, whycap, "out of memory");
 out:
 	prof_sym_cache_free(cache);
 	for (size_t i = 0; i < nlist; i++)

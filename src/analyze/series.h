@@ -18,10 +18,11 @@ int prof_dir_names(const char *dir, bool (*keep)(const char *name, long arg), lo
 /* Lists the dumps (*.heap files) in dir, or the given paths, sorted by
  * the time they were taken (their ms, else their sequence number in the
  * name). Each is loaded with o. On success *out is an array of *n
- * profiles owned by the caller (release each, then free the array). */
+ * profiles owned by the caller (release each, then free the array). On
+ * failure, -errno and why (whycap bytes, the caller's) says what, naming
+ * the file at fault ("cannot read 'F': ..."). */
 int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, const char **err,
-		     const char **err_file);
+		     struct prof_profile **out, size_t *n, char *why, size_t whycap);
 
 /* The pid in "heaptrail.PID.timeline" (a path or a name), or -1. */
 long prof_timeline_pid(const char *name);

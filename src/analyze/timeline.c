@@ -10,7 +10,6 @@
 #include "format/input.h"
 #include "format/vocab.h"
 
-static char errbuf[128];
 
 /* Reads one unsigned decimal at *s, skipping blanks before it. */
 static int take_num(const char **s, const char *end, int64_t *v)
@@ -51,7 +50,7 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 	const char *s = text, *end = text + len;
 	const size_t hl = FMT_LEN(FMT_TIMELINE_HEADER);
 	if (!len) {
-		snprintf(errbuf, sizeof errbuf, "empty file: not a heaptrail timeline");
+		snprintf(t->error, sizeof t->error, "empty file: not a heaptrail timeline");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -62,7 +61,7 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 		if (lineno == 1 && ((size_t)(eol - s) < hl || memcmp(s, FMT_TIMELINE_HEADER, hl) ||
 				     ((size_t)(eol - s) > hl && s[hl] != ':') ||
 				     memchr(s, 0, (size_t)(eol - s)))) {
-			snprintf(errbuf, sizeof errbuf,
+			snprintf(t->error, sizeof t->error,
 				 "line 1: not a heaptrail timeline (version 1)");
 			rc = -EINVAL;
 			goto out;
@@ -91,14 +90,14 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 				 * is not a timeline's */
 				if (!nl && row_start(s, eol))
 					break;
-				snprintf(errbuf, sizeof errbuf,
+				snprintf(t->error, sizeof t->error,
 					 "line %ld: want 5 numbers (ms live_bytes live_blocks "
 					 "allocated_bytes rss_bytes)", lineno);
 				rc = -EINVAL;
 				goto out;
 			}
 			if (t->nticks && k.ms < t->ticks[t->nticks - 1].ms) {
-				snprintf(errbuf, sizeof errbuf, "line %ld: time goes back", lineno);
+				snprintf(t->error, sizeof t->error, "line %ld: time goes back", lineno);
 				rc = -EINVAL;
 				goto out;
 			}
@@ -106,7 +105,7 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 				cap = cap ? 2 * cap : 256;
 				struct prof_tick *n = realloc(t->ticks, cap * sizeof *n);
 				if (!n) {
-					snprintf(errbuf, sizeof errbuf, "out of memory");
+					snprintf(t->error, sizeof t->error, "out of memory");
 					rc = -ENOMEM;
 					goto out;
 				}
@@ -118,8 +117,11 @@ int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 	}
 out:
 	if (rc) {
-		*err = errbuf;
+		char error[sizeof t->error];  /* where *err points: kept */
+		memcpy(error, t->error, sizeof error);
 		prof_timeline_release(t);
+		memcpy(t->error, error, sizeof error);
+		*err = t->error;
 	}
 	return rc;
 }

@@ -29,12 +29,12 @@ struct prof_timeline {
 	struct prof_tick *ticks;   /* in file order (ms non-decreasing) */
 	size_t nticks;
 	uint64_t sample;           /* from the header; 0 when it does not say */
+	char error[128];           /* what went wrong, when parsing failed */
 };
 
 /* Parses len bytes of timeline text into t. Returns 0, or -EINVAL with
- * *err a message naming the line ("line 3: want 5 numbers"; static
- * storage, valid until the next call), or -ENOMEM. On failure t holds
- * nothing to release. */
+ * *err a message naming the line ("line 3: want 5 numbers"; in
+ * t->error), or -ENOMEM. On failure t holds nothing else to release. */
 int prof_timeline_parse(struct prof_timeline *t, const char *text, size_t len,
 			const char **err);
 

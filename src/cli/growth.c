@@ -66,7 +66,6 @@ int cmd_growth(int argc, char **argv)
 	size_t nwrappers = 0;
 	struct prof_profile *ps = NULL;
 	size_t n = 0;
-	const char *err, *err_file;
 	int ret = cli_prof_opts_parse(&o, argc, argv, usage, growth_opt, &keep_wrappers);
 	if (ret) {
 		ret = ret == 1 ? 0 : ret;
@@ -80,8 +79,9 @@ int cmd_growth(int argc, char **argv)
 		goto out;
 	}
 	ret = 1;
-	if (prof_series_load(o.args, (size_t)o.nargs, &o.load, &ps, &n, &err, &err_file)) {
-		cli_error("cannot read '%s': %s", err_file ? err_file : o.args[0], err);
+	char why[4800];
+	if (prof_series_load(o.args, (size_t)o.nargs, &o.load, &ps, &n, why, sizeof why)) {
+		cli_error("%s", why);
 		goto out;
 	}
 	if (n < 3) {

@@ -177,8 +177,9 @@ static int html_load(struct html_run *h, const char *dir)
 			names[i] = path;
 		}
 		struct prof_load_opts lo = { .binary_path = binary_path, .sym_cache = o->sym_cache };
-		if (prof_series_load(names, n, &lo, &h->dumps, &h->ndumps, &err, &err_file)) {
-			fail(h, "cannot read '%s': %s", err_file ? err_file : dir, err);
+		char why[4800];
+		if (prof_series_load(names, n, &lo, &h->dumps, &h->ndumps, why, sizeof why)) {
+			fail(h, "%s", why);
 			goto out;
 		}
 	}

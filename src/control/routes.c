@@ -517,7 +517,6 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 	*ndumps = (long)(n - first);
 	struct prof_profile *ps = NULL;
 	size_t nps = 0;
-	const char *err, *err_file;
 	struct prof_load_opts o = { .sym_cache = l->cache,
 				    .binary_path = getenv("PPROF_BINARY_PATH") };
 	int rc = -1;
@@ -527,7 +526,7 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 		goto out;
 	}
 	pthread_mutex_lock(&l->dump_lock);
-	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, &err, &err_file);
+	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, why, cap);
 	pthread_mutex_unlock(&l->dump_lock);
 	if (about) {
 		about->sampled = !lrc && nps && ps[0].sample > 1;
@@ -536,7 +535,7 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 			about->since[0] = 0;
 	}
 	if (lrc)
-		snprintf(why, cap, "cannot read '%s': %s", err_file ? err_file : l->ag.dir, err);
+		;  /* why says it */
 	else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false))
 		snprintf(why, cap, "cannot fit the %zu dumps", nps);
 	else

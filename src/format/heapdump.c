@@ -12,12 +12,11 @@
 
 #define MAX_LINE (1u << 20)
 
-static char errbuf[160];
-
-static const char *line_error(unsigned long line, const char *what)
+/* what, at line, in d's own buffer (the caller's) */
+static const char *line_error(struct fmt_heap_dump *d, unsigned long line, const char *what)
 {
-	snprintf(errbuf, sizeof errbuf, "line %lu: %s", line, what);
-	return errbuf;
+	snprintf(d->error, sizeof d->error, "line %lu: %s", line, what);
+	return d->error;
 }
 
 static void skip_spaces(const char **p)
@@ -97,7 +96,7 @@ static int parse_pcs(struct fmt_heap_dump *d, const char *s, uint32_t *depth, co
 		if (!*s || *s == '\n' || *s == '\r')
 			break;
 		if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !isxdigit((unsigned char)s[2])) {
-			*err = line_error(lineno, "an address is not 0x-prefixed hex");
+			*err = line_error(d, lineno, "an address is not 0x-prefixed hex");
 			return -EINVAL;
 		}
 		s += 2;
@@ -105,18 +104,18 @@ static int parse_pcs(struct fmt_heap_dump *d, const char *s, uint32_t *depth, co
 		int digits = 0;
 		while (isxdigit((unsigned char)*s)) {
 			if (++digits > 16) {
-				*err = line_error(lineno, "an address has more than 64 bits");
+				*err = line_error(d, lineno, "an address has more than 64 bits");
 				return -EINVAL;
 			}
 			int c = tolower((unsigned char)*s++);
 			pc = pc << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
 		}
 		if (*s && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') {
-			*err = line_error(lineno, "an address is not 0x-prefixed hex");
+			*err = line_error(d, lineno, "an address is not 0x-prefixed hex");
 			return -EINVAL;
 		}
 		if (++n > FMT_HEAP_MAX_DEPTH) {
-			*err = line_error(lineno, "a stack deeper than 1024 frames");
+			*err = line_error(d, lineno, "a stack deeper than 1024 frames");
 			return -EINVAL;
 		}
 		if (pool_push(d, pc))
@@ -130,7 +129,7 @@ static int add_stack(struct fmt_heap_dump *d, const uint64_t v[FMT_HEAP_NVALUES]
 		     size_t first, uint32_t depth, const char **err, unsigned long lineno)
 {
 	if (d->nstacks >= FMT_HEAP_MAX_STACKS) {
-		*err = line_error(lineno, "more than 16 M stacks");
+		*err = line_error(d, lineno, "more than 16 M stacks");
 		return -EINVAL;
 	}
 	if (d->nstacks == d->stacks_cap) {
@@ -383,12 +382,12 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		lineno++;
 		cut = line[len - 1] != '\n';
 		if ((size_t)len > MAX_LINE) {
-			*err = line_error(lineno, "line longer than 1 MiB");
+			*err = line_error(d, lineno, "line longer than 1 MiB");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (memchr(line, 0, (size_t)len)) {
-			*err = line_error(lineno, "binary data (a NUL byte)");
+			*err = line_error(d, lineno, "binary data (a NUL byte)");
 			rc = -EINVAL;
 			goto out;
 		}
@@ -419,7 +418,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			if (st == HEADER)
 				break; /* reported below as a missing header */
 			if (je_pending) {
-				*err = line_error(lineno, "a stack without its t*: counts");
+				*err = line_error(d, lineno, "a stack without its t*: counts");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -430,7 +429,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			if (!strncmp(s, FMT_HEAP_HEADER, FMT_LEN(FMT_HEAP_HEADER))) {
 				s += FMT_LEN(FMT_HEAP_HEADER);
 				if (parse_counts(&s, d->total) || parse_sampler(d, s)) {
-					*err = line_error(lineno, "malformed 'heap profile:' header");
+					*err = line_error(d, lineno, "malformed 'heap profile:' header");
 					rc = -EINVAL;
 					goto out;
 				}
@@ -439,7 +438,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			} else if (!strncmp(s, FMT_HEAP_V2 "/", FMT_LEN(FMT_HEAP_V2 "/"))) {
 				s += FMT_LEN(FMT_HEAP_V2 "/");
 				if (parse_count(&s, &d->sample) || !d->sample) {
-					*err = line_error(lineno, "malformed 'heap_v2/' header");
+					*err = line_error(d, lineno, "malformed 'heap_v2/' header");
 					rc = -EINVAL;
 					goto out;
 				}
@@ -456,7 +455,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			uint64_t v[FMT_HEAP_NVALUES];
 			const char *at = strchr(s, '@');
 			if (parse_counts(&s, v) || !at || expect(&s, '@')) {
-				*err = line_error(lineno, "malformed sample line (want 'n: b [n2: b2] @ 0x...')");
+				*err = line_error(d, lineno, "malformed sample line (want 'n: b [n2: b2] @ 0x...')");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -470,7 +469,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		/* jemalloc */
 		if (*s == '@') {
 			if (je_pending) {
-				*err = line_error(lineno, "a stack without its t*: counts");
+				*err = line_error(d, lineno, "a stack without its t*: counts");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -485,7 +484,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 			uint64_t v[FMT_HEAP_NVALUES];
 			s += 3;
 			if (parse_counts(&s, v)) {
-				*err = line_error(lineno, "malformed 't*:' counts");
+				*err = line_error(d, lineno, "malformed 't*:' counts");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -500,7 +499,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 		}
 		if (s[0] == 't' && isdigit((unsigned char)s[1]))
 			continue; /* per-thread counts */
-		*err = line_error(lineno, "unexpected line in a jemalloc heap profile");
+		*err = line_error(d, lineno, "unexpected line in a jemalloc heap profile");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -523,7 +522,7 @@ int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err)
 	/* every writer ends its last line: a file cut anywhere but between
 	 * two lines (a full disk, a copy stopped) ends in the middle of one */
 	if (cut) {
-		*err = line_error(lineno, "truncated: the file ends in the middle of this line");
+		*err = line_error(d, lineno, "truncated: the file ends in the middle of this line");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -547,7 +546,10 @@ out:
 	if (rc) {
 		if (rc == -ENOMEM)
 			*err = "out of memory";
+		char error[sizeof d->error];  /* where *err may point: kept */
+		memcpy(error, d->error, sizeof error);
 		fmt_heap_release(d);
+		memcpy(d->error, error, sizeof error);
 	}
 	return rc;
 }

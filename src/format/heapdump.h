@@ -110,15 +110,16 @@ struct fmt_heap_dump {
 	size_t nmaps;
 	struct fmt_heap_buildid *buildids;
 	size_t nbuildids;
+	char error[160];               /* what went wrong, when reading failed */
 	/* private */
 	uint64_t *pool;
 	size_t pool_len, pool_cap, stacks_cap, maps_cap, buildids_cap;
 };
 
 /* Parses f into d (zeroed by the call). Returns 0, or -EINVAL (bad or
- * truncated input), -ENOMEM or -EIO; on failure *err is a static message
- * (e.g. "line 12: sample line without '@'") and d holds nothing to
- * release. */
+ * truncated input), -ENOMEM or -EIO; on failure *err is a message (e.g.
+ * "line 12: sample line without '@'"), a constant or d->error, and d
+ * holds nothing else to release. */
 int fmt_heap_read(struct fmt_heap_dump *d, FILE *f, const char **err);
 
 /* Same, from a path; -errno of fopen when it cannot be opened. */
