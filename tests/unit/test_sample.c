@@ -79,7 +79,7 @@ void agent_triggers_check(void)
 static void weight(uint64_t sample, size_t n, uint64_t want_bytes, uint64_t want_blocks)
 {
 	uint64_t bytes = 0, blocks = 0;
-	agent_config.sample = sample;
+	agent_sampling.period = sample;
 	agent_sample_weight(n, &bytes, &blocks);
 	check(bytes == want_bytes && blocks == want_blocks,
 	      "weight of %zu bytes at sample=%llu: %llu bytes, %llu blocks x1024 "
@@ -113,7 +113,7 @@ static void test_raise(void)
 	keep_p(100, 8192, 8192, 1.0, 0);
 
 	const uint64_t s_old = 4096, s_new = 65536;
-	agent_config.sample = s_old;
+	agent_sampling.period = s_old;
 	agent_filter_init();
 	agent_tls.rng = 0x9e3779b97f4a7c15ull;
 	agent_tls.sample_left = 0;
@@ -162,8 +162,8 @@ static void test_raise(void)
 			break;
 	}
 	agent_sample_raise(s_new);
-	check(agent_config.sample == s_new, "S raised to %llu (asked %llu)",
-	      (unsigned long long)agent_config.sample, (unsigned long long)s_new);
+	check(agent_sampling.period == s_new, "S raised to %llu (asked %llu)",
+	      (unsigned long long)agent_sampling.period, (unsigned long long)s_new);
 
 	/* what is left, per size */
 	struct agent_kinds *per = calloc(NSIZES + 2, sizeof *per);
@@ -239,7 +239,7 @@ int main(void)
 	/* the distances between sample points: after a sampled allocation,
 	 * sample_left is the next distance drawn */
 	const uint64_t s = 4096;
-	agent_config.sample = s;
+	agent_sampling.period = s;
 	/* a fixed seed: the same draws every run (seed() is not called while
 	 * the state is not 0), so a statistical bound cannot fail by chance
 	 * once it passed */
@@ -271,7 +271,7 @@ int main(void)
 	enum { NS = sizeof sizes / sizeof sizes[0] };
 	double est_bytes[NS] = { 0 }, est_blocks[NS] = { 0 };
 	uint64_t true_bytes[NS] = { 0 }, true_blocks[NS] = { 0 };
-	agent_config.sample = 65536;
+	agent_sampling.period = 65536;
 	agent_tls.rng = 0x2545f4914f6cdd1dull;
 	agent_tls.sample_left = 0;
 	/* 256 MiB of each size, interleaved */
