@@ -22,7 +22,8 @@ CPPFLAGS += -Iinclude -Isrc -I$(B)/gen -D_GNU_SOURCE
 # stack the call is made from (a leak check delivered to a 16 KiB thread
 # overflowed it in _dl_runtime_resolve's register save area) and takes
 # the loader's lock inside signal handlers.
-AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c src/format/fnspec.c
+AGENT_SRC  := $(wildcard src/agent/*.c) src/format/names.c src/format/options.c src/format/fnspec.c \
+	src/format/elfsyms.c
 AGENT_OBJ  := $(AGENT_SRC:%.c=$(B)/agent-obj/%.o)
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fomit-frame-pointer -fno-stack-protector -fno-builtin -DHEAPTRAIL_AGENT \

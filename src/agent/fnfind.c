@@ -23,6 +23,7 @@
 #include "agent/poolrec.h"
 #include "agent/procmaps.h"
 #include "agent/stopworld.h"
+#include "format/elfsyms.h"
 #include "format/fnspec.h"
 #include "format/leakfile.h"
 #include "agent/banned.h"
@@ -31,6 +32,19 @@
 
 
 typedef void each_func_fn(const char *name, size_t room, uint64_t value, uint64_t size, void *arg);
+
+struct each_func {
+	each_func_fn *fn;
+	void *arg;
+};
+
+static bool each_func_sym(const char *name, size_t room, const Elf64_Sym *sym, void *arg)
+{
+	const struct each_func *e = arg;
+	if (ELF64_ST_TYPE(sym->st_info) == STT_FUNC)
+		e->fn(name, room, sym->st_value, sym->st_size, e->arg);
+	return false;
+}
 
 /* Calls fn(name, room, value, size, arg) for each function the symbol
  * table of type (SHT_SYMTAB, SHT_DYNSYM) of the ELF file at path defines:
@@ -49,32 +63,10 @@ static int elf_funcs(const char *path, uint32_t type, each_func_fn *fn, void *ar
 	m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m < 0 && m > -4096)
 		goto out;
-	const unsigned char *base = (const unsigned char *)m;
-	size_t len = (size_t)st.st_size;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-	if (base[EI_MAG0] != ELFMAG0 || base[EI_MAG1] != ELFMAG1 || base[EI_MAG2] != ELFMAG2 ||
-	    base[EI_MAG3] != ELFMAG3 || base[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
-	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
-		goto out;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
-	for (int i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum ||
-		    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
-			continue;
-		const Elf64_Shdr *str = &sh[sh[i].sh_link];
-		if (str->sh_offset > len || str->sh_size > len - str->sh_offset)
-			continue;
-		ret = 0;
-		const char *strs = (const char *)base + str->sh_offset;
-		const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
-		size_t nsym = sh[i].sh_size / sizeof *sym;
-		for (size_t k = 0; k < nsym; k++)
-			if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_shndx != SHN_UNDEF &&
-			    sym[k].st_name < str->sh_size)
-				fn(strs + sym[k].st_name, str->sh_size - sym[k].st_name, sym[k].st_value,
-				   sym[k].st_size, arg);
-	}
+	struct each_func e = { fn, arg };
+	ret = fmt_elf_syms((const void *)m, (size_t)st.st_size, type, each_func_sym, &e);
+	if (ret == -EINVAL)
+		ret = -ENOENT;
 out:
 	if (!(m < 0 && m > -4096))
 		syscall(SYS_munmap, (void *)m, (size_t)st.st_size);

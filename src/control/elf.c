@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "control/ptrace.h"
+#include "format/elfsyms.h"
 #include "format/options.h"
 #include "format/vocab.h"
 
@@ -74,38 +75,31 @@ void ctl_target_path(long pid, const char *path, char *out, size_t cap)
 		snprintf(out, cap, "%s", path);
 }
 
+struct sym_want {
+	const char *name;
+	uint64_t value;
+};
+
+static bool sym_is(const char *name, size_t room, const Elf64_Sym *sym, void *arg)
+{
+	struct sym_want *w = arg;
+	if (!sym->st_value || strnlen(name, room) == room || strcmp(name, w->name))
+		return false;
+	w->value = sym->st_value;
+	return true;
+}
+
 /* The value of a dynamic symbol in the ELF file at path (an x86-64
  * shared object), or 0. */
 uint64_t ctl_elf_symbol(const char *path, const char *name)
 {
 	size_t len;
 	char *img = ctl_read_file(path, &len);
-	uint64_t found = 0;
-	if (!img || len < sizeof(Elf64_Ehdr))
-		goto out;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len)
-		goto out;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-	for (int i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
-			continue;
-		const Elf64_Shdr *str = &sh[sh[i].sh_link];
-		if (sh[i].sh_offset + sh[i].sh_size > len || str->sh_offset + str->sh_size > len)
-			goto out;
-		const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
-		size_t n = sh[i].sh_size / sizeof *sym;
-		for (size_t k = 1; k < n; k++)
-			if (sym[k].st_name < str->sh_size && sym[k].st_shndx != SHN_UNDEF &&
-			    sym[k].st_value && !strcmp(img + str->sh_offset + sym[k].st_name, name)) {
-				found = sym[k].st_value;
-				goto out;
-			}
-	}
-out:
+	struct sym_want w = { name, 0 };
+	if (img)
+		fmt_elf_syms(img, len, SHT_DYNSYM, sym_is, &w);
 	free(img);
-	return found;
+	return w.value;
 }
 
 /* 1 when the executable has no program interpreter (a static binary). */
