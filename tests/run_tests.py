@@ -5,8 +5,9 @@ end-to-end suite that checks `heaptrail run` against valgrind memcheck.
     python3 tests/run_tests.py --build build [-k SUBSTR] [-v] [-j N] [--list]
 
 The suite's code is in tests/suite/ by area: harness.py (results, Skip
-and CI, running commands, fresh directories), specs.py (the programs'
-@ comments below), valgrind.py (the oracle and its cache), e2e.py (vg:,
+and CI, running commands, fresh directories), annotations.py (the
+language of the programs' @ comments, shared with tests/hostile),
+specs.py (the keys below), valgrind.py (the oracle and its cache), e2e.py (vg:,
 ht:, kinds:, delta:), cli.py (report:, cli:), prof.py (prof:), core.py
 (the Suite); this file collects the tests and runs them.  New tests of
 an area go in a module tests/analyze/test_NAME.py defining
@@ -15,7 +16,7 @@ file as `run_tests`, where every name of tests/suite/ is found.
 
 End-to-end programs live in tests/e2e/progs/.  Each describes itself in
 its leading comment, so a program and what it must produce are read
-together:
+together (a key not below is an error):
 
     @proc DEPTH exit=N in_use=BYTES/BLOCKS [args=A,B]
         a process that must exist (exit=-N: killed by signal N): DEPTH 0

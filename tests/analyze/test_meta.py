@@ -16,6 +16,11 @@ so the outer run's directories are left alone.
                     file beside the built programs, a pid-named
                     directory) are gone when a run starts; the valgrind
                     cache and the stamped programs stay
+    meta:annotations  the programs' @ language (suite/annotations.py):
+                    a key the suite does not know ("@vgg"), a size that
+                    is not BYTES/BLOCKS, a kind not a leak kind, each
+                    raise naming the problem; a well-formed header reads
+                    back as written
 """
 import os
 import re
@@ -145,7 +150,40 @@ def fresh(suite):
     return problems, [out]
 
 
+def annotations(suite):
+    from suite import annotations as an
+    work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "meta", "annotations"))
+    path = os.path.join(work, "prog.c")
+    problems = []
+
+    def header(lines):
+        with open(path, "w") as f:
+            f.write("/*\n * a test program\n *\n" +
+                    "".join(" * %s\n" % l for l in lines) + " */\nint main(void) { }\n")
+    header(["@kinds 0 case=two definitely_lost=100/1 suppressed=8/2", "@vg"])
+    got = an.read(path, ("kinds", "vg"))
+    if got != [("kinds", ["0", "case=two", "definitely_lost=100/1", "suppressed=8/2"],
+                "0 case=two definitely_lost=100/1 suppressed=8/2"), ("vg", [], "")]:
+        problems.append("read back %r" % got)
+    elif an.kinds(got[0][1], path) != (0, "two", {"definitely_lost": (100, 1),
+                                                  "suppressed": (8, 2)}):
+        problems.append("@kinds parsed as %r" % (an.kinds(got[0][1], path),))
+    for lines, want in ((["@vgg"], "unknown directive @vgg"),
+                        (["@kinds 0 definitely_lost=100"], "is not BYTES/BLOCKS"),
+                        (["@kinds 0 lost=100/1"], "unknown kind 'lost'")):
+        header(lines)
+        try:
+            r = [an.kinds(w, path) if k == "kinds" else None
+                 for k, w, _ in an.read(path, ("kinds", "vg"))]
+            problems.append("%s: read as %r, want an error" % (lines, r))
+        except ValueError as e:
+            if want not in str(e):
+                problems.append("%s: %s, want %r in it" % (lines, e, want))
+    return problems, []
+
+
 def collect(suite):
-    return [("meta:kinds-unclassified", lambda: kinds_unclassified(suite)),
+    return [("meta:annotations", lambda: annotations(suite)),
+            ("meta:kinds-unclassified", lambda: kinds_unclassified(suite)),
             ("meta:ci-skip", lambda: ci_skip(suite)),
             ("meta:fresh", lambda: fresh(suite))]

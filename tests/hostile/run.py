@@ -10,7 +10,9 @@ collect(suite), so its tests share that runner's PASS/FAIL/SKIP lines and
 its final count.
 
 Programs live in tests/hostile/progs/ (C, or C++ for .cc), built with
-frame pointers and -O1.  Each describes itself in its header comment:
+frame pointers and -O1.  Each describes itself in its header comment, in
+the annotation language of tests/suite/annotations.py (a key not below
+is an error):
 
     @kinds DEPTH [case=CASE] [KIND=BYTES/BLOCKS ...]
         heaptrail's leak summary for the process at DEPTH (0: the one
@@ -139,6 +141,7 @@ else:
 
 Failure = run_tests.Failure
 Skip = run_tests.Skip
+from suite import annotations  # noqa: E402
 
 CFLAGS = ["-g", "-O1", "-fno-omit-frame-pointer", "-Wall", "-I", PROGS,
           "-I", E2E_PROGS, "-I", os.path.join(ROOT, "include")]
@@ -152,6 +155,11 @@ TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 
 
 # ---------------------------------------------------------------- specs
+
+# the @ keys of this suite's programs (the language: suite/annotations.py)
+KEYS = ("kinds", "vg", "exit", "killed", "case", "modes", "leaks-calls", "leaks-refused",
+        "max-extra", "ci", "unwritable", "root", "lib", "helper", "env", "timeout", "every")
+
 
 class Prog:
     def __init__(self, path):
@@ -176,26 +184,12 @@ class Prog:
         self.timeout = DEFAULT_TIMEOUT
         self.env = {}
         self.every = "50ms"
-        with open(path) as f:
-            text = f.read()
-        head = text.split("*/", 1)[0]
-        for line in head.split("\n"):
-            m = re.match(r"^\s*\*?\s*@([a-z-]+)\s*(.*?)\s*$", line)
-            if not m:
-                continue
-            key, rest = m.group(1), m.group(2).split()
+        for key, rest, _ in annotations.read(path, KEYS):
             if key == "kinds":
+                depth, case, got = annotations.kinds(rest, path)
                 want = {k: [0, 0] for k in KINDS}
-                case = None
-                if len(rest) > 1 and rest[1].startswith("case="):
-                    case = rest.pop(1)[len("case="):]
-                for item in rest[1:]:
-                    k, v = item.split("=")
-                    if k not in want:
-                        raise ValueError("%s: unknown kind %s" % (path, k))
-                    b, n = v.split("/")
-                    want[k] = [int(b), int(n)]
-                self.kinds[(case, int(rest[0]))] = want
+                want.update({k: list(v) for k, v in got.items()})
+                self.kinds[(case, depth)] = want
             elif key == "vg":
                 self.vg = True
             elif key == "exit":

@@ -1,7 +1,14 @@
-"""The end-to-end programs' specs (their @ comments, see
-tests/run_tests.py) and the checks of a process's records against them."""
+"""The end-to-end programs' specs (their @ comments: the annotation
+language of suite/annotations.py, keys in tests/run_tests.py) and the
+checks of a process's records against them."""
 
 from .harness import *  # noqa: F401,F403
+from . import annotations
+from .annotations import bytes_blocks, kind_name
+
+KEYS = ("proc", "leak", "kinds", "heuristic", "check", "src", "variants",
+        "suppressions", "vg-suppressions", "ht-stderr", "absent", "frames", "args",
+        "stdin", "lib", "link", "usage-varies", "static", "cli-only", "prof", "site")
 
 # ---------------------------------------------------------------- specs
 
@@ -38,32 +45,10 @@ class Spec:
         return [self.src] + self.srcs + [s for s, _ in self.libs]
 
 
-def bytes_blocks(text, path):
-    b, slash, n = text.partition("/")
-    if not slash:
-        raise ValueError("%s: %r is not BYTES/BLOCKS" % (path, text))
-    return int(b), int(n)
-
-
-def kind_name(word, path, allowed=KINDS):
-    if word not in allowed:
-        raise ValueError("%s: unknown kind %r (one of %s)" % (
-            path, word, ", ".join(allowed)))
-    return word
-
-
 def parse_spec(path):
     name = os.path.splitext(os.path.basename(path))[0]
     spec = Spec(name, path)
-    with open(path) as f:
-        text = f.read()
-    head = text.split("*/", 1)[0]
-    for raw in head.split("\n"):
-        m = re.match(r"^\s*\*?\s*@([\w-]+)\s*(.*?)\s*$", raw)
-        if not m:
-            continue
-        key, rest = m.group(1), m.group(2)
-        words = rest.split()
+    for key, words, rest in annotations.read(path, KEYS):
         if key == "proc":
             depth = int(words[0])
             proc = {"exit": None, "in_use": None, "args": None}
@@ -81,21 +66,20 @@ def parse_spec(path):
             spec.procs[depth] = proc
         elif key == "leak":
             b, n = bytes_blocks(words[2], path)
-            kind = kind_name(words[3], path) if len(words) > 3 else None
+            kind = kind_name(words[3], path, KINDS) if len(words) > 3 else None
             spec.leaks.setdefault(int(words[0]), []).append(
                 (words[1], b, n, kind))
         elif key == "kinds":
-            kinds = spec.kinds.setdefault(int(words[0]), {})
-            for w in words[1:]:
-                k, _, v = w.partition("=")
-                kinds[kind_name(k, path, SUMMARY_KINDS)] = \
-                    bytes_blocks(v, path)
+            depth, case, got = annotations.kinds(words, path)
+            if case is not None:
+                raise ValueError("%s: @kinds case= is for tests/hostile's @case" % path)
+            spec.kinds.setdefault(depth, {}).update(got)
         elif key == "heuristic":
             spec.heuristics.setdefault(int(words[0]), {})[words[1]] = \
                 bytes_blocks(words[2], path)
         elif key == "check":
             b, n = bytes_blocks(words[2], path)
-            spec.checks.append((int(words[0]), kind_name(words[1], path),
+            spec.checks.append((int(words[0]), kind_name(words[1], path, KINDS),
                                 b, n, words[3] if len(words) > 3 else None))
         elif key == "src":
             spec.srcs.append(os.path.join(PROGS, words[0]))
@@ -133,8 +117,6 @@ def parse_spec(path):
             spec.prof = spec.cli_only = True
         elif key == "site":
             pass
-        else:
-            raise ValueError("%s: unknown directive @%s" % (path, key))
     for src in spec.sources():
         with open(src) as f:
             for lineno, line in enumerate(f, 1):
