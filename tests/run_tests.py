@@ -4,15 +4,20 @@ end-to-end suite that checks `heaptrail run` against valgrind memcheck.
 
     python3 tests/run_tests.py --build build [-k SUBSTR] [-v] [-j N] [--list]
 
-The suite's code is in tests/suite/ by area: harness.py (results, Skip
+The suite's code is in tests/runner/ by area: harness.py (results, Skip
 and CI, running commands, fresh directories), annotations.py (the
 language of the programs' @ comments, shared with tests/hostile),
 specs.py (the keys below), valgrind.py (the oracle and its cache), e2e.py (vg:,
 ht:, kinds:, delta:), cli.py (report:, cli:), prof.py (prof:), core.py
-(the Suite); this file collects the tests and runs them.  New tests of
-an area go in a module tests/analyze/test_NAME.py defining
+(the Suite); this file collects the tests and runs them.  The other
+tests are laid out as the code is: tests/agent/ (the agent in a
+process), tests/control/ (attach, the live endpoint, requests to a
+running agent), tests/views/ (the analyzer's views and readers),
+tests/runner/ (the runner's own tests, and the layer checks); their
+programs are in tests/progs/, their shared fixtures in tests/common.py.
+A new test goes in a module tests/AREA/test_NAME.py defining
 collect(suite) -> [(name, thunk)] (see plugin_tests); it imports this
-file as `run_tests`, where every name of tests/suite/ is found.
+file as `run_tests`, where every name of tests/runner/ is found.
 
 End-to-end programs live in tests/e2e/progs/.  Each describes itself in
 its leading comment, so a program and what it must produce are read
@@ -161,14 +166,14 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Everything the suite's modules define is also run_tests.NAME: the
-# plugins (tests/analyze/test_*.py, tests/hostile/run.py) use it so.
-from suite.harness import *  # noqa: E402,F401,F403
-from suite.specs import *  # noqa: E402,F401,F403
-from suite.valgrind import *  # noqa: E402,F401,F403
-from suite.e2e import *  # noqa: E402,F401,F403
-from suite.cli import *  # noqa: E402,F401,F403
-from suite.prof import *  # noqa: E402,F401,F403
-from suite.core import *  # noqa: E402,F401,F403
+# plugins (tests/AREA/test_*.py, tests/hostile/run.py) use it so.
+from runner.harness import *  # noqa: E402,F401,F403
+from runner.specs import *  # noqa: E402,F401,F403
+from runner.valgrind import *  # noqa: E402,F401,F403
+from runner.e2e import *  # noqa: E402,F401,F403
+from runner.cli import *  # noqa: E402,F401,F403
+from runner.prof import *  # noqa: E402,F401,F403
+from runner.core import *  # noqa: E402,F401,F403
 
 
 # ---------------------------------------------------------------- main
@@ -225,10 +230,13 @@ def collect_tests(suite):
 
 
 def plugin_tests(suite):
-    """Tests from tests/analyze/test_*.py: each module defines
-    collect(suite) -> [(name, thunk)], a thunk returning (problems, details)
-    or raising Skip/Failure, as the tests above do. Modules import this
-    file as `run_tests` for Failure, Skip, run() and the Suite."""
+    """Tests from tests/{agent,control,views,runner}/test_*.py (PLUGIN_DIRS:
+    the agent, the control layer, the analyzer's views, the runner
+    itself): each module defines collect(suite) -> [(name, thunk)], a
+    thunk returning (problems, details) or raising Skip/Failure, as the
+    tests above do. Modules import this file as `run_tests` for Failure,
+    Skip, run() and the Suite, tests/common.py as `common`, and each
+    other by name (every directory is on the path)."""
     import importlib.util
     tests = []
     here = os.path.dirname(os.path.abspath(__file__))
@@ -240,19 +248,22 @@ def plugin_tests(suite):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         tests += mod.collect(suite)
-    pdir = os.path.join(here, "analyze")
-    if not os.path.isdir(pdir):
-        return tests
-    if pdir not in sys.path:
-        sys.path.insert(0, pdir)   # for their shared common.py
-    for f in sorted(os.listdir(pdir)):
-        if not (f.startswith("test_") and f.endswith(".py")):
-            continue
-        spec = importlib.util.spec_from_file_location(f[:-3], os.path.join(pdir, f))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        tests += mod.collect(suite)
+    dirs = [os.path.join(here, d) for d in PLUGIN_DIRS]
+    for pdir in dirs:
+        if pdir not in sys.path:
+            sys.path.insert(0, pdir)
+    for pdir in dirs:
+        for f in sorted(os.listdir(pdir)):
+            if not (f.startswith("test_") and f.endswith(".py")):
+                continue
+            spec = importlib.util.spec_from_file_location(f[:-3], os.path.join(pdir, f))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            tests += mod.collect(suite)
     return tests
+
+
+PLUGIN_DIRS = ("agent", "control", "views", "runner")
 
 
 def static_available(suite):

@@ -38,7 +38,7 @@
  * least PROF_GROWTH_MIN_DUMPS dumps, and the later half is not clearly
  * slower. 99 %, not the 90 % shown: a verdict is given for every site of
  * every run, and a 90 % interval would call one flat site in twenty
- * growing (on tests/analyze/progs/est_server.c at 16k, over 60 runs, the
+ * growing (on tests/progs/est_server.c at 16k, over 60 runs, the
  * 10 MB cache's slope reached 1.15 times its 90 % half-width, the 24 KB/s
  * leak's never fell below 1.82; 99 % is 1.57). A site that rises but whose
  * rise the sampling noise alone could make is "too few samples" (not a

@@ -35,7 +35,7 @@
  * scaled by X/n. It is never negative, is asymmetric for small n (n = 4:
  * 0.45 X to 2.2 X) and tends to X +- z sqrt(V) for large n. Its
  * coverage of the true value is about 90 % from n of a few upwards
- * (tests/analyze/test_estimates.py measures it on a running server).
+ * (tests/agent/test_estimates.py measures it on a running server).
  *
  * A difference of two dumps (diff, growth's changes) is a difference of
  * two estimates with their variances added (the samples of one block in

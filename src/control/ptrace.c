@@ -287,7 +287,7 @@ static pid_t pick_waiting(pid_t pid, const struct avoid *avoid, bool futex, bool
 
 /* Every ptrace request and every write into the target goes through
  * here. HEAPTRAIL_TEST_KILL_AT=N makes heaptrail kill itself (SIGKILL)
- * just before its Nth: the crash-only test (tests/analyze/test_attach.py,
+ * just before its Nth: the crash-only test (tests/control/test_attach.py,
  * attach:kill) walks N over every step of an attach and a detach. */
 static void step_point(void)
 {

@@ -1,5 +1,5 @@
 // Drives the live page (`heaptrail run --http ADDR`, GET /) in Debian's
-// chromium while the program runs, for tests/analyze/test_html.py:
+// chromium while the program runs, for tests/views/test_html.py:
 //
 //   node live_page.js http://127.0.0.1:PORT/
 //

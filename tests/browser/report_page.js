@@ -1,7 +1,7 @@
 // Drives heaptrail's HTML page in Debian's chromium through Playwright
 // (playwright-core, pinned in package-lock.json; no browser download) and
 // prints what it read from every view as one JSON object, for
-// tests/analyze/test_html.py to check against the CLI's own output.
+// tests/views/test_html.py to check against the CLI's own output.
 //
 //   node report_page.js PAGE.html '{"search": RE, "zoom": NAME, "peek": [NAME...], "shots": DIR}'
 //

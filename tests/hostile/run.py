@@ -11,7 +11,7 @@ its final count.
 
 Programs live in tests/hostile/progs/ (C, or C++ for .cc), built with
 frame pointers and -O1.  Each describes itself in its header comment, in
-the annotation language of tests/suite/annotations.py (a key not below
+the annotation language of tests/runner/annotations.py (a key not below
 is an error):
 
     @kinds DEPTH [case=CASE] [KIND=BYTES/BLOCKS ...]
@@ -141,7 +141,7 @@ else:
 
 Failure = run_tests.Failure
 Skip = run_tests.Skip
-from suite import annotations  # noqa: E402
+from runner import annotations  # noqa: E402
 
 CFLAGS = ["-g", "-O1", "-fno-omit-frame-pointer", "-Wall", "-I", PROGS,
           "-I", E2E_PROGS, "-I", os.path.join(ROOT, "include")]
@@ -156,7 +156,7 @@ TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 
 # ---------------------------------------------------------------- specs
 
-# the @ keys of this suite's programs (the language: suite/annotations.py)
+# the @ keys of this suite's programs (the language: runner/annotations.py)
 KEYS = ("kinds", "vg", "exit", "killed", "case", "modes", "leaks-calls", "leaks-refused",
         "max-extra", "ci", "unwritable", "root", "lib", "helper", "env", "timeout", "every")
 

@@ -11,7 +11,7 @@
  *
  * `eintr wait`: the same calls, over and over, until a line (or EOF)
  * comes on stdin; no leak; prints "ready" first and "eintr: no call was
- * interrupted" at the end (tests/analyze/test_requests.py: heaptrail
+ * interrupted" at the end (tests/control/test_requests.py: heaptrail
  * leaks, the live endpoint, attach/dump/detach while it runs).
  *
  * Expected: 333 bytes in 1 block definitely lost.
