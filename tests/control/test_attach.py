@@ -151,6 +151,20 @@ KILL_SRC = os.path.join(HERE, "..", "progs", "attach_kill.c")
 _built = {}
 
 
+def fd_targets(pid):
+    """What pid's descriptors point at (those that vanish meanwhile left out)."""
+    out = []
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return out
+
 def build(suite):
     """The target, built once per session (the tests run in parallel)."""
     work = os.path.join(suite.build, "e2e", "attach")
@@ -883,7 +897,10 @@ def test_errors(suite):
         one_line_error(problems, "%s: no such process" % cmd, rc, err,
                        r"^heaptrail: no process %d$" % free_pid)
     z = subprocess.Popen(["true"])
-    time.sleep(0.3)  # exited, not reaped: a zombie
+    # exited, not reaped: a zombie
+    if not run_tests.wait_until(lambda: (run_tests.proc_field(
+            "/proc/%d/status" % z.pid, "State") or "").startswith("Z")):
+        problems.append("true never became a zombie")
     rc, _, err = heaptrail(suite, "attach", "-o", os.path.join(work, "e1"), str(z.pid))
     one_line_error(problems, "zombie", rc, err, r"zombie")
     rc, _, err = heaptrail(suite, "leaks", str(z.pid))
@@ -1020,7 +1037,8 @@ def test_namespace(suite):
     t = Target(prog, work, argv=["unshare", "-m", "--propagation", "private", "sh", "-c",
                                  "mount -t tmpfs none %s && exec %s" % (hidden, prog)])
     try:
-        time.sleep(0.3)  # its command thread has made its epoll descriptor
+        # its command thread has made its epoll descriptor
+        run_tests.wait_until(lambda: "anon_inode:[eventpoll]" in fd_targets(t.p.pid))
         fds = sorted(os.listdir("/proc/%d/fd" % t.p.pid))
         env = dict(os.environ, HEAPTRAIL_AGENT=agent)
         rc, _, err = run_tests.run([suite.heaptrail, "attach", "-o", out, str(t.p.pid)],

@@ -1239,7 +1239,11 @@ class Cli:
                 time.sleep(0.02)
             if child is None:
                 return ["hostile: the program under heaptrail did not start"]
-            time.sleep(0.2)  # main blocks the check signal after the thread
+            # main blocks the check signal (SIGRTMAX-2) after it made the thread
+            bit = 1 << (signal.SIGRTMAX - 2 - 1)
+            if not wait_until(lambda: int(proc_field("/proc/%d/task/%d/status" % (
+                    child, child), "SigBlk") or "0", 16) & bit):
+                return ["hostile: its main thread never blocked the check signal"]
             rc, o, e = run([self.heaptrail, "leaks", "--json", str(child)],
                            cwd=work)
             if rc != 0:

@@ -272,6 +272,31 @@ def run(cmd, stdin=b"", cwd=None, timeout=PROG_TIMEOUT, env=RUN_ENV):
     return p.returncode, p.stdout, p.stderr
 
 
+def wait_until(cond, timeout=10.0, step=0.02):
+    """Polls cond() until it is true (returns True) or timeout seconds
+    have passed (returns False): a test that waits for a state waits for
+    the state, not for a guess at how long it takes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(step)
+
+
+def proc_field(path, key):
+    """The value of "key:" in a /proc status file, or None (gone)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split(None, 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def fresh_dir(path):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
