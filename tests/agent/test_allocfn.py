@@ -137,7 +137,7 @@ def build(suite, name, src, flags, cc=None):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_" + name))
     prog = os.path.join(work, name)
     rc, _, err = rt.run([cc or suite.cc, "-g", "-O1"] + flags + ["-o", prog,
-                                                         os.path.join(HERE, "..", "progs", src)])
+                                                         os.path.join(os.path.dirname(HERE), "progs", src)])
     if rc != 0:
         raise Failure("cc %s %s: %s" % (" ".join(flags), src, rt.short(err, 600)))
     return work, prog
@@ -335,7 +335,7 @@ def test_threads(suite):
     work, prog = edges_build(suite)
     lib = os.path.join(work, "libthread_first.so")
     rc, _, err = rt.run([suite.cc, "-shared", "-fPIC", "-o", lib,
-                         os.path.join(HERE, "..", "progs", "allocfn_thread_lib.c"), "-lpthread"])
+                         os.path.join(os.path.dirname(HERE), "progs", "allocfn_thread_lib.c"), "-lpthread"])
     if rc != 0:
         raise Failure("cc allocfn_thread_lib.c: %s" % rt.short(err, 600))
     rc, bare, _ = rt.run([prog], cwd=work)
@@ -520,7 +520,7 @@ def test_rust(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "allocfn_rust"))
     prog = os.path.join(work, "embedded_rust")
     rc, _, err = rt.run([rustc(), "-g", "-C", "opt-level=1", "-o", prog,
-                         os.path.join(HERE, "..", "progs", "embedded_rust.rs")], timeout=300)
+                         os.path.join(os.path.dirname(HERE), "progs", "embedded_rust.rs")], timeout=300)
     if rc != 0:
         raise Failure("rustc embedded_rust.rs: %s" % rt.short(err, 600))
     rc, bare, _ = rt.run([prog], cwd=work)

@@ -39,9 +39,9 @@ def build(suite):
     lib = os.path.join(work, "libdlsym_wrap.so")
     prog = os.path.join(work, "dlsym_alloc")
     for cmd in ([suite.cc, "-g", "-O1", "-shared", "-fPIC", "-o", lib,
-                 os.path.join(HERE, "..", "progs", "dlsym_wrap.c")],
+                 os.path.join(os.path.dirname(HERE), "progs", "dlsym_wrap.c")],
                 [suite.cc, "-g", "-O1", "-I", common.PROGS, "-o", prog,
-                 os.path.join(HERE, "..", "progs", "dlsym_alloc.c"), "-L", work,
+                 os.path.join(os.path.dirname(HERE), "progs", "dlsym_alloc.c"), "-L", work,
                  "-ldlsym_wrap", "-Wl,-rpath," + work, "-ldl"]):
         rc, _, err = rt.run(cmd)
         if rc != 0:
@@ -119,7 +119,7 @@ def test_canonical_plt(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "nopie"))
     prog = os.path.join(work, "nopie_malloc_addr")
     rc, _, err = rt.run([suite.cc, "-g", "-O1", "-fno-pie", "-no-pie", "-o", prog,
-                         os.path.join(HERE, "..", "progs", "nopie_malloc_addr.c")], env=os.environ)
+                         os.path.join(os.path.dirname(HERE), "progs", "nopie_malloc_addr.c")], env=os.environ)
     if rc:
         raise Failure("build failed: %s" % rt.short(err))
     rc, hout, herr = rt.run([suite.heaptrail, "run", "-o", os.path.join(work, "run"), "--",

@@ -24,7 +24,7 @@ def test_fatal_view(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "fatal-view"))
     prog = os.path.join(work, "fatal_view")
     rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", common.PROGS, "-o", prog,
-                         os.path.join(HERE, "..", "progs", "fatal_view.c")])
+                         os.path.join(os.path.dirname(HERE), "progs", "fatal_view.c")])
     if rc != 0:
         raise Failure("cc fatal_view.c: %s" % rt.short(err))
     rc0, out0, _ = rt.run([prog, "crash"])

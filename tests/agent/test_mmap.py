@@ -23,7 +23,7 @@ ROW = re.compile(r"^\s*(-?\d+)\s+\S+%\s+\S+%\s+(-?\d+)\s+\S+%\s+(\S+)")
 def build(suite, work):
     prog = os.path.join(work, "mmap_sites")
     rc, _, err = rt.run([suite.cc, "-g", "-O1", "-o", prog,
-                         os.path.join(HERE, "..", "progs", "mmap_sites.c")])
+                         os.path.join(os.path.dirname(HERE), "progs", "mmap_sites.c")])
     if rc != 0:
         raise Failure("cc mmap_sites.c: %s" % rt.short(err, 600))
     return prog

@@ -53,7 +53,7 @@ from run_tests import Failure, Skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SRC = os.path.join(HERE, "..", "progs", "pools.c")
+SRC = os.path.join(os.path.dirname(HERE), "progs", "pools.c")
 PARENTS = {"top": None, "cache": "top", "request": "top", "query": "request",
            "conn": "top", "scratch": "top", "big": "top", "orphan": None}
 LOST = ("definitely_lost", "indirectly_lost")
@@ -341,7 +341,7 @@ def test_misuse(suite):
     work, _, _ = build(suite)
     prog = os.path.join(work, "pools_misuse")
     rc, _, err = rt.run([suite.cc, "-g", "-O1", "-I", os.path.join(ROOT, "include"), "-o", prog,
-                         os.path.join(HERE, "..", "progs", "pools_misuse.c")])
+                         os.path.join(os.path.dirname(HERE), "progs", "pools_misuse.c")])
     if rc != 0:
         raise Failure("cc pools_misuse.c: %s" % rt.short(err, 600))
     problems = []

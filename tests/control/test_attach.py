@@ -142,10 +142,10 @@ import run_tests
 _lock = threading.Lock()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROG_SRC = os.path.join(HERE, "..", "progs", "attach_target.c")
-PLUGIN_SRC = os.path.join(HERE, "..", "progs", "attach_plugin.c")
-POOLS_SRC = os.path.join(HERE, "..", "progs", "attach_pools.c")
-KILL_SRC = os.path.join(HERE, "..", "progs", "attach_kill.c")
+PROG_SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_target.c")
+PLUGIN_SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_plugin.c")
+POOLS_SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_pools.c")
+KILL_SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_kill.c")
 
 
 _built = {}
@@ -781,7 +781,7 @@ def test_preloaded(suite):
 def build_prog(suite, name):
     """tests/progs/NAME.c, built once into the work directory."""
     work, _ = build(suite)
-    src = os.path.join(HERE, "..", "progs", name + ".c")
+    src = os.path.join(os.path.dirname(HERE), "progs", name + ".c")
     prog = os.path.join(work, name)
     with _lock:
         if name not in _built:
@@ -931,7 +931,7 @@ def test_errors(suite):
     # a seccomp filter that refuses the executable mmap dlopen makes
     sec = os.path.join(work, "attach_seccomp")
     rc, _, err = run_tests.run([suite.cc, "-O1", "-o", sec,
-                                os.path.join(HERE, "..", "progs", "attach_seccomp.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "attach_seccomp.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     t = Target(sec, work)
@@ -1352,7 +1352,7 @@ def test_timeout(suite):
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "attach-timeout"))
     prog = os.path.join(work, "attach_sleep")
     rc, _, err = run_tests.run([suite.cc, "-O1", "-pthread", "-o", prog,
-                                os.path.join(HERE, "..", "progs", "attach_sleep.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "attach_sleep.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     problems, slept = [], None

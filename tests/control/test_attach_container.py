@@ -352,7 +352,7 @@ def test_seccomp(suite):
     work, _ = build(suite)
     sec = os.path.join(work, "attach_seccomp")
     rc, _, err = run_tests.run([suite.cc, "-O1", "-o", sec,
-                                os.path.join(HERE, "..", "progs", "attach_seccomp.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "attach_seccomp.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     cwork = run_tests.fresh_dir(os.path.join(work, "container-seccomp"))
@@ -394,7 +394,7 @@ def test_kill(suite):
     work, _ = build(suite)
     kill_prog = os.path.join(work, "attach_kill")
     rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", kill_prog,
-                                os.path.join(HERE, "..", "progs", "attach_kill.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "attach_kill.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     cwork = run_tests.fresh_dir(os.path.join(work, "container-kill"))
@@ -458,7 +458,7 @@ def test_stall(suite):
     work, _ = build(suite)
     kill_prog = os.path.join(work, "attach_kill")
     rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-pthread", "-o", kill_prog,
-                                os.path.join(HERE, "..", "progs", "attach_kill.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "attach_kill.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     cwork = run_tests.fresh_dir(os.path.join(work, "container-stall"))

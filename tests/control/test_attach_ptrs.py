@@ -60,7 +60,7 @@ import run_tests
 import test_attach as ta
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "progs", "attach_ptrs.c")
+SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_ptrs.c")
 ENTRIES = ("malloc", "free", "realloc", "aligned_alloc")
 
 _lock = threading.Lock()

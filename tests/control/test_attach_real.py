@@ -56,7 +56,7 @@ import test_attach_ptrs as tap
 
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
-CTYPES = os.path.join(HERE, "..", "progs", "ctypes_leak.py")
+CTYPES = os.path.join(os.path.dirname(HERE), "progs", "ctypes_leak.py")
 
 LEAKER = r"""
 import ctypes, sys

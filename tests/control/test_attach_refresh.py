@@ -45,7 +45,7 @@ import test_attach as ta
 import test_attach_ptrs as tp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "progs", "attach_refresh.c")
+SRC = os.path.join(os.path.dirname(HERE), "progs", "attach_refresh.c")
 HEAP_RE = re.compile(r"^# heaptrail-dump .* heap_in_use=(\d+) ", re.M)
 
 
@@ -189,7 +189,7 @@ def test_handler(suite):
     os.makedirs(work, exist_ok=True)
     prog = os.path.join(work, "handler_alloc_only")
     rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-o", prog,
-                                os.path.join(HERE, "..", "progs", "handler_alloc_only.c")])
+                                os.path.join(os.path.dirname(HERE), "progs", "handler_alloc_only.c")])
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     out = run_tests.fresh_dir(os.path.join(work, "handler"))

@@ -103,7 +103,7 @@ import run_tests  # noqa: E402
 from run_tests import Failure, Skip  # noqa: E402
 import test_pprof  # noqa: E402
 
-PROG_SRC = os.path.join(HERE, "..", "progs", "live_sites.c")
+PROG_SRC = os.path.join(os.path.dirname(HERE), "progs", "live_sites.c")
 
 
 def free_port():
@@ -1040,7 +1040,7 @@ def test_push_down(suite):
 
 
 def test_quiet(suite):
-    src = os.path.join(HERE, "..", "progs", "live_quiet.c")
+    src = os.path.join(os.path.dirname(HERE), "progs", "live_quiet.c")
     work = run_tests.fresh_dir(os.path.join(suite.build, "e2e", "live", "quiet"))
     prog = os.path.join(work, "live_quiet")
     subprocess.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, src], check=True)

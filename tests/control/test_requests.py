@@ -338,7 +338,7 @@ def test_moved_cwd(suite):
     problems, details = [], []
     prog = os.path.join(work, "chdir_wait")
     rc, _, err = run_tests.run([suite.cc, "-g", "-O1", "-o", prog,
-                                os.path.join(HERE, "..", "progs", "chdir_wait.c")], env=os.environ)
+                                os.path.join(os.path.dirname(HERE), "progs", "chdir_wait.c")], env=os.environ)
     if rc:
         raise run_tests.Failure("build failed: %s" % run_tests.short(err))
     agent = os.path.join(os.path.dirname(os.path.abspath(suite.heaptrail)), "libheaptrail.so")

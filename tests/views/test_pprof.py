@@ -451,7 +451,7 @@ def test_raw(suite):
     return problems, [text[-3000:]]
 
 
-INLINE_SRC = os.path.join(HERE, "..", "progs", "pprof_inline.c")
+INLINE_SRC = os.path.join(os.path.dirname(HERE), "progs", "pprof_inline.c")
 
 
 def inline_dump(suite):

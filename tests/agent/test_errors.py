@@ -1,0 +1,164 @@
+"""Heap errors (issue 31): blocks given back by the wrong family, found
+by heaptrail in exact mode, with valgrind memcheck as the oracle.
+
+    errors:mismatched  tests/progs/heap_errors.cc (malloc then delete,
+                       new[] then delete, new then free, new then
+                       delete[], malloc then delete[] three times at one
+                       line, new then realloc; blocks given back rightly
+                       in between): `valgrind -s` and `heaptrail run`
+                       (then `heaptrail report --json`) must find the same
+                       contexts: the same kind, count, size, allocator and
+                       deallocator, and the same allocation and free sites
+                       (function and line of the program's frame); the
+                       same "N errors from M contexts"; the program's
+                       stdout and status as bare and under valgrind; the
+                       text report says "Mismatched free() / delete /
+                       delete []" once per context and "ERROR SUMMARY: 8
+                       errors from 6 contexts"; with --error-exitcode=42
+                       the run exits 42, as valgrind's does
+    errors:none        the same program's rightful half alone (a run of
+                       tests/e2e/progs/leak_one, which gives back nothing
+                       wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
+                       and no error record in the JSON
+"""
+import json
+import os
+import re
+
+import run_tests as rt
+from run_tests import Failure
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_errors.cc")
+
+# valgrind's words for the allocators and deallocators it names
+VG_FN = {"malloc": "malloc", "free": "free", "realloc": "realloc",
+         "operator new(unsigned long)": "operator new",
+         "operator new[](unsigned long)": "operator new[]",
+         "operator delete(void*)": "operator delete",
+         "operator delete(void*, unsigned long)": "operator delete",
+         "operator delete[](void*)": "operator delete[]",
+         "operator delete[](void*, unsigned long)": "operator delete[]"}
+
+
+def build(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors"))
+    prog = os.path.join(work, "heap_errors")
+    rc, _, err = rt.run([suite.cxx, "-g", "-O1", "-Wno-mismatched-new-delete", "-o", prog, SRC])
+    if rc != 0:
+        raise Failure("g++ heap_errors.cc: %s" % rt.short(err))
+    return work, prog
+
+
+def site(frame_text):
+    """(function without its arguments, line) of "fn(...) (file.cc:12)"."""
+    m = re.match(r"(.*?)(?:\(.*\))? \((?:.*/)?[^/:()]+:(\d+)\)$", frame_text.strip())
+    return (m.group(1), int(m.group(2))) if m else (frame_text.strip(), None)
+
+
+def valgrind_contexts(text):
+    """{(kind, alloc fn, free fn, size, alloc site, free site): count}
+    from `valgrind -s`'s "N errors in context K of M:" list, and its
+    ERROR SUMMARY (errors, contexts)."""
+    out = {}
+    blocks = re.split(r"^==\d+== (\d+) errors in context \d+ of \d+:\n", text, flags=re.M)
+    for count, body in zip(blocks[1::2], blocks[2::2]):
+        lines = [re.sub(r"^==\d+== ?", "", l) for l in body.split("\n")]
+        if not lines or lines[0] != "Mismatched free() / delete / delete []":
+            continue
+        frames = [l.strip() for l in lines[1:] if re.match(r"\s+(at|by) 0x", l)]
+        addr = next(i for i, l in enumerate(lines) if "alloc'd" in l)
+        size = int(re.search(r"block of size (\d+)", lines[addr]).group(1))
+        free_frames = [l for l in lines[1:addr] if re.match(r"\s+(at|by) 0x", l)]
+        alloc_frames = [l for l in lines[addr + 1:] if re.match(r"\s+(at|by) 0x", l)]
+
+        def fn(l):
+            return VG_FN.get(re.sub(r"^\s*(at|by) 0x[0-9A-F]+: ", "", l).split(" (in ")[0],
+                             "?")
+
+        def prog_site(ls):
+            return site(re.sub(r"^\s*(at|by) 0x[0-9A-F]+: ", "", ls[1]))
+        key = ("mismatched", fn(alloc_frames[0]), fn(free_frames[0]), size,
+               prog_site(alloc_frames), prog_site(free_frames))
+        out[key] = out.get(key, 0) + int(count)
+        del frames
+    m = re.search(r"ERROR SUMMARY: (\d+) errors from (\d+) contexts", text)
+    return out, (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def heaptrail_contexts(report):
+    out = {}
+    for e in report.get("errors", []):
+        def prog_site(stack):
+            f = stack[0] if stack else {}
+            return (f.get("function"), f.get("line"))
+        key = (e["kind"], e["allocator"], e["deallocator"], e["size"],
+               prog_site(e["alloc_stack"]), prog_site(e["free_stack"]))
+        out[key] = out.get(key, 0) + e["count"]
+    s = report.get("error_summary", {})
+    return out, (s.get("errors"), s.get("contexts"))
+
+
+def test_mismatched(suite):
+    work, prog = build(suite)
+    problems, details = [], []
+    rc0, out0, _ = rt.run([prog])
+    if rc0 != 0 or out0 != b"done\n":
+        raise Failure("bare run: status %d, stdout %r" % (rc0, out0))
+    rc, vout, verr = rt.run(["valgrind", "-s", "--error-exitcode=42", prog],
+                            timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    if (rc, vout) != (42, out0):
+        problems.append("valgrind: status %d, stdout %r" % (rc, vout))
+    if vg_summary != (8, 6) or len(vg) != 6:
+        problems.append("valgrind: %s errors/contexts, %d read: the program means 8 "
+                        "errors from 6 contexts" % (vg_summary, len(vg)))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    text = herr.decode(errors="replace")
+    if (rc, hout) != (0, out0):
+        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    ht, ht_summary = heaptrail_contexts(json.loads(jout))
+    if ht != vg:
+        problems.append("contexts differ:\n  valgrind  %s\n  heaptrail %s" % (
+            sorted(vg.items()), sorted(ht.items())))
+    if ht_summary != vg_summary:
+        problems.append("error summary: heaptrail %s, valgrind %s" % (ht_summary, vg_summary))
+    rc, tout, _ = rt.run([suite.heaptrail, "report", out])
+    t = tout.decode(errors="replace")
+    if t.count("Mismatched free() / delete / delete []") != 6 or \
+            "ERROR SUMMARY: 8 errors from 6 contexts" not in t:
+        problems.append("the text report:\n%s" % t[:3000])
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--error-exitcode=42", "-o",
+                             rt.fresh_dir(os.path.join(work, "ci")), "--", prog])
+    if rc != 42:
+        problems.append("--error-exitcode=42: status %d (valgrind's: 42)" % rc)
+    details.append(text)
+    return problems, details
+
+
+def test_none(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-none"))
+    prog = suite.build_prog(suite.specs["leak_one"], "fp")
+    out = os.path.join(work, "run")
+    rc, _, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    report = json.loads(jout)
+    problems = []
+    if report.get("error_summary") != {"errors": 0, "contexts": 0} or "errors" in report:
+        problems.append("errors in a run with none: %r" % {k: report.get(k) for k in (
+            "error_summary", "errors")})
+    rc, tout, _ = rt.run([suite.heaptrail, "report", out])
+    if "ERROR SUMMARY: 0 errors from 0 contexts" not in tout.decode(errors="replace"):
+        problems.append("the text report lacks 'ERROR SUMMARY: 0 errors from 0 contexts'")
+    return problems, []
+
+
+def collect(suite):
+    return [("errors:mismatched", lambda: test_mismatched(suite)),
+            ("errors:none", lambda: test_none(suite))]
