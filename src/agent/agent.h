@@ -28,8 +28,8 @@
  *   layer 3 process: lifecycle exitreport sigchecks leakscan api attach
  *        (the constructor, fork, exit and its report, leak checks, the API,
  *        the agent loaded into a running process)
- *   layer 2 record:  hooks dlhooks mmaphooks heapprofile triggers leakwriter poolrec
- *                    fnhook fnhook_impl fnreloc fnfind fnentries
+ *   layer 2 record:  hooks dlhooks mmaphooks heaperrors heapprofile triggers leakwriter
+ *                    poolrec fnhook fnhook_impl fnreloc fnfind fnentries
  *        (the allocator entry points, pool operations and the allocator
  *        functions hooked by name, and the files written while the
  *        program runs and at its end)

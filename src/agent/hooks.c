@@ -26,6 +26,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/counters.h"
+#include "agent/heaperrors.h"
 #include "agent/heapprofile.h"
 #include "format/vocab.h"
 #include "agent/hooks.h"
@@ -130,14 +131,19 @@ static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 }
 
 /* Forgets p if it was tracked; returns whether it was, with its size and
- * stack so realloc can put it back when the real realloc fails. */
-static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack)
+ * stack so realloc can put it back when the real realloc fails. d: how
+ * it is given back (enum agent_dealloc), checked against how it was
+ * allocated; AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's,
+ * deferred). */
+static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack, int d)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
 		if (agent_sampling.period <= 1)  /* sampling: the usual case, not counted */
 			agent_count(&agent_my_counts()->untracked_frees, 1);
 		return false;
 	}
+	if (AGENT_UNLIKELY(!agent_dealloc_matches(agent_stack_get(*stack)->fn, d)))
+		agent_error_mismatch(*stack, *size, d);
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_count_shape_free(c, p);
@@ -329,7 +335,7 @@ static void drain_record(const uintptr_t *w)
 	if ((w[0] & 0xff) == DEFER_FREE) {
 		size_t size;
 		uint32_t id;
-		note_free(p, &size, &id);  /* freed by the handler already */
+		note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED);  /* freed by the handler already */
 		return;
 	}
 	size_t n = w[2];
@@ -403,7 +409,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 	size_t size;
 	uint32_t id;
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	note_free(p, &size, &id);
+	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED);
 	agent_real.free(p);
 	agent_tls.busy = busy;
 }
@@ -574,8 +580,9 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 	return r;
 }
 
-/* free's slow part out of line, so its fast path needs no frame. */
-static AGENT_NOINLINE void free_slow(void *p)
+/* free's (and delete's: d, enum agent_dealloc) slow part out of line,
+ * so its fast path needs no frame. */
+static AGENT_NOINLINE void free_slow(void *p, int d)
 {
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
@@ -598,22 +605,27 @@ static AGENT_NOINLINE void free_slow(void *p)
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	uint64_t t0 = agent_auto_clock();
-	note_free(p, &size, &id);
+	note_free(p, &size, &id, d);
 	agent_auto_charge(t0);
 	agent_real.free(p);
 	leave();
 }
 
-AGENT_API void free(void *p)
+/* Sampling: most blocks were never tracked, and the filter says so
+ * without a lock. It has no filter in exact mode, and its slots for the
+ * bootstrap buffer's pages are pinned at "maybe". */
+static inline __attribute__((always_inline)) void dealloc(void *p, int d)
 {
-	/* Sampling: most blocks were never tracked, and the filter says so
-	 * without a lock. It has no filter in exact mode, and its slots for
-	 * the bootstrap buffer's pages are pinned at "maybe". */
 	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
 		agent_real.free(p);
 		return;
 	}
-	free_slow(p);
+	free_slow(p, d);
+}
+
+AGENT_API void free(void *p)
+{
+	dealloc(p, AGENT_DEALLOC_FREE);
 }
 
 static void *realloc_as(void *p, size_t n, int fn)
@@ -638,7 +650,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
-		if (note_free(p, &osize, &oid)) {
+		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC)) {
 			q = real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
@@ -652,7 +664,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	bool had = note_free(p, &osize, &oid);
+	bool had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC);
 	void *q = real_realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);
@@ -836,22 +848,26 @@ NEW_ALIGNED(_ZnamSt11align_val_t, FMT_FN_NEW_ARRAY)
 NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t, FMT_FN_NEW)
 NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t, FMT_FN_NEW_ARRAY)
 
-#define DELETE1(name) AGENT_API void name(void *p); \
-	AGENT_API void name(void *p) { free(p); }
-#define DELETE2(name, T) AGENT_API void name(void *p, T); \
-	AGENT_API void name(void *p, T a) { free(p); }
-#define DELETE3(name, T, U) AGENT_API void name(void *p, T, U); \
-	AGENT_API void name(void *p, T a, U b) { free(p); }
+/* delete (D: AGENT_DEALLOC_DELETE) and delete[] (..._ARRAY): free's
+ * path, with how the block is given back checked against its new */
+#define DELETE1(name, D) AGENT_API void name(void *p); \
+	AGENT_API void name(void *p) { dealloc(p, D); }
+#define DELETE2(name, D, T) AGENT_API void name(void *p, T); \
+	AGENT_API void name(void *p, T a) { dealloc(p, D); }
+#define DELETE3(name, D, T, U) AGENT_API void name(void *p, T, U); \
+	AGENT_API void name(void *p, T a, U b) { dealloc(p, D); }
+#define DEL AGENT_DEALLOC_DELETE
+#define DELA AGENT_DEALLOC_DELETE_ARRAY
 
-DELETE1(_ZdlPv)
-DELETE1(_ZdaPv)
-DELETE2(_ZdlPvm, size_t)
-DELETE2(_ZdaPvm, size_t)
-DELETE2(_ZdlPvRKSt9nothrow_t, const void *)
-DELETE2(_ZdaPvRKSt9nothrow_t, const void *)
-DELETE2(_ZdlPvSt11align_val_t, size_t)
-DELETE2(_ZdaPvSt11align_val_t, size_t)
-DELETE3(_ZdlPvmSt11align_val_t, size_t, size_t)
-DELETE3(_ZdaPvmSt11align_val_t, size_t, size_t)
-DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
-DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
+DELETE1(_ZdlPv, DEL)
+DELETE1(_ZdaPv, DELA)
+DELETE2(_ZdlPvm, DEL, size_t)
+DELETE2(_ZdaPvm, DELA, size_t)
+DELETE2(_ZdlPvRKSt9nothrow_t, DEL, const void *)
+DELETE2(_ZdaPvRKSt9nothrow_t, DELA, const void *)
+DELETE2(_ZdlPvSt11align_val_t, DEL, size_t)
+DELETE2(_ZdaPvSt11align_val_t, DELA, size_t)
+DELETE3(_ZdlPvmSt11align_val_t, DEL, size_t, size_t)
+DELETE3(_ZdaPvmSt11align_val_t, DELA, size_t, size_t)
+DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL, size_t, const void *)
+DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELA, size_t, const void *)

@@ -12,6 +12,7 @@
 #include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/counters.h"
+#include "agent/heaperrors.h"
 #include "agent/modules.h"
 #include "agent/startup.h"
 #include "agent/table.h"
@@ -181,19 +182,72 @@ static bool increased(const struct agent_leak_report *r, uint32_t id, int kind, 
 /* Stacks and records: by kind when kinds is not NULL, else "in_use".
  * With only_increased, a (stack, kind) appears only when it grew since
  * the previous check, and its line carries the increase. */
+static void sort_ids(uint32_t *a, size_t n)
+{
+	for (size_t gap = n / 2; gap; gap /= 2)
+		for (size_t i = gap; i < n; i++)
+			for (size_t j = i; j >= gap && a[j - gap] > a[j]; j -= gap) {
+				uint32_t t = a[j];
+				a[j] = a[j - gap];
+				a[j - gap] = t;
+			}
+}
+
+/* The heap errors' contexts (heaperrors.h): "error KIND COUNT SIZE
+ * ALLOC_STACK FREE_STACK", after the stacks they name. */
+static void write_errors(struct agent_writer *w, const struct agent_error *e, size_t n)
+{
+	static const char *const names[] = { [AGENT_ERROR_MISMATCHED] = FMT_LEAKS_MISMATCHED };
+	agent_put(w, FMT_LEAKS_ERRORS_CHECKED "\n");
+	for (size_t i = 0; i < n; i++) {
+		agent_put(w, FMT_LEAKS_ERROR " ");
+		agent_put(w, names[e[i].kind]);
+		agent_put(w, " ");
+		agent_put_u64(w, e[i].count);
+		agent_put(w, " ");
+		agent_put_u64(w, e[i].size);
+		agent_put(w, " ");
+		agent_put_u64(w, e[i].alloc_stack);
+		agent_put(w, " ");
+		agent_put_u64(w, e[i].free_stack);
+		agent_put(w, "\n");
+	}
+	if (agent_errors_dropped())
+		write_line_u64(w, FMT_LEAKS_ERRORS_DROPPED, agent_errors_dropped());
+}
+
 static void write_records(struct agent_writer *w, const struct agent_leak_report *r)
 {
 	const struct agent_kinds *kinds = r->kinds;
 	uint32_t nstacks = r->nstacks;
 	bool only_increased = r->check && (r->flags & HEAPTRAIL_LEAKS_INCREASED);
 	uint32_t count = agent_stack_count();
-	if (!kinds)
-		return;
+	/* the stacks the heap errors name are written too, in id order */
+	size_t errlen = AGENT_ERROR_CONTEXTS * (sizeof(struct agent_error) + 2 * sizeof(uint32_t));
+	struct agent_error *errs = agent_mmap(errlen);
+	size_t nerr = 0, nids = 0, next = 0;
+	uint32_t *ids = NULL;
+	if (errs) {
+		nerr = agent_errors_copy(errs, AGENT_ERROR_CONTEXTS);
+		nerr = nerr < AGENT_ERROR_CONTEXTS ? nerr : AGENT_ERROR_CONTEXTS;
+		ids = (uint32_t *)(errs + AGENT_ERROR_CONTEXTS);
+		for (size_t i = 0; i < nerr; i++) {
+			ids[nids++] = errs[i].alloc_stack;
+			ids[nids++] = errs[i].free_stack;
+		}
+		sort_ids(ids, nids);
+	}
 	for (uint32_t id = 1; id <= count; id++) {
 		struct agent_stack *s = agent_stack_get(id);
-		if (id > nstacks)
-			break;
 		bool stack_written = false;
+		while (next < nids && ids[next] < id)
+			next++;
+		if (next < nids && ids[next] == id) {
+			write_stack(w, id, s);
+			stack_written = true;
+		}
+		if (!kinds || id > nstacks)
+			continue;
 		for (int k = 0; k < FMT_KIND_COUNT; k++) {
 			uint64_t db = 0, dn = 0;
 			if (!kinds[id].blocks[k] || (only_increased && !increased(r, id, k, &db, &dn)))
@@ -210,6 +264,10 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 			}
 			agent_put(w, "\n");
 		}
+	}
+	if (errs) {
+		write_errors(w, errs, nerr);
+		agent_munmap(errs, errlen);
 	}
 }
 

@@ -16,6 +16,10 @@ const char *prof_alloc_fn_name(int fn)
 		return "operator new";
 	if (fn == FMT_FN_NEW_ARRAY)
 		return "operator new[]";
+	if (fn == FMT_FN_DELETE)
+		return "operator delete";
+	if (fn == FMT_FN_DELETE_ARRAY)
+		return "operator delete[]";
 	return fn >= 0 && fn < FMT_FN_COUNT ? fmt_alloc_fn_names[fn] : "?";
 }
 
@@ -115,6 +119,73 @@ static struct symbolizer *process_sym(struct prof_process *p, const char *binary
 
 /* sym_kinds: records of these kinds (PROF_KIND_BIT mask) get source
  * frames; the others keep raw pcs (function "??"). */
+/* s's frames, symbolized with sym (NULL: each frame its pc), the
+ * agent's own left out, into *out (malloc'd) and *n. 0 or -ENOMEM. */
+static int stack_frames(struct symbolizer *sym, const struct fmt_stack *s,
+			struct sym_frame **out, size_t *nout)
+{
+	size_t cap = s->depth + 4, n = 0;
+	struct sym_frame *frames = malloc(cap * sizeof *frames);
+	if (!frames)
+		return -ENOMEM;
+	for (size_t d = 0; d < s->depth; d++) {
+		const struct sym_frame *fr;
+		struct sym_frame raw = { .pc = s->pcs[d], .function = "??" };
+		size_t k = 1;
+		if (sym)
+			k = sym_resolve(sym, s->pcs[d], &fr);
+		else
+			fr = &raw;
+		for (size_t j = 0; j < k; j++) {
+			if (is_own_frame(&fr[j]))
+				continue;
+			if (n == cap) {
+				struct sym_frame *nf = realloc(frames, 2 * cap * sizeof *nf);
+				if (!nf) {
+					free(frames);
+					return -ENOMEM;
+				}
+				frames = nf;
+				cap *= 2;
+			}
+			frames[n++] = fr[j];
+		}
+	}
+	*out = frames;
+	*nout = n;
+	return 0;
+}
+
+/* The heap errors of p's leak file, symbolized (sym_kinds: when it asks
+ * for symbols at all). */
+static int build_errors(struct prof_process *p, const char *binary_path, unsigned sym_kinds)
+{
+	struct fmt_leaks *l = &p->raw;
+	if (!l->nerrors)
+		return 0;
+	p->errors = calloc(l->nerrors, sizeof *p->errors);
+	if (!p->errors)
+		return -ENOMEM;
+	struct symbolizer *sym = NULL;
+	if (sym_kinds && !(sym = process_sym(p, binary_path)))
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nerrors; i++) {
+		const struct fmt_error *e = &l->errors[i];
+		struct prof_heap_error *out = &p->errors[p->nerrors++];
+		out->kind = e->kind;
+		out->count = e->count;
+		out->size = e->size;
+		out->alloc_fn = l->stacks[e->alloc_stack].fn;
+		out->free_fn = l->stacks[e->free_stack].fn;
+		if (stack_frames(sym, &l->stacks[e->alloc_stack], &out->alloc_frames, &out->nalloc) ||
+		    stack_frames(sym, &l->stacks[e->free_stack], &out->free_frames, &out->nfree))
+			return -ENOMEM;
+		p->error_count += e->count;
+	}
+	p->error_count += l->errors_dropped;
+	return 0;
+}
+
 static int build_process(struct prof_process *p, const char *binary_path, unsigned sym_kinds)
 {
 	struct fmt_leaks *l = &p->raw;
@@ -125,7 +196,6 @@ static int build_process(struct prof_process *p, const char *binary_path, unsign
 		const struct fmt_record *r = &l->records[i];
 		const struct fmt_stack *s = &l->stacks[r->stack];
 		struct prof_record *out = &p->records[p->nrecords++];
-		size_t cap = s->depth + 4, n = 0;
 		out->kind = r->kind;
 		out->has_increase = r->has_increase;
 		out->inc_bytes = r->inc_bytes;
@@ -144,36 +214,13 @@ static int build_process(struct prof_process *p, const char *binary_path, unsign
 		prof_unsample(l->sample, &out->bytes, &out->blocks);
 		out->alloc_fn = s->fn;
 		out->pool_id = s->pool;
-		out->frames = malloc(cap * sizeof *out->frames);
-		if (!out->frames)
-			return -ENOMEM;
 		struct symbolizer *sym = NULL;
 		if (sym_kinds & PROF_KIND_BIT(r->kind)) {
 			if (!(sym = process_sym(p, binary_path)))
 				return -ENOMEM;
 		}
-		for (size_t d = 0; d < s->depth; d++) {
-			const struct sym_frame *fr;
-			struct sym_frame raw = { .pc = s->pcs[d], .function = "??" };
-			size_t k = 1;
-			if (sym)
-				k = sym_resolve(sym, s->pcs[d], &fr);
-			else
-				fr = &raw;
-			for (size_t j = 0; j < k; j++) {
-				if (is_own_frame(&fr[j]))
-					continue;
-				if (n == cap) {
-					struct sym_frame *nf = realloc(out->frames, 2 * cap * sizeof *nf);
-					if (!nf)
-						return -ENOMEM;
-					out->frames = nf;
-					cap *= 2;
-				}
-				out->frames[n++] = fr[j];
-			}
-		}
-		out->nframes = n;
+		if (stack_frames(sym, s, &out->frames, &out->nframes))
+			return -ENOMEM;
 		p->kind_bytes[r->kind] += out->bytes;
 		p->kind_blocks[r->kind] += out->blocks;
 	}
@@ -333,6 +380,11 @@ static void release_process(struct prof_process *p)
 	for (size_t i = 0; i < p->nrecords; i++)
 		free(p->records[i].frames);
 	free(p->records);
+	for (size_t i = 0; i < p->nerrors; i++) {
+		free(p->errors[i].alloc_frames);
+		free(p->errors[i].free_frames);
+	}
+	free(p->errors);
 	if (p->sym)
 		sym_free(p->sym);
 	fmt_leaks_release(&p->raw);
@@ -454,6 +506,8 @@ static int load(struct prof_run *run, const char *path, const char *binary_path,
 		files[i] = NULL;
 		run->nprocs++;
 		ret = build_process(p, binary_path, sym_kinds);
+		if (!ret)
+			ret = build_errors(p, binary_path, sym_kinds);
 		if (ret) {
 			*err = "out of memory";
 			goto out;
@@ -544,11 +598,13 @@ int prof_kinds_parse(const char *s, unsigned *mask)
 size_t prof_run_errors(const struct prof_run *run, unsigned mask)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < run->nprocs; i++)
+	for (size_t i = 0; i < run->nprocs; i++) {
+		n += run->procs[i].error_count;  /* heap errors count as ever */
 		for (size_t j = 0; j < run->procs[i].nrecords; j++) {
 			const struct prof_record *r = &run->procs[i].records[j];
 			if (!r->suppressed_by && (mask & PROF_KIND_BIT(r->kind)))
 				n++;
 		}
+	}
 	return n;
 }

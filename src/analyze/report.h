@@ -30,6 +30,16 @@ struct prof_record {
 				       prof_pool_name gives its name */
 };
 
+/* A heap error's context (format/leakfile.h's fmt_error), symbolized. */
+struct prof_heap_error {
+	int kind;                   /* enum fmt_error_kind */
+	uint64_t count, size;
+	int alloc_fn, free_fn;      /* enum fmt_alloc_fn: how it was allocated,
+				       how given back (FMT_FN_FREE...) */
+	struct sym_frame *alloc_frames, *free_frames;
+	size_t nalloc, nfree;
+};
+
 struct prof_process {
 	struct fmt_leaks raw;
 	struct prof_record *records;    /* sorted: bytes, then blocks, descending */
@@ -41,6 +51,9 @@ struct prof_process {
 	struct symbolizer *sym;
 	const char *file;               /* the leak file it came from (owned) */
 	const char *pool_filter;        /* prof_process_filter_pool's NAME, or NULL */
+	struct prof_heap_error *errors; /* in the order first seen */
+	size_t nerrors;
+	uint64_t error_count;           /* the errors, those not kept included */
 };
 
 /* A leak file of a directory that could not be read (garbage, truncated,
@@ -98,8 +111,9 @@ void prof_run_release(struct prof_run *run);
  * Returns -1 on an unknown word. */
 int prof_kinds_parse(const char *s, unsigned *mask);
 
-/* Records of the kinds in mask that no suppression hides, over every
- * process: what --error-exitcode counts. */
+/* Records of the kinds in mask that no suppression hides, and every heap
+ * error (prof_process.error_count), over every process: what
+ * --error-exitcode counts. */
 size_t prof_run_errors(const struct prof_run *run, unsigned mask);
 
 /* Turns sampled counts (mean sampling distance S bytes) into unbiased

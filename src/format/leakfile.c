@@ -205,7 +205,7 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 		    const char **err)
 {
 	struct fmt_leaks l = { 0 };
-	size_t argcap = 0, modcap = 0, stackcap = 0, reccap = 0, poolcap = 0;
+	size_t argcap = 0, modcap = 0, stackcap = 0, reccap = 0, poolcap = 0, errcap = 0;
 	bool saw_end = false, saw_totals = false;
 	char *copy = malloc(len + 1);
 	int lineno = 0;
@@ -376,6 +376,25 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 				goto oom;
 			l.records[l.nrecords++] = (struct fmt_record){ kind, a, b, (size_t)si, ln.ntok == 7,
 								       ln.ntok == 7 ? d : 0, ln.ntok == 7 ? e : 0 };
+		} else if (!strcmp(k, FMT_LEAKS_ERROR)) {
+			int kind = -1;
+			long ai, fi;
+			if (ln.ntok != 6 || parse_u64(ln.tok[2], 10, &a) || parse_u64(ln.tok[3], 10, &b) ||
+			    parse_u64(ln.tok[4], 10, &c) || parse_u64(ln.tok[5], 10, &d))
+				goto bad_line;
+			for (int i = 0; i < FMT_ERROR_KIND_COUNT; i++)
+				if (!strcmp(ln.tok[1], fmt_error_kind_names[i]))
+					kind = i;
+			if (kind < 0 || (ai = find_stack(&l, c)) < 0 || (fi = find_stack(&l, d)) < 0)
+				goto bad_line;
+			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
+				goto oom;
+			l.errors[l.nerrors++] = (struct fmt_error){ kind, a, b, (size_t)ai, (size_t)fi };
+		} else if (!strcmp(k, FMT_LEAKS_ERRORS_CHECKED) && ln.ntok == 1) {
+			l.errors_checked = true;
+		} else if (!strcmp(k, FMT_LEAKS_ERRORS_DROPPED) && ln.ntok == 2 &&
+			   !parse_u64(ln.tok[1], 10, &a)) {
+			l.errors_dropped = a;
 		} else if (!strcmp(k, FMT_LEAKS_END) && ln.ntok == 1) {
 			saw_end = true;
 		}
@@ -438,6 +457,7 @@ void fmt_leaks_release(struct fmt_leaks *l)
 		free(l->stacks[i].pcs);
 	free(l->stacks);
 	free(l->records);
+	free(l->errors);
 	for (size_t i = 0; i < l->npools; i++)
 		free(l->pools[i].name);
 	free(l->pools);

@@ -73,6 +73,9 @@ enum fmt_alloc_fn {
 	FMT_FN_POOL,        /* heaptrail_pool_alloc (VALGRIND_MEMPOOL_ALLOC) */
 	FMT_FN_MALLOCLIKE,  /* heaptrail_block_alloc (VALGRIND_MALLOCLIKE_BLOCK) */
 	FMT_FN_MMAP,        /* an anonymous mmap or mremap (config mmap=1) */
+	/* the stacks of frees done wrong (heap errors): where the block was
+	 * given back, and how */
+	FMT_FN_FREE, FMT_FN_DELETE, FMT_FN_DELETE_ARRAY,
 	FMT_FN_COUNT
 };
 extern const char *const fmt_alloc_fn_names[FMT_FN_COUNT];
@@ -114,6 +117,19 @@ struct fmt_record {
 	uint64_t inc_bytes, inc_blocks;
 };
 
+/* Heap errors (frees done wrong), one per context. */
+enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_KIND_COUNT };
+extern const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT];
+
+struct fmt_error {
+	int kind;           /* enum fmt_error_kind */
+	uint64_t count;     /* errors of this context */
+	uint64_t size;      /* the block's size (the first error's) */
+	size_t alloc_stack; /* index into stacks: where the block was allocated */
+	size_t free_stack;  /* index into stacks: where it was given back (its
+			       fn says how: free, delete, delete[]) */
+};
+
 struct fmt_leaks {
 	long pid, ppid;
 	char run[64];     /* the run id ("" when the file names none) */
@@ -143,6 +159,11 @@ struct fmt_leaks {
 	size_t nrecords;
 	struct fmt_pool *pools;   /* in the file's order */
 	size_t npools;
+	struct fmt_error *errors; /* heap errors, in the order first seen */
+	size_t nerrors;
+	uint64_t errors_dropped;  /* errors beyond the contexts the agent kept */
+	bool errors_checked;      /* the agent looked for heap errors (a file
+				     without the line says nothing of them) */
 };
 
 /* The pool of that id, or NULL. */

@@ -1,6 +1,7 @@
 /* Names shared by the agent (which writes them) and the readers. No
  * allocation here: this file is linked into the agent. */
 #include "format/leakfile.h"
+#include "format/vocab.h"
 #include "agent/banned.h"   /* linked into the agent: held to its rules */
 
 const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
@@ -18,6 +19,13 @@ const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
 	[FMT_FN_POOL] = "pool_alloc",
 	[FMT_FN_MALLOCLIKE] = "malloclike",
 	[FMT_FN_MMAP] = "mmap",
+	[FMT_FN_FREE] = "free",
+	[FMT_FN_DELETE] = "delete",
+	[FMT_FN_DELETE_ARRAY] = "delete[]",
+};
+
+const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT] = {
+	[FMT_ERROR_MISMATCHED] = FMT_LEAKS_MISMATCHED,
 };
 
 const char *const fmt_kind_names[FMT_KIND_COUNT] = {

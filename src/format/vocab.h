@@ -107,6 +107,10 @@
 #define FMT_LEAKS_GONE       "gone"
 #define FMT_LEAKS_IN_POOL    "in_pool"           /* STACKID POOLID */
 #define FMT_LEAKS_END        "end"
+#define FMT_LEAKS_ERROR      "error"             /* KIND COUNT SIZE ALLOC_STACK FREE_STACK */
+#define FMT_LEAKS_MISMATCHED "mismatched"        /* a block given back by the wrong family */
+#define FMT_LEAKS_ERRORS_DROPPED "errors_dropped" /* errors beyond the contexts kept */
+#define FMT_LEAKS_ERRORS_CHECKED "errors_checked"  /* the agent looked for heap errors */
 #define FMT_YES              "yes"
 #define FMT_NO               "no"
 

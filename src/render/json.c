@@ -129,6 +129,35 @@ void render_json_process(FILE *out, const struct prof_process *p,
 		render_json_string(out, p->pool_filter);
 		fputs(",\n", out);
 	}
+	/* heap errors: valgrind's "N errors from M contexts", each context
+	 * with its two stacks */
+	if (l->errors_checked || p->nerrors)
+		fprintf(out, " \"error_summary\": {\"errors\": %llu, \"contexts\": %zu},\n",
+			(unsigned long long)p->error_count, p->nerrors);
+	if (p->nerrors) {
+		fputs(" \"errors\": [", out);
+		for (size_t i = 0; i < p->nerrors; i++) {
+			const struct prof_heap_error *e = &p->errors[i];
+			fprintf(out, "%s\n  {\"kind\": \"%s\", \"count\": %llu, \"size\": %llu, "
+				"\"allocator\": ", i ? "," : "", fmt_error_kind_names[e->kind],
+				(unsigned long long)e->count, (unsigned long long)e->size);
+			render_json_string(out, prof_alloc_fn_name(e->alloc_fn));
+			fputs(", \"deallocator\": ", out);
+			render_json_string(out, prof_alloc_fn_name(e->free_fn));
+			fputs(", \"free_stack\": [", out);
+			for (size_t j = 0; j < e->nfree; j++) {
+				fputs(j ? ",\n    " : "\n    ", out);
+				json_frame(out, &e->free_frames[j]);
+			}
+			fputs("], \"alloc_stack\": [", out);
+			for (size_t j = 0; j < e->nalloc; j++) {
+				fputs(j ? ",\n    " : "\n    ", out);
+				json_frame(out, &e->alloc_frames[j]);
+			}
+			fputs("]}", out);
+		}
+		fputs("],\n", out);
+	}
 	fputs(" \"records\": [", out);
 	bool first = true;
 	size_t shown = 0, more = 0;

@@ -198,6 +198,33 @@ static void render_pools(FILE *out, const struct prof_process *p)
 	free(t);
 }
 
+/* A heap error's context, in valgrind's words for its kind. */
+static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
+			      const struct fmt_leaks *l)
+{
+	static const char *const what[FMT_ERROR_KIND_COUNT] = {
+		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
+	};
+	char a[32], b[32];
+	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
+		plural(e->count, "error", "errors"), what[e->kind], i, n);
+	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
+	for (size_t j = 0; j < e->nfree; j++) {
+		render_frame(out, (int)j + 1, &e->free_frames[j], l);
+		if (is_main(&e->free_frames[j]))
+			break;
+	}
+	fprintf(out, "  the block of %s %s was allocated at:\n", render_thousands(b, e->size),
+		plural(e->size, "byte", "bytes"));
+	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->alloc_fn));
+	for (size_t j = 0; j < e->nalloc; j++) {
+		render_frame(out, (int)j + 1, &e->alloc_frames[j], l);
+		if (is_main(&e->alloc_frames[j]))
+			break;
+	}
+	fputc('\n', out);
+}
+
 static void render_process(FILE *out, const struct prof_process *p,
 			   const struct render_text_opts *o)
 {
@@ -218,6 +245,9 @@ static void render_process(FILE *out, const struct prof_process *p,
 		describe_exit(out, l);
 		fprintf(out, ")\n\n");
 	}
+
+	for (size_t i = 0; !o->summary_only && i < p->nerrors; i++)
+		render_heap_error(out, &p->errors[i], i + 1, p->nerrors, l);
 
 	size_t nshown = 0, k = 0;
 	for (size_t i = 0; i < p->nrecords; i++)
@@ -285,6 +315,12 @@ static void render_process(FILE *out, const struct prof_process *p,
 	} else if (p->supp_blocks) {
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
 	}
+	if (p->error_count || l->errors_checked)
+		fprintf(out, "   ERROR SUMMARY: %s %s from %zu %s%s\n",
+			render_thousands(a, p->error_count),
+			plural(p->error_count, "error", "errors"), p->nerrors,
+			plural(p->nerrors, "context", "contexts"),
+			l->errors_dropped ? " (and more contexts than the agent could keep)" : "");
 	if (p->pool_filter)
 		fprintf(out, "   (the records and kinds above are those of pool %s and the pools "
 			"under it; heap usage and what is in use, the whole process's)\n",

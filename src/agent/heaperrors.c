@@ -1,0 +1,75 @@
+/*
+ * heaperrors.c — see heaperrors.h. The contexts are a small array under a
+ * lock: an error is rare, and its cost (an unwind, the lock) is paid by
+ * the free that made it, never by a free that did not.
+ */
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/counters.h"
+#include "agent/heaperrors.h"
+#include "agent/table.h"
+#include "agent/unwind.h"
+#include "agent/banned.h"
+
+#define FREES ((1u << AGENT_DEALLOC_FREE) | (1u << AGENT_DEALLOC_REALLOC))
+#define ANY 0xffffffffu
+#define UNCHECKED (1u << AGENT_DEALLOC_UNCHECKED)
+
+const uint32_t agent_dealloc_ok[FMT_FN_COUNT] = {
+	[FMT_FN_MALLOC] = FREES | UNCHECKED, [FMT_FN_CALLOC] = FREES | UNCHECKED,
+	[FMT_FN_REALLOC] = FREES | UNCHECKED, [FMT_FN_REALLOCARRAY] = FREES | UNCHECKED,
+	[FMT_FN_POSIX_MEMALIGN] = FREES | UNCHECKED, [FMT_FN_ALIGNED_ALLOC] = FREES | UNCHECKED,
+	[FMT_FN_MEMALIGN] = FREES | UNCHECKED, [FMT_FN_VALLOC] = FREES | UNCHECKED,
+	[FMT_FN_PVALLOC] = FREES | UNCHECKED,
+	[FMT_FN_NEW] = (1u << AGENT_DEALLOC_DELETE) | UNCHECKED,
+	[FMT_FN_NEW_ARRAY] = (1u << AGENT_DEALLOC_DELETE_ARRAY) | UNCHECKED,
+	[FMT_FN_POOL] = ANY, [FMT_FN_MALLOCLIKE] = ANY, [FMT_FN_MMAP] = ANY,
+	[FMT_FN_FREE] = ANY, [FMT_FN_DELETE] = ANY, [FMT_FN_DELETE_ARRAY] = ANY,
+};
+
+static agent_lock_t lock;
+static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
+static size_t ncontexts;
+static uint64_t dropped;
+
+static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size)
+{
+	agent_lock(&lock);
+	size_t i = 0;
+	while (i < ncontexts && (contexts[i].kind != kind || contexts[i].alloc_stack != alloc_stack ||
+				 contexts[i].free_stack != free_stack))
+		i++;
+	if (i == ncontexts) {
+		if (ncontexts == AGENT_ERROR_CONTEXTS || !free_stack) {
+			dropped++;
+			agent_unlock(&lock);
+			return;
+		}
+		contexts[ncontexts++] = (struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
+							     .free_stack = free_stack, .size = size };
+	}
+	contexts[i].count++;
+	agent_unlock(&lock);
+}
+
+void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)
+{
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	int n = agent_unwind_cfi(pcs, agent_config.depth);
+	count(AGENT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size);
+}
+
+size_t agent_errors_copy(struct agent_error *out, size_t cap)
+{
+	agent_lock(&lock);
+	size_t n = ncontexts;
+	for (size_t i = 0; i < n && i < cap; i++)
+		out[i] = contexts[i];
+	agent_unlock(&lock);
+	return n;
+}
+
+uint64_t agent_errors_dropped(void)
+{
+	return __atomic_load_n(&dropped, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,57 @@
+/*
+ * heaperrors.h — frees done wrong (heaperrors.c): a block given back by
+ * the wrong family (free of a new block, delete of a new[] one, realloc
+ * of either), found when the block was recorded (exact mode: every
+ * block; sampled: the sampled ones), kept per context (the kind, where
+ * the block was allocated, where it was given back) with a count, as
+ * valgrind's "N errors from M contexts". Layer 2.
+ */
+#ifndef HEAPTRAIL_AGENT_HEAPERRORS_H
+#define HEAPTRAIL_AGENT_HEAPERRORS_H
+
+#include "agent/agent.h"
+#include "format/leakfile.h"
+
+/* How a block is given back: the stack fn of the free's stack. */
+enum agent_dealloc {
+	AGENT_DEALLOC_FREE = FMT_FN_FREE,
+	AGENT_DEALLOC_REALLOC = FMT_FN_REALLOC,  /* realloc giving the old block back */
+	AGENT_DEALLOC_DELETE = FMT_FN_DELETE,
+	AGENT_DEALLOC_DELETE_ARRAY = FMT_FN_DELETE_ARRAY,
+};
+
+/* Not checked (a signal handler's free, deferred): every fn's bit. */
+#define AGENT_DEALLOC_UNCHECKED 31
+/* Bit d of agent_dealloc_ok[fn]: a block allocated by fn (enum
+ * fmt_alloc_fn) may be given back by d: the malloc family by free and
+ * realloc, new by delete, new[] by delete[]; pool chunks and the rest by
+ * anything (they follow their own rules). */
+extern const uint32_t agent_dealloc_ok[FMT_FN_COUNT];
+static inline bool agent_dealloc_matches(int fn, int d)
+{
+	return (agent_dealloc_ok[fn] >> d) & 1;
+}
+
+/* The kinds of heap error (enum order is the files' names' order,
+ * fmt_error_kind_names). */
+enum agent_error_kind { AGENT_ERROR_MISMATCHED };
+
+/* A block of size bytes, of stack alloc_stack, given back by d which does
+ * not match its family: counted in its context, the free's stack taken
+ * now. Called from an entry point with busy set (hook-safe). */
+void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d);
+
+/* One context: how many errors of kind, the block's size (the first
+ * one's), and the two stacks (ids of the stack table). */
+struct agent_error {
+	uint32_t kind, alloc_stack, free_stack;
+	uint64_t count, size;
+};
+/* A copy of up to cap contexts, in the order they were first seen;
+ * returns how many there are (those beyond cap left out). */
+size_t agent_errors_copy(struct agent_error *out, size_t cap);
+/* Errors not kept in a context: the contexts were full. */
+uint64_t agent_errors_dropped(void);
+#define AGENT_ERROR_CONTEXTS 1024
+
+#endif
