@@ -36,11 +36,22 @@
                          dump, detach, query: the answers are right, the
                          dump holds the table (>= 500,000 bytes in use, in
                          libsqlite3), sqlite3 ends with status 0
-    attach:real-redis    redis-server: attach (--sample 1) while
-                         redis-benchmark runs SET/GET/LPUSH, dump, detach;
-                         every benchmark run succeeds, redis answers PING
-                         after the detach and shuts down with status 0;
-                         the dump names processCommand
+    attach:real-redis    redis-server (jemalloc's malloc): attach
+                         (--sample 1, --every 500ms) while redis-benchmark
+                         runs SET/GET/LPUSH, then a list grown by 40,000
+                         LPUSHes of 1,000 bytes between two dumps: the
+                         in-use heap of the second dump less the first's
+                         within 25 % of what redis says its own memory
+                         grew by (INFO's used_memory, jemalloc's sizes);
+                         `growth` over the dumps names a growing site;
+                         `leaks PID` writes a check; detach; every
+                         benchmark run succeeds, redis answers PING after
+                         the detach, has the descriptors it had before the
+                         attach and its threads (jemalloc may have started
+                         one background thread, for the arena it gave the
+                         thread the attach borrowed), no mapping added but
+                         the agent's own files (inert), and shuts down with
+                         status 0; the dump names processCommand
 """
 import os
 import re
@@ -313,7 +324,7 @@ def test_redis(suite):
     p = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                           "--appendonly", "no", "--dir", work], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, cwd=work, env=bare_env())
-    problems = []
+    problems, details_redis = [], []
 
     def cli(*args):
         return rt.run(["redis-cli", "-p", port] + list(args), env=bare_env())
@@ -332,17 +343,74 @@ def test_redis(suite):
         else:
             raise Failure("redis-server did not answer PING")
         bench(2000)
-        rc, _, err = ht(suite, "attach", "--sample", "1", "-o", out, str(p.pid))
+        before = process_state(p.pid)
+        rc, _, err = ht(suite, "attach", "--sample", "1", "--every", "500ms", "-o", out,
+                        str(p.pid))
         if not ok(problems, "attach", rc, err):
             return problems, []
         bench(20000)
-        rc, _, err = ht(suite, "dump", str(p.pid))
-        ok(problems, "dump", rc, err)
+        # a list that grows by 40 MB between two dumps: heaptrail's figure
+        # against redis' own count of its memory
+        used = []
+        in_use = []
+        for step in range(2):
+            if step:
+                rc, o, e = rt.run(["redis-benchmark", "-p", port, "-n", "40000", "-d", "1000",
+                                   "-q", "-t", "lpush"], env=bare_env(), timeout=120)
+                if rc != 0:
+                    problems.append("redis-benchmark lpush: status %d: %s" % (
+                        rc, rt.short(o + e)))
+            rc, _, err = ht(suite, "dump", str(p.pid))
+            ok(problems, "dump", rc, err)
+            info = cli("info", "memory")[1].decode()
+            used.append(int(re.search(r"^used_memory:(\d+)", info, re.M).group(1)))
+            dumps = sorted(f for f in os.listdir(out) if f.endswith(".api.heap"))
+            rc, top, err = ht(suite, "top", "--bytes", os.path.join(out, dumps[-1]))
+            m = re.search(rb"in-use space (\d+)", top)
+            in_use.append(int(m.group(1)) if m else None)
+        if None in in_use:
+            problems.append("top --bytes gave no in-use space: %s" % in_use)
+        else:
+            ours, theirs = in_use[1] - in_use[0], used[1] - used[0]
+            details_redis.append("the list's growth: heaptrail %d bytes, redis' used_memory "
+                                 "%d" % (ours, theirs))
+            if not 0.75 * theirs <= ours <= 1.25 * theirs:
+                problems.append("the list grew by %d bytes by heaptrail's dumps, %d by "
+                                "redis' used_memory: more than 25 %% apart" % (ours, theirs))
+        rc, gout, err = ht(suite, "growth", out)
+        g = gout.decode(errors="replace")
+        details_redis.append(g[:1500])
+        if rc != 0 or not re.search(r"^\s*\d+\s+growing\b", g, re.M):
+            problems.append("growth over the dumps names no growing site (status %d): %s" % (
+                rc, rt.short(gout + err, 600)))
+        rc, lout, err = ht(suite, "leaks", str(p.pid))
+        ok(problems, "leaks", rc, err)
         rc, _, err = ht(suite, "detach", str(p.pid))
         ok(problems, "detach", rc, err)
         if cli("ping")[1] != b"PONG\n":
             problems.append("no PONG after the detach")
         bench(2000)
+        after = process_state(p.pid)
+        if before["fds"] != after["fds"]:
+            problems.append("descriptors before the attach %s, after the detach %s" % (
+                before["fds"], after["fds"]))
+        # jemalloc gives the thread the attach borrows (an idle one, never
+        # the main thread) an arena of its own at the agent's dlopen, and
+        # starts a background thread for that arena: jemalloc's, idle,
+        # said in docs/usage/heaptrail-attach.md; any other thread is ours
+        new = list(after["threads"])
+        for t in before["threads"]:
+            if t in new:
+                new.remove(t)
+        if [t for t in new if t != "jemalloc_bg_thd"] or len(new) > 1 or \
+                len(after["threads"]) < len(before["threads"]):
+            problems.append("threads before the attach %s, after the detach %s" % (
+                before["threads"], after["threads"]))
+        extra = sorted(m for m in after["maps"] - before["maps"]
+                       if not re.search(r"(libheaptrail\.so|/memfd:heaptrail|libm\.so|"
+                                        r"libZydis|\[anon)", m))
+        if extra:
+            problems.append("mappings left after the detach: %s" % extra)
         cli("shutdown", "nosave")
         p.wait(timeout=30)
         if p.returncode != 0:
@@ -359,7 +427,28 @@ def test_redis(suite):
     text = top.decode(errors="replace")
     if "processCommand" not in text:
         problems.append("the dump does not name processCommand")
-    return problems, [text[:800]]
+    return problems, details_redis + [text[:800]]
+
+
+def process_state(pid):
+    """The threads, descriptors (what they point to) and mapped files of
+    a process."""
+    fds = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            fds.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    with open("/proc/%d/maps" % pid) as f:
+        maps = {l.split(None, 5)[5].strip() for l in f if len(l.split(None, 5)) == 6}
+    threads = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                threads.append(f.read().strip())
+        except OSError:
+            pass
+    return {"threads": sorted(threads), "fds": sorted(fds), "maps": maps}
 
 
 def collect(suite):
