@@ -3,6 +3,9 @@
  * lock: an error is rare, and its cost (an unwind, the lock) is paid by
  * the free that made it, never by a free that did not.
  */
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/counters.h"
@@ -32,12 +35,13 @@ static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
 static size_t ncontexts;
 static uint64_t dropped;
 
-static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size)
+static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		  uint32_t where, uint64_t offset)
 {
 	agent_lock(&lock);
 	size_t i = 0;
 	while (i < ncontexts && (contexts[i].kind != kind || contexts[i].alloc_stack != alloc_stack ||
-				 contexts[i].free_stack != free_stack))
+				 contexts[i].free_stack != free_stack || contexts[i].where != where))
 		i++;
 	if (i == ncontexts) {
 		if (ncontexts == AGENT_ERROR_CONTEXTS || !free_stack) {
@@ -46,7 +50,8 @@ static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size
 			return;
 		}
 		contexts[ncontexts++] = (struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
-							     .free_stack = free_stack, .size = size };
+							     .free_stack = free_stack, .size = size,
+							     .where = where, .offset = offset };
 	}
 	contexts[i].count++;
 	agent_unlock(&lock);
@@ -56,7 +61,32 @@ void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)
 {
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	count(AGENT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size);
+	count(AGENT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size,
+	      AGENT_WHERE_NONE, 0);
+}
+
+extern void *__libc_stack_end;
+
+bool agent_error_invalid_free(void *p, int d)
+{
+	uintptr_t a = (uintptr_t)p, base = 0;
+	size_t size = 0;
+	uint32_t stack = 0, where;
+	struct dl_find_object obj;
+	if (agent_live_containing(a, &base, &size, &stack))
+		where = AGENT_WHERE_BLOCK;
+	else if (_dl_find_object(p, &obj) == 0)
+		where = AGENT_WHERE_DATA;  /* an object's image: its globals */
+	else if (agent_gettid() == getpid() && a > agent_stack_pointer() &&
+		 a < (uintptr_t)__libc_stack_end + 65536)
+		where = AGENT_WHERE_STACK;  /* the main thread's, above this frame */
+	else
+		return false;
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	int n = agent_unwind_cfi(pcs, agent_config.depth);
+	count(AGENT_ERROR_INVALID, stack, agent_stack_intern(d, pcs, n), size, where,
+	      where == AGENT_WHERE_BLOCK ? a - base : 0);
+	return true;
 }
 
 size_t agent_errors_copy(struct agent_error *out, size_t cap)

@@ -34,18 +34,32 @@ static inline bool agent_dealloc_matches(int fn, int d)
 
 /* The kinds of heap error (enum order is the files' names' order,
  * fmt_error_kind_names). */
-enum agent_error_kind { AGENT_ERROR_MISMATCHED };
+enum agent_error_kind { AGENT_ERROR_MISMATCHED, AGENT_ERROR_INVALID };
+/* Where an invalid free's address is (enum order: the files' words,
+ * FMT_LEAKS_IN_*). */
+enum agent_error_where { AGENT_WHERE_NONE, AGENT_WHERE_BLOCK, AGENT_WHERE_DATA,
+			 AGENT_WHERE_STACK };
 
 /* A block of size bytes, of stack alloc_stack, given back by d which does
  * not match its family: counted in its context, the free's stack taken
  * now. Called from an entry point with busy set (hook-safe). */
 void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d);
 
+/* A free of p by d, in exact mode since the start, of an address the
+ * table does not hold: when p is provably none of the allocator's (inside
+ * a live block past its start, in a loaded object's image, on the main
+ * thread's stack) the error is counted and true returned: the caller must
+ * not give p to the allocator (it would abort the program). false: an
+ * address heaptrail cannot judge, passed on as ever. Hook-safe. */
+bool agent_error_invalid_free(void *p, int d);
+
 /* One context: how many errors of kind, the block's size (the first
- * one's), and the two stacks (ids of the stack table). */
+ * one's), and the two stacks (ids of the stack table; alloc_stack 0:
+ * none, an invalid free outside any block); for an invalid free, where
+ * the address is and its offset into the block. */
 struct agent_error {
-	uint32_t kind, alloc_stack, free_stack;
-	uint64_t count, size;
+	uint32_t kind, alloc_stack, free_stack, where;
+	uint64_t count, size, offset;
 };
 /* A copy of up to cap contexts, in the order they were first seen;
  * returns how many there are (those beyond cap left out). */

@@ -43,9 +43,14 @@
 /* ---------- recording ---------- */
 
 static atomic_bool recording = true;
+/* Recording was stopped at some time: a block allocated then is freed
+ * untracked, rightly, and a free the table does not know is no error. */
+static atomic_bool recording_stopped;
 
 int agent_set_recording(bool on)
 {
+	if (!on)
+		atomic_store(&recording_stopped, true);
 	return atomic_exchange(&recording, on);
 }
 
@@ -130,17 +135,28 @@ static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
 	note_alloc_id(c, p, n, capture_stack(fn));
 }
 
-/* Forgets p if it was tracked; returns whether it was, with its size and
- * stack so realloc can put it back when the real realloc fails. d: how
+/* Forgets p if it was tracked; returns whether it was (1), with its size
+ * and stack so realloc can put it back when the real realloc fails; 0
+ * when it was not; -1 when p is provably none of the allocator's (an
+ * invalid free, heaperrors.h): it must not reach the allocator. d: how
  * it is given back (enum agent_dealloc), checked against how it was
  * allocated; AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's,
  * deferred). */
-static AGENT_NOINLINE bool note_free(void *p, size_t *size, uint32_t *stack, int d)
+static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int d)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
-		if (agent_sampling.period <= 1)  /* sampling: the usual case, not counted */
-			agent_count(&agent_my_counts()->untracked_frees, 1);
-		return false;
+		if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
+			return 0;
+		agent_count(&agent_my_counts()->untracked_frees, 1);
+		/* exact since the start, every block the allocator handed out
+		 * is known: one that is not may be judged */
+		if (p && d != AGENT_DEALLOC_UNCHECKED && agent_sampling.leak_kinds &&
+		    atomic_load_explicit(&agent_attach_state, memory_order_relaxed) ==
+			    AGENT_NEVER_ATTACHED &&
+		    !atomic_load_explicit(&recording_stopped, memory_order_relaxed) &&
+		    agent_error_invalid_free(p, d))
+			return -1;
+		return 0;
 	}
 	if (AGENT_UNLIKELY(!agent_dealloc_matches(agent_stack_get(*stack)->fn, d)))
 		agent_error_mismatch(*stack, *size, d);
@@ -605,9 +621,10 @@ static AGENT_NOINLINE void free_slow(void *p, int d)
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	uint64_t t0 = agent_auto_clock();
-	note_free(p, &size, &id, d);
+	int had = note_free(p, &size, &id, d);
 	agent_auto_charge(t0);
-	agent_real.free(p);
+	if (AGENT_LIKELY(had >= 0))
+		agent_real.free(p);
 	leave();
 }
 
@@ -650,7 +667,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
-		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC)) {
+		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC) > 0) {
 			q = real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
@@ -664,7 +681,12 @@ static void *realloc_as(void *p, size_t n, int fn)
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	bool had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC);
+	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC);
+	if (AGENT_UNLIKELY(had < 0)) {
+		/* not the allocator's: as valgrind, no block, nothing freed */
+		leave();
+		return NULL;
+	}
 	void *q = real_realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);

@@ -585,6 +585,29 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 	return true;
 }
 
+bool agent_live_containing(uintptr_t p, uintptr_t *base, size_t *size, uint32_t *stack)
+{
+	for (unsigned s = 0; s < NSHARDS; s++) {
+		struct live_shard *sh = &shards[s];
+		bool found = false;
+		agent_lock(&sh->lock);
+		for (uint32_t i = 0; i < sh->cap && !found; i++) {
+			uintptr_t a = (uintptr_t)(sh->e[i].key & ADDR_MASK);
+			size_t n = (size_t)(sh->e[i].meta & SIZE_MAX_TRACKED);
+			if (sh->e[i].key && a < p && p - a < n) {
+				*base = a;
+				*size = n;
+				*stack = (uint32_t)(sh->e[i].meta >> SIZE_BITS);
+				found = true;
+			}
+		}
+		agent_unlock(&sh->lock);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
 size_t agent_live_count_locked(void)
 {
 	size_t n = 0;

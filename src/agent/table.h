@@ -47,6 +47,12 @@ bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
  * A block the agent never saw is not an error. Hook-safe. */
 bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
 
+/* The live block that holds p past its start: its address, size and
+ * stack; false when none does. Takes the shards' locks one at a time and
+ * reads every entry: for a free of an address the table does not hold
+ * (rare), never for one it does. Hook-safe. */
+bool agent_live_containing(uintptr_t p, uintptr_t *base, size_t *size, uint32_t *stack);
+
 /* The live table's shards (table.c): what agent_live_prefetch needs to
  * find the line a block's entry lives in. */
 #define AGENT_LIVE_SHARDS 64

@@ -175,9 +175,12 @@ static int build_errors(struct prof_process *p, const char *binary_path, unsigne
 		out->kind = e->kind;
 		out->count = e->count;
 		out->size = e->size;
-		out->alloc_fn = l->stacks[e->alloc_stack].fn;
+		out->offset = e->offset;
+		out->where = e->where;
+		out->alloc_fn = e->alloc_stack == SIZE_MAX ? -1 : l->stacks[e->alloc_stack].fn;
 		out->free_fn = l->stacks[e->free_stack].fn;
-		if (stack_frames(sym, &l->stacks[e->alloc_stack], &out->alloc_frames, &out->nalloc) ||
+		if ((e->alloc_stack != SIZE_MAX &&
+		     stack_frames(sym, &l->stacks[e->alloc_stack], &out->alloc_frames, &out->nalloc)) ||
 		    stack_frames(sym, &l->stacks[e->free_stack], &out->free_frames, &out->nfree))
 			return -ENOMEM;
 		p->error_count += e->count;

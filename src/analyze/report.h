@@ -36,8 +36,10 @@ struct prof_heap_error {
 	uint64_t count, size;
 	int alloc_fn, free_fn;      /* enum fmt_alloc_fn: how it was allocated,
 				       how given back (FMT_FN_FREE...) */
-	struct sym_frame *alloc_frames, *free_frames;
+	struct sym_frame *alloc_frames, *free_frames; /* alloc: NULL for none */
 	size_t nalloc, nfree;
+	uint64_t offset;            /* invalid, in a block: past its start */
+	int where;                  /* invalid: enum fmt_error_where */
 };
 
 struct prof_process {

@@ -377,19 +377,29 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			l.records[l.nrecords++] = (struct fmt_record){ kind, a, b, (size_t)si, ln.ntok == 7,
 								       ln.ntok == 7 ? d : 0, ln.ntok == 7 ? e : 0 };
 		} else if (!strcmp(k, FMT_LEAKS_ERROR)) {
-			int kind = -1;
-			long ai, fi;
-			if (ln.ntok != 6 || parse_u64(ln.tok[2], 10, &a) || parse_u64(ln.tok[3], 10, &b) ||
-			    parse_u64(ln.tok[4], 10, &c) || parse_u64(ln.tok[5], 10, &d))
+			int kind = -1, where = FMT_WHERE_NONE;
+			long ai = -1, fi;
+			if ((ln.ntok != 6 && ln.ntok != 8) || parse_u64(ln.tok[2], 10, &a) ||
+			    parse_u64(ln.tok[3], 10, &b) || parse_u64(ln.tok[4], 10, &c) ||
+			    parse_u64(ln.tok[5], 10, &d) ||
+			    (ln.ntok == 8 && parse_u64(ln.tok[6], 10, &e)))
 				goto bad_line;
 			for (int i = 0; i < FMT_ERROR_KIND_COUNT; i++)
 				if (!strcmp(ln.tok[1], fmt_error_kind_names[i]))
 					kind = i;
-			if (kind < 0 || (ai = find_stack(&l, c)) < 0 || (fi = find_stack(&l, d)) < 0)
+			for (int i = 0; ln.ntok == 8 && i < FMT_WHERE_COUNT; i++)
+				if (!strcmp(ln.tok[7], fmt_error_where_names[i]))
+					where = i;
+			/* a mismatch names its block; an invalid free may name none */
+			if (kind < 0 || (ln.ntok == 8) != (kind == FMT_ERROR_INVALID) ||
+			    (c && (ai = find_stack(&l, c)) < 0) ||
+			    (!c && kind != FMT_ERROR_INVALID) || (fi = find_stack(&l, d)) < 0)
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
 				goto oom;
-			l.errors[l.nerrors++] = (struct fmt_error){ kind, a, b, (size_t)ai, (size_t)fi };
+			l.errors[l.nerrors++] = (struct fmt_error){
+				kind, a, b, ai < 0 ? SIZE_MAX : (size_t)ai, (size_t)fi,
+				ln.ntok == 8 ? e : 0, where };
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_CHECKED) && ln.ntok == 1) {
 			l.errors_checked = true;
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_DROPPED) && ln.ntok == 2 &&

@@ -118,16 +118,23 @@ struct fmt_record {
 };
 
 /* Heap errors (frees done wrong), one per context. */
-enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_KIND_COUNT };
+enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_INVALID, FMT_ERROR_KIND_COUNT };
 extern const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT];
+/* Where an invalid free's address was. */
+enum fmt_error_where { FMT_WHERE_NONE, FMT_WHERE_BLOCK, FMT_WHERE_DATA, FMT_WHERE_STACK,
+		       FMT_WHERE_COUNT };
+extern const char *const fmt_error_where_names[FMT_WHERE_COUNT];
 
 struct fmt_error {
 	int kind;           /* enum fmt_error_kind */
 	uint64_t count;     /* errors of this context */
 	uint64_t size;      /* the block's size (the first error's) */
-	size_t alloc_stack; /* index into stacks: where the block was allocated */
+	size_t alloc_stack; /* index into stacks: where the block was allocated;
+			       SIZE_MAX: no block (an invalid free outside any) */
 	size_t free_stack;  /* index into stacks: where it was given back (its
 			       fn says how: free, delete, delete[]) */
+	uint64_t offset;    /* invalid, in a block: how far past its start */
+	int where;          /* invalid: enum fmt_error_where */
 };
 
 struct fmt_leaks {

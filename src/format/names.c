@@ -26,6 +26,14 @@ const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
 
 const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT] = {
 	[FMT_ERROR_MISMATCHED] = FMT_LEAKS_MISMATCHED,
+	[FMT_ERROR_INVALID] = FMT_LEAKS_INVALID,
+};
+
+const char *const fmt_error_where_names[FMT_WHERE_COUNT] = {
+	[FMT_WHERE_NONE] = "-",
+	[FMT_WHERE_BLOCK] = FMT_LEAKS_IN_BLOCK,
+	[FMT_WHERE_DATA] = FMT_LEAKS_IN_DATA,
+	[FMT_WHERE_STACK] = FMT_LEAKS_IN_STACK,
 };
 
 const char *const fmt_kind_names[FMT_KIND_COUNT] = {

@@ -109,6 +109,11 @@
 #define FMT_LEAKS_END        "end"
 #define FMT_LEAKS_ERROR      "error"             /* KIND COUNT SIZE ALLOC_STACK FREE_STACK */
 #define FMT_LEAKS_MISMATCHED "mismatched"        /* a block given back by the wrong family */
+#define FMT_LEAKS_INVALID    "invalid"           /* ... OFFSET WHERE: an address none of the
+						    allocator's given back */
+#define FMT_LEAKS_IN_BLOCK   "block"             /* inside a live block, OFFSET past its start */
+#define FMT_LEAKS_IN_DATA    "data"              /* in a loaded object's image (its globals) */
+#define FMT_LEAKS_IN_STACK   "stack"             /* on the main thread's stack */
 #define FMT_LEAKS_ERRORS_DROPPED "errors_dropped" /* errors beyond the contexts kept */
 #define FMT_LEAKS_ERRORS_CHECKED "errors_checked"  /* the agent looked for heap errors */
 #define FMT_YES              "yes"

@@ -141,7 +141,14 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			fprintf(out, "%s\n  {\"kind\": \"%s\", \"count\": %llu, \"size\": %llu, "
 				"\"allocator\": ", i ? "," : "", fmt_error_kind_names[e->kind],
 				(unsigned long long)e->count, (unsigned long long)e->size);
-			render_json_string(out, prof_alloc_fn_name(e->alloc_fn));
+			if (e->alloc_fn >= 0)
+				render_json_string(out, prof_alloc_fn_name(e->alloc_fn));
+			else
+				fputs("null", out);
+			if (e->kind == FMT_ERROR_INVALID)
+				fprintf(out, ", \"where\": \"%s\", \"offset\": %llu",
+					fmt_error_where_names[e->where],
+					(unsigned long long)e->offset);
 			fputs(", \"deallocator\": ", out);
 			render_json_string(out, prof_alloc_fn_name(e->free_fn));
 			fputs(", \"free_stack\": [", out);

@@ -204,8 +204,9 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 {
 	static const char *const what[FMT_ERROR_KIND_COUNT] = {
 		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
+		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
 	};
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
 		plural(e->count, "error", "errors"), what[e->kind], i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
@@ -214,8 +215,24 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 		if (is_main(&e->free_frames[j]))
 			break;
 	}
-	fprintf(out, "  the block of %s %s was allocated at:\n", render_thousands(b, e->size),
-		plural(e->size, "byte", "bytes"));
+	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_DATA) {
+		fprintf(out, "  the address is in a loaded object's data (a global), not the "
+			"heap's; it was not given to the allocator\n\n");
+		return;
+	}
+	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_STACK) {
+		fprintf(out, "  the address is on the main thread's stack, not the heap's; it was "
+			"not given to the allocator\n\n");
+		return;
+	}
+	if (e->kind == FMT_ERROR_INVALID)
+		fprintf(out, "  the address is %s %s inside a block of %s %s (not given to the "
+			"allocator), allocated at:\n", render_thousands(c, e->offset),
+			plural(e->offset, "byte", "bytes"), render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"));
+	else
+		fprintf(out, "  the block of %s %s was allocated at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"));
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->alloc_fn));
 	for (size_t j = 0; j < e->nalloc; j++) {
 		render_frame(out, (int)j + 1, &e->alloc_frames[j], l);
@@ -316,11 +333,13 @@ static void render_process(FILE *out, const struct prof_process *p,
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
 	}
 	if (p->error_count || l->errors_checked)
-		fprintf(out, "   ERROR SUMMARY: %s %s from %zu %s%s\n",
+		fprintf(out, "   ERROR SUMMARY: %s %s from %zu %s%s%s\n",
 			render_thousands(a, p->error_count),
 			plural(p->error_count, "error", "errors"), p->nerrors,
 			plural(p->nerrors, "context", "contexts"),
-			l->errors_dropped ? " (and more contexts than the agent could keep)" : "");
+			l->errors_dropped ? " (and more contexts than the agent could keep)" : "",
+			l->sample > 1 ? " (sampled: only the sampled blocks are checked; these are "
+					"the errors they made, not an estimate of all)" : "");
 	if (p->pool_filter)
 		fprintf(out, "   (the records and kinds above are those of pool %s and the pools "
 			"under it; heap usage and what is in use, the whole process's)\n",

@@ -16,6 +16,24 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        delete []" once per context and "ERROR SUMMARY: 8
                        errors from 6 contexts"; with --error-exitcode=42
                        the run exits 42, as valgrind's does
+    errors:invalid     tests/progs/heap_invalid.c (free of a pointer 4
+                       bytes into a block of 10, free of a global twice at
+                       one line, free of an array on main's stack, realloc
+                       of a global): the same contexts as `valgrind -s`
+                       (kind, count, free site, and where the address is:
+                       in a block, at what offset, of what size, allocated
+                       where; in a global; on the stack), "5 errors from 4
+                       contexts"; bare, glibc aborts the program (status
+                       134); under valgrind and heaptrail it prints "done
+                       null" and exits 0
+    errors:sampled     `heap_errors many 2000` (2,000 blocks of 4 KiB from
+                       malloc, each given back by delete) under
+                       `--sample 64k`: each block is sampled with
+                       probability 1 - exp(-4096/65536) = 6.1 %, so about
+                       121 errors are seen (the 99.99 % range of the
+                       binomial, 80 to 163, is asked), from 1 context, and
+                       the summary says only sampled blocks are checked;
+                       valgrind sees all 2,000
     errors:none        the same program's rightful half alone (a run of
                        tests/e2e/progs/leak_one, which gives back nothing
                        wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
@@ -30,6 +48,7 @@ from run_tests import Failure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_errors.cc")
+INVALID_SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_invalid.c")
 
 # valgrind's words for the allocators and deallocators it names
 VG_FN = {"malloc": "malloc", "free": "free", "realloc": "realloc",
@@ -64,6 +83,10 @@ def valgrind_contexts(text):
     blocks = re.split(r"^==\d+== (\d+) errors in context \d+ of \d+:\n", text, flags=re.M)
     for count, body in zip(blocks[1::2], blocks[2::2]):
         lines = [re.sub(r"^==\d+== ?", "", l) for l in body.split("\n")]
+        if lines and lines[0] == "Invalid free() / delete / delete[] / realloc()":
+            key = invalid_key(lines)
+            out[key] = out.get(key, 0) + int(count)
+            continue
         if not lines or lines[0] != "Mismatched free() / delete / delete []":
             continue
         frames = [l.strip() for l in lines[1:] if re.match(r"\s+(at|by) 0x", l)]
@@ -86,12 +109,39 @@ def valgrind_contexts(text):
     return out, (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def frame_site(l):
+    return site(re.sub(r"^\s*(at|by) 0x[0-9A-F]+: ", "", l))
+
+
+def invalid_key(lines):
+    """An invalid free's context from valgrind's lines: (kind, where, free
+    fn, free site, size, offset, alloc site) (None where it has none)."""
+    frames = [l for l in lines[1:] if re.match(r"\s+(at|by) 0x", l)]
+    fn = re.sub(r"^\s*at 0x[0-9A-F]+: ", "", frames[0]).split(" (in ")[0]
+    addr = next(l for l in lines if l.strip().startswith("Address "))
+    m = re.search(r"is (\d+) bytes inside a block of size (\d+) alloc'd", addr)
+    if m:
+        alloc = [l for l in lines[lines.index(addr) + 1:] if re.match(r"\s+(at|by) 0x", l)]
+        return ("invalid", "block", VG_FN.get(fn, fn), frame_site(frames[1]), int(m.group(2)),
+                int(m.group(1)), frame_site(alloc[1]))
+    where = "data" if re.search(r"inside data symbol|in the Data segment|in the BSS", addr) \
+        else "stack" if "stack" in addr else addr
+    return ("invalid", where, VG_FN.get(fn, fn), frame_site(frames[1]), None, None, None)
+
+
 def heaptrail_contexts(report):
     out = {}
     for e in report.get("errors", []):
         def prog_site(stack):
             f = stack[0] if stack else {}
             return (f.get("function"), f.get("line"))
+        if e["kind"] == "invalid":
+            block = e["where"] == "block"
+            key = ("invalid", e["where"], e["deallocator"], prog_site(e["free_stack"]),
+                   e["size"] if block else None, e["offset"] if block else None,
+                   prog_site(e["alloc_stack"]) if block else None)
+            out[key] = out.get(key, 0) + e["count"]
+            continue
         key = (e["kind"], e["allocator"], e["deallocator"], e["size"],
                prog_site(e["alloc_stack"]), prog_site(e["free_stack"]))
         out[key] = out.get(key, 0) + e["count"]
@@ -140,6 +190,67 @@ def test_mismatched(suite):
     return problems, details
 
 
+def test_invalid(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-invalid"))
+    prog = os.path.join(work, "heap_invalid")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
+                         INVALID_SRC])
+    if rc != 0:
+        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    problems, details = [], []
+    rc0, out0, err0 = rt.run([prog])
+    if rc0 not in (134, -6) or b"free(): invalid pointer" not in err0:
+        problems.append("bare run: status %d, stderr %r: glibc should abort it" % (
+            rc0, err0[:200]))
+    rc, vout, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    if (rc, vout) != (0, b"done null\n"):
+        problems.append("valgrind: status %d, stdout %r" % (rc, vout))
+    if vg_summary != (5, 4) or len(vg) != 4:
+        problems.append("valgrind: %s errors/contexts, %d read: the program means 5 "
+                        "errors from 4 contexts" % (vg_summary, len(vg)))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    if (rc, hout) != (0, b"done null\n"):
+        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    ht, ht_summary = heaptrail_contexts(json.loads(jout))
+    if ht != vg:
+        problems.append("contexts differ:\n  valgrind  %s\n  heaptrail %s" % (
+            sorted(vg.items(), key=str), sorted(ht.items(), key=str)))
+    if ht_summary != vg_summary:
+        problems.append("error summary: heaptrail %s, valgrind %s" % (ht_summary, vg_summary))
+    rc, tout, _ = rt.run([suite.heaptrail, "report", out])
+    details.append(tout.decode(errors="replace")[:3000])
+    return problems, details
+
+
+def test_sampled(suite):
+    work, prog = build(suite)
+    out = rt.fresh_dir(os.path.join(work, "sampled"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--sample", "64k", "-o", out, "--",
+                             prog, "many", "2000"])
+    if (rc, hout) != (0, b"done\n"):
+        raise Failure("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    report = json.loads(jout)
+    problems = []
+    s = report.get("error_summary", {})
+    if not (80 <= s.get("errors", 0) <= 163 and s.get("contexts") == 1):
+        problems.append("sampled at 64k: %s, want 80 to 163 errors from 1 context" % s)
+    rc, tout, _ = rt.run([suite.heaptrail, "report", out])
+    if "only the sampled blocks are checked" not in tout.decode(errors="replace"):
+        problems.append("the summary does not say the check was sampled")
+    rc, _, verr = rt.run(["valgrind", prog, "many", "2000"], timeout=rt.VG_TIMEOUT)
+    if not re.search(rb"ERROR SUMMARY: 2000 errors from 1 contexts", verr):
+        problems.append("valgrind: %s" % rt.short(verr[-300:]))
+    return problems, ["%s" % s]
+
+
 def test_none(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-none"))
     prog = suite.build_prog(suite.specs["leak_one"], "fp")
@@ -161,4 +272,6 @@ def test_none(suite):
 
 def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
+            ("errors:invalid", lambda: test_invalid(suite)),
+            ("errors:sampled", lambda: test_sampled(suite)),
             ("errors:none", lambda: test_none(suite))]

@@ -80,8 +80,24 @@ __attribute__((noinline)) static void all_right(void)
 	delete[] c;
 }
 
-int main(void)
+/* "many N": N blocks of 4 KiB from malloc given back by delete, for a
+ * sampled run (only the sampled blocks are checked) */
+__attribute__((noinline)) static void many(long n)
 {
+	for (long i = 0; i < n; i++) {
+		char *p = (char *)malloc(4096);
+		keep(p);
+		delete p;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "many")) {
+		many(atol(argv[2]));
+		printf("done\n");
+		return 0;
+	}
 	all_right();
 	malloc_then_delete();
 	array_then_delete();
