@@ -29,6 +29,16 @@ static bool alive(pid_t tid)
 	return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
 }
 
+struct agent_counters *agent_counters_first(void)
+{
+	return &slots[0];
+}
+
+struct agent_counters *agent_counters_next(struct agent_counters *s)
+{
+	return s + 1 < slots + NSLOTS ? s + 1 : NULL;
+}
+
 struct agent_counters *agent_counters_claim(void)
 {
 	pid_t tid = agent_gettid();

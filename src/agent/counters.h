@@ -33,6 +33,8 @@ struct agent_counters {
 	_Atomic pid_t owner;     /* thread writing it; 0 = free */
 	bool shared;             /* the overflow slot: atomic adds */
 	struct walk_memos *memo; /* the owner's last walks (walk_memo.h); mapped on demand */
+	struct agent_free_ring *frees; /* the owner's last frees (heaperrors.h); mapped
+					* on demand, exact mode only */
 	/* How the thread's recorded allocations went (agent_count_shape_*),
 	 * written only in exact mode: its last allocation, the allocations
 	 * it freed before allocating anything else, and its allocations by
@@ -51,6 +53,10 @@ _Static_assert(__builtin_offsetof(struct agent_counters, c) == 0,
 
 /* A slot for the calling thread. Hook-safe (a system call or two, once). */
 struct agent_counters *agent_counters_claim(void);
+/* Every slot, for what is read across threads: from _first, then _next
+ * until NULL. Hook-safe. */
+struct agent_counters *agent_counters_first(void);
+struct agent_counters *agent_counters_next(struct agent_counters *s);
 /* In a forked child: the surviving thread keeps its slot under its new id. */
 void agent_counters_forked(void);
 /* Sums every thread's counters. Signal-safe. */

@@ -35,13 +35,14 @@ static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
 static size_t ncontexts;
 static uint64_t dropped;
 
-static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
-		  uint32_t where, uint64_t offset)
+static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		       uint32_t where, uint64_t offset, uint32_t prev_stack)
 {
 	agent_lock(&lock);
 	size_t i = 0;
 	while (i < ncontexts && (contexts[i].kind != kind || contexts[i].alloc_stack != alloc_stack ||
-				 contexts[i].free_stack != free_stack || contexts[i].where != where))
+				 contexts[i].free_stack != free_stack || contexts[i].where != where ||
+				 contexts[i].prev_stack != prev_stack))
 		i++;
 	if (i == ncontexts) {
 		if (ncontexts == AGENT_ERROR_CONTEXTS || !free_stack) {
@@ -51,10 +52,62 @@ static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size
 		}
 		contexts[ncontexts++] = (struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
 							     .free_stack = free_stack, .size = size,
-							     .where = where, .offset = offset };
+							     .where = where, .offset = offset,
+							     .prev_stack = prev_stack };
 	}
 	contexts[i].count++;
 	agent_unlock(&lock);
+}
+
+static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		  uint32_t where, uint64_t offset)
+{
+	count_prev(kind, alloc_stack, free_stack, size, where, offset, 0);
+}
+
+/* Every thread's ring, newest first within each: the entry of p, or
+ * NULL. Not under a lock: a slot's owner may be writing its ring, and a
+ * torn entry is checked by its address word, written first. */
+static struct agent_freed *ring_find(uintptr_t p, bool forget)
+{
+	struct agent_freed *found = NULL;
+	for (struct agent_counters *s = agent_counters_first(); s; s = agent_counters_next(s)) {
+		struct agent_free_ring *r = __atomic_load_n(&s->frees, __ATOMIC_ACQUIRE);
+		if (!r)
+			continue;
+		uint32_t next = __atomic_load_n(&r->next, __ATOMIC_RELAXED);
+		for (uint32_t k = 1; k <= AGENT_FREE_RING; k++) {
+			struct agent_freed *f = &r->e[(next - k) % AGENT_FREE_RING];
+			if (!f->key || ((~f->key) & ((1ull << 56) - 1)) != p)
+				continue;
+			if (forget)
+				f->key = 0;
+			else if (!found)
+				found = f;
+		}
+	}
+	return found;
+}
+
+void agent_free_ring_forget(uintptr_t p)
+{
+	ring_find(p, true);
+}
+
+bool agent_error_double_free(void *p, int d)
+{
+	struct agent_freed *f = ring_find((uintptr_t)p, false);
+	if (!f)
+		return false;
+	uintptr_t ra = f->ra;
+	uint32_t alloc_stack = (uint32_t)(f->meta >> 40), first_d = (uint32_t)((~f->key) >> 56);
+	uint64_t size = f->meta & ((1ull << 40) - 1);
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	int n = agent_unwind_cfi(pcs, agent_config.depth);
+	uint32_t prev = ra ? agent_stack_intern((int)first_d, &ra, 1) : 0;
+	count_prev(AGENT_ERROR_INVALID, alloc_stack, agent_stack_intern(d, pcs, n), size,
+		   AGENT_WHERE_FREED, 0, prev);
+	return true;
 }
 
 void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)

@@ -10,6 +10,7 @@
 #define HEAPTRAIL_AGENT_HEAPERRORS_H
 
 #include "agent/agent.h"
+#include "agent/counters.h"
 #include "format/leakfile.h"
 
 /* How a block is given back: the stack fn of the free's stack. */
@@ -38,7 +39,45 @@ enum agent_error_kind { AGENT_ERROR_MISMATCHED, AGENT_ERROR_INVALID };
 /* Where an invalid free's address is (enum order: the files' words,
  * FMT_LEAKS_IN_*). */
 enum agent_error_where { AGENT_WHERE_NONE, AGENT_WHERE_BLOCK, AGENT_WHERE_DATA,
-			 AGENT_WHERE_STACK };
+			 AGENT_WHERE_STACK, AGENT_WHERE_FREED };
+
+/* Each thread's last frees of recorded blocks, in exact mode: a free of
+ * an address the table no longer holds, found here, is a double free,
+ * reported with where the block was allocated and first given back (its
+ * caller's return address). Addresses are kept inverted: the leak scan
+ * reads the agent's memory as the program's, and must not find a pointer
+ * to a block there. An address the allocator hands out again without
+ * heaptrail recording it (the agent's own work, a full table) is
+ * forgotten (agent_free_ring_forget), so its free is no double free. */
+#define AGENT_FREE_RING 256
+struct agent_freed {
+	uint64_t key;            /* ~(address | d << 56): d, enum agent_dealloc */
+	uint64_t meta;           /* size in the low 40 bits, the block's stack above */
+	uintptr_t ra;            /* the return address of the free's caller */
+};
+struct agent_free_ring {
+	uint32_t next;
+	struct agent_freed e[AGENT_FREE_RING];
+};
+#define AGENT_FREED_KEY(p, d) (~((uint64_t)(p) | (uint64_t)(d) << 56))
+/* Notes the free of recorded block p (hook-safe; the calling thread's
+ * counters slot is claimed). */
+static inline void agent_free_ring_note(uintptr_t p, size_t size, uint32_t alloc_stack, int d,
+					uintptr_t ra)
+{
+	struct agent_counters *slot = agent_tls.ctr;
+	if (AGENT_UNLIKELY(!slot) || AGENT_UNLIKELY(slot->shared))
+		return;
+	struct agent_free_ring *r = slot->frees;
+	if (AGENT_UNLIKELY(!r) && !(r = slot->frees = agent_mmap(sizeof *r)))
+		return;
+	struct agent_freed *f = &r->e[r->next++ % AGENT_FREE_RING];
+	f->key = AGENT_FREED_KEY(p, d);
+	f->meta = (uint64_t)size | (uint64_t)alloc_stack << 40;
+	f->ra = ra;
+}
+/* p was handed out again without being recorded: not freed any more. */
+void agent_free_ring_forget(uintptr_t p);
 
 /* A block of size bytes, of stack alloc_stack, given back by d which does
  * not match its family: counted in its context, the free's stack taken
@@ -52,13 +91,17 @@ void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d);
  * not give p to the allocator (it would abort the program). false: an
  * address heaptrail cannot judge, passed on as ever. Hook-safe. */
 bool agent_error_invalid_free(void *p, int d);
+/* The same for p found in a thread's last frees: a double free, counted
+ * (true: the caller must not pass it on); false when no ring holds it. */
+bool agent_error_double_free(void *p, int d);
 
 /* One context: how many errors of kind, the block's size (the first
  * one's), and the two stacks (ids of the stack table; alloc_stack 0:
  * none, an invalid free outside any block); for an invalid free, where
- * the address is and its offset into the block. */
+ * the address is and its offset into the block; for a double free, the
+ * stack of the first free (prev_stack: its caller alone). */
 struct agent_error {
-	uint32_t kind, alloc_stack, free_stack, where;
+	uint32_t kind, alloc_stack, free_stack, where, prev_stack;
 	uint64_t count, size, offset;
 };
 /* A copy of up to cap contexts, in the order they were first seen;

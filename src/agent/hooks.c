@@ -100,12 +100,22 @@ static inline __attribute__((always_inline)) uint32_t capture_stack(int fn)
 	return id;
 }
 
+/* p was handed out and will not be recorded (the agent's own work, a
+ * full table): in exact mode, its address must leave the rings of last
+ * frees, or its free would pass for a double free (heaperrors.h). */
+static AGENT_NOINLINE void untracked_alloc(void *p)
+{
+	if (agent_sampling.leak_kinds && p)
+		agent_free_ring_forget((uintptr_t)p);
+}
+
 /* Enters block p, of stack id, in the live table and the counts. */
 static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
 								size_t n, uint32_t id)
 {
 	agent_count_shape_alloc(c, p, n);
 	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
+		untracked_alloc(p);
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return;
@@ -142,7 +152,7 @@ static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
  * it is given back (enum agent_dealloc), checked against how it was
  * allocated; AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's,
  * deferred). */
-static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int d)
+static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int d, uintptr_t ra)
 {
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
 		if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
@@ -154,10 +164,12 @@ static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int 
 		    atomic_load_explicit(&agent_attach_state, memory_order_relaxed) ==
 			    AGENT_NEVER_ATTACHED &&
 		    !atomic_load_explicit(&recording_stopped, memory_order_relaxed) &&
-		    agent_error_invalid_free(p, d))
+		    (agent_error_double_free(p, d) || agent_error_invalid_free(p, d)))
 			return -1;
 		return 0;
 	}
+	if (AGENT_UNLIKELY(agent_sampling.leak_kinds))  /* exact: for double frees */
+		agent_free_ring_note((uintptr_t)p, *size, *stack, d, ra);
 	if (AGENT_UNLIKELY(!agent_dealloc_matches(agent_stack_get(*stack)->fn, d)))
 		agent_error_mismatch(*stack, *size, d);
 	struct agent_counts *c = agent_my_counts();
@@ -328,8 +340,10 @@ static AGENT_NOINLINE void defer_alloc(void *p, size_t n, int fn)
 	struct agent_defer *d = defer_begin(3 + (uint32_t)depth, &at);
 	if (!d) {
 		depth = 0;  /* full: kept, without its stack */
-		if (!(d = defer_begin(3, &at)))
-			return;  /* untracked */
+		if (!(d = defer_begin(3, &at))) {
+			untracked_alloc(p);
+			return;
+		}
 	}
 	int got = depth ? agent_unwind_cfi(&d->w[at + 3], depth) : 0, npcs = 0;
 	/* below the signal frame are the entry point's frames it
@@ -351,7 +365,7 @@ static void drain_record(const uintptr_t *w)
 	if ((w[0] & 0xff) == DEFER_FREE) {
 		size_t size;
 		uint32_t id;
-		note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED);  /* freed by the handler already */
+		note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, 0);  /* freed by the handler already */
 		return;
 	}
 	size_t n = w[2];
@@ -408,6 +422,8 @@ static AGENT_NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 {
 	if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 		defer_alloc(p, n, fn);
+	else
+		untracked_alloc(p);
 	return p;
 }
 
@@ -425,7 +441,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 	size_t size;
 	uint32_t id;
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED);
+	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, 0);
 	agent_real.free(p);
 	agent_tls.busy = busy;
 }
@@ -445,6 +461,8 @@ static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 	agent_memcpy(q, p, old < n ? old : n);
 	if (busy == AGENT_BUSY_HOOK)
 		defer_alloc(q, n, fn);
+	else
+		untracked_alloc(q);
 	nested_free(p, busy);
 	return q;
 }
@@ -581,6 +599,8 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 			int r = real_posix_memalign(out, align, n);
 			if (r == 0 && agent_tls.busy == AGENT_BUSY_HOOK && *out)
 				defer_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
+			else if (r == 0)
+				untracked_alloc(*out);
 			return r;
 		}
 		*out = agent_boot_alloc(n, align);
@@ -598,7 +618,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 
 /* free's (and delete's: d, enum agent_dealloc) slow part out of line,
  * so its fast path needs no frame. */
-static AGENT_NOINLINE void free_slow(void *p, int d)
+static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
 {
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
@@ -621,7 +641,7 @@ static AGENT_NOINLINE void free_slow(void *p, int d)
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	uint64_t t0 = agent_auto_clock();
-	int had = note_free(p, &size, &id, d);
+	int had = note_free(p, &size, &id, d, ra);
 	agent_auto_charge(t0);
 	if (AGENT_LIKELY(had >= 0))
 		agent_real.free(p);
@@ -631,21 +651,21 @@ static AGENT_NOINLINE void free_slow(void *p, int d)
 /* Sampling: most blocks were never tracked, and the filter says so
  * without a lock. It has no filter in exact mode, and its slots for the
  * bootstrap buffer's pages are pinned at "maybe". */
-static inline __attribute__((always_inline)) void dealloc(void *p, int d)
-{
-	if (AGENT_LIKELY(agent_filter != NULL) && AGENT_LIKELY(!agent_live_may_contain((uintptr_t)p))) {
-		agent_real.free(p);
-		return;
-	}
-	free_slow(p, d);
-}
+#define dealloc(p, d)                                                                      \
+	do {                                                                               \
+		if (AGENT_LIKELY(agent_filter != NULL) &&                                  \
+		    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)(p))))                 \
+			agent_real.free(p);                                                \
+		else                                                                       \
+			free_slow((p), (d), (uintptr_t)__builtin_return_address(0));       \
+	} while (0)
 
 AGENT_API void free(void *p)
 {
 	dealloc(p, AGENT_DEALLOC_FREE);
 }
 
-static void *realloc_as(void *p, size_t n, int fn)
+static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 {
 	if (!p)
 		TRACKED(fn, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
@@ -667,13 +687,14 @@ static void *realloc_as(void *p, size_t n, int fn)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
-		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC) > 0) {
+		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, ra) > 0) {
 			q = real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
 		} else {
 			q = real_realloc(p, n);
 		}
+		untracked_alloc(q);
 		agent_tls.busy = busy;
 		return q;
 	}
@@ -681,7 +702,7 @@ static void *realloc_as(void *p, size_t n, int fn)
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC);
+	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, ra);
 	if (AGENT_UNLIKELY(had < 0)) {
 		/* not the allocator's: as valgrind, no block, nothing freed */
 		leave();
@@ -705,7 +726,7 @@ AGENT_API void *realloc(void *p, size_t n)
 		agent_tls.sample_left -= (int64_t)n;
 		return real_realloc(p, n);
 	}
-	return realloc_as(p, n, FMT_FN_REALLOC);
+	return realloc_as(p, n, FMT_FN_REALLOC, (uintptr_t)__builtin_return_address(0));
 }
 
 AGENT_API void *reallocarray(void *p, size_t k, size_t n)
@@ -715,7 +736,7 @@ AGENT_API void *reallocarray(void *p, size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_as(p, total, FMT_FN_REALLOCARRAY);
+	return realloc_as(p, total, FMT_FN_REALLOCARRAY, (uintptr_t)__builtin_return_address(0));
 }
 
 AGENT_API size_t malloc_usable_size(void *p)
@@ -746,6 +767,8 @@ static void *new_tracked(size_t n, size_t align, int fn)
 			p = NULL;
 		if (p && agent_tls.busy == AGENT_BUSY_HOOK)
 			defer_alloc(p, n, fn);
+		else
+			untracked_alloc(p);
 		return p;
 	}
 	bool sampled = agent_sampled(n);

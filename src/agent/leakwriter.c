@@ -202,7 +202,8 @@ static void write_errors(struct agent_writer *w, const struct agent_error *e, si
 	static const char *const wheres[] = { [AGENT_WHERE_NONE] = "-",
 					      [AGENT_WHERE_BLOCK] = FMT_LEAKS_IN_BLOCK,
 					      [AGENT_WHERE_DATA] = FMT_LEAKS_IN_DATA,
-					      [AGENT_WHERE_STACK] = FMT_LEAKS_IN_STACK };
+					      [AGENT_WHERE_STACK] = FMT_LEAKS_IN_STACK,
+					      [AGENT_WHERE_FREED] = FMT_LEAKS_IN_FREED };
 	agent_put(w, FMT_LEAKS_ERRORS_CHECKED "\n");
 	for (size_t i = 0; i < n; i++) {
 		agent_put(w, FMT_LEAKS_ERROR " ");
@@ -220,6 +221,10 @@ static void write_errors(struct agent_writer *w, const struct agent_error *e, si
 			agent_put_u64(w, e[i].offset);
 			agent_put(w, " ");
 			agent_put(w, wheres[e[i].where]);
+			if (e[i].where == AGENT_WHERE_FREED) {
+				agent_put(w, " ");
+				agent_put_u64(w, e[i].prev_stack);
+			}
 		}
 		agent_put(w, "\n");
 	}
@@ -234,7 +239,7 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 	bool only_increased = r->check && (r->flags & HEAPTRAIL_LEAKS_INCREASED);
 	uint32_t count = agent_stack_count();
 	/* the stacks the heap errors name are written too, in id order */
-	size_t errlen = AGENT_ERROR_CONTEXTS * (sizeof(struct agent_error) + 2 * sizeof(uint32_t));
+	size_t errlen = AGENT_ERROR_CONTEXTS * (sizeof(struct agent_error) + 3 * sizeof(uint32_t));
 	struct agent_error *errs = agent_mmap(errlen);
 	size_t nerr = 0, nids = 0, next = 0;
 	uint32_t *ids = NULL;
@@ -245,6 +250,7 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 		for (size_t i = 0; i < nerr; i++) {
 			ids[nids++] = errs[i].alloc_stack;
 			ids[nids++] = errs[i].free_stack;
+			ids[nids++] = errs[i].prev_stack;
 		}
 		sort_ids(ids, nids);
 	}

@@ -179,8 +179,11 @@ static int build_errors(struct prof_process *p, const char *binary_path, unsigne
 		out->where = e->where;
 		out->alloc_fn = e->alloc_stack == SIZE_MAX ? -1 : l->stacks[e->alloc_stack].fn;
 		out->free_fn = l->stacks[e->free_stack].fn;
+		out->prev_fn = e->prev_stack == SIZE_MAX ? -1 : l->stacks[e->prev_stack].fn;
 		if ((e->alloc_stack != SIZE_MAX &&
 		     stack_frames(sym, &l->stacks[e->alloc_stack], &out->alloc_frames, &out->nalloc)) ||
+		    (e->prev_stack != SIZE_MAX &&
+		     stack_frames(sym, &l->stacks[e->prev_stack], &out->prev_frames, &out->nprev)) ||
 		    stack_frames(sym, &l->stacks[e->free_stack], &out->free_frames, &out->nfree))
 			return -ENOMEM;
 		p->error_count += e->count;
@@ -386,6 +389,7 @@ static void release_process(struct prof_process *p)
 	for (size_t i = 0; i < p->nerrors; i++) {
 		free(p->errors[i].alloc_frames);
 		free(p->errors[i].free_frames);
+		free(p->errors[i].prev_frames);
 	}
 	free(p->errors);
 	if (p->sym)

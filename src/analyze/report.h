@@ -40,6 +40,9 @@ struct prof_heap_error {
 	size_t nalloc, nfree;
 	uint64_t offset;            /* invalid, in a block: past its start */
 	int where;                  /* invalid: enum fmt_error_where */
+	int prev_fn;                /* a double free: how it was first given back */
+	struct sym_frame *prev_frames; /* ... and where (its caller), or NULL */
+	size_t nprev;
 };
 
 struct prof_process {

@@ -378,28 +378,35 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 								       ln.ntok == 7 ? d : 0, ln.ntok == 7 ? e : 0 };
 		} else if (!strcmp(k, FMT_LEAKS_ERROR)) {
 			int kind = -1, where = FMT_WHERE_NONE;
-			long ai = -1, fi;
-			if ((ln.ntok != 6 && ln.ntok != 8) || parse_u64(ln.tok[2], 10, &a) ||
+			long ai = -1, fi, pi = -1;
+			uint64_t pv = 0;
+			/* a ninth word (the first free's stack) is the line's rest */
+			int nt = ln.ntok + (ln.ntok == 8 && ln.rest);
+			if ((nt != 6 && nt != 8 && nt != 9) || parse_u64(ln.tok[2], 10, &a) ||
 			    parse_u64(ln.tok[3], 10, &b) || parse_u64(ln.tok[4], 10, &c) ||
 			    parse_u64(ln.tok[5], 10, &d) ||
-			    (ln.ntok == 8 && parse_u64(ln.tok[6], 10, &e)))
+			    (nt >= 8 && parse_u64(ln.tok[6], 10, &e)) ||
+			    (nt == 9 && parse_u64(ln.rest, 10, &pv)))
 				goto bad_line;
 			for (int i = 0; i < FMT_ERROR_KIND_COUNT; i++)
 				if (!strcmp(ln.tok[1], fmt_error_kind_names[i]))
 					kind = i;
-			for (int i = 0; ln.ntok == 8 && i < FMT_WHERE_COUNT; i++)
+			for (int i = 0; nt >= 8 && i < FMT_WHERE_COUNT; i++)
 				if (!strcmp(ln.tok[7], fmt_error_where_names[i]))
 					where = i;
-			/* a mismatch names its block; an invalid free may name none */
-			if (kind < 0 || (ln.ntok == 8) != (kind == FMT_ERROR_INVALID) ||
+			/* a mismatch names its block; an invalid free may name none;
+			 * a double free may name its first free */
+			if (kind < 0 || (nt >= 8) != (kind == FMT_ERROR_INVALID) ||
+			    (nt == 9) != (where == FMT_WHERE_FREED) ||
 			    (c && (ai = find_stack(&l, c)) < 0) ||
-			    (!c && kind != FMT_ERROR_INVALID) || (fi = find_stack(&l, d)) < 0)
+			    (!c && kind != FMT_ERROR_INVALID) || (fi = find_stack(&l, d)) < 0 ||
+			    (pv && (pi = find_stack(&l, pv)) < 0))
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
 				goto oom;
 			l.errors[l.nerrors++] = (struct fmt_error){
 				kind, a, b, ai < 0 ? SIZE_MAX : (size_t)ai, (size_t)fi,
-				ln.ntok == 8 ? e : 0, where };
+				nt >= 8 ? e : 0, where, pi < 0 ? SIZE_MAX : (size_t)pi };
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_CHECKED) && ln.ntok == 1) {
 			l.errors_checked = true;
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_DROPPED) && ln.ntok == 2 &&

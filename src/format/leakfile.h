@@ -122,7 +122,7 @@ enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_INVALID, FMT_ERROR_KIND_CO
 extern const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT];
 /* Where an invalid free's address was. */
 enum fmt_error_where { FMT_WHERE_NONE, FMT_WHERE_BLOCK, FMT_WHERE_DATA, FMT_WHERE_STACK,
-		       FMT_WHERE_COUNT };
+		       FMT_WHERE_FREED, FMT_WHERE_COUNT };
 extern const char *const fmt_error_where_names[FMT_WHERE_COUNT];
 
 struct fmt_error {
@@ -135,6 +135,9 @@ struct fmt_error {
 			       fn says how: free, delete, delete[]) */
 	uint64_t offset;    /* invalid, in a block: how far past its start */
 	int where;          /* invalid: enum fmt_error_where */
+	size_t prev_stack;  /* a double free (FMT_WHERE_FREED): index into
+			       stacks of the first free (its caller alone);
+			       SIZE_MAX: none */
 };
 
 struct fmt_leaks {

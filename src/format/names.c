@@ -34,6 +34,7 @@ const char *const fmt_error_where_names[FMT_WHERE_COUNT] = {
 	[FMT_WHERE_BLOCK] = FMT_LEAKS_IN_BLOCK,
 	[FMT_WHERE_DATA] = FMT_LEAKS_IN_DATA,
 	[FMT_WHERE_STACK] = FMT_LEAKS_IN_STACK,
+	[FMT_WHERE_FREED] = FMT_LEAKS_IN_FREED,
 };
 
 const char *const fmt_kind_names[FMT_KIND_COUNT] = {

@@ -114,6 +114,8 @@
 #define FMT_LEAKS_IN_BLOCK   "block"             /* inside a live block, OFFSET past its start */
 #define FMT_LEAKS_IN_DATA    "data"              /* in a loaded object's image (its globals) */
 #define FMT_LEAKS_IN_STACK   "stack"             /* on the main thread's stack */
+#define FMT_LEAKS_IN_FREED   "freed"             /* ... PREV_STACK: a block given back
+						    before (a double free) */
 #define FMT_LEAKS_ERRORS_DROPPED "errors_dropped" /* errors beyond the contexts kept */
 #define FMT_LEAKS_ERRORS_CHECKED "errors_checked"  /* the agent looked for heap errors */
 #define FMT_YES              "yes"

@@ -156,6 +156,15 @@ void render_json_process(FILE *out, const struct prof_process *p,
 				fputs(j ? ",\n    " : "\n    ", out);
 				json_frame(out, &e->free_frames[j]);
 			}
+			if (e->prev_frames) {
+				fputs("], \"first_free\": ", out);
+				render_json_string(out, prof_alloc_fn_name(e->prev_fn));
+				fputs(", \"first_free_stack\": [", out);
+				for (size_t j = 0; j < e->nprev; j++) {
+					fputs(j ? ",\n    " : "\n    ", out);
+					json_frame(out, &e->prev_frames[j]);
+				}
+			}
 			fputs("], \"alloc_stack\": [", out);
 			for (size_t j = 0; j < e->nalloc; j++) {
 				fputs(j ? ",\n    " : "\n    ", out);

@@ -225,7 +225,15 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 			"not given to the allocator\n\n");
 		return;
 	}
-	if (e->kind == FMT_ERROR_INVALID)
+	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_FREED) {
+		fprintf(out, "  a block of %s %s given back before (a double free, not given to "
+			"the allocator again), at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"));
+		fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->prev_fn));
+		for (size_t j = 0; j < e->nprev; j++)
+			render_frame(out, (int)j + 1, &e->prev_frames[j], l);
+		fprintf(out, "  and allocated at:\n");
+	} else if (e->kind == FMT_ERROR_INVALID)
 		fprintf(out, "  the address is %s %s inside a block of %s %s (not given to the "
 			"allocator), allocated at:\n", render_thousands(c, e->offset),
 			plural(e->offset, "byte", "bytes"), render_thousands(b, e->size),

@@ -7,6 +7,9 @@
  *   free of a global, twice at one line                   2 errors, 1 context
  *   free of an array on main's stack                      1 error
  *   realloc of a global (returns NULL, as under valgrind) 1 error
+ *   a block freed twice (by release, then by main)        1 error
+ *   a block freed, one allocated again (perhaps at its address)
+ *   and freed: no error
  *
  * Bare, glibc aborts at the first ("free(): invalid pointer"); under
  * valgrind, and heaptrail, the program goes on, prints "done" and exits 0.
@@ -32,6 +35,11 @@ __attribute__((noinline)) static void free_global(void)
 		free(glob + 8);
 }
 
+__attribute__((noinline)) static void release(char *p)
+{
+	free(p);
+}
+
 int main(void)
 {
 	char *p = malloc(10);
@@ -43,6 +51,15 @@ int main(void)
 	free(local);
 	void *q = realloc(glob, 20);
 	keep(q);
+	char *twice = malloc(24);
+	keep(twice);
+	release(twice);
+	free(twice);
+	for (int i = 0; i < 3; i++) {
+		char *again = malloc(40);
+		keep(again);
+		free(again);
+	}
 	free(p);
 	printf("done %s\n", q ? "block" : "null");
 	return 0;
