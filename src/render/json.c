@@ -40,6 +40,15 @@ static void json_frame(FILE *out, const struct sym_frame *f)
 	fprintf(out, ", \"inlined\": %s}", f->inlined ? "true" : "false");
 }
 
+/* A stack's frames, the JSON array's items (no brackets). */
+static void json_frames(FILE *out, const struct sym_frame *frames, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		fputs(j ? ",\n    " : "\n    ", out);
+		json_frame(out, &frames[j]);
+	}
+}
+
 void render_json_process(FILE *out, const struct prof_process *p,
 			 const struct render_json_opts *o)
 {
@@ -152,24 +161,15 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			fputs(", \"deallocator\": ", out);
 			render_json_string(out, prof_alloc_fn_name(e->free_fn));
 			fputs(", \"free_stack\": [", out);
-			for (size_t j = 0; j < e->nfree; j++) {
-				fputs(j ? ",\n    " : "\n    ", out);
-				json_frame(out, &e->free_frames[j]);
-			}
+			json_frames(out, e->free_frames, e->nfree);
 			if (e->prev_frames) {
 				fputs("], \"first_free\": ", out);
 				render_json_string(out, prof_alloc_fn_name(e->prev_fn));
 				fputs(", \"first_free_stack\": [", out);
-				for (size_t j = 0; j < e->nprev; j++) {
-					fputs(j ? ",\n    " : "\n    ", out);
-					json_frame(out, &e->prev_frames[j]);
-				}
+				json_frames(out, e->prev_frames, e->nprev);
 			}
 			fputs("], \"alloc_stack\": [", out);
-			for (size_t j = 0; j < e->nalloc; j++) {
-				fputs(j ? ",\n    " : "\n    ", out);
-				json_frame(out, &e->alloc_frames[j]);
-			}
+			json_frames(out, e->alloc_frames, e->nalloc);
 			fputs("]}", out);
 		}
 		fputs("],\n", out);
@@ -217,10 +217,7 @@ void render_json_process(FILE *out, const struct prof_process *p,
 		fputs("\"allocator\": ", out);
 		render_json_string(out, prof_alloc_fn_name(r->alloc_fn));
 		fputs(", \"stack\": [", out);
-		for (size_t j = 0; j < r->nframes; j++) {
-			fputs(j ? ",\n    " : "\n    ", out);
-			json_frame(out, &r->frames[j]);
-		}
+		json_frames(out, r->frames, r->nframes);
 		fputs("]}", out);
 	}
 	fputs("]", out);

@@ -92,7 +92,6 @@ def valgrind_contexts(text):
             continue
         if not lines or lines[0] != "Mismatched free() / delete / delete []":
             continue
-        frames = [l.strip() for l in lines[1:] if re.match(r"\s+(at|by) 0x", l)]
         addr = next(i for i, l in enumerate(lines) if "alloc'd" in l)
         size = int(re.search(r"block of size (\d+)", lines[addr]).group(1))
         free_frames = [l for l in lines[1:addr] if re.match(r"\s+(at|by) 0x", l)]
@@ -107,7 +106,6 @@ def valgrind_contexts(text):
         key = ("mismatched", fn(alloc_frames[0]), fn(free_frames[0]), size,
                prog_site(alloc_frames), prog_site(free_frames))
         out[key] = out.get(key, 0) + int(count)
-        del frames
     m = re.search(r"ERROR SUMMARY: (\d+) errors from (\d+) contexts", text)
     return out, (int(m.group(1)), int(m.group(2))) if m else None
 
@@ -165,6 +163,25 @@ def heaptrail_contexts(report):
     return out, (s.get("errors"), s.get("contexts"))
 
 
+def against_valgrind(suite, problems, prog, out, stdout, vg, vg_summary):
+    """`heaptrail run` of prog into out: its stdout and status 0, and its
+    contexts and summary those valgrind found (vg, vg_summary). Returns
+    heaptrail's stderr."""
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    if (rc, hout) != (0, stdout):
+        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    ht, ht_summary = heaptrail_contexts(json.loads(jout))
+    if ht != vg:
+        problems.append("contexts differ:\n  valgrind  %s\n  heaptrail %s" % (
+            sorted(vg.items(), key=str), sorted(ht.items(), key=str)))
+    if ht_summary != vg_summary:
+        problems.append("error summary: heaptrail %s, valgrind %s" % (ht_summary, vg_summary))
+    return herr.decode(errors="replace")
+
+
 def test_mismatched(suite):
     work, prog = build(suite, "mismatched")
     problems, details = [], []
@@ -180,19 +197,7 @@ def test_mismatched(suite):
         problems.append("valgrind: %s errors/contexts, %d read: the program means 8 "
                         "errors from 6 contexts" % (vg_summary, len(vg)))
     out = rt.fresh_dir(os.path.join(work, "run"))
-    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
-    text = herr.decode(errors="replace")
-    if (rc, hout) != (0, out0):
-        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
-    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
-    if rc != 0:
-        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
-    ht, ht_summary = heaptrail_contexts(json.loads(jout))
-    if ht != vg:
-        problems.append("contexts differ:\n  valgrind  %s\n  heaptrail %s" % (
-            sorted(vg.items()), sorted(ht.items())))
-    if ht_summary != vg_summary:
-        problems.append("error summary: heaptrail %s, valgrind %s" % (ht_summary, vg_summary))
+    text = against_valgrind(suite, problems, prog, out, out0, vg, vg_summary)
     rc, tout, _ = rt.run([suite.heaptrail, "report", out])
     t = tout.decode(errors="replace")
     if t.count("Mismatched free() / delete / delete []") != 6 or \
@@ -226,18 +231,7 @@ def test_invalid(suite):
         problems.append("valgrind: %s errors/contexts, %d read: the program means 6 "
                         "errors from 5 contexts" % (vg_summary, len(vg)))
     out = rt.fresh_dir(os.path.join(work, "run"))
-    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
-    if (rc, hout) != (0, b"done null\n"):
-        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
-    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
-    if rc != 0:
-        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
-    ht, ht_summary = heaptrail_contexts(json.loads(jout))
-    if ht != vg:
-        problems.append("contexts differ:\n  valgrind  %s\n  heaptrail %s" % (
-            sorted(vg.items(), key=str), sorted(ht.items(), key=str)))
-    if ht_summary != vg_summary:
-        problems.append("error summary: heaptrail %s, valgrind %s" % (ht_summary, vg_summary))
+    against_valgrind(suite, problems, prog, out, b"done null\n", vg, vg_summary)
     rc, tout, _ = rt.run([suite.heaptrail, "report", out])
     details.append(tout.decode(errors="replace")[:3000])
     return problems, details
