@@ -431,14 +431,27 @@ def test_redis(suite):
 
 
 def process_state(pid):
-    """The threads, descriptors (what they point to) and mapped files of
-    a process."""
+    """The threads, descriptors (what they point to; of the TCP sockets,
+    the listening ones alone: clients come and go) and mapped files of a
+    process."""
+    clients = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            with open("/proc/%d/net/%s" % (pid, table)) as f:
+                for l in f.readlines()[1:]:
+                    w = l.split()
+                    if len(w) > 9 and w[3] != "0A":  # not LISTEN
+                        clients.add("socket:[%s]" % w[9])
+        except OSError:
+            pass
     fds = []
     for fd in os.listdir("/proc/%d/fd" % pid):
         try:
-            fds.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
         except OSError:
-            pass
+            continue
+        if target not in clients:
+            fds.append(target)
     with open("/proc/%d/maps" % pid) as f:
         maps = {l.split(None, 5)[5].strip() for l in f if len(l.split(None, 5)) == 6}
     threads = []
