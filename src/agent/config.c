@@ -199,6 +199,7 @@ static const struct option {
 	{ "follow_children", T_BOOL, F(follow_children), 0, 0 },
 	{ "freeres", T_BOOL, F(freeres), 0, 0 },
 	{ "leak_kinds", T_BOOL, F(leak_kinds), 0, 0 },
+	{ "errors_abort", T_BOOL, F(errors_abort), 0, 0 },
 	{ "stop_signal", T_SIGNAL, F(stop_signal), 0, 0 },
 	{ "stop_ptrace", T_BOOL, F(stop_ptrace), 0, 0 },
 	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },

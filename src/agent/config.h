@@ -18,6 +18,7 @@ struct agent_config {
 	bool follow_children;    /* keep LD_PRELOAD for exec'd children */
 	bool freeres;            /* release libc/libstdc++ caches before the report */
 	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
+	bool errors_abort;       /* abort() at the first heap error (--errors=abort) */
 	bool active;             /* record new allocations from the start */
 	bool peak;               /* keep a dump of the peak */
 	bool final;              /* dump at exit */

@@ -4,6 +4,7 @@
  * the free that made it, never by a free that did not.
  */
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -35,6 +36,14 @@ static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
 static size_t ncontexts;
 static uint64_t dropped;
 
+/* --errors=abort: the program's ordinary abort at the first error, as
+ * ASan's halt_on_error (SIGABRT goes through the fatal-signal report). */
+static void stop_if_asked(void)
+{
+	if (agent_config.errors_abort)
+		abort();
+}
+
 static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		       uint32_t where, uint64_t offset, uint32_t prev_stack)
 {
@@ -48,6 +57,7 @@ static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
 		if (ncontexts == AGENT_ERROR_CONTEXTS || !free_stack) {
 			dropped++;
 			agent_unlock(&lock);
+			stop_if_asked();
 			return;
 		}
 		contexts[ncontexts++] = (struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
@@ -57,6 +67,7 @@ static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
 	}
 	contexts[i].count++;
 	agent_unlock(&lock);
+	stop_if_asked();
 }
 
 static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,

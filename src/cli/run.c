@@ -43,6 +43,8 @@ static const char usage[] =
 	"                         html: leaks, growth, timeline, flame graphs)\n"
 	"  --error-exitcode=N     exit with N when anything is reported, or when a\n"
 	"                         process's report is missing or unreadable\n"
+	"  --errors=continue|abort  on a heap error (mismatched or invalid free), go on\n"
+	"                         (default) or abort the program at the first one\n"
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
 	"  -q, --quiet            print only the summary, not every record\n"
@@ -83,6 +85,7 @@ struct run_opts {
 	const char *outdir, *json, *html;
 	struct cli_report_opts report;
 	int error_exitcode;     /* -1: off */
+	int errors_abort;       /* --errors=abort */
 	int depth;
 	int follow;
 	char profile[512];      /* agent options for the profiling flags */
@@ -157,6 +160,13 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 				return -1;
 			}
 			o->error_exitcode = (int)n;
+		} else if ((v = cli_opt_value(argc, argv, &i, "--errors"))) {
+			if (strcmp(v, "abort") && strcmp(v, "continue")) {
+				cli_error("run: --errors takes 'continue' or 'abort', not '%s'",
+					  cli_shown(v));
+				return -1;
+			}
+			o->errors_abort = !strcmp(v, "abort");
 		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
 			long n = ctl_parse_count(v, 256);
 			if (n < 1) {
@@ -252,6 +262,8 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	if (o->error_exitcode > 0)
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",error_exitcode=%d",
 			 o->error_exitcode);
+	if (o->errors_abort)
+		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",errors_abort=1");
 	/* every file of this run names it (a `run ID` line, `run=ID`), with
 	 * the user's id when HEAPTRAIL_OPTIONS gives one (run_id NULL) */
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");

@@ -37,6 +37,14 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        binomial, 80 to 163, is asked), from 1 context, and
                        the summary says only sampled blocks are checked;
                        valgrind sees all 2,000
+    errors:abort       heap_invalid under `heaptrail run --errors=abort`:
+                       the program is stopped at its first error by its
+                       own abort (status 134, "done null" never printed)
+                       and the report written at the signal holds that
+                       one error alone: valgrind's first error (under
+                       --exit-on-first-error=yes: kind, free site, where
+                       the address is, block size, offset, allocation
+                       site), "1 error from 1 context"
     errors:none        the same program's rightful half alone (a run of
                        tests/e2e/progs/leak_one, which gives back nothing
                        wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
@@ -261,6 +269,47 @@ def test_sampled(suite):
     return problems, ["%s" % s]
 
 
+def test_abort(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-abort"))
+    prog = os.path.join(work, "heap_invalid")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
+                         INVALID_SRC])
+    if rc != 0:
+        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    problems = []
+    rc, vout, verr = rt.run(["valgrind", "--exit-on-first-error=yes", "--error-exitcode=1",
+                             prog], timeout=rt.VG_TIMEOUT)
+    lines = [re.sub(r"^==\d+== ?", "", l) for l in verr.decode(errors="replace").split("\n")]
+    try:
+        first = lines.index("Invalid free() / delete / delete[] / realloc()")
+        end = lines.index("", first)
+        vg = {invalid_key(lines[first:end]): 1}
+    except (ValueError, StopIteration, AttributeError, IndexError):
+        raise Failure("valgrind --exit-on-first-error: no invalid free read: %s" %
+                      rt.short(verr[-400:]))
+    if rc != 1 or vout:
+        problems.append("valgrind: status %d, stdout %r: it should stop at the first "
+                        "error" % (rc, vout))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--errors=abort", "-o", out, "--",
+                             prog])
+    if rc not in (134, -6) or hout:
+        problems.append("heaptrail run --errors=abort: status %d, stdout %r: want 134 "
+                        "(SIGABRT) before any output" % (rc, hout))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    ht, ht_summary = heaptrail_contexts(json.loads(jout))
+    if ht != vg:
+        problems.append("first error differs:\n  valgrind  %s\n  heaptrail %s" % (vg, ht))
+    if ht_summary != (1, 1):
+        problems.append("error summary %s, want 1 error from 1 context" % (ht_summary,))
+    rc, _, _ = rt.run([suite.heaptrail, "run", "-q", "--errors=maybe", "-o", out, "--", prog])
+    if rc != 2:
+        problems.append("--errors=maybe accepted")
+    return problems, ["%s" % ht]
+
+
 def test_none(suite):
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-none"))
     prog = suite.build_prog(suite.specs["leak_one"], "fp")
@@ -284,4 +333,5 @@ def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
             ("errors:invalid", lambda: test_invalid(suite)),
             ("errors:sampled", lambda: test_sampled(suite)),
+            ("errors:abort", lambda: test_abort(suite)),
             ("errors:none", lambda: test_none(suite))]
