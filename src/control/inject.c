@@ -447,9 +447,16 @@ int ctl_attach(long pid, const char *opts, const char *outdir, double *stopped_m
 		snprintf(agent, sizeof agent, "%s", real);
 	int st = ctl_is_static((pid_t)pid);
 	static const char *const libcs[] = { "libc.so.6", NULL };
-	if (st == 1 || ctl_find_module(maps, libcs, &libc_base, libc, sizeof libc)) {
+	if (st == 1) {
 		target_error(pid, "cannot attach to process %ld: it is a static binary (no dynamic "
 			     "loader and no libc.so.6 to load the agent with)", pid);
+		goto out;
+	}
+	if (ctl_find_module(maps, libcs, &libc_base, libc, sizeof libc)) {
+		/* dynamic, yet no libc mapped: caught between its exec and its
+		 * loader's work (or its maps torn down on the way out) */
+		target_error(pid, "cannot attach to process %ld yet: libc.so.6 is not loaded in it "
+			     "(it is starting); try again", pid);
 		goto out;
 	}
 	uint64_t ab;

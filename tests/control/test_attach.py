@@ -95,11 +95,14 @@ commands on stdin).
                     attach_sleep.c), attached 0.8 s into the sleep: the
                     reader is borrowed, the sleep ends on time (under
                     2.5 s; a borrowed sleep starts its 2 s again whole)
-    attach:exiting  a process that exits during the attach (`sleep 0.03`,
-                    attached after a sweep of delays): the attach works or
-                    says one line, "no process N", "process N is a
-                    zombie" or "process N exited", never the step that
-                    failed with it (before: "cannot find dlopen...")
+    attach:exiting  a process that starts and exits during the attach
+                    (`sleep 0.03`, attached after a sweep of delays): the
+                    attach works or says one line, "no process N",
+                    "process N is a zombie", "process N exited" or, caught
+                    before its loader mapped libc, "cannot attach to
+                    process N yet: ... try again", never the step that
+                    failed with it (before: "cannot find dlopen...", and
+                    "it is a static binary" for a dynamic one)
     attach:namespace  the agent's path hidden in the target's mount
                     namespace (a tmpfs over its directory there): the
                     agent is loaded from a memory file of the target's
@@ -1380,7 +1383,8 @@ def test_exiting(suite):
     sleep = shutil.which("sleep")
     problems, seen = [], {}
     want = re.compile(r"^heaptrail: (no process \d+|process \d+ exited|process \d+ is a zombie "
-                      r"\(.*\))$")
+                      r"\(.*\)|cannot attach to process \d+ yet: libc\.so\.6 is not loaded "
+                      r"in it \(it is starting\); try again)$")
     for i in range(60):
         p = subprocess.Popen([sleep, "0.03"], env=run_tests.RUN_ENV)
         try:
