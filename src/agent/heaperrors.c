@@ -116,8 +116,8 @@ bool agent_error_double_free(void *p, int d)
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int n = agent_unwind_cfi(pcs, agent_config.depth);
 	uint32_t prev = ra ? agent_stack_intern((int)first_d, &ra, 1) : 0;
-	count_prev(AGENT_ERROR_INVALID, alloc_stack, agent_stack_intern(d, pcs, n), size,
-		   AGENT_WHERE_FREED, 0, prev);
+	count_prev(FMT_ERROR_INVALID, alloc_stack, agent_stack_intern(d, pcs, n), size,
+		   FMT_WHERE_FREED, 0, prev);
 	return true;
 }
 
@@ -125,8 +125,8 @@ void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)
 {
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	count(AGENT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size,
-	      AGENT_WHERE_NONE, 0);
+	count(FMT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size,
+	      FMT_WHERE_NONE, 0);
 }
 
 extern void *__libc_stack_end;
@@ -138,18 +138,18 @@ bool agent_error_invalid_free(void *p, int d)
 	uint32_t stack = 0, where;
 	struct dl_find_object obj;
 	if (agent_live_containing(a, &base, &size, &stack))
-		where = AGENT_WHERE_BLOCK;
+		where = FMT_WHERE_BLOCK;
 	else if (_dl_find_object(p, &obj) == 0)
-		where = AGENT_WHERE_DATA;  /* an object's image: its globals */
+		where = FMT_WHERE_DATA;  /* an object's image: its globals */
 	else if (agent_gettid() == getpid() && a > agent_stack_pointer() &&
 		 a < (uintptr_t)__libc_stack_end + 65536)
-		where = AGENT_WHERE_STACK;  /* the main thread's, above this frame */
+		where = FMT_WHERE_STACK;  /* the main thread's, above this frame */
 	else
 		return false;
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	count(AGENT_ERROR_INVALID, stack, agent_stack_intern(d, pcs, n), size, where,
-	      where == AGENT_WHERE_BLOCK ? a - base : 0);
+	count(FMT_ERROR_INVALID, stack, agent_stack_intern(d, pcs, n), size, where,
+	      where == FMT_WHERE_BLOCK ? a - base : 0);
 	return true;
 }
 

@@ -33,13 +33,9 @@ static inline bool agent_dealloc_matches(int fn, int d)
 	return (agent_dealloc_ok[fn] >> d) & 1;
 }
 
-/* The kinds of heap error (enum order is the files' names' order,
- * fmt_error_kind_names). */
-enum agent_error_kind { AGENT_ERROR_MISMATCHED, AGENT_ERROR_INVALID };
-/* Where an invalid free's address is (enum order: the files' words,
- * FMT_LEAKS_IN_*). */
-enum agent_error_where { AGENT_WHERE_NONE, AGENT_WHERE_BLOCK, AGENT_WHERE_DATA,
-			 AGENT_WHERE_STACK, AGENT_WHERE_FREED };
+/* The kinds of heap error and where an invalid free's address is: the
+ * leak file's enums (format/leakfile.h, fmt_error_kind, fmt_error_where),
+ * whose names leakwriter.c writes. */
 
 /* Each thread's last frees of recorded blocks, in exact mode: a free of
  * an address the table no longer holds, found here, is a double free,

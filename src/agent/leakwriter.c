@@ -197,17 +197,10 @@ static void sort_ids(uint32_t *a, size_t n)
  * ALLOC_STACK FREE_STACK", after the stacks they name. */
 static void write_errors(struct agent_writer *w, const struct agent_error *e, size_t n)
 {
-	static const char *const names[] = { [AGENT_ERROR_MISMATCHED] = FMT_LEAKS_MISMATCHED,
-					     [AGENT_ERROR_INVALID] = FMT_LEAKS_INVALID };
-	static const char *const wheres[] = { [AGENT_WHERE_NONE] = "-",
-					      [AGENT_WHERE_BLOCK] = FMT_LEAKS_IN_BLOCK,
-					      [AGENT_WHERE_DATA] = FMT_LEAKS_IN_DATA,
-					      [AGENT_WHERE_STACK] = FMT_LEAKS_IN_STACK,
-					      [AGENT_WHERE_FREED] = FMT_LEAKS_IN_FREED };
 	agent_put(w, FMT_LEAKS_ERRORS_CHECKED "\n");
 	for (size_t i = 0; i < n; i++) {
 		agent_put(w, FMT_LEAKS_ERROR " ");
-		agent_put(w, names[e[i].kind]);
+		agent_put(w, fmt_error_kind_names[e[i].kind]);
 		agent_put(w, " ");
 		agent_put_u64(w, e[i].count);
 		agent_put(w, " ");
@@ -216,12 +209,12 @@ static void write_errors(struct agent_writer *w, const struct agent_error *e, si
 		agent_put_u64(w, e[i].alloc_stack);
 		agent_put(w, " ");
 		agent_put_u64(w, e[i].free_stack);
-		if (e[i].kind == AGENT_ERROR_INVALID) {
+		if (e[i].kind == FMT_ERROR_INVALID) {
 			agent_put(w, " ");
 			agent_put_u64(w, e[i].offset);
 			agent_put(w, " ");
-			agent_put(w, wheres[e[i].where]);
-			if (e[i].where == AGENT_WHERE_FREED) {
+			agent_put(w, fmt_error_where_names[e[i].where]);
+			if (e[i].where == FMT_WHERE_FREED) {
 				agent_put(w, " ");
 				agent_put_u64(w, e[i].prev_stack);
 			}
