@@ -188,6 +188,7 @@ static int build_errors(struct prof_process *p, const char *binary_path, unsigne
 			return -ENOMEM;
 		p->error_count += e->count;
 	}
+	p->error_contexts = p->nerrors;
 	p->error_count += l->errors_dropped;
 	return 0;
 }
@@ -606,7 +607,7 @@ size_t prof_run_errors(const struct prof_run *run, unsigned mask)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < run->nprocs; i++) {
-		n += run->procs[i].error_count;  /* heap errors count as ever */
+		n += run->procs[i].error_count;  /* whatever the leak kinds */
 		for (size_t j = 0; j < run->procs[i].nrecords; j++) {
 			const struct prof_record *r = &run->procs[i].records[j];
 			if (!r->suppressed_by && (mask & PROF_KIND_BIT(r->kind)))

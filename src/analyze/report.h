@@ -43,6 +43,7 @@ struct prof_heap_error {
 	int prev_fn;                /* a double free: how it was first given back */
 	struct sym_frame *prev_frames; /* ... and where (its caller), or NULL */
 	size_t nprev;
+	int suppressed_by;          /* 1 + index of the suppression, or 0 */
 };
 
 struct prof_process {
@@ -56,9 +57,13 @@ struct prof_process {
 	struct symbolizer *sym;
 	const char *file;               /* the leak file it came from (owned) */
 	const char *pool_filter;        /* prof_process_filter_pool's NAME, or NULL */
-	struct prof_heap_error *errors; /* in the order first seen */
+	struct prof_heap_error *errors; /* in the order first seen, suppressed too */
 	size_t nerrors;
-	uint64_t error_count;           /* the errors, those not kept included */
+	uint64_t error_count;           /* the errors no suppression hides, those
+					   not kept included */
+	size_t error_contexts;          /* the contexts no suppression hides */
+	uint64_t supp_errors;           /* what suppressions hide: errors ... */
+	size_t supp_error_contexts;     /* ... and their contexts */
 };
 
 /* A leak file of a directory that could not be read (garbage, truncated,
@@ -117,8 +122,8 @@ void prof_run_release(struct prof_run *run);
 int prof_kinds_parse(const char *s, unsigned *mask);
 
 /* Records of the kinds in mask that no suppression hides, and every heap
- * error (prof_process.error_count), over every process: what
- * --error-exitcode counts. */
+ * error no suppression hides (prof_process.error_count), over every
+ * process: what --error-exitcode counts. */
 size_t prof_run_errors(const struct prof_run *run, unsigned mask);
 
 /* Turns sampled counts (mean sampling distance S bytes) into unbiased

@@ -61,10 +61,35 @@ static char *trim(char *s)
 	return s;
 }
 
+const char *const prof_supp_type_names[PROF_SUPP_TYPE_COUNT] = {
+	[PROF_SUPP_LEAK] = "leak",
+	[PROF_SUPP_MISMATCH] = "alloc_dealloc_mismatch",
+	[PROF_SUPP_INVALID_FREE] = "invalid_free",
+	[PROF_SUPP_BAD_FREE] = "bad_free",
+	[PROF_SUPP_DOUBLE_FREE] = "double_free",
+};
+
+/* The type l starts with ("TYPE:"), its pattern after the ':' in *pat;
+ * -1 when it names none of ours. */
+static int line_type(char *l, char **pat)
+{
+	for (int t = 0; t < PROF_SUPP_TYPE_COUNT; t++) {
+		size_t n = strlen(prof_supp_type_names[t]);
+		if (!strncmp(l, prof_supp_type_names[t], n) && l[n] == ':') {
+			*pat = l + n + 1;
+			return t;
+		}
+	}
+	return -1;
+}
+
 int prof_supps_load(struct prof_supps *s, const char *path, const char **err, int *line)
 {
+	/* LSan's, ASan's and the other sanitizers' types: nothing of theirs
+	 * is ours to hide */
 	static const char *const other_types[] = { "called_from_lib:", "interceptor_via_fun:",
-						   "interceptor_via_lib:", "race:", "thread:",
+						   "interceptor_via_lib:", "interceptor_name:",
+						   "odr_violation:", "race:", "thread:",
 						   "signal:", "deadlock:", "mutex:", "src:", "fun:" };
 	char buf[4096];
 	int ret = 0;
@@ -77,19 +102,28 @@ int prof_supps_load(struct prof_supps *s, const char *path, const char **err, in
 		char *l = trim(buf);
 		if (!*l || *l == '#')
 			continue;
-		if (strncmp(l, "leak:", 5)) {
+		char *pat;
+		int type = line_type(l, &pat);
+		if (type < 0) {
 			bool known = false;
 			for (size_t i = 0; i < sizeof other_types / sizeof *other_types; i++)
 				known |= !strncmp(l, other_types[i], strlen(other_types[i]));
 			if (known)
 				continue;
-			*err = "not a suppression (expected 'leak:PATTERN')";
+			*err = "not a suppression (expected TYPE:PATTERN, TYPE one of leak, "
+			       "alloc_dealloc_mismatch, invalid_free, bad_free, double_free)";
 			ret = -EINVAL;
 			goto out;
 		}
-		char *pat = trim(l + 5);
-		struct prof_supp sp = { 0 };
+		pat = trim(pat);
+		struct prof_supp sp = { .type = type };
 		char *lim = strstr(pat, ":max_bytes=");
+		if (lim && type != PROF_SUPP_LEAK) {
+			/* an error has no bytes to total */
+			*err = "max_bytes is for leak: suppressions only";
+			ret = -EINVAL;
+			goto out;
+		}
 		if (lim) {
 			char *end;
 			errno = 0;
@@ -148,10 +182,10 @@ void prof_supps_release(struct prof_supps *s)
 	s->n = 0;
 }
 
-static bool record_matches(const struct prof_supp *sp, const struct prof_record *r)
+static bool frames_match(const struct prof_supp *sp, const struct sym_frame *frames, size_t n)
 {
-	for (size_t i = 0; i < r->nframes; i++) {
-		const struct sym_frame *f = &r->frames[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_frame *f = &frames[i];
 		if (prof_supp_match(sp->pattern, f->function) || prof_supp_match(sp->pattern, f->file) ||
 		    prof_supp_match(sp->pattern, f->module))
 			return true;
@@ -159,10 +193,53 @@ static bool record_matches(const struct prof_supp *sp, const struct prof_record 
 	return false;
 }
 
+static bool record_matches(const struct prof_supp *sp, const struct prof_record *r)
+{
+	return sp->type == PROF_SUPP_LEAK && frames_match(sp, r->frames, r->nframes);
+}
+
+enum prof_supp_type prof_supp_type_of(const struct prof_heap_error *e)
+{
+	if (e->kind == FMT_ERROR_MISMATCHED)
+		return PROF_SUPP_MISMATCH;
+	return e->where == FMT_WHERE_FREED ? PROF_SUPP_DOUBLE_FREE : PROF_SUPP_BAD_FREE;
+}
+
+/* Does sp hide e: of its kind, and a frame of a stack of e's (where the
+ * block was allocated, where it was given back, and for a double free
+ * where it was given back first) matching? */
+static bool error_matches(const struct prof_supp *sp, const struct prof_heap_error *e)
+{
+	int t = prof_supp_type_of(e);
+	bool kind = sp->type == t ||
+		    (sp->type == PROF_SUPP_INVALID_FREE && e->kind == FMT_ERROR_INVALID);
+	return kind && (frames_match(sp, e->free_frames, e->nfree) ||
+			frames_match(sp, e->alloc_frames, e->nalloc) ||
+			frames_match(sp, e->prev_frames, e->nprev));
+}
+
+static void apply_errors(const struct prof_supps *s, struct prof_process *p)
+{
+	for (size_t i = 0; i < p->nerrors; i++) {
+		struct prof_heap_error *e = &p->errors[i];
+		e->suppressed_by = 0;
+		for (size_t k = 0; k < s->n && !e->suppressed_by; k++)
+			if (error_matches(&s->v[k], e))
+				e->suppressed_by = (int)k + 1;
+		if (!e->suppressed_by)
+			continue;
+		p->error_count -= e->count;
+		p->error_contexts--;
+		p->supp_errors += e->count;
+		p->supp_error_contexts++;
+	}
+}
+
 void prof_supps_apply(const struct prof_supps *s, struct prof_process *p)
 {
 	if (!s || !s->n)
 		return;
+	apply_errors(s, p);
 	uint64_t *matched = calloc(s->n, sizeof *matched);
 	if (!matched)
 		return;

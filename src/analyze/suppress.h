@@ -7,9 +7,15 @@
  *   leak:^xmalloc$                     '^' and '$' anchor; else a substring
  *   leak:pool_grow:max_bytes=4096      suppress only while the records this
  *                                      pattern matches total <= 4096 bytes
+ *   alloc_dealloc_mismatch:PATTERN     heap errors (analyze/report.h's
+ *   invalid_free:PATTERN               prof_heap_error), one type per kind:
+ *   bad_free:PATTERN                   see prof_supp_type; the pattern is
+ *   double_free:PATTERN                matched against the frames of the
+ *                                      error's allocation and free stacks
  *
- * Lines of LSan's other types (called_from_lib:, interceptor_via_fun:...)
- * are accepted and ignored, so an existing LSan file loads unchanged.
+ * Lines of LSan's and ASan's other types (called_from_lib:,
+ * interceptor_via_fun:, odr_violation:...) are accepted and ignored, so an
+ * existing LSan or ASan file loads unchanged.
  */
 #ifndef HEAPTRAIL_ANALYZE_SUPPRESS_H
 #define HEAPTRAIL_ANALYZE_SUPPRESS_H
@@ -19,10 +25,31 @@
 #include <stdint.h>
 
 struct prof_process;
+struct prof_heap_error;
+
+/* What a suppression hides. The error types take ASan's names for its
+ * errors, spelled as ASan spells them in a suppression (odr-violation is
+ * odr_violation:), and valgrind's heading for the catch-all. */
+enum prof_supp_type {
+	PROF_SUPP_LEAK,         /* leak: a leak record */
+	PROF_SUPP_MISMATCH,     /* alloc_dealloc_mismatch: any mismatched
+				   deallocation (FMT_ERROR_MISMATCHED) */
+	PROF_SUPP_INVALID_FREE, /* invalid_free: any invalid free
+				   (FMT_ERROR_INVALID), double frees included */
+	PROF_SUPP_BAD_FREE,     /* bad_free: an invalid free that is not a
+				   double free (a global, the stack, inside a
+				   block, an address never handed out) */
+	PROF_SUPP_DOUBLE_FREE,  /* double_free: a block given back twice
+				   (FMT_WHERE_FREED) */
+	PROF_SUPP_TYPE_COUNT
+};
+/* "leak", "alloc_dealloc_mismatch"...: each type's word, without its ':' */
+extern const char *const prof_supp_type_names[PROF_SUPP_TYPE_COUNT];
 
 struct prof_supp {
+	int type;                /* enum prof_supp_type */
 	char *pattern;
-	bool has_limit;
+	bool has_limit;          /* leak: only */
 	uint64_t max_bytes;
 	char *origin;            /* "file:line", for messages */
 };
@@ -43,7 +70,14 @@ bool prof_supp_match(const char *pattern, const char *str);
 
 /* Marks the records of p that a suppression hides (suppressed_by), or
  * that it would hide but for its limit (over_limit), and fills p's
- * suppressed totals. */
+ * suppressed totals; marks the heap errors a suppression of their kind
+ * hides (suppressed_by) and moves their counts from p's error totals to
+ * its suppressed ones (valgrind's "suppressed: N from M"). Call it once
+ * per process. */
 void prof_supps_apply(const struct prof_supps *s, struct prof_process *p);
+
+/* The type a suppression of e would take: the narrowest that holds it
+ * (alloc_dealloc_mismatch, double_free or bad_free). */
+enum prof_supp_type prof_supp_type_of(const struct prof_heap_error *e);
 
 #endif

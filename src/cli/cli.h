@@ -75,8 +75,10 @@ struct cli_report_opts {
 	"                         definite,possible)\n" \
 	"  --errors-for-leak-kinds=K  kinds --error-exitcode counts (same words;\n" \
 	"                         default definite,possible)\n" \
-	"  --suppressions FILE    LeakSanitizer-style suppressions (repeatable)\n" \
-	"  --gen-suppressions     print a ready suppression after each record\n" \
+	"  --suppressions FILE    LeakSanitizer-style suppressions of leaks and heap\n" \
+	"                         errors (repeatable)\n" \
+	"  --gen-suppressions     print a ready suppression after each record and\n" \
+	"                         heap error (in --json: each one's \"suppression\")\n" \
 	"  --pool NAME            only the blocks of the memory pool NAME and of the\n" \
 	"                         pools under it (heaptrail_pool_create)\n" \
 	"  --binary-path DIRS     directories searched first when symbolizing\n"

@@ -253,7 +253,8 @@ void cli_report_print(FILE *out, struct prof_run *run, const struct cli_report_o
 {
 	cli_report_apply(o, run);
 	if (o->json)
-		render_json(out, run);
+		render_json(out, run, &(struct render_json_opts){
+			.suppressions = o->gen_suppressions });
 	else
 		render_text(out, run, &(struct render_text_opts){
 			.kinds = o->shown, .gen_suppressions = o->gen_suppressions,

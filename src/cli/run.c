@@ -279,14 +279,14 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 	_exit(127);
 }
 
-static int write_json(const char *path, const struct prof_run *run)
+static int write_json(const char *path, const struct prof_run *run, bool gen_suppressions)
 {
 	char *data = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&data, &len);
 	if (!mem)
 		return -ENOMEM;
-	render_json(mem, run);
+	render_json(mem, run, &(struct render_json_opts){ .suppressions = gen_suppressions });
 	if (fclose(mem)) {
 		free(data);
 		return -ENOMEM;
@@ -531,7 +531,7 @@ int cmd_run(int argc, char **argv)
 		outdir);
 	suggest_analysis(outdir);
 	int ret = 0;
-	if (o.json && (r = write_json(o.json, &run))) {
+	if (o.json && (r = write_json(o.json, &run, o.report.gen_suppressions))) {
 		cli_error("cannot write '%s': %s", o.json, strerror(-r));
 		ret = 2;
 	}

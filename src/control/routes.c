@@ -470,7 +470,7 @@ static void serve_leaks(struct ctl_live *l, const char *query, struct answer *an
 	}
 	FILE *m = open_memstream(&ans->body, &ans->len);
 	if (m) {
-		render_json(m, &run);
+		render_json(m, &run, NULL);
 		fclose(m);
 	}
 	prof_run_release(&run);

@@ -141,15 +141,22 @@ void render_json_process(FILE *out, const struct prof_process *p,
 	/* heap errors: valgrind's "N errors from M contexts", each context
 	 * with its two stacks */
 	if (l->errors_checked || p->nerrors)
-		fprintf(out, " \"error_summary\": {\"errors\": %llu, \"contexts\": %zu},\n",
-			(unsigned long long)p->error_count, p->nerrors);
-	if (p->nerrors) {
+		fprintf(out, " \"error_summary\": {\"errors\": %llu, \"contexts\": %zu, "
+			"\"suppressed\": {\"errors\": %llu, \"contexts\": %zu}},\n",
+			(unsigned long long)p->error_count, p->error_contexts,
+			(unsigned long long)p->supp_errors, p->supp_error_contexts);
+	if (p->error_contexts) {
+		/* those a suppression hides are left out, as its records are */
 		fputs(" \"errors\": [", out);
+		bool first_error = true;
 		for (size_t i = 0; i < p->nerrors; i++) {
 			const struct prof_heap_error *e = &p->errors[i];
+			if (e->suppressed_by)
+				continue;
 			fprintf(out, "%s\n  {\"kind\": \"%s\", \"count\": %llu, \"size\": %llu, "
-				"\"allocator\": ", i ? "," : "", fmt_error_kind_names[e->kind],
+				"\"allocator\": ", first_error ? "" : ",", fmt_error_kind_names[e->kind],
 				(unsigned long long)e->count, (unsigned long long)e->size);
+			first_error = false;
 			if (e->alloc_fn >= 0)
 				render_json_string(out, prof_alloc_fn_name(e->alloc_fn));
 			else
@@ -160,6 +167,11 @@ void render_json_process(FILE *out, const struct prof_process *p,
 					(unsigned long long)e->offset);
 			fputs(", \"deallocator\": ", out);
 			render_json_string(out, prof_alloc_fn_name(e->free_fn));
+			char supp[512];
+			if (o && o->suppressions && render_error_suppression(e, supp, sizeof supp)) {
+				fputs(", \"suppression\": ", out);
+				render_json_string(out, supp);
+			}
 			fputs(", \"free_stack\": [", out);
 			json_frames(out, e->free_frames, e->nfree);
 			if (e->prev_frames) {
@@ -227,7 +239,7 @@ void render_json_process(FILE *out, const struct prof_process *p,
 	fputs("}", out);
 }
 
-void render_json(FILE *out, const struct prof_run *run)
+void render_json(FILE *out, const struct prof_run *run, const struct render_json_opts *o)
 {
 	bool array = run->nprocs != 1;
 	if (array)
@@ -235,7 +247,7 @@ void render_json(FILE *out, const struct prof_run *run)
 	for (size_t i = 0; i < run->nprocs; i++) {
 		if (i)
 			fputs(",\n", out);
-		render_json_process(out, &run->procs[i], NULL);
+		render_json_process(out, &run->procs[i], o);
 	}
 	if (array)
 		fputs("]", out);

@@ -22,7 +22,8 @@ struct prof_profile;
 struct render_text_opts {
 	bool summary_only;      /* no records, just each process's summary */
 	unsigned kinds;         /* PROF_KIND_BIT mask of records to print; 0 = default */
-	bool gen_suppressions;  /* print a ready suppression after each record */
+	bool gen_suppressions;  /* print a ready suppression after each record
+				   and each heap error */
 	const struct prof_supps *supps;  /* to name a suppression whose limit broke */
 };
 
@@ -30,15 +31,16 @@ struct render_text_opts {
  * the summary. opts may be NULL. */
 void render_text(FILE *out, const struct prof_run *run, const struct render_text_opts *opts);
 
-/* The JSON report: one object for a single process, an array of objects
- * for several. */
-void render_json(FILE *out, const struct prof_run *run);
-
 struct render_json_opts {
 	size_t max_records;     /* records written (the biggest); the rest are
 				   counted in "records_more"; 0: all */
-	bool suppressions;      /* each record's "suppression" (leak:^fn$) */
+	bool suppressions;      /* each record's and heap error's "suppression"
+				   (leak:^fn$, bad_free:^fn$...) */
 };
+
+/* The JSON report: one object for a single process, an array of objects
+ * for several. o may be NULL (every record, no suppression). */
+void render_json(FILE *out, const struct prof_run *run, const struct render_json_opts *o);
 /* One process of render_json (o NULL: as render_json writes it). */
 void render_json_process(FILE *out, const struct prof_process *p,
 			 const struct render_json_opts *o);
@@ -48,6 +50,10 @@ void render_json_string(FILE *out, const char *s);
  * function name, anchored exactly ("leak:^fn$"), into buf; NULL when no
  * frame has a name. */
 const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap);
+/* The same for a heap error: the narrowest type that holds it
+ * (prof_supp_type_of) and the first named frame of the stack that gave
+ * the block back ("bad_free:^fn$"). */
+const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap);
 
 /* p as a gzip-compressed pprof profile (proto/profile.proto: a .pb.gz
  * file for `pprof`), with pprof's heap sample types alloc_objects,

@@ -99,6 +99,17 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 		fprintf(out, "  suppression: %s\n", buf);
 }
 
+const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap)
+{
+	for (size_t j = 0; j < e->nfree; j++)
+		if (e->free_frames[j].function && strcmp(e->free_frames[j].function, "??")) {
+			snprintf(buf, cap, "%s:^%s$", prof_supp_type_names[prof_supp_type_of(e)],
+				 e->free_frames[j].function);
+			return buf;
+		}
+	return NULL;
+}
+
 /* "±1,234 at 90 %, from 5 samples" (or "+2,000/-800 ...", few samples)
  * for a sampled estimate of bytes: the interval of analyze/unbias.h. */
 static const char *estimate_note(char *buf, size_t cap, uint64_t bytes, double var,
@@ -200,13 +211,13 @@ static void render_pools(FILE *out, const struct prof_process *p)
 
 /* A heap error's context, in valgrind's words for its kind. */
 static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
-			      const struct fmt_leaks *l)
+			      const struct fmt_leaks *l, const struct render_text_opts *o)
 {
 	static const char *const what[FMT_ERROR_KIND_COUNT] = {
 		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
 		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
 	};
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], supp[512];
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
 		plural(e->count, "error", "errors"), what[e->kind], i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
@@ -217,13 +228,13 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 	}
 	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_DATA) {
 		fprintf(out, "  the address is in a loaded object's data (a global), not the "
-			"heap's; it was not given to the allocator\n\n");
-		return;
+			"heap's; it was not given to the allocator\n");
+		goto out;
 	}
 	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_STACK) {
 		fprintf(out, "  the address is on the main thread's stack, not the heap's; it was "
-			"not given to the allocator\n\n");
-		return;
+			"not given to the allocator\n");
+		goto out;
 	}
 	if (e->kind == FMT_ERROR_INVALID && e->where == FMT_WHERE_FREED) {
 		fprintf(out, "  a block of %s %s given back before (a double free, not given to "
@@ -247,6 +258,9 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 		if (is_main(&e->alloc_frames[j]))
 			break;
 	}
+out:
+	if (o->gen_suppressions && render_error_suppression(e, supp, sizeof supp))
+		fprintf(out, "  suppression: %s\n", supp);
 	fputc('\n', out);
 }
 
@@ -271,8 +285,9 @@ static void render_process(FILE *out, const struct prof_process *p,
 		fprintf(out, ")\n\n");
 	}
 
-	for (size_t i = 0; !o->summary_only && i < p->nerrors; i++)
-		render_heap_error(out, &p->errors[i], i + 1, p->nerrors, l);
+	for (size_t i = 0, k = 0; !o->summary_only && i < p->nerrors; i++)
+		if (!p->errors[i].suppressed_by)
+			render_heap_error(out, &p->errors[i], ++k, p->error_contexts, l, o);
 
 	size_t nshown = 0, k = 0;
 	for (size_t i = 0; i < p->nrecords; i++)
@@ -340,11 +355,13 @@ static void render_process(FILE *out, const struct prof_process *p,
 	} else if (p->supp_blocks) {
 		summary_line(out, "suppressed", p->supp_bytes, p->supp_blocks);
 	}
-	if (p->error_count || l->errors_checked)
-		fprintf(out, "   ERROR SUMMARY: %s %s from %zu %s%s%s\n",
+	/* valgrind's line, suppressed part included */
+	if (p->error_count || p->supp_errors || l->errors_checked)
+		fprintf(out, "   ERROR SUMMARY: %s %s from %zu %s (suppressed: %s from %zu)%s%s\n",
 			render_thousands(a, p->error_count),
-			plural(p->error_count, "error", "errors"), p->nerrors,
-			plural(p->nerrors, "context", "contexts"),
+			plural(p->error_count, "error", "errors"), p->error_contexts,
+			plural(p->error_contexts, "context", "contexts"),
+			render_thousands(b, p->supp_errors), p->supp_error_contexts,
 			l->errors_dropped ? " (and more contexts than the agent could keep)" : "",
 			l->sample > 1 ? " (sampled: only the sampled blocks are checked; these are "
 					"the errors they made, not an estimate of all)" : "");

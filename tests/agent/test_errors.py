@@ -45,6 +45,45 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        --exit-on-first-error=yes: kind, free site, where
                        the address is, block size, offset, allocation
                        site), "1 error from 1 context"
+    errors:supp-mismatched  heap_errors with suppressions (issue 31:
+                       one file, a type per error kind): the file
+                       `alloc_dealloc_mismatch:malloc_then_delete_array`,
+                       with lines of the other types naming the other
+                       contexts' functions (bad_free:, double_free:) and a
+                       leak: line, hides that context alone: the contexts
+                       left are valgrind's (`valgrind -s`, no suppression)
+                       less that one, the summary valgrind's less its
+                       count, and valgrind's own run with the same
+                       suppression (Memcheck:Free, fun:*malloc_then_...*)
+                       prints the ERROR SUMMARY heaptrail's text prints,
+                       "(suppressed: N from M)" included, and the JSON's
+                       error_summary.suppressed; with --error-exitcode=42
+                       the run exits 42 while any error is left, and with
+                       every error suppressed it exits as the program
+                       does, as valgrind's run with a suppression of every
+                       Free error does
+    errors:supp-invalid heap_invalid, one suppression at a time, against
+                       `valgrind -s`'s contexts less the one it names:
+                       double_free:main hides the double free alone
+                       (main is on every error's stacks), invalid_free:
+                       free_global the global's two errors, and bad_free:
+                       release (the double free's first free) and
+                       alloc_dealloc_mismatch:main hide nothing; a line of
+                       an unknown type, or max_bytes on an error type, is
+                       refused with one line naming FILE:LINE; ASan's and
+                       LSan's other types load and hide nothing
+    errors:supp-gen    `heaptrail run --gen-suppressions` of heap_errors
+                       prints one ready line after each error context; fed
+                       back alone, each hides exactly its context: what is
+                       left is valgrind's contexts less the one whose free
+                       site is that context's; heap_invalid's through
+                       `report --json --gen-suppressions` ("suppression" of
+                       each error): each hides its context and what else
+                       the documented matching asks, no more: valgrind's
+                       contexts of the same type with the function the line
+                       names on one of their stacks (bad_free:^main$ hides
+                       all four bad frees, double_free:^main$ the one
+                       double free)
     errors:none        the same program's rightful half alone (a run of
                        tests/e2e/progs/leak_one, which gives back nothing
                        wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
@@ -86,17 +125,24 @@ def site(frame_text):
     return (m.group(1), int(m.group(2))) if m else (frame_text.strip(), None)
 
 
-def valgrind_contexts(text):
+def valgrind_contexts(text, funcs=None):
     """{(kind, alloc fn, free fn, size, alloc site, free site): count}
     from `valgrind -s`'s "N errors in context K of M:" list, and its
-    ERROR SUMMARY (errors, contexts)."""
+    ERROR SUMMARY (errors, contexts). funcs, when given, is filled with
+    each context's functions: those of every stack valgrind shows."""
     out = {}
     blocks = re.split(r"^==\d+== (\d+) errors in context \d+ of \d+:\n", text, flags=re.M)
     for count, body in zip(blocks[1::2], blocks[2::2]):
         lines = [re.sub(r"^==\d+== ?", "", l) for l in body.split("\n")]
+        if lines and lines[0] in ("Invalid free() / delete / delete[] / realloc()",
+                                  "Mismatched free() / delete / delete []") and \
+                funcs is not None:
+            lines = lines[:lines.index("") if "" in lines else len(lines)]
         if lines and lines[0] == "Invalid free() / delete / delete[] / realloc()":
             key = invalid_key(lines)
             out[key] = out.get(key, 0) + int(count)
+            if funcs is not None:
+                funcs[key] = stack_functions(lines)
             continue
         if not lines or lines[0] != "Mismatched free() / delete / delete []":
             continue
@@ -114,8 +160,15 @@ def valgrind_contexts(text):
         key = ("mismatched", fn(alloc_frames[0]), fn(free_frames[0]), size,
                prog_site(alloc_frames), prog_site(free_frames))
         out[key] = out.get(key, 0) + int(count)
+        if funcs is not None:
+            funcs[key] = stack_functions(lines)
     m = re.search(r"ERROR SUMMARY: (\d+) errors from (\d+) contexts", text)
     return out, (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def stack_functions(lines):
+    """The functions of every frame of an error's lines."""
+    return {frame_site(l)[0] for l in lines if re.match(r"\s+(at|by) 0x", l)}
 
 
 def frame_site(l):
@@ -146,26 +199,27 @@ def invalid_key(lines):
     return ("invalid", where, VG_FN.get(fn, fn), frame_site(frames[1]), None, None, None)
 
 
+def context_key(e):
+    """The key of valgrind_contexts for a context of heaptrail's JSON."""
+    def prog_site(stack):
+        f = stack[0] if stack else {}
+        return (f.get("function"), f.get("line"))
+    if e["kind"] == "invalid" and e["where"] == "freed":
+        return ("invalid", "freed", e["deallocator"], prog_site(e["free_stack"]), e["size"],
+                prog_site(e.get("first_free_stack", [])), prog_site(e["alloc_stack"]))
+    if e["kind"] == "invalid":
+        block = e["where"] == "block"
+        return ("invalid", e["where"], e["deallocator"], prog_site(e["free_stack"]),
+                e["size"] if block else None, e["offset"] if block else None,
+                prog_site(e["alloc_stack"]) if block else None)
+    return (e["kind"], e["allocator"], e["deallocator"], e["size"],
+            prog_site(e["alloc_stack"]), prog_site(e["free_stack"]))
+
+
 def heaptrail_contexts(report):
     out = {}
     for e in report.get("errors", []):
-        def prog_site(stack):
-            f = stack[0] if stack else {}
-            return (f.get("function"), f.get("line"))
-        if e["kind"] == "invalid" and e["where"] == "freed":
-            key = ("invalid", "freed", e["deallocator"], prog_site(e["free_stack"]), e["size"],
-                   prog_site(e.get("first_free_stack", [])), prog_site(e["alloc_stack"]))
-            out[key] = out.get(key, 0) + e["count"]
-            continue
-        if e["kind"] == "invalid":
-            block = e["where"] == "block"
-            key = ("invalid", e["where"], e["deallocator"], prog_site(e["free_stack"]),
-                   e["size"] if block else None, e["offset"] if block else None,
-                   prog_site(e["alloc_stack"]) if block else None)
-            out[key] = out.get(key, 0) + e["count"]
-            continue
-        key = (e["kind"], e["allocator"], e["deallocator"], e["size"],
-               prog_site(e["alloc_stack"]), prog_site(e["free_stack"]))
+        key = context_key(e)
         out[key] = out.get(key, 0) + e["count"]
     s = report.get("error_summary", {})
     return out, (s.get("errors"), s.get("contexts"))
@@ -320,7 +374,9 @@ def test_none(suite):
         raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
     report = json.loads(jout)
     problems = []
-    if report.get("error_summary") != {"errors": 0, "contexts": 0} or "errors" in report:
+    if report.get("error_summary") != {"errors": 0, "contexts": 0,
+                                       "suppressed": {"errors": 0, "contexts": 0}} or \
+            "errors" in report:
         problems.append("errors in a run with none: %r" % {k: report.get(k) for k in (
             "error_summary", "errors")})
     rc, tout, _ = rt.run([suite.heaptrail, "report", out])
@@ -329,9 +385,236 @@ def test_none(suite):
     return problems, []
 
 
+VG_SUMMARY = r"ERROR SUMMARY: (\d+) errors? from (\d+) contexts? \(suppressed: (\d+) from (\d+)\)"
+
+
+def write(path, lines):
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def vg_free_supp(path, fun):
+    """A valgrind suppression of the Free errors (mismatched and invalid
+    frees) whose stack has a function matching fun (valgrind's glob)."""
+    return write(path, ["{", "   free-" + re.sub(r"\W", "", fun), "   Memcheck:Free",
+                        "   ...", "   fun:" + fun, "}"])
+
+
+def ht_report(suite, out, supp):
+    """heaptrail report --json of out with the suppressions file supp:
+    (contexts, (errors, contexts), (suppressed errors, contexts))."""
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", "--suppressions", supp, out])
+    if rc != 0:
+        raise Failure("heaptrail report --json --suppressions %s: status %d: %s" % (
+            os.path.basename(supp), rc, rt.short(jerr)))
+    report = json.loads(jout)
+    ht, summary = heaptrail_contexts(report)
+    s = report.get("error_summary", {}).get("suppressed", {})
+    return ht, summary, (s.get("errors"), s.get("contexts"))
+
+
+def without(vg, keys):
+    """valgrind's contexts less keys, its summary less theirs, and the
+    suppressed counts those make."""
+    left = {k: v for k, v in vg.items() if k not in keys}
+    gone = sum(vg[k] for k in keys)
+    return left, (sum(left.values()), len(left)), (gone, len(keys))
+
+
+def check_suppressed(problems, what, got, want):
+    if got != want:
+        problems.append("%s:\n  want (valgrind less the context) %s\n  heaptrail %s" % (
+            what, sorted(want[0].items(), key=str) + [want[1:]],
+            sorted(got[0].items(), key=str) + [got[1:]]))
+
+
+def free_fn(key):
+    """The function that gave the block back, of a context key."""
+    return key[5][0] if key[0] == "mismatched" else key[3][0]
+
+
+def supp_type(key):
+    """The suppression type of a context key (docs/usage/suppressions.md)."""
+    return "alloc_dealloc_mismatch" if key[0] == "mismatched" else \
+        "double_free" if key[1] == "freed" else "bad_free"
+
+
+def test_supp_mismatched(suite):
+    work, prog = build(suite, "supp-mismatched")
+    problems, details = [], []
+    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    target = [k for k in vg if free_fn(k) == "malloc_then_delete_array"]
+    if len(target) != 1 or vg[target[0]] != 3 or vg_summary != (8, 6):
+        raise Failure("valgrind: %s, %s: the program means 8 errors from 6 contexts, "
+                      "3 of them from malloc_then_delete_array" % (vg, vg_summary))
+    others = sorted({free_fn(k) for k in vg} - {"malloc_then_delete_array"})
+    supp = write(os.path.join(work, "one.supp"),
+                 ["# one file for leaks and heap errors",
+                  "leak:malloc_then_delete",     # no leak there: nothing to hide
+                  "alloc_dealloc_mismatch:malloc_then_delete_array"] +
+                 ["bad_free:" + f for f in others] + ["double_free:" + f for f in others])
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "--error-exitcode=42", "--suppressions",
+                             supp, "-o", out, "--", prog])
+    text = herr.decode(errors="replace")
+    if rc != 42 or hout != b"done\n":
+        problems.append("run --error-exitcode=42, errors left: status %d, stdout %r "
+                        "(valgrind's: 42)" % (rc, hout))
+    want = without(vg, target)
+    check_suppressed(problems, "alloc_dealloc_mismatch:malloc_then_delete_array",
+                     ht_report(suite, out, supp), want)
+    # valgrind itself, suppressing the same context: its ERROR SUMMARY line
+    vsupp = vg_free_supp(os.path.join(work, "one.vg.supp"), "*malloc_then_delete_array*")
+    rc, _, verr = rt.run(["valgrind", "--suppressions=" + vsupp, "--error-exitcode=42", prog],
+                         timeout=rt.VG_TIMEOUT)
+    vline = re.search(VG_SUMMARY, verr.decode(errors="replace"))
+    hline = re.search(VG_SUMMARY, text)
+    if not vline or not hline or vline.groups() != hline.groups() or rc != 42:
+        problems.append("ERROR SUMMARY: valgrind (status %d) %s, heaptrail %s" % (
+            rc, vline and vline.group(0), hline and hline.group(0)))
+    elif tuple(map(int, vline.groups())) != want[1] + want[2]:
+        problems.append("valgrind's ERROR SUMMARY %s is not its contexts less the one "
+                        "suppressed %s" % (vline.group(0), want[1:]))
+    if text.count("Mismatched free() / delete / delete []") != 5 or \
+            "malloc_then_delete_array" in text:
+        problems.append("the text report with the suppressed context:\n%s" % text[:3000])
+    # every error suppressed: the program's status, as under valgrind
+    every = write(os.path.join(work, "every.supp"),
+                  ["alloc_dealloc_mismatch:" + os.path.basename(SRC)])
+    vevery = vg_free_supp(os.path.join(work, "every.vg.supp"), "*")
+    rc_vg, _, verr = rt.run(["valgrind", "--suppressions=" + vevery, "--error-exitcode=42",
+                             prog], timeout=rt.VG_TIMEOUT)
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--error-exitcode=42",
+                             "--suppressions", every, "-o",
+                             rt.fresh_dir(os.path.join(work, "every")), "--", prog])
+    hline = re.search(VG_SUMMARY, herr.decode(errors="replace"))
+    vline = re.search(VG_SUMMARY, verr.decode(errors="replace"))
+    if rc_vg != 0 or not vline or vline.group(1) != "0":
+        problems.append("valgrind, every error suppressed: status %d, %s" % (
+            rc_vg, vline and vline.group(0)))
+    if rc != rc_vg or not hline or not vline or hline.groups() != vline.groups():
+        problems.append("every error suppressed: heaptrail status %d, %s; valgrind "
+                        "status %d, %s" % (rc, hline and hline.group(0), rc_vg,
+                                           vline and vline.group(0)))
+    details.append(text)
+    return problems, details
+
+
+def test_supp_invalid(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-supp-invalid"))
+    prog = os.path.join(work, "heap_invalid")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
+                         INVALID_SRC])
+    if rc != 0:
+        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    problems, details = [], []
+    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    if vg_summary != (6, 5) or len(vg) != 5:
+        raise Failure("valgrind: %s errors/contexts, %d read: the program means 6 errors "
+                      "from 5 contexts" % (vg_summary, len(vg)))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    if (rc, hout) != (0, b"done null\n"):
+        raise Failure("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    cases = [("double_free:main", lambda k: k[1] == "freed"),
+             ("invalid_free:free_global", lambda k: k[3][0] == "free_global"),
+             ("bad_free:release", lambda k: False),
+             ("alloc_dealloc_mismatch:main", lambda k: False)]
+    for i, (line, hidden) in enumerate(cases):
+        keys = [k for k in vg if hidden(k)]
+        supp = write(os.path.join(work, "case%d.supp" % i), [line])
+        got = ht_report(suite, out, supp)
+        check_suppressed(problems, line, got, without(vg, keys))
+        details.append("%s: %s" % (line, got[1:]))
+    asan = write(os.path.join(work, "asan.supp"),
+                 ["interceptor_via_fun:main", "interceptor_name:free", "odr_violation:glob",
+                  "interceptor_via_lib:libc.so", "called_from_lib:libc.so"])
+    check_suppressed(problems, "ASan's and LSan's types", ht_report(suite, out, asan),
+                     without(vg, []))
+    for lines, bad in ((["# fine", "leak:x", "mismatch:main"], 3),
+                       (["double_free:main:max_bytes=10"], 1),
+                       (["invalid_free:"], 1)):
+        f = write(os.path.join(work, "bad.supp"), lines)
+        rc, rout, rerr = rt.run([suite.heaptrail, "report", "--suppressions", f, out])
+        e = rerr.decode(errors="replace").strip()
+        if rc == 0 or rout or "\n" in e or "bad.supp:%d:" % bad not in e:
+            problems.append("%r: status %d, stdout %r, stderr %r: want one line naming "
+                            "bad.supp:%d" % (lines, rc, rout[:100], e, bad))
+        details.append(e)
+    return problems, details
+
+
+def test_supp_gen(suite):
+    work, prog = build(suite, "supp-gen")
+    problems, details = [], []
+    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    if vg_summary != (8, 6) or len(vg) != 6:
+        raise Failure("valgrind: %s: the program means 8 errors from 6 contexts" % (
+            vg_summary,))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "--gen-suppressions", "-o", out, "--",
+                             prog])
+    text = herr.decode(errors="replace")
+    # each context: its free site's function (#1 of "given back at"), and
+    # the suppression printed after it
+    gen = re.findall(r"\[context \d+ of \d+\], given back at:\n    #0  .*\n    #1  (\w+) "
+                     r"[^\n]*\n(?:.*\n)*?  suppression: (\S+)\n\n", text)
+    if len(gen) != len(vg) or sorted(f for f, _ in gen) != sorted(free_fn(k) for k in vg):
+        problems.append("--gen-suppressions: %d suppressions after %d contexts: %s" % (
+            len(gen), len(vg), gen))
+    for i, (fn, line) in enumerate(gen):
+        supp = write(os.path.join(work, "gen%d.supp" % i), [line])
+        keys = [k for k in vg if free_fn(k) == fn]
+        check_suppressed(problems, "generated %s" % line, ht_report(suite, out, supp),
+                         without(vg, keys))
+        details.append(line)
+    # heap_invalid, through `report --json --gen-suppressions`: each
+    # context's line names the function that gave the block back, and
+    # hides the errors of its type with that function on a stack; main,
+    # on every stack, is named by three contexts (two bad frees and the
+    # double free)
+    iprog = os.path.join(work, "heap_invalid")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", iprog,
+                         INVALID_SRC])
+    if rc != 0:
+        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    rc, _, verr = rt.run(["valgrind", "-s", iprog], timeout=rt.VG_TIMEOUT)
+    funcs = {}
+    ivg, ivg_summary = valgrind_contexts(verr.decode(errors="replace"), funcs)
+    if ivg_summary != (6, 5) or len(ivg) != 5:
+        raise Failure("valgrind: %s: heap_invalid means 6 errors from 5 contexts" % (
+            ivg_summary,))
+    iout = rt.fresh_dir(os.path.join(work, "invalid"))
+    rt.run([suite.heaptrail, "run", "-q", "-o", iout, "--", iprog])
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", "--gen-suppressions", iout])
+    errors = json.loads(jout).get("errors", []) if rc == 0 else []
+    if len(errors) != len(ivg):
+        problems.append("heap_invalid: %d contexts in the JSON, valgrind %d: %s" % (
+            len(errors), len(ivg), rt.short(jerr)))
+    for i, e in enumerate(errors):
+        key, line = context_key(e), e.get("suppression")
+        if key not in ivg or not line:
+            problems.append("heap_invalid: context %s (valgrind has it: %s), suppression %r" % (
+                key, key in ivg, line))
+            continue
+        keys = [k for k in ivg if free_fn(key) in funcs[k] and supp_type(k) == supp_type(key)]
+        supp = write(os.path.join(work, "igen%d.supp" % i), [line])
+        check_suppressed(problems, "generated %s" % line, ht_report(suite, iout, supp),
+                         without(ivg, keys))
+        details.append("%s: %d of valgrind's contexts" % (line, len(keys)))
+    return problems, details
+
+
 def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
             ("errors:invalid", lambda: test_invalid(suite)),
             ("errors:sampled", lambda: test_sampled(suite)),
             ("errors:abort", lambda: test_abort(suite)),
-            ("errors:none", lambda: test_none(suite))]
+            ("errors:none", lambda: test_none(suite)),
+            ("errors:supp-mismatched", lambda: test_supp_mismatched(suite)),
+            ("errors:supp-invalid", lambda: test_supp_invalid(suite)),
+            ("errors:supp-gen", lambda: test_supp_gen(suite))]
