@@ -82,14 +82,23 @@ static bool is_main(const struct sym_frame *f)
 	return !f->inlined && f->function && !strcmp(f->function, "main");
 }
 
-const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap)
+/* "TYPE:^fn$" into buf, fn the first frame's with a function name; NULL
+ * when none has one. */
+static const char *suppression_of(const char *type, const struct sym_frame *frames, size_t n,
+				  char *buf, size_t cap)
 {
-	for (size_t j = 0; j < r->nframes; j++)
-		if (r->frames[j].function && strcmp(r->frames[j].function, "??")) {
-			snprintf(buf, cap, "leak:^%s$", r->frames[j].function);
+	for (size_t j = 0; j < n; j++)
+		if (frames[j].function && strcmp(frames[j].function, "??")) {
+			snprintf(buf, cap, "%s:^%s$", type, frames[j].function);
 			return buf;
 		}
 	return NULL;
+}
+
+const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap)
+{
+	return suppression_of(prof_supp_type_names[PROF_SUPP_LEAK], r->frames, r->nframes, buf,
+			      cap);
 }
 
 static void render_suppression(FILE *out, const struct prof_record *r)
@@ -101,13 +110,8 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 
 const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap)
 {
-	for (size_t j = 0; j < e->nfree; j++)
-		if (e->free_frames[j].function && strcmp(e->free_frames[j].function, "??")) {
-			snprintf(buf, cap, "%s:^%s$", prof_supp_type_names[prof_supp_type_of(e)],
-				 e->free_frames[j].function);
-			return buf;
-		}
-	return NULL;
+	return suppression_of(prof_supp_type_names[prof_supp_type_of(e)], e->free_frames, e->nfree,
+			      buf, cap);
 }
 
 /* "±1,234 at 90 %, from 5 samples" (or "+2,000/-800 ...", few samples)

@@ -119,6 +119,16 @@ def build(suite, name):
     return work, prog
 
 
+def build_invalid(suite, name):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-" + name))
+    prog = os.path.join(work, "heap_invalid")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
+                         INVALID_SRC])
+    if rc != 0:
+        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    return work, prog
+
+
 def site(frame_text):
     """(function without its arguments, line) of "fn(...) (file.cc:12)"."""
     m = re.match(r"(.*?)(?:\(.*\))? \((?:.*/)?[^/:()]+:(\d+)\)$", frame_text.strip())
@@ -274,12 +284,7 @@ def test_mismatched(suite):
 
 
 def test_invalid(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-invalid"))
-    prog = os.path.join(work, "heap_invalid")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
-                         INVALID_SRC])
-    if rc != 0:
-        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    work, prog = build_invalid(suite, "invalid")
     problems, details = [], []
     rc0, out0, err0 = rt.run([prog])
     if rc0 not in (134, -6) or b"free(): invalid pointer" not in err0:
@@ -324,12 +329,7 @@ def test_sampled(suite):
 
 
 def test_abort(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-abort"))
-    prog = os.path.join(work, "heap_invalid")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
-                         INVALID_SRC])
-    if rc != 0:
-        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    work, prog = build_invalid(suite, "abort")
     problems = []
     rc, vout, verr = rt.run(["valgrind", "--exit-on-first-error=yes", "--error-exitcode=1",
                              prog], timeout=rt.VG_TIMEOUT)
@@ -401,6 +401,17 @@ def vg_free_supp(path, fun):
                         "   ...", "   fun:" + fun, "}"])
 
 
+def valgrind_oracle(prog, means, funcs=None):
+    """valgrind_contexts of `valgrind -s prog`, which must find the
+    (errors, contexts) the program means to make."""
+    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, summary = valgrind_contexts(verr.decode(errors="replace"), funcs)
+    if summary != means or len(vg) != means[1]:
+        raise Failure("valgrind: %s errors/contexts, %d read: %s means %d errors from %d "
+                      "contexts" % ((summary, len(vg), os.path.basename(prog)) + means))
+    return vg
+
+
 def ht_report(suite, out, supp):
     """heaptrail report --json of out with the suppressions file supp:
     (contexts, (errors, contexts), (suppressed errors, contexts))."""
@@ -443,12 +454,11 @@ def supp_type(key):
 def test_supp_mismatched(suite):
     work, prog = build(suite, "supp-mismatched")
     problems, details = [], []
-    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
-    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    vg = valgrind_oracle(prog, (8, 6))
     target = [k for k in vg if free_fn(k) == "malloc_then_delete_array"]
-    if len(target) != 1 or vg[target[0]] != 3 or vg_summary != (8, 6):
-        raise Failure("valgrind: %s, %s: the program means 8 errors from 6 contexts, "
-                      "3 of them from malloc_then_delete_array" % (vg, vg_summary))
+    if len(target) != 1 or vg[target[0]] != 3:
+        raise Failure("valgrind: %s: 3 errors of the program's are from "
+                      "malloc_then_delete_array" % vg)
     others = sorted({free_fn(k) for k in vg} - {"malloc_then_delete_array"})
     supp = write(os.path.join(work, "one.supp"),
                  ["# one file for leaks and heap errors",
@@ -503,18 +513,9 @@ def test_supp_mismatched(suite):
 
 
 def test_supp_invalid(suite):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-supp-invalid"))
-    prog = os.path.join(work, "heap_invalid")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", prog,
-                         INVALID_SRC])
-    if rc != 0:
-        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
+    work, prog = build_invalid(suite, "supp-invalid")
     problems, details = [], []
-    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
-    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
-    if vg_summary != (6, 5) or len(vg) != 5:
-        raise Failure("valgrind: %s errors/contexts, %d read: the program means 6 errors "
-                      "from 5 contexts" % (vg_summary, len(vg)))
+    vg = valgrind_oracle(prog, (6, 5))
     out = rt.fresh_dir(os.path.join(work, "run"))
     rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
     if (rc, hout) != (0, b"done null\n"):
@@ -550,11 +551,7 @@ def test_supp_invalid(suite):
 def test_supp_gen(suite):
     work, prog = build(suite, "supp-gen")
     problems, details = [], []
-    rc, _, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
-    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
-    if vg_summary != (8, 6) or len(vg) != 6:
-        raise Failure("valgrind: %s: the program means 8 errors from 6 contexts" % (
-            vg_summary,))
+    vg = valgrind_oracle(prog, (8, 6))
     out = rt.fresh_dir(os.path.join(work, "run"))
     rc, hout, herr = rt.run([suite.heaptrail, "run", "--gen-suppressions", "-o", out, "--",
                              prog])
@@ -577,18 +574,10 @@ def test_supp_gen(suite):
     # hides the errors of its type with that function on a stack; main,
     # on every stack, is named by three contexts (two bad frees and the
     # double free)
-    iprog = os.path.join(work, "heap_invalid")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-Wno-free-nonheap-object", "-o", iprog,
-                         INVALID_SRC])
-    if rc != 0:
-        raise Failure("cc heap_invalid.c: %s" % rt.short(err))
-    rc, _, verr = rt.run(["valgrind", "-s", iprog], timeout=rt.VG_TIMEOUT)
+    iwork, iprog = build_invalid(suite, "supp-gen-invalid")
     funcs = {}
-    ivg, ivg_summary = valgrind_contexts(verr.decode(errors="replace"), funcs)
-    if ivg_summary != (6, 5) or len(ivg) != 5:
-        raise Failure("valgrind: %s: heap_invalid means 6 errors from 5 contexts" % (
-            ivg_summary,))
-    iout = rt.fresh_dir(os.path.join(work, "invalid"))
+    ivg = valgrind_oracle(iprog, (6, 5), funcs)
+    iout = rt.fresh_dir(os.path.join(iwork, "run"))
     rt.run([suite.heaptrail, "run", "-q", "-o", iout, "--", iprog])
     rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", "--gen-suppressions", iout])
     errors = json.loads(jout).get("errors", []) if rc == 0 else []
@@ -602,7 +591,7 @@ def test_supp_gen(suite):
                 key, key in ivg, line))
             continue
         keys = [k for k in ivg if free_fn(key) in funcs[k] and supp_type(k) == supp_type(key)]
-        supp = write(os.path.join(work, "igen%d.supp" % i), [line])
+        supp = write(os.path.join(iwork, "gen%d.supp" % i), [line])
         check_suppressed(problems, "generated %s" % line, ht_report(suite, iout, supp),
                          without(ivg, keys))
         details.append("%s: %d of valgrind's contexts" % (line, len(keys)))
