@@ -28,7 +28,7 @@
  *   layer 3 process: lifecycle exitreport sigchecks leakscan api attach
  *        (the constructor, fork, exit and its report, leak checks, the API,
  *        the agent loaded into a running process)
- *   layer 2 record:  hooks dlhooks mmaphooks heaperrors heapprofile triggers leakwriter
+ *   layer 2 record:  hooks dlhooks mmaphooks heaperrors guard heapprofile triggers leakwriter
  *                    poolrec fnhook fnhook_impl fnreloc fnfind fnentries
  *        (the allocator entry points, pool operations and the allocator
  *        functions hooked by name, and the files written while the
@@ -74,6 +74,8 @@ struct agent_tls {
 				  * (malloc(SIZE_MAX)) is never below it */
 	uint64_t rng;            /* the sampler's random state; 0 = unseeded */
 	uint64_t sample_s;       /* the S sample_left was drawn at (sample.c: auto) */
+	int64_t guard_left;      /* --guard, exact mode: bytes until the next guarded
+				  * allocation; 0 = not drawn yet (sample.c) */
 	uint64_t auto_ns;        /* sample=auto: when this thread last looked at its rate */
 	uint32_t auto_n;         /* sample=auto: samples since that look */
 	uint32_t auto_debt;      /* sample=auto: ns spent sampling over the budget (sample.c) */

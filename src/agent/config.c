@@ -200,6 +200,8 @@ static const struct option {
 	{ "freeres", T_BOOL, F(freeres), 0, 0 },
 	{ "leak_kinds", T_BOOL, F(leak_kinds), 0, 0 },
 	{ "errors_abort", T_BOOL, F(errors_abort), 0, 0 },
+	{ "guard", T_SIZE, F(guard), 0, 0 },
+	{ "guard_continue", T_BOOL, F(guard_continue), 0, 0 },
 	{ "stop_signal", T_SIGNAL, F(stop_signal), 0, 0 },
 	{ "stop_ptrace", T_BOOL, F(stop_ptrace), 0, 0 },
 	{ "leak_check_signal", T_SIGNAL, F(leak_check_signal), 0, 0 },

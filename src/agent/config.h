@@ -19,6 +19,10 @@ struct agent_config {
 	bool freeres;            /* release libc/libstdc++ caches before the report */
 	bool leak_kinds;         /* classify blocks at exit (reachability scan) */
 	bool errors_abort;       /* abort() at the first heap error (--errors=abort) */
+	uint64_t guard;          /* guard=RATE: one allocation every RATE bytes on a
+				  * guarded page (guard.c); 0 = off */
+	bool guard_continue;     /* a guarded page that faulted is opened and the
+				  * program goes on (else it dies of the fault) */
 	bool active;             /* record new allocations from the start */
 	bool peak;               /* keep a dump of the peak */
 	bool final;              /* dump at exit */

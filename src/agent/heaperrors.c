@@ -54,7 +54,9 @@ static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
 				 contexts[i].prev_stack != prev_stack))
 		i++;
 	if (i == ncontexts) {
-		if (ncontexts == AGENT_ERROR_CONTEXTS || !free_stack) {
+		bool guarded = kind == FMT_ERROR_OVERFLOW || kind == FMT_ERROR_USE_AFTER_FREE;
+		if (ncontexts == AGENT_ERROR_CONTEXTS || (!free_stack && !guarded) ||
+		    (guarded && !prev_stack)) {
 			dropped++;
 			agent_unlock(&lock);
 			stop_if_asked();
@@ -151,6 +153,12 @@ bool agent_error_invalid_free(void *p, int d)
 	count(FMT_ERROR_INVALID, stack, agent_stack_intern(d, pcs, n), size, where,
 	      where == FMT_WHERE_BLOCK ? a - base : 0);
 	return true;
+}
+
+void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		       uint32_t access, uint64_t offset, uint32_t access_stack)
+{
+	count_prev(kind, alloc_stack, free_stack, size, access, offset, access_stack);
 }
 
 size_t agent_errors_copy(struct agent_error *out, size_t cap)

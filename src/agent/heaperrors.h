@@ -4,7 +4,8 @@
  * of either), found when the block was recorded (exact mode: every
  * block; sampled: the sampled ones), kept per context (the kind, where
  * the block was allocated, where it was given back) with a count, as
- * valgrind's "N errors from M contexts". Layer 2.
+ * valgrind's "N errors from M contexts"; and the faults of guarded
+ * blocks (guard.c), kept the same way. Layer 2.
  */
 #ifndef HEAPTRAIL_AGENT_HEAPERRORS_H
 #define HEAPTRAIL_AGENT_HEAPERRORS_H
@@ -91,11 +92,22 @@ bool agent_error_invalid_free(void *p, int d);
  * (true: the caller must not pass it on); false when no ring holds it. */
 bool agent_error_double_free(void *p, int d);
 
+/* A guarded block's fault (guard.c): kind FMT_ERROR_OVERFLOW or
+ * FMT_ERROR_USE_AFTER_FREE, the block's stacks (free_stack 0 for a live
+ * block), access FMT_WHERE_READ or _WRITE, offset from the block's start
+ * (below zero, two's complement, for an access before it), and the
+ * faulting access's stack. Signal-safe but for its lock (a fault comes
+ * from the program's code, never from inside the agent). */
+void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		       uint32_t access, uint64_t offset, uint32_t access_stack);
+
 /* One context: how many errors of kind, the block's size (the first
  * one's), and the two stacks (ids of the stack table; alloc_stack 0:
  * none, an invalid free outside any block); for an invalid free, where
  * the address is and its offset into the block; for a double free, the
- * stack of the first free (prev_stack: its caller alone). */
+ * stack of the first free (prev_stack: its caller alone); for a guarded
+ * block's fault, where is the access (read, write) and prev_stack its
+ * stack. */
 struct agent_error {
 	uint32_t kind, alloc_stack, free_stack, where, prev_stack;
 	uint64_t count, size, offset;

@@ -26,6 +26,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/counters.h"
+#include "agent/guard.h"
 #include "agent/heaperrors.h"
 #include "agent/heapprofile.h"
 #include "format/vocab.h"
@@ -109,40 +110,86 @@ static AGENT_NOINLINE void untracked_alloc(void *p)
 		agent_free_ring_forget((uintptr_t)p);
 }
 
-/* Enters block p, of stack id, in the live table and the counts. */
-static inline __attribute__((always_inline)) void note_alloc_id(struct agent_counts *c, void *p,
-								size_t n, uint32_t id)
+/* Enters block p, of stack id, in the live table and the counts;
+ * returns id, or 0 when the table did not take it. */
+static inline __attribute__((always_inline)) uint32_t note_alloc_id(struct agent_counts *c,
+								    void *p, size_t n, uint32_t id)
 {
 	agent_count_shape_alloc(c, p, n);
 	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
 		untracked_alloc(p);
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
-		return;
+		return 0;
 	}
 	struct agent_stack *s = agent_stack_get(id);
 	agent_add_shared(&s->total_bytes, n);
 	agent_add_shared(&s->total_blocks, 1);
 	agent_count2(&c->tracked, 1, &c->tracked_bytes, n);
 	agent_sample_note_maybe(c, n, +1);
+	return id;
 }
 
 /* Records a sampled (in exact mode: every) block: its stack, its entry in
- * the live table, and what it adds to the estimates. */
-static AGENT_NOINLINE void note_alloc(void *p, size_t n, int fn)
+ * the live table, and what it adds to the estimates. Returns its stack's
+ * id, 0 when it is not recorded. */
+static AGENT_NOINLINE uint32_t note_alloc(void *p, size_t n, int fn)
 {
 	/* the table's line for p is on its way while the stack is taken */
 	agent_live_prefetch((uintptr_t)p);
 	struct agent_counts *c = agent_my_counts();
 	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);  /* seen, not tracked */
-		return;
+		return 0;
 	}
 	/* p may be a block a handler freed meanwhile, still in the table
 	 * until its record is drained ("deferred calls") */
 	if (AGENT_UNLIKELY(agent_tls.deferred))
 		agent_defer_drain();
-	note_alloc_id(c, p, n, capture_stack(fn));
+	return note_alloc_id(c, p, n, capture_stack(fn));
+}
+
+/* The block guard.c placed instead of the allocator's (n bytes, align
+ * as guard.h says), recorded; NULL when none was placed, or when the
+ * table did not take it (then the caller allocates as usual: a guarded
+ * block must stay known, or its free would reach the allocator). */
+static AGENT_NOINLINE void *guarded_alloc(size_t n, size_t align, int fn)
+{
+	void *p = agent_guard_alloc(n, align);
+	return p ? agent_guard_recorded(p, note_alloc(p, n, fn)) : NULL;
+}
+
+/* Gives p to the allocator, or to guard.c when it is a guarded block
+ * (d: how, enum agent_dealloc; stack: whether its free's stack may be
+ * taken, not from inside the agent). */
+static inline void give_back(void *p, int d, bool stack)
+{
+	if (AGENT_UNLIKELY(agent_guard_owns(p)))
+		agent_guard_free(p, d, stack);
+	else
+		agent_real.free(p);
+}
+
+/* Its usable size: the allocator's, or guard.c's. */
+static size_t usable_size(void *p)
+{
+	if (AGENT_UNLIKELY(agent_guard_owns(p)))
+		return agent_guard_usable(p);
+	return agent_real.malloc_usable_size ? agent_real.malloc_usable_size(p) : 0;
+}
+
+/* realloc of guarded block p: a new block of the allocator's with its
+ * bytes (glibc's realloc(p, 0) frees p and returns NULL). */
+static void *realloc_guarded(void *p, size_t n, bool stack)
+{
+	void *q = n ? agent_real.malloc(n) : NULL;
+	if (q) {
+		size_t old = agent_guard_usable(p);
+		agent_memcpy(q, p, old < n ? old : n);
+	}
+	if (q || !n)
+		agent_guard_free(p, AGENT_DEALLOC_REALLOC, stack);
+	return q;
 }
 
 /* Forgets p if it was tracked; returns whether it was (1), with its size
@@ -433,7 +480,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 {
 	if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked) {
 		defer_free(p);
-		agent_real.free(p);
+		give_back(p, AGENT_DEALLOC_UNCHECKED, false);
 		return;
 	}
 	/* the agent's own work, no table lock held: libc freeing something
@@ -442,7 +489,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 	uint32_t id;
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, 0);
-	agent_real.free(p);
+	give_back(p, AGENT_DEALLOC_UNCHECKED, false);
 	agent_tls.busy = busy;
 }
 
@@ -457,7 +504,7 @@ static AGENT_NOINLINE void *nested_realloc(void *p, size_t n, int fn, int busy)
 	void *q = agent_real.malloc(n);
 	if (!q)
 		return NULL;
-	size_t old = agent_real.malloc_usable_size ? agent_real.malloc_usable_size(p) : 0;
+	size_t old = usable_size(p);
 	agent_memcpy(q, p, old < n ? old : n);
 	if (busy == AGENT_BUSY_HOOK)
 		defer_alloc(q, n, fn);
@@ -524,7 +571,7 @@ AGENT_NOINLINE void agent_run_pending(void)
 
 /* The rest: pass through when nested or not ready; else ask the sampler,
  * and record a sampled block with busy set. */
-#define TRACKED_SLOW(fn_id, size, call, fallback)                          \
+#define TRACKED_SLOW(fn_id, size, align, call, fallback)                   \
 	do {                                                               \
 		void *p_;                                                  \
 		if (AGENT_UNLIKELY(agent_tls.busy) || AGENT_UNLIKELY(!agent_ready())) {      \
@@ -535,6 +582,11 @@ AGENT_NOINLINE void agent_run_pending(void)
 		if (AGENT_LIKELY(!agent_sample_due(size)))                       \
 			return (call);                                     \
 		agent_tls.busy = AGENT_BUSY_HOOK;                                \
+		if (AGENT_UNLIKELY(agent_guard_len) &&                     \
+		    (p_ = guarded_alloc((size), (align), (fn_id))) != NULL) { \
+			leave();                                           \
+			return p_;                                         \
+		}                                                          \
 		p_ = (call);                                               \
 		if (AGENT_LIKELY(p_ != NULL))                                    \
 			note_alloc(p_, (size), (fn_id));                   \
@@ -542,16 +594,16 @@ AGENT_NOINLINE void agent_run_pending(void)
 		return p_;                                                 \
 	} while (0)
 
-#define TRACKED(fn_id, size, call, fallback)                               \
+#define TRACKED(fn_id, size, align, call, fallback)                        \
 	do {                                                               \
 		FAST_PATH(size, call);                                     \
-		TRACKED_SLOW(fn_id, size, call, fallback);                 \
+		TRACKED_SLOW(fn_id, size, align, call, fallback);          \
 	} while (0)
 
 /* malloc's slow part out of line, so its fast path needs no frame. */
 static AGENT_NOINLINE void *malloc_slow(size_t n)
 {
-	TRACKED_SLOW(FMT_FN_MALLOC, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
+	TRACKED_SLOW(FMT_FN_MALLOC, n, 0, agent_real.malloc(n), agent_boot_alloc(n, 16));
 }
 
 AGENT_API void *malloc(size_t n)
@@ -567,29 +619,30 @@ AGENT_API void *calloc(size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	TRACKED(FMT_FN_CALLOC, total, agent_real.calloc(k, n), agent_boot_alloc(total, 16));
+	TRACKED(FMT_FN_CALLOC, total, 0, agent_real.calloc(k, n), agent_boot_alloc(total, 16));
 }
 
 AGENT_API void *memalign(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_MEMALIGN, n, real_memalign(align, n), agent_boot_alloc(n, align));
+	TRACKED(FMT_FN_MEMALIGN, n, align, real_memalign(align, n), agent_boot_alloc(n, align));
 }
 
 AGENT_API void *aligned_alloc(size_t align, size_t n)
 {
-	TRACKED(FMT_FN_ALIGNED_ALLOC, n, real_aligned_alloc(align, n), agent_boot_alloc(n, align));
+	TRACKED(FMT_FN_ALIGNED_ALLOC, n, align, real_aligned_alloc(align, n),
+		agent_boot_alloc(n, align));
 }
 
 AGENT_API void *valloc(size_t n)
 {
-	TRACKED(FMT_FN_VALLOC, n, real_valloc(n), agent_boot_alloc(n, 4096));
+	TRACKED(FMT_FN_VALLOC, n, 4096, real_valloc(n), agent_boot_alloc(n, 4096));
 }
 
 AGENT_API void *pvalloc(size_t n)
 {
 	/* pvalloc hands out whole pages, and that is what it counts as. */
 	size_t page = 4096, rounded = n ? (n + page - 1) & ~(page - 1) : page;
-	TRACKED(FMT_FN_PVALLOC, rounded, real_pvalloc(n), agent_boot_alloc(rounded, page));
+	TRACKED(FMT_FN_PVALLOC, rounded, page, real_pvalloc(n), agent_boot_alloc(rounded, page));
 }
 
 AGENT_API int posix_memalign(void **out, size_t align, size_t n)
@@ -609,6 +662,11 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 	if (AGENT_LIKELY(!agent_sampled(n)))
 		return real_posix_memalign(out, align, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
+	if (AGENT_UNLIKELY(agent_guard_len) && align >= sizeof(void *) &&
+	    (*out = guarded_alloc(n, align, FMT_FN_POSIX_MEMALIGN)) != NULL) {
+		leave();
+		return 0;
+	}
 	int r = real_posix_memalign(out, align, n);
 	if (r == 0 && *out)
 		note_alloc(*out, n, FMT_FN_POSIX_MEMALIGN);
@@ -634,7 +692,7 @@ static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
 		/* Only a fork in progress forbids touching the tables for
 		 * good; see nested_free for the rest. */
 		if (busy == AGENT_BUSY_LOCKED)
-			agent_real.free(p);
+			give_back(p, AGENT_DEALLOC_UNCHECKED, false);
 		else
 			nested_free(p, busy);
 		return;
@@ -644,7 +702,7 @@ static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
 	int had = note_free(p, &size, &id, d, ra);
 	agent_auto_charge(t0);
 	if (AGENT_LIKELY(had >= 0))
-		agent_real.free(p);
+		give_back(p, d, true);
 	leave();
 }
 
@@ -668,7 +726,7 @@ AGENT_API void free(void *p)
 static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 {
 	if (!p)
-		TRACKED(fn, n, agent_real.malloc(n), agent_boot_alloc(n, 16));
+		TRACKED(fn, n, 0, agent_real.malloc(n), agent_boot_alloc(n, 16));
 	if (AGENT_UNLIKELY(agent_is_boot(p))) {
 		void *q = malloc(n);
 		if (q) {
@@ -682,17 +740,17 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 	int busy = agent_tls.busy;
 	if (AGENT_UNLIKELY(busy)) {
 		if (busy == AGENT_BUSY_LOCKED)
-			return real_realloc(p, n);
+			return agent_guard_owns(p) ? realloc_guarded(p, n, false) : real_realloc(p, n);
 		if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
 		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, ra) > 0) {
-			q = real_realloc(p, n);
+			q = agent_guard_owns(p) ? realloc_guarded(p, n, false) : real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
 		} else {
-			q = real_realloc(p, n);
+			q = agent_guard_owns(p) ? realloc_guarded(p, n, false) : real_realloc(p, n);
 		}
 		untracked_alloc(q);
 		agent_tls.busy = busy;
@@ -708,7 +766,10 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 		leave();
 		return NULL;
 	}
-	void *q = real_realloc(p, n);
+	/* a guarded block's bytes go to one of the allocator's (realloc's
+	 * blocks are never placed on guarded pages) */
+	void *q = AGENT_UNLIKELY(agent_guard_owns(p)) ? realloc_guarded(p, n, true)
+						       : real_realloc(p, n);
 	if (q && sampled)
 		note_alloc(q, n, fn);
 	else if (!q && n && had)
@@ -747,7 +808,7 @@ AGENT_API size_t malloc_usable_size(void *p)
 		return agent_boot_size(p);
 	if (!agent_real.malloc_usable_size)
 		agent_ready();
-	return agent_real.malloc_usable_size ? agent_real.malloc_usable_size(p) : 0;
+	return usable_size(p);
 }
 
 /* ---------- C++ operators ----------
@@ -772,8 +833,13 @@ static void *new_tracked(size_t n, size_t align, int fn)
 		return p;
 	}
 	bool sampled = agent_sampled(n);
-	if (sampled)
+	if (sampled) {
 		agent_tls.busy = AGENT_BUSY_HOOK;
+		if (AGENT_UNLIKELY(agent_guard_len) && (p = guarded_alloc(n, align, fn)) != NULL) {
+			leave();
+			return p;
+		}
+	}
 	if (align <= 16)
 		p = agent_real.malloc(n);
 	else if (real_posix_memalign(&p, align, n) != 0)

@@ -43,6 +43,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/guard.h"
 #include "agent/leakscan.h"
 #include "agent/leakwriter.h"
 #include "agent/pool.h"
@@ -884,6 +885,10 @@ struct agent_kinds *agent_leakscan(uintptr_t stack_from, const uintptr_t *extra,
 		excl_add(&x, astart[i], astart[i] + alen[i]);
 	for (int i = 0; i < own_rw_n; i++)
 		excl_add(&x, own_rw_lo[i], own_rw_hi[i]);
+	/* the guarded blocks' pages (guard.c) are heap, their blocks
+	 * scanned as blocks */
+	if (agent_guard_len)
+		excl_add(&x, agent_guard_lo, agent_guard_lo + agent_guard_len);
 	bool on_alt = alt_hi > alt_lo && stack_from >= alt_lo && stack_from < alt_hi;
 	const struct region *g = region_of(stack_from);
 	if (on_alt) {

@@ -12,6 +12,7 @@
 #include "format/vocab.h"
 #include "agent/config.h"
 #include "agent/counters.h"
+#include "agent/guard.h"
 #include "agent/heaperrors.h"
 #include "agent/modules.h"
 #include "agent/startup.h"
@@ -194,10 +195,19 @@ static void sort_ids(uint32_t *a, size_t n)
 }
 
 /* The heap errors' contexts (heaperrors.h): "error KIND COUNT SIZE
- * ALLOC_STACK FREE_STACK", after the stacks they name. */
+ * ALLOC_STACK FREE_STACK [OFFSET WHERE [PREV_STACK]]", after the stacks
+ * they name. */
 static void write_errors(struct agent_writer *w, const struct agent_error *e, size_t n)
 {
 	agent_put(w, FMT_LEAKS_ERRORS_CHECKED "\n");
+	uint64_t guarded, full;
+	if (agent_guard_counts(&guarded, &full)) {
+		agent_put(w, FMT_LEAKS_GUARDED " ");
+		agent_put_u64(w, guarded);
+		agent_put(w, " ");
+		agent_put_u64(w, full);
+		agent_put(w, "\n");
+	}
 	for (size_t i = 0; i < n; i++) {
 		agent_put(w, FMT_LEAKS_ERROR " ");
 		agent_put(w, fmt_error_kind_names[e[i].kind]);
@@ -209,12 +219,12 @@ static void write_errors(struct agent_writer *w, const struct agent_error *e, si
 		agent_put_u64(w, e[i].alloc_stack);
 		agent_put(w, " ");
 		agent_put_u64(w, e[i].free_stack);
-		if (e[i].kind == FMT_ERROR_INVALID) {
+		if (e[i].kind == FMT_ERROR_INVALID || fmt_error_guarded((int)e[i].kind)) {
 			agent_put(w, " ");
 			agent_put_u64(w, e[i].offset);
 			agent_put(w, " ");
 			agent_put(w, fmt_error_where_names[e[i].where]);
-			if (e[i].where == FMT_WHERE_FREED) {
+			if (e[i].where == FMT_WHERE_FREED || fmt_error_guarded((int)e[i].kind)) {
 				agent_put(w, " ");
 				agent_put_u64(w, e[i].prev_stack);
 			}

@@ -24,6 +24,7 @@
 #include "agent/hooks.h"
 #include "agent/leakscan.h"
 #include "agent/fnhook.h"
+#include "agent/guard.h"
 #include "agent/lifecycle.h"
 #include "agent/modules.h"
 #include "agent/signals.h"
@@ -172,8 +173,13 @@ static void start(bool preloaded)
 	agent_leakscan_init(agent_config.stop_signal);
 	agent_signals_init();
 	agent_check_handler_install();
-	if (preloaded)
+	if (preloaded) {
+		/* before the fatal handlers: SIGSEGV is then the guard's, whose
+		 * handler hands what is not its own to the program's
+		 * disposition, and to the report at a death by default */
+		agent_guard_init();
 		agent_fatal_handlers_install(true);
+	}
 	if (agent_sampling.period > 1)
 		start_sampling();
 	agent_set_recording(agent_config.active);

@@ -169,6 +169,28 @@ static double sampled_p(double n, double s)
 	return -agent_expm1(-n / s);
 }
 
+bool agent_sample_guard_pick(size_t n, uint64_t rate)
+{
+	if (AGENT_UNLIKELY(!agent_tls.rng))
+		seed();
+	if (agent_sampling.period <= 1) {
+		/* exact: a countdown of its own, as the sampler's */
+		if ((uint64_t)n < (uint64_t)agent_tls.guard_left) {
+			agent_tls.guard_left -= (int64_t)n;
+			return false;
+		}
+		bool first = !agent_tls.guard_left;
+		double d = -agent_ln(uniform()) * (double)rate;
+		agent_tls.guard_left = d >= 9e18 ? INT64_MAX : (int64_t)d + 1;
+		return !first || uniform() < sampled_p((double)n, (double)rate);
+	}
+	/* sampled at S: this allocation was picked with chance p(n, S);
+	 * guarded with p(n, R) / p(n, S) of that, it is picked with p(n, R)
+	 * in all (every one, when R is finer than S) */
+	double s = (double)agent_sampling.period;
+	return uniform() * sampled_p((double)n, s) < sampled_p((double)n, (double)rate);
+}
+
 static void weight_at(size_t n, uint64_t sample, uint64_t *bytes, uint64_t *blocks_x1024)
 {
 	if (sample <= 1) {

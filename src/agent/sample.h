@@ -31,6 +31,12 @@ static inline bool agent_sampled(size_t n)
 	}
 	return agent_sample_due(n);
 }
+/* --guard RATE (guard.c): whether a recorded allocation of n bytes is
+ * one of those placed on a guarded page, about one every rate bytes
+ * allocated: in exact mode by a countdown of the thread's own
+ * (agent_tls.guard_left), sampled with the chance that makes the
+ * sampler's pick and this one together one of rate. Hook-safe. */
+bool agent_sample_guard_pick(size_t n, uint64_t rate);
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
  * estimates, and now and then checks the triggers. Hook-safe. */
 void agent_sample_note(struct agent_counts *c, size_t n, int sign);

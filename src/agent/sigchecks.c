@@ -253,7 +253,9 @@ void agent_fatal_handlers_install(bool all)
 {
 	for (int sig = 1; sig < 65 && sig < _NSIG; sig++) {
 		struct sigaction old, sa;
-		if (!reported_signal(sig, all) || sigaction(sig, NULL, &old))
+		/* an owned signal (the guard's SIGSEGV) reports by itself: its
+		 * default action runs the report first (signals.c) */
+		if (!reported_signal(sig, all) || agent_sig_owned(sig) || sigaction(sig, NULL, &old))
 			continue;
 		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
 			continue;  /* the program's (or ignored): not ours to touch */

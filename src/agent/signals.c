@@ -197,6 +197,11 @@ bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask, int age
 	return ok;
 }
 
+bool agent_sig_owned(int sig)
+{
+	return is_owned(sig);
+}
+
 bool agent_sig_program_has_handler(int sig)
 {
 	if (!is_owned(sig))

@@ -24,6 +24,8 @@ void agent_sig_hide_default(int sig, void (*fn)(int, siginfo_t *, void *));
  * (before the agent re-raises a fatal signal). Signal-safe. */
 int agent_sig_kernel_default(int sig);
 bool agent_sig_program_has_handler(int sig);
+/* Whether the agent owns sig (agent_sig_own). Signal-safe. */
+bool agent_sig_owned(int sig);
 void agent_signals_init(void);
 /* What a signal whose default action ends the process runs first (the
  * exit report: sigchecks.c's agent_report_fatal, set by the constructor;

@@ -424,6 +424,21 @@ static AGENT_NOINLINE bool shard_grow(struct live_shard *sh)
  * saturated (only a lost fast path, never a wrong answer). */
 
 _Atomic uint16_t *agent_filter;
+static uintptr_t pinned_lo, pinned_len;
+
+static void pin(_Atomic uint16_t *f, uintptr_t lo, size_t len)
+{
+	for (uintptr_t a = lo & ~(uintptr_t)4095; a < lo + len; a += 4096)
+		atomic_store(&f[agent_filter_slot(a)], 0xffff);
+}
+
+void agent_filter_pin(uintptr_t lo, size_t len)
+{
+	pinned_lo = lo;
+	pinned_len = len;
+	if (agent_filter)
+		pin(agent_filter, lo, len);
+}
 
 void agent_filter_init(void)
 {
@@ -433,9 +448,9 @@ void agent_filter_init(void)
 	/* Pins the slots of the bootstrap buffer at "maybe", so a free of a
 	 * bootstrap block always reaches the slow path (hooks.c); before
 	 * anyone can see the filter. */
-	for (uintptr_t a = (uintptr_t)agent_boot_buf & ~(uintptr_t)4095;
-	     a < (uintptr_t)agent_boot_buf + AGENT_BOOT_SIZE; a += 4096)
-		atomic_store(&f[agent_filter_slot(a)], 0xffff);
+	pin(f, (uintptr_t)agent_boot_buf, AGENT_BOOT_SIZE);
+	if (pinned_len)
+		pin(f, pinned_lo, pinned_len);
 	agent_filter = f;
 }
 

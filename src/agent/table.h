@@ -168,6 +168,10 @@ static inline bool agent_live_may_contain(uintptr_t addr)
 }
 /* Sets up the filter (sampling mode only); from the constructor. */
 void agent_filter_init(void);
+/* Pins the filter's slots of [lo, lo + len) at "maybe", now and in a
+ * filter set up later: a free there always asks the table (guard.c's
+ * pages, which must never reach the allocator). One range. */
+void agent_filter_pin(uintptr_t lo, size_t len);
 
 /* pool.c's lock (one for every pool), part of "every table lock" below:
  * taken before the others, and whoever holds it takes no other. */

@@ -178,13 +178,14 @@ static int build_errors(struct prof_process *p, const char *binary_path, unsigne
 		out->offset = e->offset;
 		out->where = e->where;
 		out->alloc_fn = e->alloc_stack == SIZE_MAX ? -1 : l->stacks[e->alloc_stack].fn;
-		out->free_fn = l->stacks[e->free_stack].fn;
+		out->free_fn = e->free_stack == SIZE_MAX ? -1 : l->stacks[e->free_stack].fn;
 		out->prev_fn = e->prev_stack == SIZE_MAX ? -1 : l->stacks[e->prev_stack].fn;
 		if ((e->alloc_stack != SIZE_MAX &&
 		     stack_frames(sym, &l->stacks[e->alloc_stack], &out->alloc_frames, &out->nalloc)) ||
 		    (e->prev_stack != SIZE_MAX &&
 		     stack_frames(sym, &l->stacks[e->prev_stack], &out->prev_frames, &out->nprev)) ||
-		    stack_frames(sym, &l->stacks[e->free_stack], &out->free_frames, &out->nfree))
+		    (e->free_stack != SIZE_MAX &&
+		     stack_frames(sym, &l->stacks[e->free_stack], &out->free_frames, &out->nfree)))
 			return -ENOMEM;
 		p->error_count += e->count;
 	}

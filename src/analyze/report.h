@@ -35,13 +35,15 @@ struct prof_heap_error {
 	int kind;                   /* enum fmt_error_kind */
 	uint64_t count, size;
 	int alloc_fn, free_fn;      /* enum fmt_alloc_fn: how it was allocated,
-				       how given back (FMT_FN_FREE...) */
-	struct sym_frame *alloc_frames, *free_frames; /* alloc: NULL for none */
+				       how given back (FMT_FN_FREE...); -1: not */
+	struct sym_frame *alloc_frames, *free_frames; /* NULL for none */
 	size_t nalloc, nfree;
-	uint64_t offset;            /* invalid, in a block: past its start */
-	int where;                  /* invalid: enum fmt_error_where */
+	uint64_t offset;            /* invalid, in a block: past its start; a
+				       guarded block's fault: from its start */
+	int where;                  /* invalid, guarded: enum fmt_error_where */
 	int prev_fn;                /* a double free: how it was first given back */
-	struct sym_frame *prev_frames; /* ... and where (its caller), or NULL */
+	struct sym_frame *prev_frames; /* ... and where (its caller), or NULL; a
+					  guarded block's fault: the access */
 	size_t nprev;
 	int suppressed_by;          /* 1 + index of the suppression, or 0 */
 };

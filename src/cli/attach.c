@@ -233,6 +233,10 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 			 val);
 	} else if (!in_file && a->pid < 0 && (a->pid = parse_pid(arg)) > 0) {
 		;
+	} else if (!strncmp(arg, "--guard", 7)) {
+		cli_error("attach: --guard is for heaptrail run only: a block guarded while "
+			  "attached and freed after the detach would reach the allocator");
+		return -1;
 	} else {
 		cli_error(in_file ? "attach: '%s' is not an option of heaptrail attach"
 				  : "attach: unexpected argument '%s'", cli_shown(arg));

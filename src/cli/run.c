@@ -45,6 +45,11 @@ static const char usage[] =
 	"                         process's report is missing or unreadable\n"
 	"  --errors=continue|abort  on a heap error (mismatched or invalid free), go on\n"
 	"                         (default) or abort the program at the first one\n"
+	"  --guard SIZE           place about one allocation every SIZE bytes (e.g.\n"
+	"                         1m) on a guarded page: a read or write past its end\n"
+	"                         or after its free is reported with its stacks, then\n"
+	"                         the program dies of the fault (off by default)\n"
+	"  --guard-continue       ... or the page is opened and the program goes on\n"
 	"  --depth N              frames kept per allocation stack (1-256, default 64)\n"
 	"  --no-follow-children   do not track programs PROG execs, nor its forks\n"
 	"  -q, --quiet            print only the summary, not every record\n"
@@ -86,6 +91,8 @@ struct run_opts {
 	struct cli_report_opts report;
 	int error_exitcode;     /* -1: off */
 	int errors_abort;       /* --errors=abort */
+	char guard[24];         /* --guard RATE ("" off) */
+	int guard_continue;     /* --guard-continue */
 	int depth;
 	int follow;
 	char profile[512];      /* agent options for the profiling flags */
@@ -167,6 +174,15 @@ static int parse_loop(int argc, char **argv, struct run_opts *o, bool nested)
 				return -1;
 			}
 			o->errors_abort = !strcmp(v, "abort");
+		} else if ((v = cli_opt_value(argc, argv, &i, "--guard"))) {
+			const char *why = ctl_check_profile_value("guard", v, o->guard,
+								  sizeof o->guard);
+			if (why) {
+				cli_error("run: bad value for --guard: '%s' (%s)", cli_shown(v), why);
+				return -1;
+			}
+		} else if (!strcmp(a, "--guard-continue")) {
+			o->guard_continue = 1;
 		} else if ((v = cli_opt_value(argc, argv, &i, "--depth"))) {
 			long n = ctl_parse_count(v, 256);
 			if (n < 1) {
@@ -242,6 +258,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		fputs(usage, stderr);
 		return -1;
 	}
+	if (o->guard_continue && !o->guard[0]) {
+		cli_error("run: --guard-continue goes with --guard SIZE");
+		return -1;
+	}
 	o->prog = argv + i;
 	return 0;
 }
@@ -264,6 +284,9 @@ static void child_exec(const struct run_opts *o, const char *agent, const char *
 			 o->error_exitcode);
 	if (o->errors_abort)
 		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",errors_abort=1");
+	if (o->guard[0])
+		snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",guard=%s%s", o->guard,
+			 o->guard_continue ? ",guard_continue=1" : "");
 	/* every file of this run names it (a `run ID` line, `run=ID`), with
 	 * the user's id when HEAPTRAIL_OPTIONS gives one (run_id NULL) */
 	const char *oldopts = getenv("HEAPTRAIL_OPTIONS");

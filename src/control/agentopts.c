@@ -51,6 +51,9 @@ const char *ctl_check_profile_value(const char *key, const char *v, char *out, s
 			return NULL;
 		if (!fmt_opt_size(v, n, &x) || x == 0)
 			return "want 'auto' or a size in bytes from 1 to 2^50, e.g. 1, 4096, 512k, 1m";
+	} else if (!strcmp(key, "guard")) {
+		if (!fmt_opt_size(v, n, &x) || x == 0)
+			return "want a size in bytes, e.g. 1m, 64k, 1 (every allocation)";
 	} else if (!strcmp(key, "interval")) {
 		if (!fmt_opt_size(v, n, &x) || x == 0)
 			return "want a size in bytes, e.g. 64m, 1g";

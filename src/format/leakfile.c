@@ -395,18 +395,30 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 				if (!strcmp(ln.tok[7], fmt_error_where_names[i]))
 					where = i;
 			/* a mismatch names its block; an invalid free may name none;
-			 * a double free may name its first free */
-			if (kind < 0 || (nt >= 8) != (kind == FMT_ERROR_INVALID) ||
-			    (nt == 9) != (where == FMT_WHERE_FREED) ||
+			 * a double free may name its first free; a guarded block's
+			 * fault names its block, its access and the access's stack,
+			 * and its free when it was freed */
+			bool guarded = fmt_error_guarded(kind);
+			bool access = where == FMT_WHERE_READ || where == FMT_WHERE_WRITE;
+			fi = -1;
+			if (kind < 0 || (nt >= 8) != (kind == FMT_ERROR_INVALID || guarded) ||
+			    (nt == 9) != (where == FMT_WHERE_FREED || guarded) || access != guarded ||
 			    (c && (ai = find_stack(&l, c)) < 0) ||
-			    (!c && kind != FMT_ERROR_INVALID) || (fi = find_stack(&l, d)) < 0 ||
-			    (pv && (pi = find_stack(&l, pv)) < 0))
+			    (!c && kind != FMT_ERROR_INVALID) ||
+			    ((d || kind != FMT_ERROR_OVERFLOW) && (fi = find_stack(&l, d)) < 0) ||
+			    (guarded && !pv) || (pv && (pi = find_stack(&l, pv)) < 0))
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
 				goto oom;
 			l.errors[l.nerrors++] = (struct fmt_error){
-				kind, a, b, ai < 0 ? SIZE_MAX : (size_t)ai, (size_t)fi,
+				kind, a, b, ai < 0 ? SIZE_MAX : (size_t)ai,
+				fi < 0 ? SIZE_MAX : (size_t)fi,
 				nt >= 8 ? e : 0, where, pi < 0 ? SIZE_MAX : (size_t)pi };
+		} else if (!strcmp(k, FMT_LEAKS_GUARDED) && ln.ntok == 3 &&
+			   !parse_u64(ln.tok[1], 10, &a) && !parse_u64(ln.tok[2], 10, &b)) {
+			l.guard = true;
+			l.guarded = a;
+			l.guard_full = b;
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_CHECKED) && ln.ntok == 1) {
 			l.errors_checked = true;
 		} else if (!strcmp(k, FMT_LEAKS_ERRORS_DROPPED) && ln.ntok == 2 &&

@@ -118,11 +118,18 @@ struct fmt_record {
 };
 
 /* Heap errors (frees done wrong), one per context. */
-enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_INVALID, FMT_ERROR_KIND_COUNT };
+enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_INVALID, FMT_ERROR_OVERFLOW,
+		      FMT_ERROR_USE_AFTER_FREE, FMT_ERROR_KIND_COUNT };
+/* A guarded block's fault (--guard): overflow or use_after_free. */
+static inline bool fmt_error_guarded(int kind)
+{
+	return kind == FMT_ERROR_OVERFLOW || kind == FMT_ERROR_USE_AFTER_FREE;
+}
 extern const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT];
-/* Where an invalid free's address was. */
+/* Where an invalid free's address was; for a guarded block's fault, the
+ * access (read or write). */
 enum fmt_error_where { FMT_WHERE_NONE, FMT_WHERE_BLOCK, FMT_WHERE_DATA, FMT_WHERE_STACK,
-		       FMT_WHERE_FREED, FMT_WHERE_COUNT };
+		       FMT_WHERE_FREED, FMT_WHERE_READ, FMT_WHERE_WRITE, FMT_WHERE_COUNT };
 extern const char *const fmt_error_where_names[FMT_WHERE_COUNT];
 
 struct fmt_error {
@@ -132,12 +139,17 @@ struct fmt_error {
 	size_t alloc_stack; /* index into stacks: where the block was allocated;
 			       SIZE_MAX: no block (an invalid free outside any) */
 	size_t free_stack;  /* index into stacks: where it was given back (its
-			       fn says how: free, delete, delete[]) */
-	uint64_t offset;    /* invalid, in a block: how far past its start */
-	int where;          /* invalid: enum fmt_error_where */
+			       fn says how: free, delete, delete[]); SIZE_MAX:
+			       not given back (an overflow of a live block) */
+	uint64_t offset;    /* invalid, in a block: how far past its start; a
+			       guarded block's fault: the address's offset from
+			       its start (two's complement when before it) */
+	int where;          /* invalid, guarded: enum fmt_error_where */
 	size_t prev_stack;  /* a double free (FMT_WHERE_FREED): index into
-			       stacks of the first free (its caller alone);
-			       SIZE_MAX: none */
+			       stacks of the first free (its caller alone); a
+			       guarded block's fault: of the faulting access
+			       (its first pc one past the access); SIZE_MAX:
+			       none */
 };
 
 struct fmt_leaks {
@@ -172,6 +184,9 @@ struct fmt_leaks {
 	struct fmt_error *errors; /* heap errors, in the order first seen */
 	size_t nerrors;
 	uint64_t errors_dropped;  /* errors beyond the contexts the agent kept */
+	bool guard;               /* --guard was on: a "guarded" line */
+	uint64_t guarded, guard_full; /* blocks placed on guarded pages; picked
+					 while every slot held a live block */
 	bool errors_checked;      /* the agent looked for heap errors (a file
 				     without the line says nothing of them) */
 };

@@ -27,6 +27,8 @@ const char *const fmt_alloc_fn_names[FMT_FN_COUNT] = {
 const char *const fmt_error_kind_names[FMT_ERROR_KIND_COUNT] = {
 	[FMT_ERROR_MISMATCHED] = FMT_LEAKS_MISMATCHED,
 	[FMT_ERROR_INVALID] = FMT_LEAKS_INVALID,
+	[FMT_ERROR_OVERFLOW] = FMT_LEAKS_OVERFLOW,
+	[FMT_ERROR_USE_AFTER_FREE] = FMT_LEAKS_USE_AFTER_FREE,
 };
 
 const char *const fmt_error_where_names[FMT_WHERE_COUNT] = {
@@ -35,6 +37,8 @@ const char *const fmt_error_where_names[FMT_WHERE_COUNT] = {
 	[FMT_WHERE_DATA] = FMT_LEAKS_IN_DATA,
 	[FMT_WHERE_STACK] = FMT_LEAKS_IN_STACK,
 	[FMT_WHERE_FREED] = FMT_LEAKS_IN_FREED,
+	[FMT_WHERE_READ] = FMT_LEAKS_READ,
+	[FMT_WHERE_WRITE] = FMT_LEAKS_WRITE,
 };
 
 const char *const fmt_kind_names[FMT_KIND_COUNT] = {

@@ -116,6 +116,14 @@
 #define FMT_LEAKS_IN_STACK   "stack"             /* on the main thread's stack */
 #define FMT_LEAKS_IN_FREED   "freed"             /* ... PREV_STACK: a block given back
 						    before (a double free) */
+#define FMT_LEAKS_OVERFLOW   "overflow"          /* ... OFFSET ACCESS ACCESS_STACK: a guarded
+						    block's page ran past (--guard) */
+#define FMT_LEAKS_USE_AFTER_FREE "use_after_free" /* ... OFFSET ACCESS ACCESS_STACK: a
+						    guarded block used after its free */
+#define FMT_LEAKS_READ       "read"              /* ACCESS: the faulting access read */
+#define FMT_LEAKS_WRITE      "write"             /* ... or wrote */
+#define FMT_LEAKS_GUARDED    "guarded"           /* N FULL: blocks placed on guarded pages,
+						    and those picked while no slot was free */
 #define FMT_LEAKS_ERRORS_DROPPED "errors_dropped" /* errors beyond the contexts kept */
 #define FMT_LEAKS_ERRORS_CHECKED "errors_checked"  /* the agent looked for heap errors */
 #define FMT_YES              "yes"

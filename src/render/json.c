@@ -140,6 +140,9 @@ void render_json_process(FILE *out, const struct prof_process *p,
 	}
 	/* heap errors: valgrind's "N errors from M contexts", each context
 	 * with its two stacks */
+	if (l->guard)
+		fprintf(out, " \"guard\": {\"guarded\": %llu, \"slots_full\": %llu},\n",
+			(unsigned long long)l->guarded, (unsigned long long)l->guard_full);
 	if (l->errors_checked || p->nerrors)
 		fprintf(out, " \"error_summary\": {\"errors\": %llu, \"contexts\": %zu, "
 			"\"suppressed\": {\"errors\": %llu, \"contexts\": %zu}},\n",
@@ -165,8 +168,14 @@ void render_json_process(FILE *out, const struct prof_process *p,
 				fprintf(out, ", \"where\": \"%s\", \"offset\": %llu",
 					fmt_error_where_names[e->where],
 					(unsigned long long)e->offset);
+			if (fmt_error_guarded(e->kind))
+				fprintf(out, ", \"access\": \"%s\", \"offset\": %lld",
+					fmt_error_where_names[e->where], (long long)e->offset);
 			fputs(", \"deallocator\": ", out);
-			render_json_string(out, prof_alloc_fn_name(e->free_fn));
+			if (e->free_fn >= 0)
+				render_json_string(out, prof_alloc_fn_name(e->free_fn));
+			else
+				fputs("null", out);
 			char supp[512];
 			if (o && o->suppressions && render_error_suppression(e, supp, sizeof supp)) {
 				fputs(", \"suppression\": ", out);
@@ -174,7 +183,10 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			}
 			fputs(", \"free_stack\": [", out);
 			json_frames(out, e->free_frames, e->nfree);
-			if (e->prev_frames) {
+			if (e->prev_frames && fmt_error_guarded(e->kind)) {
+				fputs("], \"access_stack\": [", out);
+				json_frames(out, e->prev_frames, e->nprev);
+			} else if (e->prev_frames) {
 				fputs("], \"first_free\": ", out);
 				render_json_string(out, prof_alloc_fn_name(e->prev_fn));
 				fputs(", \"first_free_stack\": [", out);

@@ -213,13 +213,65 @@ static void render_pools(FILE *out, const struct prof_process *p)
 	free(t);
 }
 
+static void render_frames(FILE *out, int fn, const struct sym_frame *f, size_t n,
+			  const struct fmt_leaks *l)
+{
+	if (fn >= 0)
+		fprintf(out, "    #0  %s\n", prof_alloc_fn_name(fn));
+	for (size_t j = 0; j < n; j++) {
+		render_frame(out, (int)j + (fn >= 0), &f[j], l);
+		if (is_main(&f[j]))
+			break;
+	}
+}
+
+/* A guarded block's fault (--guard), in valgrind's words: the access,
+ * where it fell against the block, the block's free and allocation. */
+static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
+			       const struct fmt_leaks *l)
+{
+	char a[32], b[32], c[32];
+	bool uaf = e->kind == FMT_ERROR_USE_AFTER_FREE;
+	int64_t off = (int64_t)e->offset;
+	fprintf(out, "%s %s: Invalid %s%s [context %zu of %zu], at:\n",
+		render_thousands(a, e->count), plural(e->count, "error", "errors"),
+		e->where == FMT_WHERE_WRITE ? "write" : "read",
+		uaf ? " after free" : " past a block's end", i, n);
+	render_frames(out, -1, e->prev_frames, e->nprev, l);
+	if (off < 0)
+		fprintf(out, "  the address is %s %s before", render_thousands(c, (uint64_t)-off),
+			plural((uint64_t)-off, "byte", "bytes"));
+	else if ((uint64_t)off >= e->size)
+		fprintf(out, "  the address is %s %s after", render_thousands(c, off - e->size),
+			plural(off - e->size, "byte", "bytes"));
+	else
+		fprintf(out, "  the address is %s %s inside", render_thousands(c, (uint64_t)off),
+			plural((uint64_t)off, "byte", "bytes"));
+	fprintf(out, " a block of %s %s (a guarded page), ", render_thousands(b, e->size),
+		plural(e->size, "byte", "bytes"));
+	if (uaf && e->free_frames) {
+		fprintf(out, "given back at:\n");
+		render_frames(out, e->free_fn, e->free_frames, e->nfree, l);
+		fprintf(out, "  and allocated at:\n");
+	} else {
+		fprintf(out, "allocated at:\n");
+	}
+	render_frames(out, e->alloc_fn, e->alloc_frames, e->nalloc, l);
+	fputc('\n', out);
+}
+
 /* A heap error's context, in valgrind's words for its kind. */
 static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
 			      const struct fmt_leaks *l, const struct render_text_opts *o)
 {
+	if (fmt_error_guarded(e->kind)) {
+		render_guard_error(out, e, i, n, l);
+		return;
+	}
 	static const char *const what[FMT_ERROR_KIND_COUNT] = {
 		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
 		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
+		[FMT_ERROR_OVERFLOW] = "", [FMT_ERROR_USE_AFTER_FREE] = "",  /* above */
 	};
 	char a[32], b[32], c[32], supp[512];
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
@@ -369,6 +421,12 @@ static void render_process(FILE *out, const struct prof_process *p,
 			l->errors_dropped ? " (and more contexts than the agent could keep)" : "",
 			l->sample > 1 ? " (sampled: only the sampled blocks are checked; these are "
 					"the errors they made, not an estimate of all)" : "");
+	if (l->guard)
+		fprintf(out, "   guarded: %s %s on guarded pages%s%s%s\n",
+			render_thousands(a, l->guarded), plural(l->guarded, "block", "blocks"),
+			l->guard_full ? " (and " : "",
+			l->guard_full ? render_thousands(b, l->guard_full) : "",
+			l->guard_full ? " more picked while every slot held a live block)" : "");
 	if (p->pool_filter)
 		fprintf(out, "   (the records and kinds above are those of pool %s and the pools "
 			"under it; heap usage and what is in use, the whole process's)\n",

@@ -455,7 +455,10 @@ class Hostile:
         return self.bares.get((prog.name, case[0]), do)
 
     def ht_cmd(self, outdir, jpath, extra, prog, case):
+        # HT_E2E_GUARD=SIZE: with --guard SIZE (docs/testing.md)
+        guard = os.environ.get("HT_E2E_GUARD")
         return [self.heaptrail, "run", "-o", outdir, "--json", jpath] + \
+            (["--guard", guard] if guard else []) + \
             list(extra) + ["--", self.build_prog(prog)] + case[1]
 
     def check_kinds(self, label, jpath, prog, case, problems, details):

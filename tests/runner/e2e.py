@@ -119,7 +119,11 @@ class E2E:
                                       spec.name + tag))
         outdir = os.path.join(work, "out")
         jpath = os.path.join(work, "out.json")
+        # HT_E2E_GUARD=SIZE: every run with --guard SIZE, to show the guard
+        # changes no answer (docs/testing.md)
+        guard = os.environ.get("HT_E2E_GUARD")
         cmd = [self.heaptrail, "run", "-o", outdir, "--json", jpath] + \
+            (["--guard", guard] if guard else []) + \
             list(extra) + ["--"] + self.command(spec, variant)
         rc, out, err = run(cmd, spec.stdin, cwd=self.bin_dir(variant))
         with open(os.path.join(work, "stderr"), "wb") as f:

@@ -59,7 +59,8 @@ static inline void die_if_interrupted(const char *what, int rc, long long start,
 		exit(91);
 	}
 	if (took + 5 < want_ms) {
-		fprintf(stderr, "hostile: %s returned after %lld ms of %ld\n", what, took, want_ms);
+		fprintf(stderr, "hostile: %s returned after %lld ms of %ld (%s)\n", what, took,
+			want_ms, rc < 0 ? strerror(errno) : "no error");
 		exit(91);
 	}
 }

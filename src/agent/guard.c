@@ -1,0 +1,308 @@
+/*
+ * guard.c — see guard.h.
+ *
+ * The slots are one mapping: page 0 inaccessible, then for slot i its
+ * page (2i + 1) and an inaccessible page after it (2i + 2). A block sits
+ * at the end of its slot's page, its start aligned as asked (memalign,
+ * aligned new) or as malloc's are, to 16 bytes: a block whose size is a
+ * multiple of 16 ends right at the page's end, and one byte past it is
+ * the inaccessible page; a block of 13 bytes ends 3 bytes before it, and
+ * an overflow into those 3 is not seen. Aligning less is not safe:
+ * programs count on malloc's 16 whatever the size (CPython's bytes
+ * objects, 33 bytes of header then the data, check that their data is
+ * 2-byte aligned). (GWP-ASan picks either end at random, to catch
+ * underflows too; heaptrail keeps the end, where most overflows go.)
+ *
+ * A freed slot keeps its page inaccessible, and is reused oldest first
+ * once no slot was never used: the longer a block stays freed, the
+ * longer a use after its free is caught. A slot's state changes by
+ * compare-and-swap, without a lock: a signal handler's free may come
+ * while the thread it interrupted is choosing a slot. The fault handler
+ * reads them as they are (a fault comes from the program's code, and a
+ * slot it names changes no more until the program frees or allocates a
+ * guarded block again).
+ *
+ * Guarded blocks never reach the allocator: their free comes here
+ * because they are recorded blocks (the sampling filter's slots for the
+ * guard's pages are pinned at "maybe", so a free always asks the table),
+ * and a block the table did not take is given back before it is handed
+ * out (agent_guard_recorded).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/guard.h"
+#include "agent/heaperrors.h"
+#include "agent/sample.h"
+#include "agent/signals.h"
+#include "agent/table.h"
+#include "agent/unwind.h"
+#include "agent/banned.h"
+
+#define SLOTS 128
+#define PAGE 4096u
+
+enum { NEVER_USED, LIVE, FREED };
+
+struct slot {
+	uintptr_t addr;        /* the block's start */
+	size_t size;
+	uint32_t alloc_stack;  /* ids of the stack table; 0: none */
+	uint32_t free_stack;
+	atomic_uint_fast64_t freed_at; /* FREED: the order of its free */
+	atomic_int state;
+};
+
+uintptr_t agent_guard_lo, agent_guard_len;
+static struct slot slots[SLOTS];
+static atomic_uint_fast64_t frees;
+static atomic_uint_fast64_t full;    /* allocations picked with no slot free */
+static atomic_uint_fast64_t guarded; /* blocks placed */
+static atomic_bool opened;           /* guard_continue opened a page after a fault */
+
+static uintptr_t slot_page(int i)
+{
+	return agent_guard_lo + (uintptr_t)(2 * i + 1) * PAGE;
+}
+
+static int protect(uintptr_t page, int prot)
+{
+	return (int)syscall(SYS_mprotect, page, PAGE, prot);
+}
+
+void agent_guard_init(void)
+{
+	if (!agent_config.guard || agent_guard_len)
+		return;
+	size_t len = (size_t)(2 * SLOTS + 1) * PAGE;
+	long m = syscall(SYS_mmap, 0, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (m < 0 && m > -4096) {
+		agent_log("guard: no room for the guarded pages: ", agent_strerror((int)-m),
+			  "; --guard is off");
+		return;
+	}
+	extern void agent_guard_fault(int, siginfo_t *, void *);
+	agent_guard_lo = (uintptr_t)m;
+	agent_filter_pin((uintptr_t)m, len);
+	if (!agent_sig_own(SIGSEGV, agent_guard_fault, NULL, 0)) {
+		syscall(SYS_munmap, m, len);
+		agent_guard_lo = 0;
+		agent_log("guard: cannot take SIGSEGV", "; --guard is off", NULL);
+		return;
+	}
+	__atomic_store_n(&agent_guard_len, len, __ATOMIC_RELEASE);
+}
+
+/* A slot to use, marked LIVE: one never used, else the one freed
+ * longest ago; -1 when every slot holds a live block. */
+static int take_slot(void)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int best = -1, st = FREED;
+		uint64_t oldest = UINT64_MAX;
+		for (int i = 0; i < SLOTS; i++) {
+			int s = atomic_load(&slots[i].state);
+			if (s == NEVER_USED) {
+				best = i, st = NEVER_USED;
+				break;
+			}
+			uint64_t at = atomic_load(&slots[i].freed_at);
+			if (s == FREED && at < oldest)
+				best = i, oldest = at;
+		}
+		if (best < 0)
+			break;
+		if (atomic_compare_exchange_strong(&slots[best].state, &st, LIVE)) {
+			atomic_fetch_add(&guarded, 1);
+			return best;
+		}
+		/* another thread (or a handler) took it meanwhile */
+	}
+	atomic_fetch_add(&full, 1);
+	return -1;
+}
+
+static void put_slot(int i)
+{
+	atomic_store(&slots[i].freed_at, atomic_fetch_add(&frees, 1) + 1);
+	atomic_store(&slots[i].state, FREED);
+}
+
+void *agent_guard_alloc(size_t n, size_t align)
+{
+	if (AGENT_LIKELY(!agent_guard_len) || !n || n > PAGE || align > PAGE ||
+	    (align & (align - 1)) || !agent_sample_guard_pick(n, agent_config.guard))
+		return NULL;
+	if (align < 16)
+		align = 16;
+	int i = take_slot();
+	if (i < 0)
+		return NULL;
+	uintptr_t page = slot_page(i);
+	if (AGENT_UNLIKELY(atomic_load(&opened)))  /* its guard pages may have been opened */
+		protect(page - PAGE, PROT_NONE), protect(page + PAGE, PROT_NONE);
+	if (protect(page, PROT_READ | PROT_WRITE)) {
+		put_slot(i);
+		return NULL;
+	}
+	struct slot *s = &slots[i];
+	s->addr = (page + PAGE - n) & ~(uintptr_t)(align - 1);
+	s->size = n;
+	s->alloc_stack = s->free_stack = 0;
+	/* what the slot's last block left goes: it reads as zero (calloc);
+	 * cheaper than an madvise for a page at most */
+	agent_memset((void *)s->addr, 0, n);
+	return (void *)s->addr;
+}
+
+/* The slot of block p (its start), or -1. */
+static int slot_of(const void *p)
+{
+	if (!agent_guard_owns(p))
+		return -1;
+	uintptr_t k = ((uintptr_t)p - agent_guard_lo) / PAGE;
+	if (!(k & 1))
+		return -1;
+	return (int)(k / 2);
+}
+
+void *agent_guard_recorded(void *p, uint32_t stack)
+{
+	int i = slot_of(p);
+	if (i < 0)
+		return p;
+	if (stack) {
+		slots[i].alloc_stack = stack;
+		return p;
+	}
+	protect(slot_page(i), PROT_NONE);
+	atomic_fetch_sub(&guarded, 1);
+	put_slot(i);
+	return NULL;
+}
+
+void agent_guard_free(void *p, int d, bool stack)
+{
+	int i = slot_of(p);
+	if (i < 0 || atomic_load(&slots[i].state) != LIVE || slots[i].addr != (uintptr_t)p)
+		return;  /* not a live guarded block: nothing to give back */
+	if (stack && d != AGENT_DEALLOC_UNCHECKED) {
+		uintptr_t pcs[AGENT_MAX_DEPTH];
+		int n = agent_unwind_cfi(pcs, agent_config.depth);
+		slots[i].free_stack = agent_stack_intern(d, pcs, n);
+	}
+	protect(slot_page(i), PROT_NONE);
+	put_slot(i);
+}
+
+bool agent_guard_counts(uint64_t *g, uint64_t *f)
+{
+	if (!agent_guard_len)
+		return false;
+	*g = atomic_load(&guarded);
+	*f = atomic_load(&full);
+	return true;
+}
+
+size_t agent_guard_usable(const void *p)
+{
+	int i = slot_of(p);
+	return i < 0 ? 0 : slot_page(i) + PAGE - (uintptr_t)p;
+}
+
+/* ---------- the fault ---------- */
+
+/* The slot whose block the faulting address a is about: the freed block
+ * whose page holds it, or the block nearest to it across a guard page
+ * (past the end of the one before, before the start of the one after). */
+static int blamed(uintptr_t a)
+{
+	uintptr_t k = (a - agent_guard_lo) / PAGE;
+	if (k & 1)
+		return atomic_load(&slots[k / 2].state) == NEVER_USED ? -1 : (int)(k / 2);
+	int before = k ? (int)(k / 2) - 1 : -1, after = k / 2 < SLOTS ? (int)(k / 2) : -1;
+	if (before >= 0 && atomic_load(&slots[before].state) == NEVER_USED)
+		before = -1;
+	if (after >= 0 && atomic_load(&slots[after].state) == NEVER_USED)
+		after = -1;
+	if (before < 0 || after < 0)
+		return before < 0 ? after : before;
+	uintptr_t past = a - (slots[before].addr + slots[before].size);
+	uintptr_t ahead = slots[after].addr - a;
+	return past <= ahead ? before : after;
+}
+
+static char *put_hex(char *p, uintptr_t v)
+{
+	int k = 60;
+	while (k > 0 && !((v >> k) & 15))
+		k -= 4;
+	for (; k >= 0; k -= 4)
+		*p++ = "0123456789abcdef"[(v >> k) & 15];
+	*p = 0;
+	return p;
+}
+
+static void say_fault(const char *what, uintptr_t a, const struct slot *s)
+{
+	char buf[160], *p = buf;
+	p += agent_strlcpy(p, "guard: ", 8);
+	p += agent_strlcpy(p, what, 40);
+	p += agent_strlcpy(p, " at 0x", 8);
+	p = put_hex(p, a);
+	p += agent_strlcpy(p, ", a block of ", 16);
+	p = agent_put_dec(p, s->size);
+	agent_strlcpy(p, " bytes", 8);
+	agent_log(buf, "; the report has its stacks", NULL);
+}
+
+void agent_guard_fault(int sig, siginfo_t *si, void *ucv);
+void agent_guard_fault(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	uintptr_t a = si ? (uintptr_t)si->si_addr : 0;
+	ucontext_t *uc = ucv;
+	int i = -1;
+	if (si && si->si_code == SEGV_ACCERR && uc && agent_guard_owns((void *)a))
+		i = blamed(a);
+	if (i < 0) {
+		agent_sig_program(sig, si, ucv);  /* not the guard's */
+		errno = saved_errno;
+		return;
+	}
+	struct slot *s = &slots[i];
+	bool freed = atomic_load(&s->state) == FREED;
+	int busy = agent_tls.busy;
+	agent_tls.busy = AGENT_BUSY_AGENT;
+	/* the faulting access first (as a return address one past it, which
+	 * symbolizes back to it), then its callers */
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	pcs[0] = pc + 1;
+	int n = 1 + agent_unwind_cfi_at(pc, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+					(uintptr_t)uc->uc_mcontext.gregs[REG_RBP], pcs + 1,
+					agent_config.depth - 1, NULL).npcs;
+	bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+	uint32_t access = agent_stack_intern(FMT_FN_MALLOC, pcs, n);
+	agent_error_guard(freed ? FMT_ERROR_USE_AFTER_FREE : FMT_ERROR_OVERFLOW, s->alloc_stack,
+			  freed ? s->free_stack : 0, s->size, write ? FMT_WHERE_WRITE : FMT_WHERE_READ,
+			  (uint64_t)(a - s->addr), access);
+	say_fault(freed ? "use after free" : (a < s->addr ? "underflow" : "overflow"), a, s);
+	agent_tls.busy = busy;
+	if (agent_config.guard_continue) {
+		/* the page opened: the access runs again and goes through */
+		if (!protect(a & ~(uintptr_t)(PAGE - 1), PROT_READ | PROT_WRITE)) {
+			atomic_store(&opened, true);
+			errno = saved_errno;
+			return;
+		}
+	}
+	agent_sig_program(sig, si, ucv);  /* dies of it, or the program's handler */
+	errno = saved_errno;
+}

@@ -1,0 +1,53 @@
+/*
+ * guard.h — guarded allocations, GWP-ASan's idea for an unmodified
+ * program (guard.c): with the option guard=RATE, about one recorded
+ * allocation every RATE bytes is placed at the end of a page of its own
+ * with an inaccessible page after it, and its page is made inaccessible
+ * at its free and kept so until its slot is needed again (oldest first).
+ * A read or write past its end or after its free faults; the fault is a
+ * heap error (heaperrors.h: overflow, use_after_free) with the block's
+ * allocation and free stacks and the faulting access's, and the program
+ * then dies of its SIGSEGV as it would have (or, with guard_continue,
+ * the page is opened and it goes on). Layer 2.
+ */
+#ifndef HEAPTRAIL_AGENT_GUARD_H
+#define HEAPTRAIL_AGENT_GUARD_H
+
+#include "agent/agent.h"
+
+/* The guarded pages: [agent_guard_lo, agent_guard_lo + agent_guard_len),
+ * both 0 when guard is off. Set once, before any guarded allocation. */
+extern uintptr_t agent_guard_lo, agent_guard_len;
+static inline bool agent_guard_owns(const void *p)
+{
+	return (uintptr_t)p - agent_guard_lo < agent_guard_len;
+}
+
+/* From the constructor, when guard=RATE was given: maps the slots and
+ * takes SIGSEGV (signals.h: the program's own handler still gets every
+ * fault that is not the guard's). Says on stderr when it cannot. */
+void agent_guard_init(void);
+
+/* A block of n bytes aligned to align (at least malloc's 16) on
+ * a guarded page, when guard is on, n fits, the sampler picks it and a
+ * slot is free; else NULL. Its memory reads as zero. Hook-safe. */
+void *agent_guard_alloc(size_t n, size_t align);
+/* After the block's record (hooks.c): stack is its allocation stack's id;
+ * 0 when it was not recorded, and then the block is given back at once
+ * (a guarded block must stay known to the table, so its free reaches the
+ * agent and never the allocator) and NULL returned: the caller allocates
+ * the ordinary way. Returns p otherwise. Hook-safe. */
+void *agent_guard_recorded(void *p, uint32_t stack);
+/* Gives guarded block p back (its free, delete or realloc, d: enum
+ * agent_dealloc): its page becomes inaccessible, and the free's stack is
+ * taken when stack says it may be (not from inside the agent, which may
+ * hold the stack table's lock). Anything else in the guard's pages (a
+ * double free, an address inside a block) is left alone. Hook-safe. */
+void agent_guard_free(void *p, int d, bool stack);
+/* false when guard is off; else the blocks placed on guarded pages so
+ * far, and those picked while every slot held a live block. */
+bool agent_guard_counts(uint64_t *guarded, uint64_t *full);
+/* The usable size of guarded block p. */
+size_t agent_guard_usable(const void *p);
+
+#endif

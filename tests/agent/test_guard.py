@@ -1,0 +1,248 @@
+"""--guard (issue 31): allocations on guarded pages, GWP-ASan's idea,
+with valgrind memcheck as the oracle for what each fault is.
+tests/progs/guard_faults.c, built -O0.
+
+    guard:overflow   `guard_faults overflow` (one byte written past a
+                     block of 32) under `heaptrail run --guard 1`, 100
+                     times: in at least 95 the program dies of SIGSEGV
+                     (bare and under valgrind it goes on) and the report
+                     holds one overflow whose access (write), access
+                     site, offset ("0 bytes after a block of size 32")
+                     and allocation site are valgrind's
+    guard:uaf        `guard_faults uaf` (a byte read after the block's
+                     free), 100 times: the same, with the free site
+                     (bare, the byte read is whatever glibc left there)
+    guard:continue   --guard-continue: the program goes on as bare and
+                     under valgrind (same stdout, status 0), the one
+                     error is in the report and counts for
+                     --error-exitcode
+    guard:handler    the program's own SIGSEGV handler: it still runs
+                     (says "caught", exits 3) after heaptrail has counted
+                     the overflow, which the report holds
+    guard:clean      `guard_faults clean` (blocks of 1 to 5,000 bytes from
+                     malloc, calloc, aligned_alloc, posix_memalign and
+                     realloc, their contents and alignment checked), and a
+                     python3 script, under --guard 1: stdout and status
+                     as bare, no error, and the report says how many
+                     blocks were guarded (of clean's, every one of 32
+                     bytes or more that fits a page, and no more than
+                     it allocated)
+    guard:options    --guard 0, --guard x and --guard-continue alone are
+                     refused with one line and status 2
+"""
+import concurrent.futures
+import json
+import os
+import re
+import threading
+
+import run_tests as rt
+from run_tests import Failure
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
+RUNS = 100
+NONE_SUPPRESSED = {"errors": 0, "contexts": 0}   # error_summary's "suppressed"
+_lock = threading.Lock()
+
+
+def build(suite):
+    work = os.path.join(suite.build, "e2e", "guard")
+    prog = os.path.join(work, "guard_faults")
+    with _lock:
+        os.makedirs(work, exist_ok=True)
+        if not os.path.exists(prog) or os.path.getmtime(prog) < os.path.getmtime(SRC):
+            rc, _, err = rt.run([suite.cc, "-g", "-O0", "-Wno-use-after-free", "-o",
+                                 prog + ".tmp", SRC])
+            if rc != 0:
+                raise Failure("cc guard_faults.c: %s" % rt.short(err))
+            os.rename(prog + ".tmp", prog)
+    return work, prog
+
+
+def frames(lines):
+    """(function, line) of valgrind's "at/by 0x...: fn (file:N)" lines."""
+    out = []
+    for l in lines:
+        m = re.match(r"\s*(?:at|by) 0x[0-9A-F]+: (\S+) \((?:.*/)?[^/:()]+:(\d+)\)", l)
+        if m:
+            out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+def valgrind_fault(prog, mode):
+    """valgrind's one error for `prog mode`: (access, access site, what,
+    offset, size, free site, alloc site), and the run's stdout."""
+    rc, vout, verr = rt.run(["valgrind", prog, mode], timeout=rt.VG_TIMEOUT)
+    lines = [re.sub(r"^==\d+== ?", "", l) for l in verr.decode(errors="replace").split("\n")]
+    try:
+        at = next(i for i, l in enumerate(lines) if l.startswith("Invalid "))
+        addr = next(i for i in range(at, len(lines)) if lines[i].startswith(" Address "))
+    except StopIteration:
+        raise Failure("valgrind found no invalid access: %s" % rt.short(verr[-400:]))
+    access = "write" if lines[at].startswith("Invalid write") else "read"
+    m = re.search(r"is (\d+) bytes (after|inside) a block of size (\d+) (alloc'd|free'd)",
+                  lines[addr])
+    if not m:
+        raise Failure("valgrind's address line not understood: %r" % lines[addr])
+    size = int(m.group(3))
+    offset = int(m.group(1)) + (size if m.group(2) == "after" else 0)
+    rest = lines[addr + 1:]
+    end = rest.index("") if "" in rest else len(rest)
+    rest = rest[:end]
+    free_site = None
+    if m.group(4) == "free'd":
+        was = next(i for i, l in enumerate(rest) if "Block was alloc'd at" in l)
+        free_site = frames(rest[:was])[0]
+        alloc = frames(rest[was:])
+    else:
+        alloc = frames(rest)
+    # frames() keeps the program's: the allocator's own ("(in vgpreload...)") go
+    return ((access, frames(lines[at + 1:addr])[0], offset, size, free_site, alloc[0]),
+            rc, vout)
+
+
+def heaptrail_fault(e):
+    def site(stack, k=0):
+        return (stack[k]["function"], stack[k]["line"]) if len(stack) > k else None
+    return (e["access"], site(e.get("access_stack", [])), e["offset"], e["size"],
+            site(e["free_stack"]) if e.get("free_stack") else None, site(e["alloc_stack"]))
+
+
+def one_run(suite, work, prog, mode, k, extra=()):
+    out = os.path.join(work, "%s-%d" % (mode, k))
+    rt.fresh_dir(out)
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--guard", "1", "-o", out] +
+                            list(extra) + ["--", prog, mode])
+    jrc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    report = json.loads(jout) if jrc == 0 else {}
+    return rc, hout, report
+
+
+def many(suite, mode):
+    work, prog = build(suite)
+    vg, vrc, vout = valgrind_fault(prog, mode)
+    rc0, out0, _ = rt.run([prog, mode])
+    problems = []
+    # the byte read after the free is the allocator's business bare
+    # (glibc's tcache writes into a freed block): only the status is asked
+    if rc0 != 0 or vrc != 0 or (mode == "overflow" and out0 != vout):
+        problems.append("bare: status %d, stdout %r; valgrind: status %d, stdout %r" % (
+            rc0, out0, vrc, vout))
+    caught, wrong = 0, []
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        runs = list(ex.map(lambda k: one_run(suite, work, prog, mode, k), range(RUNS)))
+    for rc, hout, report in runs:
+        errs = report.get("errors", [])
+        got = [heaptrail_fault(e) for e in errs]
+        if rc == -11 or rc == 139:
+            if got == [vg] and report.get("error_summary") == {"errors": 1, "contexts": 1,
+                                                             "suppressed": NONE_SUPPRESSED}:
+                caught += 1
+            elif len(wrong) < 3:
+                wrong.append(got)
+        elif len(wrong) < 3:
+            wrong.append("status %d, stdout %r, errors %s" % (rc, hout, got))
+    if caught < 95:
+        problems.append("caught as valgrind reports it in %d of %d runs (want 95): "
+                        "valgrind %s; others: %s" % (caught, RUNS, vg, wrong))
+    return problems, ["valgrind: %s" % (vg,), "%d of %d caught" % (caught, RUNS)]
+
+
+def test_continue(suite):
+    work, prog = build(suite)
+    problems = []
+    for mode in ("overflow", "uaf"):
+        vg, vrc, vout = valgrind_fault(prog, mode)
+        rc, hout, report = one_run(suite, work, prog, mode, 0, ["--guard-continue"])
+        got = [heaptrail_fault(e) for e in report.get("errors", [])]
+        if (rc, hout) != (vrc, vout):
+            problems.append("%s: status %d, stdout %r; valgrind's: %d, %r" % (
+                mode, rc, hout, vrc, vout))
+        if got != [vg]:
+            problems.append("%s: errors %s, valgrind %s" % (mode, got, vg))
+        out = os.path.join(work, "exitcode-" + mode)
+        rt.fresh_dir(out)
+        rc, _, _ = rt.run([suite.heaptrail, "run", "-q", "--guard", "1", "--guard-continue",
+                           "--error-exitcode=42", "-o", out, "--", prog, mode])
+        if rc != 42:
+            problems.append("%s: --error-exitcode=42: status %d" % (mode, rc))
+    return problems, []
+
+
+def test_handler(suite):
+    work, prog = build(suite)
+    vg, _, _ = valgrind_fault(prog, "overflow")
+    rc, hout, report = one_run(suite, work, prog, "handler", 0)
+    problems = []
+    if (rc, hout) != (3, b"caught\n"):
+        problems.append("status %d, stdout %r: the program's handler should say 'caught' "
+                        "and exit 3" % (rc, hout))
+    got = [heaptrail_fault(e) for e in report.get("errors", [])]
+    if got != [vg]:
+        problems.append("errors %s, valgrind (of overflow) %s" % (got, vg))
+    return problems, []
+
+
+def test_clean(suite):
+    work, prog = build(suite)
+    problems = []
+    script = ("import json, re\n"
+              "d = {str(i): [i] * (i % 50) for i in range(20000)}\n"
+              "s = json.dumps(d)\n"
+              "print(len(s), len(re.findall(r'[0-9]+', s)), len(json.loads(s)))\n")
+    for name, cmd in (("clean", [prog, "clean"]), ("python3", ["python3", "-c", script])):
+        rc0, out0, _ = rt.run(cmd)
+        out = os.path.join(work, "clean-" + name)
+        rt.fresh_dir(out)
+        rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--no-follow-children",
+                                 "--guard", "1", "-o", out, "--"] + cmd)
+        if (rc, hout) != (rc0, out0):
+            problems.append("%s: status %d, stdout %r; bare %d, %r" % (name, rc, hout, rc0, out0))
+        jrc, jout, _ = rt.run([suite.heaptrail, "report", "--json", out])
+        report = json.loads(jout) if jrc == 0 else {}
+        if report.get("error_summary") != {"errors": 0, "contexts": 0,
+                                           "suppressed": NONE_SUPPRESSED}:
+            problems.append("%s: %s" % (name, report.get("error_summary")))
+        guard = report.get("guard", {})
+        if not guard.get("guarded"):
+            problems.append("%s: no block guarded: %s" % (name, guard))
+        if name == "clean":
+            # its blocks of a page or less: 3 of each size (malloc,
+            # calloc, posix_memalign) and aligned_alloc's (rounded up to
+            # 64); at --guard 1 each of 32 bytes or more is picked but
+            # with a chance of e^-32, the smaller ones mostly; and stdout's
+            # buffer may be one more
+            sizes, n = [], 1
+            while n <= 5000:
+                sizes.append(n)
+                n = n * 3 // 2 + 1
+            blocks = [k for k in sizes if k <= 4096] * 3 + \
+                [(k + 63) & ~63 for k in sizes if ((k + 63) & ~63) <= 4096]
+            low = sum(k >= 32 for k in blocks)
+            got = guard.get("guarded", 0)
+            if not low <= got <= len(blocks) + 1:
+                problems.append("clean: %s blocks guarded, want %d to %d" % (
+                    got, low, len(blocks) + 1))
+    return problems, []
+
+
+def test_options(suite):
+    work, prog = build(suite)
+    problems = []
+    for args in (["--guard", "0"], ["--guard", "x"], ["--guard-continue"]):
+        rc, out, err = rt.run([suite.heaptrail, "run", "-o", os.path.join(work, "opt")] + args +
+                              ["--", prog, "clean"])
+        lines = err.decode(errors="replace").strip().split("\n")
+        if rc != 2 or len(lines) != 1 or "guard" not in lines[0] or out:
+            problems.append("%s: status %d, stderr %r" % (" ".join(args), rc, err[:300]))
+    return problems, []
+
+
+def collect(suite):
+    return [("guard:overflow", lambda: many(suite, "overflow")),
+            ("guard:uaf", lambda: many(suite, "uaf")),
+            ("guard:continue", lambda: test_continue(suite)),
+            ("guard:handler", lambda: test_handler(suite)),
+            ("guard:clean", lambda: test_clean(suite)),
+            ("guard:options", lambda: test_options(suite))]

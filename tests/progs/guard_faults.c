@@ -1,0 +1,94 @@
+/*
+ * guard_faults — reads and writes that heaptrail's --guard catches
+ * (tests/agent/test_guard.py): `guard_faults MODE [SIZE]` allocates a
+ * block of SIZE bytes (default 32) in make(), then
+ *   overflow   writes one byte past its end in overflow();
+ *   uaf        frees it and reads its third byte in use_after();
+ *   handler    installs a SIGSEGV handler of its own that says "caught"
+ *              and exits 3, then overflows as above;
+ *   clean      allocates, reallocs and frees blocks of many sizes
+ *              (malloc, calloc, aligned_alloc, posix_memalign, realloc)
+ *              and checks their contents: no error.
+ * Bare (and under valgrind) none of these faults: the byte written past
+ * the end lands in the allocator's next chunk, the freed byte is still
+ * there. Built -O0 so that every function keeps its own frame.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *make(size_t n)
+{
+	char *p = malloc(n);
+	memset(p, 'a', n);
+	return p;
+}
+
+static void overflow(char *p, size_t n)
+{
+	p[n] = 'x';
+}
+
+static int use_after(char *p)
+{
+	return ((volatile char *)p)[2];
+}
+
+static void caught(int sig)
+{
+	(void)sig;
+	static const char msg[] = "caught\n";
+	if (write(1, msg, sizeof msg - 1) < 0)
+		_exit(4);
+	exit(3);
+}
+
+static int clean(void)
+{
+	int bad = 0;
+	for (size_t n = 1; n <= 5000; n = n * 3 / 2 + 1) {
+		char *a = malloc(n), *b = calloc(1, n), *c = aligned_alloc(64, (n + 63) & ~63ul), *d;
+		if (posix_memalign((void **)&d, 32, n) || !a || !b || !c)
+			return 1;
+		memset(a, 1, n);
+		memset(c, 3, n);
+		memset(d, 4, n);
+		for (size_t i = 0; i < n; i++)
+			bad |= b[i] != 0;
+		bad |= ((uintptr_t)c & 63) || ((uintptr_t)d & 31) || ((uintptr_t)a & 15);
+		a = realloc(a, 2 * n + 1);
+		for (size_t i = 0; i < n; i++)
+			bad |= a[i] != 1;
+		free(a);
+		free(b);
+		free(c);
+		free(d);
+	}
+	printf("clean %s\n", bad ? "BAD" : "ok");
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	if (!strcmp(argv[1], "clean"))
+		return clean();
+	size_t n = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
+	char *p = make(n);
+	if (!strcmp(argv[1], "handler")) {
+		signal(SIGSEGV, caught);
+		overflow(p, n);
+		printf("overflow done\n");
+	} else if (!strcmp(argv[1], "overflow")) {
+		overflow(p, n);
+		printf("overflow done\n");
+	} else if (!strcmp(argv[1], "uaf")) {
+		free(p);
+		printf("read %d\n", use_after(p));
+	}
+	return 0;
+}
