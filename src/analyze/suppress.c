@@ -67,6 +67,8 @@ const char *const prof_supp_type_names[PROF_SUPP_TYPE_COUNT] = {
 	[PROF_SUPP_INVALID_FREE] = "invalid_free",
 	[PROF_SUPP_BAD_FREE] = "bad_free",
 	[PROF_SUPP_DOUBLE_FREE] = "double_free",
+	[PROF_SUPP_OVERFLOW] = "heap_buffer_overflow",
+	[PROF_SUPP_USE_AFTER_FREE] = "heap_use_after_free",
 };
 
 /* The type l starts with ("TYPE:"), its pattern after the ':' in *pat;
@@ -111,7 +113,8 @@ int prof_supps_load(struct prof_supps *s, const char *path, const char **err, in
 			if (known)
 				continue;
 			*err = "not a suppression (expected TYPE:PATTERN, TYPE one of leak, "
-			       "alloc_dealloc_mismatch, invalid_free, bad_free, double_free)";
+			       "alloc_dealloc_mismatch, invalid_free, bad_free, double_free, "
+			       "heap_buffer_overflow, heap_use_after_free)";
 			ret = -EINVAL;
 			goto out;
 		}
@@ -200,14 +203,19 @@ static bool record_matches(const struct prof_supp *sp, const struct prof_record 
 
 enum prof_supp_type prof_supp_type_of(const struct prof_heap_error *e)
 {
-	if (e->kind == FMT_ERROR_MISMATCHED)
-		return PROF_SUPP_MISMATCH;
-	return e->where == FMT_WHERE_FREED ? PROF_SUPP_DOUBLE_FREE : PROF_SUPP_BAD_FREE;
+	switch (e->kind) {
+	case FMT_ERROR_MISMATCHED: return PROF_SUPP_MISMATCH;
+	case FMT_ERROR_OVERFLOW: return PROF_SUPP_OVERFLOW;
+	case FMT_ERROR_USE_AFTER_FREE: return PROF_SUPP_USE_AFTER_FREE;
+	default:
+		return e->where == FMT_WHERE_FREED ? PROF_SUPP_DOUBLE_FREE : PROF_SUPP_BAD_FREE;
+	}
 }
 
 /* Does sp hide e: of its kind, and a frame of a stack of e's (where the
  * block was allocated, where it was given back, and for a double free
- * where it was given back first) matching? */
+ * where it was given back first, for a guarded block's fault where the
+ * access was) matching? */
 static bool error_matches(const struct prof_supp *sp, const struct prof_heap_error *e)
 {
 	int t = prof_supp_type_of(e);

@@ -11,7 +11,8 @@
  *   invalid_free:PATTERN               prof_heap_error), one type per kind:
  *   bad_free:PATTERN                   see prof_supp_type; the pattern is
  *   double_free:PATTERN                matched against the frames of the
- *                                      error's allocation and free stacks
+ *   heap_buffer_overflow:PATTERN       error's stacks: allocation, free,
+ *   heap_use_after_free:PATTERN        first free or faulting access
  *
  * Lines of LSan's and ASan's other types (called_from_lib:,
  * interceptor_via_fun:, odr_violation:...) are accepted and ignored, so an
@@ -41,6 +42,10 @@ enum prof_supp_type {
 				   block, an address never handed out) */
 	PROF_SUPP_DOUBLE_FREE,  /* double_free: a block given back twice
 				   (FMT_WHERE_FREED) */
+	PROF_SUPP_OVERFLOW,     /* heap_buffer_overflow: a guarded block's
+				   page ran past (FMT_ERROR_OVERFLOW) */
+	PROF_SUPP_USE_AFTER_FREE, /* heap_use_after_free: a guarded block used
+				     after its free (FMT_ERROR_USE_AFTER_FREE) */
 	PROF_SUPP_TYPE_COUNT
 };
 /* "leak", "alloc_dealloc_mismatch"...: each type's word, without its ':' */
@@ -77,7 +82,7 @@ bool prof_supp_match(const char *pattern, const char *str);
 void prof_supps_apply(const struct prof_supps *s, struct prof_process *p);
 
 /* The type a suppression of e would take: the narrowest that holds it
- * (alloc_dealloc_mismatch, double_free or bad_free). */
+ * (all but invalid_free). */
 enum prof_supp_type prof_supp_type_of(const struct prof_heap_error *e);
 
 #endif

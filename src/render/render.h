@@ -52,7 +52,8 @@ void render_json_string(FILE *out, const char *s);
 const char *render_suppression_pattern(const struct prof_record *r, char *buf, size_t cap);
 /* The same for a heap error: the narrowest type that holds it
  * (prof_supp_type_of) and the first named frame of the stack that gave
- * the block back ("bad_free:^fn$"). */
+ * the block back ("bad_free:^fn$"), or for a guarded block's fault of
+ * the stack of the access. */
 const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap);
 
 /* p as a gzip-compressed pprof profile (proto/profile.proto: a .pb.gz

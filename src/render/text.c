@@ -110,8 +110,19 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 
 const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap)
 {
-	return suppression_of(prof_supp_type_names[prof_supp_type_of(e)], e->free_frames, e->nfree,
+	/* a guarded block's fault: the code that made the access */
+	bool access = fmt_error_guarded(e->kind);
+	return suppression_of(prof_supp_type_names[prof_supp_type_of(e)],
+			      access ? e->prev_frames : e->free_frames, access ? e->nprev : e->nfree,
 			      buf, cap);
+}
+
+static void render_error_suppression_line(FILE *out, const struct prof_heap_error *e,
+					  const struct render_text_opts *o)
+{
+	char supp[512];
+	if (o->gen_suppressions && render_error_suppression(e, supp, sizeof supp))
+		fprintf(out, "  suppression: %s\n", supp);
 }
 
 /* "±1,234 at 90 %, from 5 samples" (or "+2,000/-800 ...", few samples)
@@ -228,7 +239,7 @@ static void render_frames(FILE *out, int fn, const struct sym_frame *f, size_t n
 /* A guarded block's fault (--guard), in valgrind's words: the access,
  * where it fell against the block, the block's free and allocation. */
 static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
-			       const struct fmt_leaks *l)
+			       const struct fmt_leaks *l, const struct render_text_opts *o)
 {
 	char a[32], b[32], c[32];
 	bool uaf = e->kind == FMT_ERROR_USE_AFTER_FREE;
@@ -257,6 +268,7 @@ static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_
 		fprintf(out, "allocated at:\n");
 	}
 	render_frames(out, e->alloc_fn, e->alloc_frames, e->nalloc, l);
+	render_error_suppression_line(out, e, o);
 	fputc('\n', out);
 }
 
@@ -265,7 +277,7 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 			      const struct fmt_leaks *l, const struct render_text_opts *o)
 {
 	if (fmt_error_guarded(e->kind)) {
-		render_guard_error(out, e, i, n, l);
+		render_guard_error(out, e, i, n, l, o);
 		return;
 	}
 	static const char *const what[FMT_ERROR_KIND_COUNT] = {
@@ -273,7 +285,7 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
 		[FMT_ERROR_OVERFLOW] = "", [FMT_ERROR_USE_AFTER_FREE] = "",  /* above */
 	};
-	char a[32], b[32], c[32], supp[512];
+	char a[32], b[32], c[32];
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
 		plural(e->count, "error", "errors"), what[e->kind], i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
@@ -315,8 +327,7 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 			break;
 	}
 out:
-	if (o->gen_suppressions && render_error_suppression(e, supp, sizeof supp))
-		fprintf(out, "  suppression: %s\n", supp);
+	render_error_suppression_line(out, e, o);
 	fputc('\n', out);
 }
 

@@ -84,6 +84,16 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        names on one of their stacks (bad_free:^main$ hides
                        all four bad frees, double_free:^main$ the one
                        double free)
+    errors:supp-guard  --guard's faults (tests/progs/guard_faults.c, one
+                       byte written past a block, one read after its
+                       free) under --guard 1 --guard-continue: valgrind's
+                       ERROR SUMMARY with a Memcheck:Addr1 suppression of
+                       the faulting function is heaptrail's with
+                       heap_buffer_overflow:^overflow$ (heap_use_after_free:
+                       ^use_after$), "(suppressed: 1 from 1)", and its
+                       ERROR SUMMARY without one is heaptrail's with the
+                       other type's line (it hides nothing); the line
+                       --gen-suppressions prints hides the error
     errors:none        the same program's rightful half alone (a run of
                        tests/e2e/progs/leak_one, which gives back nothing
                        wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
@@ -99,6 +109,7 @@ from run_tests import Failure
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_errors.cc")
 INVALID_SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_invalid.c")
+GUARD_SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
 
 # valgrind's words for the allocators and deallocators it names
 VG_FN = {"malloc": "malloc", "free": "free", "realloc": "realloc",
@@ -598,6 +609,57 @@ def test_supp_gen(suite):
     return problems, details
 
 
+def test_supp_guard(suite):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-supp-guard"))
+    prog = os.path.join(work, "guard_faults")
+    rc, _, err = rt.run([suite.cc, "-g", "-O0", "-Wno-use-after-free", "-o", prog, GUARD_SRC])
+    if rc != 0:
+        raise Failure("cc guard_faults.c: %s" % rt.short(err))
+    problems, details = [], []
+    modes = (("overflow", "heap_buffer_overflow", "overflow", "heap_use_after_free"),
+             ("uaf", "heap_use_after_free", "use_after", "heap_buffer_overflow"))
+    for mode, kind, fn, other in modes:
+        # valgrind, without and with a suppression of the faulting function
+        rc, _, verr = rt.run(["valgrind", prog, mode], timeout=rt.VG_TIMEOUT)
+        vnone = re.search(VG_SUMMARY, verr.decode(errors="replace"))
+        vsupp = write(os.path.join(work, mode + ".vg.supp"),
+                      ["{", "   " + mode, "   Memcheck:Addr1", "   ...", "   fun:" + fn, "}"])
+        rc, _, verr = rt.run(["valgrind", "--suppressions=" + vsupp, prog, mode],
+                             timeout=rt.VG_TIMEOUT)
+        vhid = re.search(VG_SUMMARY, verr.decode(errors="replace"))
+        if not vnone or not vhid or vnone.groups() != ("1", "1", "0", "0") or \
+                vhid.groups() != ("0", "0", "1", "1"):
+            raise Failure("%s: valgrind %s, with the suppression %s: want 1 error, then "
+                          "1 suppressed" % (mode, vnone and vnone.group(0),
+                                            vhid and vhid.group(0)))
+        # a guarded page catches the fault nearly always, not always
+        for attempt in range(5):
+            out = rt.fresh_dir(os.path.join(work, "%s%d" % (mode, attempt)))
+            rc, _, herr = rt.run([suite.heaptrail, "run", "--guard", "1", "--guard-continue",
+                                  "--gen-suppressions", "-o", out, "--", prog, mode])
+            text = herr.decode(errors="replace")
+            m = re.search(VG_SUMMARY, text)
+            if m and m.group(1) == "1":
+                break
+        else:
+            raise Failure("%s: no fault caught in 5 runs under --guard 1" % mode)
+        gen = [g for g in re.findall(r"^  suppression: (\S+)$", text, re.M)
+               if not g.startswith("leak:")]   # overflow's block is never freed
+        cases = [(kind + ":^" + fn + "$", vhid), (other + ":^" + fn + "$", vnone)] + \
+            [(g, vhid) for g in gen[:1]]
+        if len(gen) != 1:
+            problems.append("%s: --gen-suppressions printed %r" % (mode, gen))
+        for i, (line, want) in enumerate(cases):
+            supp = write(os.path.join(work, "%s%d.supp" % (mode, i)), [line])
+            rc, tout, terr = rt.run([suite.heaptrail, "report", "--suppressions", supp, out])
+            got = re.search(VG_SUMMARY, tout.decode(errors="replace"))
+            if not got or got.groups() != want.groups():
+                problems.append("%s, %s: heaptrail %s, valgrind %s" % (
+                    mode, line, got and got.group(0), want.group(0)))
+            details.append("%s %s: %s" % (mode, line, got and got.group(0)))
+    return problems, details
+
+
 def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
             ("errors:invalid", lambda: test_invalid(suite)),
@@ -606,4 +668,5 @@ def collect(suite):
             ("errors:none", lambda: test_none(suite)),
             ("errors:supp-mismatched", lambda: test_supp_mismatched(suite)),
             ("errors:supp-invalid", lambda: test_supp_invalid(suite)),
-            ("errors:supp-gen", lambda: test_supp_gen(suite))]
+            ("errors:supp-gen", lambda: test_supp_gen(suite)),
+            ("errors:supp-guard", lambda: test_supp_guard(suite))]
