@@ -14,6 +14,7 @@
 #define HEAPTRAIL_AGENT_GUARD_H
 
 #include "agent/agent.h"
+#include "agent/config.h"
 
 /* The guarded pages: [agent_guard_lo, agent_guard_lo + agent_guard_len),
  * both 0 when guard is off. Set once, before any guarded allocation. */
@@ -23,14 +24,28 @@ static inline bool agent_guard_owns(const void *p)
 	return (uintptr_t)p - agent_guard_lo < agent_guard_len;
 }
 
+/* Guard is on and a recorded allocation of n bytes may be guarded: in
+ * exact mode when the thread's countdown runs out (a few instructions
+ * otherwise, inline), sampled always (agent_guard_alloc decides). */
+static inline bool agent_guard_due(size_t n)
+{
+	if (AGENT_LIKELY(!agent_guard_len))
+		return false;
+	if (agent_sampling.period <= 1 && (uint64_t)n < (uint64_t)agent_tls.guard_left) {
+		agent_tls.guard_left -= (int64_t)n;
+		return false;
+	}
+	return true;
+}
+
 /* From the constructor, when guard=RATE was given: maps the slots and
  * takes SIGSEGV (signals.h: the program's own handler still gets every
  * fault that is not the guard's). Says on stderr when it cannot. */
 void agent_guard_init(void);
 
 /* A block of n bytes aligned to align (at least malloc's 16) on
- * a guarded page, when guard is on, n fits, the sampler picks it and a
- * slot is free; else NULL. Its memory reads as zero. Hook-safe. */
+ * a guarded page, when agent_guard_due said so, n fits, the sampler
+ * picks it and a slot is free; else NULL. Its memory reads as zero. Hook-safe. */
 void *agent_guard_alloc(size_t n, size_t align);
 /* After the block's record (hooks.c): stack is its allocation stack's id;
  * 0 when it was not recorded, and then the block is given back at once

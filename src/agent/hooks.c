@@ -582,7 +582,7 @@ AGENT_NOINLINE void agent_run_pending(void)
 		if (AGENT_LIKELY(!agent_sample_due(size)))                       \
 			return (call);                                     \
 		agent_tls.busy = AGENT_BUSY_HOOK;                                \
-		if (AGENT_UNLIKELY(agent_guard_len) &&                     \
+		if (AGENT_UNLIKELY(agent_guard_due(size)) &&               \
 		    (p_ = guarded_alloc((size), (align), (fn_id))) != NULL) { \
 			leave();                                           \
 			return p_;                                         \
@@ -662,7 +662,7 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 	if (AGENT_LIKELY(!agent_sampled(n)))
 		return real_posix_memalign(out, align, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	if (AGENT_UNLIKELY(agent_guard_len) && align >= sizeof(void *) &&
+	if (AGENT_UNLIKELY(agent_guard_due(n)) && align >= sizeof(void *) &&
 	    (*out = guarded_alloc(n, align, FMT_FN_POSIX_MEMALIGN)) != NULL) {
 		leave();
 		return 0;
@@ -835,7 +835,7 @@ static void *new_tracked(size_t n, size_t align, int fn)
 	bool sampled = agent_sampled(n);
 	if (sampled) {
 		agent_tls.busy = AGENT_BUSY_HOOK;
-		if (AGENT_UNLIKELY(agent_guard_len) && (p = guarded_alloc(n, align, fn)) != NULL) {
+		if (AGENT_UNLIKELY(agent_guard_due(n)) && (p = guarded_alloc(n, align, fn)) != NULL) {
 			leave();
 			return p;
 		}

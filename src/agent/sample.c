@@ -174,11 +174,8 @@ bool agent_sample_guard_pick(size_t n, uint64_t rate)
 	if (AGENT_UNLIKELY(!agent_tls.rng))
 		seed();
 	if (agent_sampling.period <= 1) {
-		/* exact: a countdown of its own, as the sampler's */
-		if ((uint64_t)n < (uint64_t)agent_tls.guard_left) {
-			agent_tls.guard_left -= (int64_t)n;
-			return false;
-		}
+		/* exact: a countdown of its own, as the sampler's, run out
+		 * (agent_guard_due) or never drawn */
 		bool first = !agent_tls.guard_left;
 		double d = -agent_ln(uniform()) * (double)rate;
 		agent_tls.guard_left = d >= 9e18 ? INT64_MAX : (int64_t)d + 1;

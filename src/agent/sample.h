@@ -34,7 +34,8 @@ static inline bool agent_sampled(size_t n)
 /* --guard RATE (guard.c): whether a recorded allocation of n bytes is
  * one of those placed on a guarded page, about one every rate bytes
  * allocated: in exact mode by a countdown of the thread's own
- * (agent_tls.guard_left), sampled with the chance that makes the
+ * (agent_tls.guard_left; guard.h's agent_guard_due counts it down and
+ * asks here once it runs out), sampled with the chance that makes the
  * sampler's pick and this one together one of rate. Hook-safe. */
 bool agent_sample_guard_pick(size_t n, uint64_t rate);
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
