@@ -155,6 +155,8 @@ static AGENT_NOINLINE uint32_t note_alloc(void *p, size_t n, int fn)
  * block must stay known, or its free would reach the allocator). */
 static AGENT_NOINLINE void *guarded_alloc(size_t n, size_t align, int fn)
 {
+	if (!atomic_load_explicit(&recording, memory_order_relaxed))
+		return NULL;  /* it would not be recorded */
 	void *p = agent_guard_alloc(n, align);
 	return p ? agent_guard_recorded(p, note_alloc(p, n, fn)) : NULL;
 }
