@@ -8,6 +8,9 @@
     analyze_prog(suite, name, *flags)  tests/progs/NAME.c built
                    (-g -O1 and flags) into a fresh BUILD/e2e/analyze/NAME:
                    returns (that directory, the binary)
+    built_once(suite, src, binary, flags)  src built with flags into
+                   binary unless it is newer than src, once at a time
+                   across the session's threads; returns binary
 """
 import os
 import re
@@ -31,6 +34,19 @@ def analyze_prog(suite, name, *flags):
     if rc != 0:
         raise rt.Failure("cc %s.c: %s" % (name, rt.short(err)))
     return work, binary
+
+
+def built_once(suite, src, binary, flags):
+    import run_tests as rt
+    with _lock:
+        os.makedirs(os.path.dirname(binary), exist_ok=True)
+        if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(src):
+            rc, _, err = rt.run([suite.cc] + list(flags) + ["-o", binary + ".tmp", src],
+                                env=os.environ)
+            if rc:
+                raise rt.Failure("cc %s: %s" % (os.path.basename(src), rt.short(err)))
+            os.rename(binary + ".tmp", binary)
+    return binary
 
 
 def after_startup(heaps):

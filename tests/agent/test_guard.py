@@ -34,30 +34,21 @@ import concurrent.futures
 import json
 import os
 import re
-import threading
 
 import run_tests as rt
 from run_tests import Failure
+import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
 RUNS = 100
 NONE_SUPPRESSED = {"errors": 0, "contexts": 0}   # error_summary's "suppressed"
-_lock = threading.Lock()
 
 
 def build(suite):
     work = os.path.join(suite.build, "e2e", "guard")
-    prog = os.path.join(work, "guard_faults")
-    with _lock:
-        os.makedirs(work, exist_ok=True)
-        if not os.path.exists(prog) or os.path.getmtime(prog) < os.path.getmtime(SRC):
-            rc, _, err = rt.run([suite.cc, "-g", "-O0", "-Wno-use-after-free", "-o",
-                                 prog + ".tmp", SRC])
-            if rc != 0:
-                raise Failure("cc guard_faults.c: %s" % rt.short(err))
-            os.rename(prog + ".tmp", prog)
-    return work, prog
+    return work, common.built_once(suite, SRC, os.path.join(work, "guard_faults"),
+                                   ["-g", "-O0", "-Wno-use-after-free"])
 
 
 def frames(lines):

@@ -48,30 +48,21 @@ import urllib.error
 import urllib.request
 
 import run_tests
+import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(ROOT, "tests", "hostile", "progs", "eintr.c")
 ATTACH_CYCLES = 100
-_lock = threading.Lock()
 
 
 def build(suite):
-    work = os.path.join(suite.build, "e2e", "requests")
-    prog = os.path.join(work, "eintr")
-    with _lock:
-        os.makedirs(work, exist_ok=True)
-        if not os.path.exists(prog) or os.path.getmtime(prog) < os.path.getmtime(SRC):
-            rc, _, err = run_tests.run(
-                [suite.cc, "-g", "-O1", "-fno-omit-frame-pointer", "-pthread",
-                 "-I" + os.path.join(ROOT, "tests", "hostile", "progs"),
-                 "-I" + os.path.join(ROOT, "tests", "e2e", "progs"),
-                 "-I" + os.path.join(ROOT, "include"), "-o", prog + ".tmp", SRC],
-                env=os.environ)
-            if rc:
-                raise run_tests.Failure("build failed: %s" % run_tests.short(err))
-            os.rename(prog + ".tmp", prog)
-    return prog
+    return common.built_once(
+        suite, SRC, os.path.join(suite.build, "e2e", "requests", "eintr"),
+        ["-g", "-O1", "-fno-omit-frame-pointer", "-pthread",
+         "-I" + os.path.join(ROOT, "tests", "hostile", "progs"),
+         "-I" + os.path.join(ROOT, "tests", "e2e", "progs"),
+         "-I" + os.path.join(ROOT, "include")])
 
 
 def free_port():
