@@ -5,6 +5,9 @@
  * here or handed over through a lock-free single-producer/single-consumer
  * ring, and the other thread frees it. A tool with one global lock, or
  * one that assumes the allocating thread frees, shows it here.
+ *   threads [N [T]]   T threads (default 2, at most 16) in a circle, each
+ * handing blocks to the next; 10 000 live blocks in all. With T = 1 the
+ * one thread hands its blocks to itself.
  *
  * When a ring is full the producer frees what it was given and yields
  * until there is room: under a tool that runs one thread at a time
@@ -18,6 +21,9 @@
 
 #define RING_SIZE 4096	/* power of two */
 #define DRAIN_EVERY 32
+#define MAX_THREADS 16
+
+static int nthreads = 2;
 
 struct ring {
 	_Alignas(64) _Atomic unsigned long head;	/* written by the producer */
@@ -33,7 +39,7 @@ struct worker {
 	uint64_t sum;
 	_Atomic int done;
 	struct worker *peer;
-	unsigned char *live[LIVE_BLOCKS / 2];
+	unsigned char *live[LIVE_BLOCKS];
 };
 
 static unsigned long ring_drain(struct ring *r, uint64_t *sum)
@@ -69,7 +75,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1);
-	const unsigned nlive = LIVE_BLOCKS / 2;
+	const unsigned nlive = LIVE_BLOCKS / nthreads;
 
 	for (unsigned i = 0; i < nlive; i++) {
 		size_t n = request_size(xorshift64(&rng));
@@ -105,29 +111,40 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static struct ring rings[2];
-static struct worker workers[2];
+static struct ring rings[MAX_THREADS];
+static struct worker workers[MAX_THREADS];
 
 int main(int argc, char **argv)
 {
 	long ops = arg_ops(argc, argv, 20000000);
-	pthread_t tid[2];
+	pthread_t tid[MAX_THREADS];
 
-	for (int i = 0; i < 2; i++) {
-		workers[i].id = i;
-		workers[i].ops = ops / 2 + (i == 0 ? ops % 2 : 0);
-		workers[i].out = &rings[i];
-		workers[i].in = &rings[1 - i];
-		workers[i].peer = &workers[1 - i];
+	if (argc > 2) {
+		nthreads = (int)arg_ops(argc - 1, argv + 1, 2);
+		if (nthreads > MAX_THREADS) {
+			fprintf(stderr, "threads: at most %d threads, not %d\n", MAX_THREADS, nthreads);
+			return 2;
+		}
 	}
-	for (int i = 0; i < 2; i++)
+	/* worker i hands blocks to worker i + 1 through rings[i]; its peer is
+	 * the worker that hands blocks to it */
+	for (int i = 0; i < nthreads; i++) {
+		workers[i].id = i;
+		workers[i].ops = ops / nthreads + (i == 0 ? ops % nthreads : 0);
+		workers[i].out = &rings[i];
+		workers[i].in = &rings[(i + nthreads - 1) % nthreads];
+		workers[i].peer = &workers[(i + nthreads - 1) % nthreads];
+	}
+	for (int i = 0; i < nthreads; i++)
 		if (pthread_create(&tid[i], NULL, worker_main, &workers[i])) {
 			fprintf(stderr, "threads: cannot create a thread\n");
 			return 1;
 		}
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nthreads; i++)
 		pthread_join(tid[i], NULL);
-	printf("threads: %ld ops, checksum %llu\n", ops,
-	       (unsigned long long)(workers[0].sum + workers[1].sum));
+	uint64_t sum = 0;
+	for (int i = 0; i < nthreads; i++)
+		sum += workers[i].sum;
+	printf("threads: %ld ops, checksum %llu\n", ops, (unsigned long long)sum);
 	return 0;
 }
