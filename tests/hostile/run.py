@@ -307,18 +307,22 @@ def describe(rc):
     return "exit %d" % rc
 
 
-def same_behaviour(label, got, bare, problems, err=b""):
+def same_behaviour(label, got, bare, problems, err=b"", keep=None):
     """got, bare: (status, stdout); err: the run's stderr, whose last
     lines the failure quotes (the program's own complaint, if it made
-    one)."""
+    one), and which is kept whole in the file keep (when given)."""
+    if keep:
+        with open(keep, "wb") as f:
+            f.write(err)
     if got[0] != bare[0]:
         # the program's own lines: before heaptrail's report, which ends it
-        own = err.split(b"\n== ")[0].splitlines()
+        own = (b"\n" + err).split(b"\n== ")[0].splitlines()
         own = [l for l in own if l.strip() and not l.startswith(b"heaptrail:")]
         tail = b"\n".join(own[-3:])
-        problems.append("%s: %s, bare %s%s" % (
+        problems.append("%s: %s, bare %s%s%s" % (
             label, describe(got[0]), describe(bare[0]),
-            " (stderr ends: %s)" % run_tests.short(tail, 300) if tail else ""))
+            " (stderr ends: %s)" % run_tests.short(tail, 300) if tail else "",
+            " (all of it: %s)" % keep if keep else ""))
     if got[1] != bare[1]:
         problems.append("%s: stdout differs from bare: %s" % (
             label, run_tests.first_difference(got[1], bare[1])))
@@ -540,7 +544,7 @@ class Hostile:
                 self.ht_cmd(outdir, jpath, [], prog, case), w, prog.timeout,
                 env=self.env(prog))
             same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
-                           err)
+                           err, os.path.join(w, "stderr"))
             self.check_kinds(label, jpath, prog, case, problems, details)
             if prog.max_extra is not None and secs - bare_secs > prog.max_extra:
                 problems.append("%s: took %.1fs, bare %.1fs (at most +%.1fs)" %
@@ -551,7 +555,7 @@ class Hostile:
                 w, prog.timeout,
                 env=self.env(prog))
             same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
-                           err)
+                           err, os.path.join(w, "stderr"))
             if not (os.path.isdir(outdir) and any(
                     f.endswith(".timeline") for f in os.listdir(outdir))):
                 problems.append("%s: no timeline written" % label)
@@ -560,7 +564,7 @@ class Hostile:
                 self.ht_cmd(outdir, jpath, ["-q"], prog, case), w,
                 prog.timeout, problems, env=self.env(prog))
             same_behaviour(label, (rc, out), (bare_rc, bare_out), problems,
-                           err)
+                           err, os.path.join(w, "stderr"))
             ok = [c for c in calls if c[0] == 0]
             details.append("leaks calls: %s" % ", ".join(
                 describe(c[0]) if c[0] is not None else "no answer"
