@@ -533,8 +533,26 @@ out:
 	return rc;
 }
 
+int prof_growth_fold_compute(struct prof_growth *g, struct prof_profile *ps, size_t n, int v,
+			     bool lines)
+{
+	struct prof_wrapper *w = NULL;
+	size_t nw = 0;
+	int rc = prof_fold_wrappers(ps, n, &w, &nw);
+	if (!rc)
+		rc = prof_growth_compute(g, ps, n, v, lines);
+	if (rc) {
+		prof_wrappers_release(w, nw);
+		return rc;
+	}
+	g->wrappers = w;
+	g->nwrappers = nw;
+	return 0;
+}
+
 void prof_growth_release(struct prof_growth *g)
 {
+	prof_wrappers_release(g->wrappers, g->nwrappers);
 	for (size_t i = 0; i < g->nsites; i++) {
 		free(g->sites[i].values);
 		free(g->sites[i].vars);

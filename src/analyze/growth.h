@@ -70,6 +70,7 @@
 
 #include "analyze/profile.h"
 #include "analyze/unbias.h"
+#include "analyze/wrappers.h"
 
 enum prof_trend {
 	PROF_TREND_GROWING,     /* steady growth up to the end */
@@ -151,6 +152,10 @@ struct prof_growth {
 	double replacing_rate;
 	struct prof_growth_site *sites; /* growing first (by late_slope), then the rest by |slope| */
 	size_t nsites;
+	/* the allocation wrappers folded into their callers before the fit
+	 * (prof_growth_fold_compute), name order; else none */
+	struct prof_wrapper *wrappers;
+	size_t nwrappers;
 	/* private */
 	char **names;
 };
@@ -160,6 +165,13 @@ struct prof_growth {
  * needs three points). */
 int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, size_t n,
 			int v, bool lines);
+/* Growth as `heaptrail growth` fits it by default, and so every view of
+ * it (the text, the HTML page, the live endpoint): the series'
+ * allocation wrappers folded into their callers first (wrappers.h; the
+ * profiles are changed so), then prof_growth_compute; g->wrappers says
+ * what was folded. */
+int prof_growth_fold_compute(struct prof_growth *g, struct prof_profile *ps, size_t n, int v,
+			     bool lines);
 void prof_growth_release(struct prof_growth *g);
 
 #endif

@@ -7,7 +7,6 @@
 
 #include "analyze/growth.h"
 #include "analyze/series.h"
-#include "analyze/wrappers.h"
 #include "cli/cli.h"
 #include "render/render.h"
 
@@ -45,25 +44,10 @@ static int growth_opt(int argc, char **argv, int *i, void *ctx)
 	return 1;
 }
 
-/* What was folded, under the table: the reader must know the sites are
- * the wrappers' callers. */
-static void put_wrappers(const struct prof_wrapper *w, size_t n)
-{
-	if (!n)
-		return;
-	printf("\nfolded %zu allocation wrapper%s into %s callers (--keep-wrappers shows %s): ",
-	       n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "it as a site" : "them as sites");
-	for (size_t i = 0; i < n; i++)
-		printf("%s%s (%zu callers)", i ? ", " : "", w[i].name, w[i].callers);
-	printf("\n");
-}
-
 int cmd_growth(int argc, char **argv)
 {
 	struct cli_prof_opts o;
 	bool keep_wrappers = false;
-	struct prof_wrapper *wrappers = NULL;
-	size_t nwrappers = 0;
 	struct prof_profile *ps = NULL;
 	size_t n = 0;
 	int ret = cli_prof_opts_parse(&o, argc, argv, usage, growth_opt, &keep_wrappers);
@@ -168,12 +152,9 @@ int cmd_growth(int argc, char **argv)
 		ret = 2;
 		goto out_series;
 	}
-	if (!keep_wrappers && prof_fold_wrappers(ps, n, &wrappers, &nwrappers)) {
-		cli_error("out of memory");
-		goto out_series;
-	}
 	struct prof_growth g;
-	if (prof_growth_compute(&g, ps, n, v, o.lines)) {
+	if (keep_wrappers ? prof_growth_compute(&g, ps, n, v, o.lines)
+			  : prof_growth_fold_compute(&g, ps, n, v, o.lines)) {
 		cli_error("out of memory");
 		goto out_series;
 	}
@@ -187,13 +168,11 @@ int cmd_growth(int argc, char **argv)
 	if (pid >= 0 && !prof_attach_label(ps[0].path, pid, since, sizeof since))
 		ro.since = since;  /* heaptrail attach: nothing from before */
 	render_growth(stdout, &g, pid, ps[0].sample > 1, &ro);
-	put_wrappers(wrappers, nwrappers);
 	fflush(stdout);
 	cli_prof_pool_note(&o, &ps[n - 1]);
 	prof_growth_release(&g);
 	ret = fflush(stdout) ? 1 : 0;
 out_series:
-	prof_wrappers_release(wrappers, nwrappers);
 	for (size_t i = 0; i < n; i++)
 		prof_profile_release(&ps[i]);
 	free(ps);

@@ -36,6 +36,9 @@ struct html_run {
 	bool *has_growth;
 	char (*since)[96];
 	size_t nprocs;
+	char **dump_json;               /* by_pid's parts of the page, written before growth
+					   folds the wrappers */
+	struct render_html_opts *ro;
 	char *cmdline;                  /* o->pid's, from /proc (NUL-separated) */
 	char *cmd_argv[64];
 };
@@ -91,6 +94,9 @@ static void html_run_release(struct html_run *h)
 		if (h->has_growth[i])
 			prof_growth_release(&h->growth[i]);
 	free(h->procs);
+	for (size_t i = 0; h->dump_json && i < h->ndumps; i++)
+		free(h->dump_json[i]);
+	free(h->dump_json);
 	free(h->by_pid);
 	free(h->growth);
 	free(h->has_growth);
@@ -230,10 +236,11 @@ static int html_load(struct html_run *h, const char *dir)
 	qsort(pids, npids, sizeof *pids, cmp_long);
 	h->procs = calloc(npids, sizeof *h->procs);
 	h->by_pid = calloc(h->ndumps + 1, sizeof *h->by_pid);
+	h->dump_json = calloc(h->ndumps + 1, sizeof *h->dump_json);
 	h->growth = calloc(npids, sizeof *h->growth);
 	h->has_growth = calloc(npids, sizeof *h->has_growth);
 	h->since = calloc(npids, sizeof *h->since);
-	if (!h->procs || !h->by_pid || !h->growth || !h->has_growth || !h->since)
+	if (!h->procs || !h->by_pid || !h->dump_json || !h->growth || !h->has_growth || !h->since)
 		goto nomem;
 	h->nprocs = npids;
 	size_t used = 0;
@@ -268,9 +275,23 @@ static int html_load(struct html_run *h, const char *dir)
 				h->cmd_argv[pr->argc++] = h->cmdline + i;
 			pr->argv = h->cmd_argv;
 		}
+		/* the dumps' parts as they were read: growth below folds the
+		 * allocation wrappers into their callers, as `heaptrail
+		 * growth` does, while the flame graph and the functions show
+		 * them, as `flame` and `top` do */
+		pr->dump_json = &h->dump_json[used - pr->ndumps];
+		for (size_t i = 0; i < pr->ndumps; i++) {
+			size_t len;
+			FILE *m = open_memstream(&h->dump_json[used - pr->ndumps + i], &len);
+			if (!m)
+				goto nomem;
+			rc = render_html_dump(m, &pr->dumps[i], h->ro);
+			if (fclose(m) || rc)
+				goto nomem;
+		}
 		if (pr->ndumps >= 3) {
-			rc = prof_growth_compute(&h->growth[k], pr->dumps, pr->ndumps,
-						 PROF_INUSE_SPACE, false);
+			rc = prof_growth_fold_compute(&h->growth[k], &h->by_pid[used - pr->ndumps],
+						      pr->ndumps, PROF_INUSE_SPACE, false);
 			if (rc == -ENOMEM)
 				goto nomem;
 			if (!rc) {
@@ -296,7 +317,10 @@ out:
 int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, size_t *len,
 		   char *why, size_t whycap)
 {
-	struct html_run h = { .o = o, .why = why, .whycap = whycap };
+	struct render_html_opts ro = {
+		.dir = dir, .min_share = o->min_share, .max_records = 500, .max_sites = 200,
+		.max_ticks = 2000, .live_url = o->live_url, .live_every_ms = o->live_every_ms };
+	struct html_run h = { .o = o, .why = why, .whycap = whycap, .ro = &ro };
 	int ret = -1;
 	*out = NULL;
 	*len = 0;
@@ -318,10 +342,7 @@ int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, s
 		fail(&h, "out of memory");
 		goto out;
 	}
-	struct render_html_opts ro = {
-		.title = title, .dir = dir, .min_share = o->min_share, .max_records = 500,
-		.max_sites = 200, .max_ticks = 2000, .live_url = o->live_url,
-		.live_every_ms = o->live_every_ms };
+	ro.title = title;
 	int rc = o->data_only ? render_html_data(m, h.procs, h.nprocs, &ro)
 			      : render_html(m, h.procs, h.nprocs, &ro);
 	if (fclose(m) || rc) {

@@ -536,7 +536,7 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 	}
 	if (lrc)
 		;  /* why says it */
-	else if (prof_growth_compute(g, ps, nps, PROF_INUSE_SPACE, false))
+	else if (prof_growth_fold_compute(g, ps, nps, PROF_INUSE_SPACE, false))
 		snprintf(why, cap, "cannot fit the %zu dumps", nps);
 	else
 		rc = 0;

@@ -164,6 +164,61 @@ static void growth_note(FILE *m, const void *arg)
 	render_growth_note(m, ((const struct growth_arg *)arg)->g, false);
 }
 
+static void growth_wrappers(FILE *m, const void *arg)
+{
+	render_growth_wrappers(m, ((const struct growth_arg *)arg)->g);
+}
+
+/* The sites that held the most at any dump, massif's picture: the
+ * AREA_SITES largest peaks, each with its values, and what the others
+ * held together ("other": the whole heap less those), so the stacked
+ * areas add up to the whole heap at every dump. */
+#define AREA_SITES 8
+
+static int put_area(FILE *out, const struct prof_growth *g)
+{
+	size_t top[AREA_SITES], ntop = 0;
+	for (size_t i = 0; i < g->nsites; i++) {
+		const struct prof_growth_site *s = &g->sites[i];
+		if (s->peak <= 0)
+			continue;
+		size_t k = ntop < AREA_SITES ? ntop++ : AREA_SITES;
+		if (k == AREA_SITES) {
+			if (s->peak <= g->sites[top[AREA_SITES - 1]].peak)
+				continue;
+			k = AREA_SITES - 1;
+		}
+		while (k > 0 && g->sites[top[k - 1]].peak < s->peak) {
+			top[k] = top[k - 1];
+			k--;
+		}
+		top[k] = i;
+	}
+	int64_t *other = malloc((g->ndumps ? g->ndumps : 1) * sizeof *other);
+	if (!other)
+		return -ENOMEM;
+	memcpy(other, g->total.values, g->ndumps * sizeof *other);
+	fputs("{\"sites\": [", out);
+	for (size_t k = 0; k < ntop; k++) {
+		const struct prof_growth_site *s = &g->sites[top[k]];
+		fputs(k ? ", {" : "{", out);
+		put_str(out, "name", s->name, true);
+		put_str(out, "trend", prof_trend_names[s->trend], true);
+		fputs("\"values\": [", out);
+		for (size_t i = 0; i < g->ndumps; i++) {
+			fprintf(out, "%s%" PRId64, i ? "," : "", s->values[i]);
+			other[i] -= s->values[i];
+		}
+		fputs("]}", out);
+	}
+	fprintf(out, "], \"others\": %zu, \"other\": [", g->nsites - ntop);
+	for (size_t i = 0; i < g->ndumps; i++)
+		fprintf(out, "%s%" PRId64, i ? "," : "", other[i] > 0 ? other[i] : 0);
+	fputs("]}", out);
+	free(other);
+	return 0;
+}
+
 static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)
 {
 	const struct prof_growth *g = pr->growth;
@@ -173,7 +228,8 @@ static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)
 	fputs("\"growth\": {", out);
 	/* the words of `heaptrail growth`: its first line and its advice */
 	if ((ret = put_rendered(out, "head", growth_head, &ga)) ||
-	    (ret = put_rendered(out, "note", growth_note, &ga)))
+	    (ret = put_rendered(out, "note", growth_note, &ga)) ||
+	    (ret = put_rendered(out, "wrappers", growth_wrappers, &ga)))
 		return ret;
 	put_num(out, "dumps", (int64_t)g->ndumps, true);
 	fprintf(out, "\"timed\": %s, \"sampled\": %s, ", g->timed ? "true" : "false",
@@ -205,6 +261,9 @@ static int put_growth(FILE *out, const struct render_html_proc *pr, size_t max)
 	fprintf(out, "], \"more\": {\"sites\": %zu, \"last\": %" PRId64 "}, \"total\": ", more,
 		more_last);
 	put_site(out, g, &g->total, 0);
+	fputs(",\n \"area\": ", out);
+	if ((ret = put_area(out, g)))
+		return ret;
 	fputs("}, ", out);
 	return 0;
 }
@@ -391,6 +450,33 @@ out:
 	return ret;
 }
 
+/* ---------- a dump ---------- */
+
+int render_html_dump(FILE *out, const struct prof_profile *d, const struct render_html_opts *o)
+{
+	char a[48];
+	int ret;
+	fputs("{", out);
+	put_str(out, "name", base_name(d->path), true);
+	put_num(out, "ms", d->ms, true);
+	put_num(out, "sample", (int64_t)d->sample, true);
+	put_num(out, "stacks", (int64_t)d->nsamples, true);
+	put_num(out, "inuse", d->total[PROF_INUSE_SPACE], true);
+	put_str(out, "inuse_text", bytes(a, sizeof a, d->total[PROF_INUSE_SPACE]), true);
+	fputs("\n   ", out);
+	if ((ret = put_flame(out, d, o->min_share, false)))
+		return ret;
+	/* the same stacks merged from the allocation site */
+	fputs(",\n \"rev\": {", out);
+	if ((ret = put_flame(out, d, o->min_share, true)))
+		return ret;
+	fputs("}", out);
+	if ((ret = put_top(out, d, o->max_top ? o->max_top : 100)))
+		return ret;
+	fputs("}", out);
+	return ferror(out) ? -EIO : 0;
+}
+
 /* ---------- a process ---------- */
 
 /* The allocations' shape (FMT_HEAP_SHAPE): the exit report's, which
@@ -495,26 +581,11 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 	}
 	fputs("\n \"dumps\": [", out);
 	for (size_t i = 0; i < pr->ndumps; i++) {
-		const struct prof_profile *d = &pr->dumps[i];
-		fputs(i ? ",\n  {" : "\n  {", out);
-		put_str(out, "name", base_name(d->path), true);
-		put_num(out, "ms", d->ms, true);
-		put_num(out, "sample", (int64_t)d->sample, true);
-		put_num(out, "stacks", (int64_t)d->nsamples, true);
-		put_num(out, "inuse", d->total[PROF_INUSE_SPACE], true);
-		put_str(out, "inuse_text", bytes(a, sizeof a, d->total[PROF_INUSE_SPACE]), true);
-		fputs("\n   ", out);
-		if ((ret = put_flame(out, d, o->min_share, false)))
+		fputs(i ? ",\n  " : "\n  ", out);
+		if (pr->dump_json)
+			fputs(pr->dump_json[i], out);
+		else if ((ret = render_html_dump(out, &pr->dumps[i], o)))
 			return ret;
-		/* the same stacks merged from the allocation site */
-		fputs(",\n \"rev\": {", out);
-		if ((ret = put_flame(out, d, o->min_share, true)))
-			return ret;
-		fputs("}", out);
-		if (
-		    (ret = put_top(out, d, o->max_top ? o->max_top : 100)))
-			return ret;
-		fputs("}", out);
 	}
 	fputs("],\n ", out);
 	if (pr->timeline)

@@ -125,6 +125,9 @@ void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool s
  * the heap's); the advice when sampled sites could not be told ("too few
  * samples", or too few dumps). exact: byte counts as --bytes. */
 void render_growth_note(FILE *out, const struct prof_growth *g, bool exact);
+/* The line render_growth ends with when g folded allocation wrappers
+ * (their names and how many callers each had); nothing otherwise. */
+void render_growth_wrappers(FILE *out, const struct prof_growth *g);
 
 /* v bytes as an integer (exact) or as render_bytes() writes it. */
 const char *render_amount(char *buf, size_t cap, int64_t v, bool exact);
@@ -195,6 +198,10 @@ struct render_html_proc {
 	const struct prof_process *leaks;   /* its exit report (or a check's), or NULL */
 	const struct prof_profile *dumps;   /* its dumps in time order */
 	size_t ndumps;
+	/* each dump's part of the page as render_html_dump wrote it, when
+	 * written before the dumps changed (growth folds wrappers), or NULL:
+	 * written from dumps */
+	char *const *dump_json;
 	const struct prof_timeline *timeline; /* or NULL */
 	const struct prof_growth *growth;   /* the fit of its dumps (in-use space), or NULL */
 	const char *growth_why;             /* why there is none, or NULL */
@@ -221,6 +228,9 @@ struct render_html_opts {
  * when out has an error. */
 int render_html(FILE *out, const struct render_html_proc *procs, size_t n,
 		const struct render_html_opts *o);
+/* One dump's part of the page's data (a JSON object: its totals, its
+ * flame graph's trees, top's rows). */
+int render_html_dump(FILE *out, const struct prof_profile *d, const struct render_html_opts *o);
 /* The page's data alone (JSON): what the live page fetches. */
 int render_html_data(FILE *out, const struct render_html_proc *procs, size_t n,
 		     const struct render_html_opts *o);

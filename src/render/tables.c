@@ -611,4 +611,22 @@ void render_growth(FILE *out, const struct prof_growth *g, long pid, bool sample
 	fprintf(out, "\n");
 	put_site(out, g, &g->total, "all", space, exact);
 	render_growth_note(out, g, exact);
+	if (g->nwrappers) {
+		fputc('\n', out);
+		render_growth_wrappers(out, g);
+	}
+}
+
+/* The reader must know the sites are the wrappers' callers. */
+void render_growth_wrappers(FILE *out, const struct prof_growth *g)
+{
+	size_t n = g->nwrappers;
+	if (!n)
+		return;
+	fprintf(out, "folded %zu allocation wrapper%s into %s callers (--keep-wrappers shows %s): ",
+		n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "it as a site" : "them as sites");
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%s (%zu callers)", i ? ", " : "", g->wrappers[i].name,
+			g->wrappers[i].callers);
+	fputc('\n', out);
 }

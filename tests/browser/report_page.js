@@ -101,6 +101,12 @@ async function main() {
         site: r.dataset.site, rank: r.dataset.rank, trend: r.dataset.trend,
         cells: [...r.cells].map((c) => c.textContent), spark: !!r.querySelector('svg polyline') }))),
       why: await text('#view-growth .note'),
+      wrappers: await text('#growth-wrappers'),
+      // the chart of the largest sites: each band's site (null: the
+      // others) and the values it was drawn from; the legend's names
+      area: await page.$$eval('#area-svg path.area', (ps) => ps.map((p) => ({
+        site: p.dataset.site || null, values: p.dataset.values.split(',').map(Number) }))),
+      legend: await page.$$eval('#area-legend li', (li) => li.map((x) => x.textContent)),
     };
     await shot('growth');
 

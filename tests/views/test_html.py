@@ -75,6 +75,13 @@ error or any request besides the page itself.
                    `heaptrail top`'s of the final dump; with --for 1s the
                    page comes after heaptrail's own detach; a page into a
                    missing directory is refused before the attach
+    html:area      tests/progs/area_sites.c exact (11 sites, three of them
+                   through a wrapper): the chart of the largest sites
+                   stacks the eight functions with the largest peak in
+                   `heaptrail top --hide wrap_alloc` of the dumps, each
+                   band that function's flat bytes in every dump, the
+                   last the rest of the dump; the wrapper is no band, the
+                   rows and the "folded" line are `heaptrail growth`'s
     html:cli       `heaptrail run --html FILE` writes the page (0600);
                    `html -o -`; a missing directory, an empty one and a
                    bad --min-share give one line and a non-zero status
@@ -216,10 +223,18 @@ def growth_compare(suite, out, v, problems, details):
     if v["head"] != lines[0]:
         problems.append("growth: the page's heading %r, growth's %r" % (v["head"], lines[0]))
     # the notes under the table (onsets, replacing, unseen memory, advice)
+    # and the wrappers folded, the last line
     m = re.search(r"^ all .*?\n(.*)\Z", text, re.S | re.M)
-    note = " ".join((m.group(1) if m else "").split())
+    after = m.group(1) if m else ""
+    folded = re.search(r"^folded \d+ allocation wrappers? .*$", after, re.M)
+    if folded:
+        after = after[:folded.start()] + after[folded.end():]
+    note = " ".join(after.split())
     if " ".join((v.get("note") or "").split()) != note:
         problems.append("growth: the page's notes %r, growth's %r" % (v.get("note"), note))
+    if v.get("wrappers") != (folded.group(0) if folded else None):
+        problems.append("growth: the page says %r of wrappers, growth %r" % (
+            v.get("wrappers"), folded and folded.group(0)))
     return [r[0] for r in rows if r[1]]
 
 
@@ -341,6 +356,57 @@ def test_growth(suite):
         problems.append("the right arrow on the first tab did not open the next")
     if v.get("dark_bg") == v.get("light_bg"):
         problems.append("the dark scheme has the light background %s" % v.get("dark_bg"))
+    return problems, details
+
+
+def top_flat(suite, dump, hide):
+    """`heaptrail top`'s flat bytes per function of dump, and its total."""
+    out = must(suite, "top", "--bytes", "-n", "100000", "--hide", hide, dump)
+    total = int(re.search(r" (\d+)( \(|$)", out.split("\n")[0]).group(1))
+    flat = {}
+    for line in out.split("\n")[2:]:
+        f = line.split(None, 5)
+        if len(f) == 6 and f[0].isdigit():
+            flat[f[5]] = int(f[0])
+    return flat, total
+
+
+def test_area(suite):
+    prog = build(suite, "area_sites", os.path.join(common.HERE, "progs", "area_sites.c"))
+    work = work_dir(suite, "area")
+    out = os.path.join(work, "run")
+    must(suite, "run", "-q", "--sample", "1", "--every", "50ms", "-o", out, "--", prog, "12")
+    page = os.path.join(work, "report.html")
+    must(suite, "html", out, "-o", page)
+    got, problems = drive(suite, page, name="area")
+    g = got["views"]["growth"]
+    details = [json.dumps(g, indent=1)[:4000]]
+    # the rows and the folded wrapper are growth's
+    growth_compare(suite, out, g, problems, details)
+    if not (g.get("wrappers") or "").startswith("folded 1 allocation wrapper ") or \
+            "wrap_alloc (3 callers)" not in g["wrappers"]:
+        problems.append("growth: the page says %r of wrappers, want wrap_alloc folded" %
+                        g.get("wrappers"))
+    # the chart against `heaptrail top --hide wrap_alloc` of each dump: the
+    # eight functions that held the most at any dump, each band their flat
+    # bytes at every dump, the last band the rest of the dump's total
+    dumps = sorted(f for f in os.listdir(out) if f.endswith(".heap"))
+    tops = [top_flat(suite, os.path.join(out, d), "^wrap_alloc$") for d in dumps]
+    names = set(n for flat, _ in tops for n in flat if any(f.get(n) for f, _ in tops))
+    peak = {n: max(f.get(n, 0) for f, _ in tops) for n in names}
+    largest = sorted(names, key=lambda n: -peak[n])[:8]
+    bands = g.get("area") or []
+    want = [(n, [f.get(n, 0) for f, _ in tops]) for n in largest]
+    if [(b["site"], b["values"]) for b in bands[:8]] != want:
+        problems.append("chart: bands %s, top's largest %s" % (bands[:8], want))
+    other = [t - sum(f.get(n, 0) for n in largest) for f, t in tops]
+    if len(bands) != 9 or bands[8]["site"] is not None or bands[8]["values"] != other:
+        problems.append("chart: the last band %s, want the other sites' %s" % (bands[8:], other))
+    if "wrap_alloc" in [b["site"] for b in bands]:
+        problems.append("chart: the wrapper is a band of its own")
+    legend = [x.split(" growing")[0] for x in g.get("legend") or []]
+    if legend != largest + ["%d other sites" % (len(names) - 8)]:
+        problems.append("chart: legend %s" % g.get("legend"))
     return problems, details
 
 
@@ -825,4 +891,5 @@ def collect(suite):
             ("html:cli", lambda: test_cli(suite)),
             ("html:attach", lambda: test_attach(suite)),
             ("html:callers", lambda: test_callers(suite)),
-            ("html:shape", lambda: test_shape(suite))]
+            ("html:shape", lambda: test_shape(suite)),
+            ("html:area", lambda: test_area(suite))]

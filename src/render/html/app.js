@@ -302,6 +302,17 @@
       return;
     }
     box.appendChild(el('p', { id: 'growth-head' }, g.head));
+    if (g.area && g.area.sites.length) {
+      box.appendChild(el('h3', null, 'The largest sites over the dumps'));
+      box.appendChild(el('p', { class: 'note' }, 'In-use bytes of the ' + g.area.sites.length +
+        ' site' + (g.area.sites.length === 1 ? '' : 's') + ' that held the most at any dump, stacked' +
+        (g.area.others ? ', and of the ' + g.area.others + ' others together' : '') +
+        ': the bands add up to the whole heap at each dump.'));
+      var ab = el('div', { class: 'chart', id: 'area-box' });
+      box.appendChild(ab);
+      HT.areaChart(ab, g.area, g.x, g.timed);
+    }
+    box.appendChild(el('h3', null, 'Ranking'));
     box.appendChild(el('p', { class: 'note' }, 'A site is growing when a line fitted to its in-use bytes rises steadily (r2 near 1) and still rises in the later half of the run; heaptrail growth prints the same table. Click a site to see its stacks in the flame graph.'));
     /* one table, so the columns line up: growing, not growing, all */
     var head = ['rank', 'trend', 'slope'].concat(g.sampled ? ['\u00b190%'] : [],
@@ -342,6 +353,7 @@
     if (g.more.sites) box.appendChild(el('p', { class: 'note', id: 'growth-more' }, g.more.sites +
       ' more sites not growing (' + HT.bytes(g.more.last) + ' at the last dump): heaptrail growth -n lists them.'));
     if (g.note) box.appendChild(el('p', { class: 'note', id: 'growth-note' }, g.note));
+    if (g.wrappers) box.appendChild(el('p', { class: 'note', id: 'growth-wrappers' }, g.wrappers));
   }
 
   /* ---------- timeline ---------- */

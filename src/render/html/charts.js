@@ -60,6 +60,66 @@ HT.sparkline = function (values, grow, label) {
   return s;
 };
 
+/* The sites that held the most, stacked over the dumps (massif's
+ * picture: a cache flattening, a leak rising). area: {sites: [{name,
+ * trend, values}], other: [...], others: n} from the page's data; x:
+ * the dumps' times in seconds (or their numbers when !timed). Each band
+ * has a title; the legend names the bands in the same order. */
+HT.areaChart = function (box, area, x, timed) {
+  var W = Math.max(600, box.clientWidth || 1000), H = 200, L = 80, R = 20, T = 10, B = 34;
+  var bands = area.sites.map(function (s) { return { name: s.name, trend: s.trend, values: s.values }; });
+  if (area.others) bands.push({ name: area.others + ' other site' + (area.others === 1 ? '' : 's'),
+    other: true, values: area.other });
+  var n = x.length, tmax = n ? Math.max(x[n - 1], 1e-9) : 1, vmax = 1;
+  for (var i = 0; i < n; i++) {
+    var sum = 0;
+    bands.forEach(function (b) { sum += b.values[i]; });
+    vmax = Math.max(vmax, sum);
+  }
+  var X = function (t) { return L + (W - L - R) * t / tmax; };
+  var Y = function (v) { return H - B - (H - T - B) * v / vmax; };
+  var s = HT.svg('svg', { width: W, height: H, role: 'img', id: 'area-svg',
+    'aria-label': 'the ' + area.sites.length + ' sites that held the most, stacked over the dumps' });
+  var unit = 1;
+  while (vmax / unit >= 1024) unit *= 1024;
+  var ys = HT.niceStep(vmax / unit, 5) * unit;
+  for (var v = 0; v <= vmax; v += ys) {
+    s.appendChild(HT.svg('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'axis' }));
+    var t = HT.svg('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' });
+    t.textContent = HT.bytes(v);
+    s.appendChild(t);
+  }
+  var xs = HT.niceStep(tmax, 8);
+  for (var sec = 0; sec <= tmax + 1e-9; sec += xs) {
+    var tx = HT.svg('text', { x: X(sec), y: H - B + 16, 'text-anchor': 'middle' });
+    tx.textContent = timed ? (+sec.toFixed(3)) + ' s' : 'dump ' + (+sec.toFixed(0));
+    s.appendChild(tx);
+  }
+  var base = x.map(function () { return 0; });
+  var legend = HT.el('ul', { class: 'legend', id: 'area-legend' });
+  bands.forEach(function (b, k) {
+    var top = base.map(function (v, i) { return v + b.values[i]; });
+    var d = '';
+    for (var i = 0; i < n; i++) d += (i ? ' L' : 'M') + X(x[i]).toFixed(1) + ',' + Y(top[i]).toFixed(1);
+    for (i = n - 1; i >= 0; i--) d += ' L' + X(x[i]).toFixed(1) + ',' + Y(base[i]).toFixed(1);
+    var cls = b.other ? 'band-other' : 'band-' + (k % 8);
+    var path = HT.svg('path', { d: d + ' Z', class: 'area ' + cls, 'data-site': b.other ? '' : b.name,
+      'data-values': b.values.join(',') });
+    var ti = HT.svg('title');
+    ti.textContent = b.name + ': ' + HT.bytes(b.values[n - 1]) + ' at the last dump, at most ' +
+      HT.bytes(Math.max.apply(null, b.values));
+    path.appendChild(ti);
+    s.appendChild(path);
+    legend.appendChild(HT.el('li', null, HT.el('span', { class: 'swatch ' + cls, 'aria-hidden': 'true' }),
+      HT.el('span', { class: b.other ? '' : 'mono' }, b.name), b.trend === 'growing'
+        ? HT.el('span', { class: 'trend-growing' }, ' growing') : null));
+    base = top;
+  });
+  box.textContent = '';
+  box.appendChild(s);
+  box.appendChild(legend);
+};
+
 /* A round step for an axis spanning max. */
 HT.niceStep = function (max, n) {
   var raw = max / n, p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
