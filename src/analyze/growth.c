@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/aggregate.h"
 #include "analyze/growth.h"
 #include "analyze/unbias.h"
 
@@ -323,13 +322,35 @@ static int cmp_sites(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* One (allocator caller, its caller) pair of a dump's stacks: the site
+ * the pair's stacks count for (leaf, or caller when leaf is a wrapper
+ * folded), keyed by function or by line, and their value. */
+struct digest_row {
+	const char *leaf, *caller;      /* site keys; caller NULL: no caller */
+	const char *leaf_fn;            /* the leaf's function, for folding */
+	int64_t v;
+	double var;
+};
+
+struct prof_growth_dump {
+	int64_t ms, total, total_space, rss, agent_bytes, heap_in_use;
+	double total_var;
+	uint64_t sample;
+	struct digest_row *rows;
+	size_t nrows;
+	struct prof_wrapper_pair *pairs;
+	size_t npairs;
+	char **strs;                    /* the strings above, owned */
+	size_t nstrs, strcap;
+};
+
 /* Growing sites that only replace memory allocated before an attach
  * (growth.h: replacing). Sites sorted growing first, fastest first. */
-static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps, size_t n)
+static int judge_replacing(struct prof_growth *g, struct prof_growth_dump *const *ps, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		k += ps[i].heap_in_use > 0;
+		k += ps[i]->heap_in_use > 0;
 	if (k < 3)
 		return 0;
 	double *x = calloc(k, sizeof *x), *var = calloc(k, sizeof *var);
@@ -339,9 +360,9 @@ static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps,
 		goto out;
 	k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (ps[i].heap_in_use > 0) {
+		if (ps[i]->heap_in_use > 0) {
 			x[k] = g->x[i];
-			alloc[k] = ps[i].heap_in_use;
+			alloc[k] = ps[i]->heap_in_use;
 			seen[k] = g->total.values[i];
 			var[k++] = g->total.vars[i];
 		}
@@ -382,13 +403,13 @@ static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps,
 				continue;
 			double ms = 0, mr = 0, vs = 0, vr = 0;
 			for (size_t j = 0, d = 0; d < n; d++)
-				if (ps[d].heap_in_use > 0) {
+				if (ps[d]->heap_in_use > 0) {
 					ms += (double)s->values[d];
 					mr += (double)(s->values[d] + u[j++]);
 				}
 			ms /= (double)k, mr /= (double)k;
 			for (size_t j = 0, d = 0; d < n; d++)
-				if (ps[d].heap_in_use > 0) {
+				if (ps[d]->heap_in_use > 0) {
 					double a = (double)s->values[d] - ms;
 					double b = (double)(s->values[d] + u[j++]) - mr;
 					vs += a * a, vr += b * b;
@@ -404,7 +425,7 @@ static int judge_replacing(struct prof_growth *g, const struct prof_profile *ps,
 		g->nreplacing++;
 		g->replacing_rate += best->slope;
 		for (size_t j = 0, d = 0; d < n; d++)
-			if (ps[d].heap_in_use > 0)
+			if (ps[d]->heap_in_use > 0)
 				u[j++] += best->values[d];
 	}
 	free(u);
@@ -432,62 +453,201 @@ static int cmp_entries(const void *a, const void *b)
 	return x->dump < y->dump ? -1 : x->dump > y->dump;
 }
 
-int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, size_t n,
-			int v, bool lines)
+/* ---------- a dump's digest ---------- */
+
+/* A copy of s owned by d, one per distinct string. */
+static const char *own(struct prof_growth_dump *d, const char *s)
+{
+	if (!s)
+		return NULL;
+	if (2 * (d->nstrs + 1) > d->strcap) {
+		size_t cap = d->strcap ? 2 * d->strcap : 256;
+		char **ns = calloc(cap, sizeof *ns);
+		if (!ns)
+			return NULL;
+		for (size_t i = 0; i < d->strcap; i++)
+			if (d->strs[i])
+				for (size_t h = prof_hash_str(d->strs[i]) & (cap - 1);; h = (h + 1) & (cap - 1))
+					if (!ns[h]) {
+						ns[h] = d->strs[i];
+						break;
+					}
+		free(d->strs);
+		d->strs = ns;
+		d->strcap = cap;
+	}
+	size_t h = prof_hash_str(s) & (d->strcap - 1);
+	for (; d->strs[h]; h = (h + 1) & (d->strcap - 1))
+		if (!strcmp(d->strs[h], s))
+			return d->strs[h];
+	if (!(d->strs[h] = strdup(s)))
+		return NULL;
+	d->nstrs++;
+	return d->strs[h];
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct digest_row *x = a, *y = b;
+	/* owned strings: one pointer per string */
+	if (x->leaf != y->leaf)
+		return x->leaf < y->leaf ? -1 : 1;
+	return x->caller < y->caller ? -1 : x->caller > y->caller;
+}
+
+void prof_growth_digest_free(struct prof_growth_dump *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->strcap; i++)
+		free(d->strs[i]);
+	free(d->strs);
+	free(d->rows);
+	free(d->pairs);
+	free(d);
+}
+
+struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v, bool lines)
+{
+	struct prof_growth_dump *d = calloc(1, sizeof *d);
+	const char **key = calloc(p->nframes + 1, sizeof *key);
+	if (!d || !key)
+		goto nomem;
+	d->ms = p->ms;
+	d->total = p->total[v];
+	d->total_var = p->total_var[v];
+	d->total_space = p->total[PROF_INUSE_SPACE];
+	d->rss = p->rss;
+	d->agent_bytes = p->agent_bytes;
+	d->heap_in_use = p->heap_in_use;
+	d->sample = p->sample;
+	/* each frame's site key, owned: equal keys are one pointer */
+	for (size_t f = 0; f < p->nframes; f++) {
+		char buf[4096];
+		if (!(key[f] = own(d, prof_frame_name(&p->frames[f], lines, buf, sizeof buf))))
+			goto nomem;
+	}
+	/* the stacks' values per (leaf, caller) pair, as a table's flat
+	 * rows are per leaf (a stack with no frame counts for no site) */
+	d->rows = malloc((p->nsamples + 1) * sizeof *d->rows);
+	if (!d->rows)
+		goto nomem;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		if (!s->nframes || !s->v[v])
+			continue;
+		const char *fn = own(d, p->frames[s->frames[0]].function);
+		if (!fn)
+			goto nomem;
+		d->rows[d->nrows++] = (struct digest_row){ key[s->frames[0]],
+			s->nframes > 1 ? key[s->frames[1]] : NULL, fn, s->v[v], s->var[v] };
+	}
+	qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
+	size_t kept = 0;
+	for (size_t i = 0; i < d->nrows; i++) {
+		if (kept && !cmp_rows(&d->rows[i], &d->rows[kept - 1])) {
+			d->rows[kept - 1].v += d->rows[i].v;
+			d->rows[kept - 1].var += d->rows[i].var;
+		} else {
+			d->rows[kept++] = d->rows[i];
+		}
+	}
+	d->nrows = kept;
+	struct digest_row *fit = realloc(d->rows, (kept + 1) * sizeof *fit);
+	if (fit)
+		d->rows = fit;  /* a series holds many digests: no slack */
+	/* what wrappers.h needs, the strings made d's */
+	if (prof_wrapper_pairs(p, &d->pairs, &d->npairs))
+		goto nomem;
+	struct prof_wrapper_pair *pfit = realloc(d->pairs, (d->npairs + 1) * sizeof *pfit);
+	if (pfit)
+		d->pairs = pfit;
+	for (size_t i = 0; i < d->npairs; i++) {
+		struct prof_wrapper_pair *w = &d->pairs[i];
+		if (!(w->leaf = own(d, w->leaf)) || (w->caller && !(w->caller = own(d, w->caller))))
+			goto nomem;
+	}
+	free(key);
+	return d;
+nomem:
+	free(key);
+	prof_growth_digest_free(d);
+	return NULL;
+}
+
+/* ---------- the fit ---------- */
+
+int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *const *ds,
+				size_t n, bool fold)
 {
 	memset(g, 0, sizeof *g);
 	if (n < 3)
 		return -EINVAL;
-	struct prof_table *tabs = calloc(n, sizeof *tabs);
 	struct entry *es = NULL;
-	size_t nes = 0, cap = 0;
+	struct prof_wrapper_pair *pairs = NULL;
+	size_t nes = 0, cap = 0, np = 0;
 	int rc = -ENOMEM;
 	g->ndumps = n;
 	g->x = calloc(n, sizeof *g->x);
 	g->total.values = calloc(n, sizeof *g->total.values);
 	g->total.vars = calloc(n, sizeof *g->total.vars);
-	if (!tabs || !g->x || !g->total.values || !g->total.vars)
+	if (!g->x || !g->total.values || !g->total.vars)
 		goto out;
+	if (fold) {
+		/* the wrappers of the whole series, then each stack counts for
+		 * the wrapper's caller, as if pprof's -hide had taken the
+		 * wrapper out (a stack of the wrapper alone stays whole) */
+		for (size_t i = 0; i < n; i++)
+			np += ds[i]->npairs;
+		if (!(pairs = malloc((np + 1) * sizeof *pairs)))
+			goto out;
+		np = 0;
+		for (size_t i = 0; i < n; i++) {
+			memcpy(pairs + np, ds[i]->pairs, ds[i]->npairs * sizeof *pairs);
+			np += ds[i]->npairs;
+		}
+		if (prof_wrappers_find(pairs, np, &g->wrappers, &g->nwrappers))
+			goto out;
+	}
 	for (size_t i = 0; i < n; i++)
-		if (ps[i].sample > 1) {
+		if (ds[i]->sample > 1) {
 			g->sampled = true;
-			if (ps[i].sample > g->sample)
-				g->sample = ps[i].sample;
+			if (ds[i]->sample > g->sample)
+				g->sample = ds[i]->sample;
 		}
 	g->timed = true;
 	for (size_t i = 0; i < n; i++)
-		if (ps[i].ms < 0 || (i && ps[i].ms <= ps[i - 1].ms))
+		if (ds[i]->ms < 0 || (i && ds[i]->ms <= ds[i - 1]->ms))
 			g->timed = false;
 	int64_t scale = 0;
 	for (size_t i = 0; i < n; i++) {
-		g->x[i] = g->timed ? (double)(ps[i].ms - ps[0].ms) / 1000.0 : (double)i;
-		g->total.values[i] = ps[i].total[v];
-		g->total.vars[i] = ps[i].total_var[v];
-		if (ps[i].total[v] > scale)
-			scale = ps[i].total[v];
-		if (prof_table_build(&tabs[i], &ps[i], lines, v, PROF_SORT_FLAT))
-			goto out;
-		for (size_t r = 0; r < tabs[i].nrows; r++) {
-			if (!tabs[i].rows[r].flat[v])
-				continue;
-			if (nes == cap) {
-				cap = cap ? 2 * cap : 1024;
-				struct entry *ne = realloc(es, cap * sizeof *ne);
-				if (!ne)
-					goto out;
-				es = ne;
-			}
-			es[nes++] = (struct entry){ tabs[i].rows[r].name, i, tabs[i].rows[r].flat[v],
-						    tabs[i].rows[r].flat_var[v] };
+		const struct prof_growth_dump *d = ds[i];
+		g->x[i] = g->timed ? (double)(d->ms - ds[0]->ms) / 1000.0 : (double)i;
+		g->total.values[i] = d->total;
+		g->total.vars[i] = d->total_var;
+		if (d->total > scale)
+			scale = d->total;
+		if (nes + d->nrows > cap) {
+			cap = 2 * (nes + d->nrows) + 1024;
+			struct entry *ne = realloc(es, cap * sizeof *ne);
+			if (!ne)
+				goto out;
+			es = ne;
+		}
+		for (size_t r = 0; r < d->nrows; r++) {
+			const struct digest_row *row = &d->rows[r];
+			const char *site = row->caller && g->nwrappers &&
+				prof_is_wrapper(g->wrappers, g->nwrappers, row->leaf_fn) ? row->caller : row->leaf;
+			es[nes++] = (struct entry){ site, i, row->v, row->var };
 		}
 	}
-	const struct prof_profile *a = &ps[0], *z = &ps[n - 1];
+	const struct prof_growth_dump *a = ds[0], *z = ds[n - 1];
 	if (a->rss >= 0 && z->rss >= 0) {
 		g->rss_known = true;
 		g->rss_rise = z->rss - a->rss;
 		if (a->agent_bytes >= 0 && z->agent_bytes >= 0)
 			g->rss_rise -= z->agent_bytes - a->agent_bytes;
-		g->heap_rise = z->total[PROF_INUSE_SPACE] - a->total[PROF_INUSE_SPACE];
+		g->heap_rise = z->total_space - a->total_space;
 	}
 	g->total.name = "(all)";
 	/* the whole heap's row is the whole run's: its rate may change as
@@ -517,37 +677,47 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 	for (size_t i = 0; i < g->nsites; i++)
 		classify(&g->sites[i], g->x, n, scale, g->sampled);
 	qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
-	if (judge_replacing(g, ps, n))
+	if (judge_replacing(g, ds, n))
 		goto out;
 	if (g->nreplacing)
 		qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
 	rc = 0;
 out:
-	if (tabs)
-		for (size_t i = 0; i < n; i++)
-			prof_table_release(&tabs[i]);
-	free(tabs);
+	free(pairs);
 	free(es);
 	if (rc)
 		prof_growth_release(g);
 	return rc;
 }
 
-int prof_growth_fold_compute(struct prof_growth *g, struct prof_profile *ps, size_t n, int v,
-			     bool lines)
+/* The fit of whole profiles: each digested, then as above. */
+static int compute(struct prof_growth *g, const struct prof_profile *ps, size_t n, int v,
+		   bool lines, bool fold)
 {
-	struct prof_wrapper *w = NULL;
-	size_t nw = 0;
-	int rc = prof_fold_wrappers(ps, n, &w, &nw);
+	memset(g, 0, sizeof *g);
+	struct prof_growth_dump **ds = calloc(n + 1, sizeof *ds);
+	int rc = ds ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (!(ds[i] = prof_growth_digest(&ps[i], v, lines)))
+			rc = -ENOMEM;
 	if (!rc)
-		rc = prof_growth_compute(g, ps, n, v, lines);
-	if (rc) {
-		prof_wrappers_release(w, nw);
-		return rc;
-	}
-	g->wrappers = w;
-	g->nwrappers = nw;
-	return 0;
+		rc = prof_growth_compute_digests(g, ds, n, fold);
+	for (size_t i = 0; ds && i < n; i++)
+		prof_growth_digest_free(ds[i]);
+	free(ds);
+	return rc;
+}
+
+int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, size_t n,
+			int v, bool lines)
+{
+	return compute(g, ps, n, v, lines, false);
+}
+
+int prof_growth_fold_compute(struct prof_growth *g, const struct prof_profile *ps, size_t n,
+			     int v, bool lines)
+{
+	return compute(g, ps, n, v, lines, true);
 }
 
 void prof_growth_release(struct prof_growth *g)

@@ -167,11 +167,24 @@ int prof_growth_compute(struct prof_growth *g, const struct prof_profile *ps, si
 			int v, bool lines);
 /* Growth as `heaptrail growth` fits it by default, and so every view of
  * it (the text, the HTML page, the live endpoint): the series'
- * allocation wrappers folded into their callers first (wrappers.h; the
- * profiles are changed so), then prof_growth_compute; g->wrappers says
- * what was folded. */
-int prof_growth_fold_compute(struct prof_growth *g, struct prof_profile *ps, size_t n, int v,
-			     bool lines);
+ * allocation wrappers (wrappers.h) folded into their callers, as if
+ * pprof's -hide had taken them out of the stacks; g->wrappers says what
+ * was folded. The profiles are not changed. */
+int prof_growth_fold_compute(struct prof_growth *g, const struct prof_profile *ps, size_t n,
+			     int v, bool lines);
+
+/* What the fit needs of one dump (its times and totals, and its stacks'
+ * value on v per pair of allocator caller and its caller, sites keyed by
+ * function or by line), so a long series can be fitted without holding
+ * every dump: digest each as it is read, release it, fit the digests.
+ * NULL when out of memory. */
+struct prof_growth_dump;
+struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v, bool lines);
+void prof_growth_digest_free(struct prof_growth_dump *d);
+/* The fit of n digests in time order, wrappers folded when fold (as
+ * prof_growth_fold_compute; prof_growth_compute is fold false). */
+int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *const *ds,
+				size_t n, bool fold);
 void prof_growth_release(struct prof_growth *g);
 
 #endif

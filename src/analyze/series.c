@@ -40,9 +40,16 @@ static long name_seq(const char *path)
 	return seq;
 }
 
+/* A dump's place in time: when it was taken, else its name's number. */
+struct when {
+	int64_t ms;
+	const char *path;
+	size_t i;               /* its place in the order read */
+};
+
 static int by_time(const void *a, const void *b)
 {
-	const struct prof_profile *x = a, *y = b;
+	const struct when *x = a, *y = b;
 	if (x->ms >= 0 && y->ms >= 0 && x->ms != y->ms)
 		return x->ms < y->ms ? -1 : 1;
 	long sx = name_seq(x->path), sy = name_seq(y->path);
@@ -101,14 +108,16 @@ static bool is_dump_name(const char *name, long arg)
 	return name[0] != '.' && n >= k && !strcmp(name + n - k, FMT_HEAP_SUFFIX);
 }
 
-int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, char *why, size_t whycap)
+int prof_series_each(char **paths, size_t npaths, const struct prof_load_opts *o,
+		     const struct prof_series_visit *v, size_t **order, size_t *n, char *why,
+		     size_t whycap)
 {
 	char **list = NULL;
 	size_t nlist = 0, cap = 0;
 	struct prof_sym_cache *cache = NULL;
+	struct when *when = NULL;
 	int rc = 0;
-	*out = NULL;
+	*order = NULL;
 	*n = 0;
 	for (size_t i = 0; i < npaths; i++) {
 		char **names;
@@ -136,26 +145,38 @@ int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o
 			goto out;
 		}
 	}
-	*out = calloc(nlist + 1, sizeof **out);
-	if (!*out)
+	when = calloc(nlist + 1, sizeof *when);
+	*order = calloc(nlist + 1, sizeof **order);
+	if (!when || !*order)
 		goto nomem;
 	struct prof_load_opts shared = *o;
 	if (!shared.sym_cache)
 		shared.sym_cache = cache = prof_sym_cache_new(); /* NULL: no sharing */
 	for (size_t i = 0; i < nlist; i++) {
 		const char *err;
-		rc = prof_profile_load(&(*out)[i], list[i], &shared, &err);
+		struct prof_profile p;
+		int64_t ms;
+		if (v->known && v->known(v->ctx, list[i], i, &ms)) {
+			when[i] = (struct when){ ms, list[i], i };
+			continue;
+		}
+		rc = prof_profile_load(&p, list[i], &shared, &err);
 		if (rc) {
 			snprintf(why, whycap, "cannot read '%s': %s", list[i], err);
-			for (size_t k = 0; k < i; k++)
-				prof_profile_release(&(*out)[k]);
-			free(*out);
-			*out = NULL;
 			goto out;
 		}
-		*n = i + 1;
+		when[i] = (struct when){ p.ms, list[i], i };
+		rc = v->each(v->ctx, &p, i);
+		prof_profile_release(&p);
+		if (rc) {
+			snprintf(why, whycap, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+			goto out;
+		}
 	}
-	qsort(*out, *n, sizeof **out, by_time);
+	qsort(when, nlist, sizeof *when, by_time);
+	for (size_t i = 0; i < nlist; i++)
+		(*order)[i] = when[i].i;
+	*n = nlist;
 	goto out;
 nomem:
 	rc = -ENOMEM;
@@ -165,9 +186,59 @@ out:
 	for (size_t i = 0; i < nlist; i++)
 		free(list[i]);
 	free(list);
-	if (rc)
+	free(when);
+	if (rc) {
+		free(*order);
+		*order = NULL;
 		*n = 0;
+	}
 	return rc;
+}
+
+struct loaded {
+	struct prof_profile *ps;
+	size_t n;
+};
+
+static int take(void *ctx, struct prof_profile *p, size_t i)
+{
+	struct loaded *l = ctx;
+	struct prof_profile *np = realloc(l->ps, (i + 1) * sizeof *np);
+	if (!np)
+		return -ENOMEM;
+	l->ps = np;
+	l->ps[i] = *p;
+	l->n = i + 1;
+	memset(p, 0, sizeof *p);  /* taken over: nothing left to release */
+	return 0;
+}
+
+int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
+		     struct prof_profile **out, size_t *n, char *why, size_t whycap)
+{
+	struct loaded l = { NULL, 0 };
+	size_t *order, count;
+	*out = NULL;
+	*n = 0;
+	int rc = prof_series_each(paths, npaths, o, &(struct prof_series_visit){ .each = take,
+				  .ctx = &l }, &order, &count, why, whycap);
+	if (!rc && !(*out = calloc(count + 1, sizeof **out))) {
+		snprintf(why, whycap, "out of memory");
+		free(order);
+		rc = -ENOMEM;
+	}
+	if (rc) {
+		for (size_t i = 0; i < l.n; i++)
+			prof_profile_release(&l.ps[i]);
+		free(l.ps);
+		return rc;
+	}
+	for (size_t i = 0; i < count; i++)
+		(*out)[i] = l.ps[order[i]];
+	*n = count;
+	free(order);
+	free(l.ps);
+	return 0;
 }
 
 long prof_timeline_pid(const char *name)

@@ -24,6 +24,23 @@ int prof_dir_names(const char *dir, bool (*keep)(const char *name, long arg), lo
 int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
 		     struct prof_profile **out, size_t *n, char *why, size_t whycap);
 
+/* The same dumps read one at a time, for a long series: each is handed
+ * to v->each(ctx, p, i) as soon as it is read (i: 0, 1, ... in the order
+ * found), which keeps what it needs of it (or takes it over, zeroing *p)
+ * before it is released; one v->known says it has kept from an earlier
+ * call (true, and when it was taken in *ms) is not read again. *order
+ * (the caller's to free) gets the dumps' i in time order, *n their
+ * count. Returns as prof_series_load does, or what each returned (with
+ * why "out of memory" or its strerror). */
+struct prof_series_visit {
+	bool (*known)(void *ctx, const char *path, size_t i, int64_t *ms); /* may be NULL */
+	int (*each)(void *ctx, struct prof_profile *p, size_t i);
+	void *ctx;
+};
+int prof_series_each(char **paths, size_t npaths, const struct prof_load_opts *o,
+		     const struct prof_series_visit *v, size_t **order, size_t *n, char *why,
+		     size_t whycap);
+
 /* The pid in "heaptrail.PID.timeline" (a path or a name), or -1. */
 long prof_timeline_pid(const char *name);
 /* Whether a file name is a dump of process pid, heaptrail.PID.SEQ.KIND.heap

@@ -6,13 +6,9 @@
 
 #include "analyze/wrappers.h"
 
-struct pair {
-	const char *leaf, *caller;  /* caller NULL: the leaf appears above a leaf */
-};
-
 static int cmp_pairs(const void *a, const void *b)
 {
-	const struct pair *x = a, *y = b;
+	const struct prof_wrapper_pair *x = a, *y = b;
 	int c = strcmp(x->leaf, y->leaf);
 	if (c)
 		return c;
@@ -21,102 +17,112 @@ static int cmp_pairs(const void *a, const void *b)
 	return strcmp(x->caller, y->caller);
 }
 
-static int push(struct pair **ps, size_t *n, size_t *cap, const char *leaf, const char *caller)
+static int push(struct prof_wrapper_pair **ps, size_t *n, size_t *cap, const char *leaf,
+		const char *caller)
 {
 	if (*n == *cap) {
 		size_t nc = *cap ? 2 * *cap : 1024;
-		struct pair *np = realloc(*ps, nc * sizeof *np);
+		struct prof_wrapper_pair *np = realloc(*ps, nc * sizeof *np);
 		if (!np)
 			return -ENOMEM;
 		*ps = np;
 		*cap = nc;
 	}
-	(*ps)[(*n)++] = (struct pair){ leaf, caller };
+	(*ps)[(*n)++] = (struct prof_wrapper_pair){ leaf, caller };
 	return 0;
 }
 
-int prof_fold_wrappers(struct prof_profile *ps, size_t n, struct prof_wrapper **out, size_t *nout)
+/* Sorts pairs and keeps each once; returns how many are left. */
+static size_t unique(struct prof_wrapper_pair *pairs, size_t n)
 {
-	struct pair *pairs = NULL;
-	size_t np = 0, cap = 0, nw = 0;
-	struct prof_wrapper *w = NULL;
-	bool *hidden = NULL;
-	int rc = -ENOMEM;
+	qsort(pairs, n, sizeof *pairs, cmp_pairs);
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!kept || cmp_pairs(&pairs[i], &pairs[kept - 1]))
+			pairs[kept++] = pairs[i];
+	return kept;
+}
+
+int prof_wrapper_pairs(const struct prof_profile *p, struct prof_wrapper_pair **out, size_t *nout)
+{
+	struct prof_wrapper_pair *pairs = NULL;
+	size_t np = 0, cap = 0;
 	*out = NULL;
 	*nout = 0;
-	/* (leaf, caller) for each stack's allocator caller, and (f, NULL)
-	 * for every function seen above the leaf: such a function is no
-	 * wrapper. Each dump's pairs are made unique before the next dump's
-	 * come: a series of big dumps repeats the same few */
-	for (size_t d = 0; d < n; d++) {
-		const struct prof_profile *p = &ps[d];
-		size_t start = np;
-		free(hidden);
-		if (!(hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden)))
-			goto out;  /* here: the frames seen above a leaf */
-		for (size_t i = 0; i < p->nsamples; i++) {
-			const struct prof_sample *s = &p->samples[i];
-			for (uint32_t k = 1; k < s->nframes; k++)
-				hidden[s->frames[k]] = true;
-			if (!s->nframes || !p->frames[s->frames[0]].symbolized)
-				continue;  /* an address: nothing to name */
-			if (push(&pairs, &np, &cap, p->frames[s->frames[0]].function,
-				 s->nframes > 1 ? p->frames[s->frames[1]].function : ""))
-				goto out;
-		}
-		for (size_t f = 0; f < p->nframes; f++)
-			if (hidden[f] && push(&pairs, &np, &cap, p->frames[f].function, NULL))
-				goto out;
-		qsort(pairs + start, np - start, sizeof *pairs, cmp_pairs);
-		size_t kept = start;
-		for (size_t i = start; i < np; i++)
-			if (i == start || cmp_pairs(&pairs[i], &pairs[kept - 1]))
-				pairs[kept++] = pairs[i];
-		np = kept;
+	/* the frames seen above a leaf */
+	bool *above = calloc(p->nframes ? p->nframes : 1, sizeof *above);
+	if (!above)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		for (uint32_t k = 1; k < s->nframes; k++)
+			above[s->frames[k]] = true;
+		if (!s->nframes || !p->frames[s->frames[0]].symbolized)
+			continue;  /* an address: nothing to name */
+		if (push(&pairs, &np, &cap, p->frames[s->frames[0]].function,
+			 s->nframes > 1 ? p->frames[s->frames[1]].function : ""))
+			goto nomem;
 	}
-	qsort(pairs, np, sizeof *pairs, cmp_pairs);
+	for (size_t f = 0; f < p->nframes; f++)
+		if (above[f] && push(&pairs, &np, &cap, p->frames[f].function, NULL))
+			goto nomem;
+	free(above);
+	*out = pairs;
+	*nout = unique(pairs, np);
+	return 0;
+nomem:
+	free(above);
+	free(pairs);
+	return -ENOMEM;
+}
+
+int prof_wrappers_find(struct prof_wrapper_pair *pairs, size_t np, struct prof_wrapper **out,
+		       size_t *nout)
+{
+	struct prof_wrapper *w = NULL;
+	size_t nw = 0;
+	*out = NULL;
+	*nout = 0;
+	np = unique(pairs, np);
 	for (size_t i = 0; i < np;) {
 		size_t j = i, callers = 0;
 		bool above = false;
 		for (; j < np && !strcmp(pairs[j].leaf, pairs[i].leaf); j++) {
 			if (!pairs[j].caller)
 				above = true;
-			else if (*pairs[j].caller && strcmp(pairs[j].caller, pairs[i].leaf) &&
-				 (j == i || !pairs[j - 1].caller || strcmp(pairs[j].caller, pairs[j - 1].caller)))
-				callers++;
+			else if (*pairs[j].caller && strcmp(pairs[j].caller, pairs[i].leaf))
+				callers++;  /* pairs are unique: each caller once */
 		}
 		if (!above && callers >= PROF_WRAPPER_MIN_CALLERS) {
 			struct prof_wrapper *nw2 = realloc(w, (nw + 1) * sizeof *w);
-			if (!nw2)
-				goto out;
+			if (!nw2 || !(nw2[nw].name = strdup(pairs[i].leaf))) {
+				prof_wrappers_release(nw2 ? nw2 : w, nw);
+				return -ENOMEM;
+			}
 			w = nw2;
-			if (!(w[nw].name = strdup(pairs[i].leaf)))
-				goto out;
 			w[nw++].callers = callers;
 		}
 		i = j;
 	}
-	for (size_t d = 0; nw && d < n; d++) {
-		struct prof_profile *p = &ps[d];
-		free(hidden);
-		if (!(hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden)))
-			goto out;
-		for (size_t f = 0; f < p->nframes; f++)
-			for (size_t k = 0; k < nw && !hidden[f]; k++)
-				hidden[f] = !strcmp(p->frames[f].function, w[k].name);
-		if (prof_profile_hide_frames(p, hidden))
-			goto out;
-	}
 	*out = w;
 	*nout = nw;
-	w = NULL;
-	nw = 0;
-	rc = 0;
-out:
-	free(hidden);
-	free(pairs);
-	prof_wrappers_release(w, nw);
-	return rc;
+	return 0;
+}
+
+bool prof_is_wrapper(const struct prof_wrapper *w, size_t n, const char *function)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(function, w[mid].name);
+		if (!c)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
 }
 
 void prof_wrappers_release(struct prof_wrapper *w, size_t n)

@@ -22,10 +22,27 @@ struct prof_wrapper {
 	size_t callers;
 };
 
-/* Finds the wrappers of the n profiles and hides their frames in each.
- * *out gets them (name order; free with prof_wrappers_release), *nout
- * their count. 0 or -ENOMEM (the profiles may then be part-folded). */
-int prof_fold_wrappers(struct prof_profile *ps, size_t n, struct prof_wrapper **out, size_t *nout);
+/* (leaf, caller): a stack's frame that called the allocator and the
+ * frame that called it ("" when none); caller NULL: leaf was seen above
+ * a stack's leaf, so it is no wrapper. */
+struct prof_wrapper_pair {
+	const char *leaf, *caller;
+};
+
+/* The pairs of p's stacks, each once (function names; the strings are
+ * p's): what prof_wrappers_find needs of a dump, so a series' dumps can
+ * be read one at a time. *out is the caller's to free. 0 or -ENOMEM. */
+int prof_wrapper_pairs(const struct prof_profile *p, struct prof_wrapper_pair **out, size_t *nout);
+
+/* The wrappers the pairs of every dump of a series show (pairs is
+ * sorted in place). *out gets them in name order (free with
+ * prof_wrappers_release), *nout their count. 0 or -ENOMEM. */
+int prof_wrappers_find(struct prof_wrapper_pair *pairs, size_t n, struct prof_wrapper **out,
+		       size_t *nout);
+
+/* Whether function is one of w (name order). */
+bool prof_is_wrapper(const struct prof_wrapper *w, size_t n, const char *function);
+
 void prof_wrappers_release(struct prof_wrapper *w, size_t n);
 
 #endif

@@ -6,10 +6,12 @@
  * (cli_html_write), the live endpoint serves it (cli_html_build, handed
  * to control as ctl_live_opts.page). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze/growth.h"
 #include "analyze/series.h"
@@ -18,26 +20,60 @@
 #include "format/vocab.h"
 #include "render/render.h"
 
+/* What the page keeps of a dump, taken as it is read and released (a
+ * series of big dumps is never held whole): its totals and times (a
+ * shell of the profile, its path owned), its part of the page, and
+ * growth's digest of it; and the file's identity then. */
+struct page_dump {
+	struct prof_profile shell;
+	char *json;
+	struct prof_growth_dump *digest;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+static void page_dump_release(struct page_dump *d)
+{
+	free((char *)d->shell.path);
+	free(d->json);
+	prof_growth_digest_free(d->digest);
+	memset(d, 0, sizeof *d);
+}
+
+/* The live page's dumps kept from one call to the next
+ * (ctl_page_opts.keep_dumps): a dump is not changed once written, so a
+ * call reads only the new ones. One for the process; its lock is held
+ * through a build, which takes the entries it finds unchanged and gives
+ * back every dump it shows. */
+static struct {
+	pthread_mutex_t lock;
+	struct page_dump *e;
+	size_t n;
+	double min_share;
+} kept = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 struct html_run {
 	const struct ctl_page_opts *o;
 	char *why;                      /* quiet: where the error goes */
 	size_t whycap;
 	struct prof_run run;
 	bool have_run;
-	struct prof_profile *dumps;     /* all of them, time order */
-	size_t ndumps;
+	struct page_dump *dumps;        /* every dump, time order */
+	size_t ndumps, nread, cap;
 	struct prof_timeline *tls;
 	long *tl_pid;
 	char **tl_path;
 	size_t ntls;
 	struct render_html_proc *procs;
-	struct prof_profile *by_pid;    /* dumps regrouped per process (shallow copies) */
+	struct prof_profile *by_pid;    /* the three above regrouped per process */
 	struct prof_growth *growth;
 	bool *has_growth;
 	char (*since)[96];
 	size_t nprocs;
-	char **dump_json;               /* by_pid's parts of the page, written before growth
-					   folds the wrappers */
+	char **dump_json;
+	struct prof_growth_dump **by_pid_digests;
 	struct render_html_opts *ro;
 	char *cmdline;                  /* o->pid's, from /proc (NUL-separated) */
 	char *cmd_argv[64];
@@ -81,7 +117,7 @@ static void html_run_release(struct html_run *h)
 	if (h->have_run)
 		prof_run_release(&h->run);
 	for (size_t i = 0; i < h->ndumps; i++)
-		prof_profile_release(&h->dumps[i]);
+		page_dump_release(&h->dumps[i]);
 	free(h->dumps);
 	for (size_t i = 0; i < h->ntls; i++) {
 		prof_timeline_release(&h->tls[i]);
@@ -94,9 +130,8 @@ static void html_run_release(struct html_run *h)
 		if (h->has_growth[i])
 			prof_growth_release(&h->growth[i]);
 	free(h->procs);
-	for (size_t i = 0; h->dump_json && i < h->ndumps; i++)
-		free(h->dump_json[i]);
 	free(h->dump_json);
+	free(h->by_pid_digests);
 	free(h->by_pid);
 	free(h->growth);
 	free(h->has_growth);
@@ -128,6 +163,101 @@ static void free_names(char **names, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+static int grow_dumps(struct html_run *h, size_t i)
+{
+	if (i < h->cap)
+		return 0;
+	size_t cap = h->cap ? 2 * h->cap : 64;
+	struct page_dump *d = realloc(h->dumps, cap * sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	memset(d + h->cap, 0, (cap - h->cap) * sizeof *d);
+	h->dumps = d;
+	h->cap = cap;
+	return 0;
+}
+
+/* A dump the live page kept from its last call, the file unchanged:
+ * taken back, not read again (prof_series_each's known). */
+static bool known_dump(void *ctx, const char *path, size_t i, int64_t *ms)
+{
+	struct html_run *h = ctx;
+	struct stat st;
+	if (grow_dumps(h, i) || stat(path, &st))
+		return false;
+	struct page_dump *d = &h->dumps[i];
+	d->dev = st.st_dev;
+	d->ino = st.st_ino;
+	d->size = st.st_size;
+	d->mtime = st.st_mtim;
+	if (!h->o->keep_dumps || kept.min_share != h->o->min_share)
+		return false;
+	for (size_t k = 0; k < kept.n; k++) {
+		struct page_dump *e = &kept.e[k];
+		if (e->json && e->ino == d->ino && e->dev == d->dev && e->size == d->size &&
+		    e->mtime.tv_sec == d->mtime.tv_sec && e->mtime.tv_nsec == d->mtime.tv_nsec &&
+		    !strcmp(e->shell.path, path)) {
+			*d = *e;
+			memset(e, 0, sizeof *e);
+			*ms = d->shell.ms;
+			h->nread = i + 1 > h->nread ? i + 1 : h->nread;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A dump just read (prof_series_each): its part of the page, growth's
+ * digest and its shell kept, the rest released by the caller. */
+static int take_dump(void *ctx, struct prof_profile *p, size_t i)
+{
+	struct html_run *h = ctx;
+	if (grow_dumps(h, i))
+		return -ENOMEM;
+	struct page_dump *d = &h->dumps[i];
+	size_t len;
+	FILE *m = open_memstream(&d->json, &len);
+	if (!m)
+		return -ENOMEM;
+	int rc = render_html_dump(m, p, h->ro);
+	if (fclose(m) || rc) {
+		free(d->json);
+		d->json = NULL;
+		return -ENOMEM;
+	}
+	d->digest = prof_growth_digest(p, PROF_INUSE_SPACE, false);
+	/* the shell: what the page says of the dump besides its part */
+	d->shell = (struct prof_profile){
+		.path = strdup(p->path), .layout = p->layout, .sample = p->sample, .ms = p->ms,
+		.unix_ms = p->unix_ms, .agent_bytes = p->agent_bytes, .rss = p->rss,
+		.heap_in_use = p->heap_in_use, .pid = p->pid, .shape = p->shape,
+		.has_alloc = p->has_alloc, .pool_absent = p->pool_absent,
+		.nsamples = p->nsamples };
+	memcpy(d->shell.total, p->total, sizeof p->total);
+	memcpy(d->shell.total_var, p->total_var, sizeof p->total_var);
+	memcpy(d->shell.total_nsampled, p->total_nsampled, sizeof p->total_nsampled);
+	h->nread = i + 1 > h->nread ? i + 1 : h->nread;
+	return d->digest && d->shell.path ? 0 : -ENOMEM;
+}
+
+/* After a build that kept its dumps: they are the live page's now, and
+ * what it kept before and did not take back goes. */
+static void keep_dumps(struct html_run *h, bool ok)
+{
+	for (size_t k = 0; k < kept.n; k++)
+		page_dump_release(&kept.e[k]);
+	free(kept.e);
+	kept.e = NULL;
+	kept.n = 0;
+	if (!ok)
+		return;
+	kept.e = h->dumps;
+	kept.n = h->ndumps;
+	kept.min_share = h->o->min_share;
+	h->dumps = NULL;
+	h->ndumps = 0;
 }
 
 /* Reads everything the page shows of dir. Prints the error and returns
@@ -184,10 +314,25 @@ static int html_load(struct html_run *h, const char *dir)
 		}
 		struct prof_load_opts lo = { .binary_path = binary_path, .sym_cache = o->sym_cache };
 		char why[4800];
-		if (prof_series_load(names, n, &lo, &h->dumps, &h->ndumps, why, sizeof why)) {
+		size_t *order = NULL;
+		struct prof_series_visit v = { .known = known_dump, .each = take_dump, .ctx = h };
+		if (prof_series_each(names, n, &lo, &v, &order, &h->ndumps, why, sizeof why)) {
+			h->ndumps = h->nread;
 			fail(h, "%s", why);
 			goto out;
 		}
+		/* time order */
+		struct page_dump *d = malloc((h->ndumps + 1) * sizeof *d);
+		if (!d) {
+			free(order);
+			goto nomem;
+		}
+		for (size_t i = 0; i < h->ndumps; i++)
+			d[i] = h->dumps[order[i]];
+		free(order);
+		free(h->dumps);
+		h->dumps = d;
+		h->cap = h->ndumps + 1;
 	}
 	free_names(names, n);
 	names = NULL;
@@ -223,7 +368,7 @@ static int html_load(struct html_run *h, const char *dir)
 		if (add_pid(&pids, &npids, h->run.procs[i].raw.pid))
 			goto nomem;
 	for (size_t i = 0; o->pid <= 0 && i < h->ndumps; i++)
-		if (add_pid(&pids, &npids, h->dumps[i].pid))
+		if (add_pid(&pids, &npids, h->dumps[i].shell.pid))
 			goto nomem;
 	for (size_t i = 0; o->pid <= 0 && i < h->ntls; i++)
 		if (add_pid(&pids, &npids, h->tl_pid[i]))
@@ -237,10 +382,11 @@ static int html_load(struct html_run *h, const char *dir)
 	h->procs = calloc(npids, sizeof *h->procs);
 	h->by_pid = calloc(h->ndumps + 1, sizeof *h->by_pid);
 	h->dump_json = calloc(h->ndumps + 1, sizeof *h->dump_json);
+	h->by_pid_digests = calloc(h->ndumps + 1, sizeof *h->by_pid_digests);
 	h->growth = calloc(npids, sizeof *h->growth);
 	h->has_growth = calloc(npids, sizeof *h->has_growth);
 	h->since = calloc(npids, sizeof *h->since);
-	if (!h->procs || !h->by_pid || !h->dump_json || !h->growth || !h->has_growth || !h->since)
+	if (!h->procs || !h->by_pid || !h->dump_json || !h->by_pid_digests || !h->growth || !h->has_growth || !h->since)
 		goto nomem;
 	h->nprocs = npids;
 	size_t used = 0;
@@ -254,9 +400,13 @@ static int html_load(struct html_run *h, const char *dir)
 			if (h->tl_pid[i] == pids[k])
 				pr->timeline = &h->tls[i];
 		pr->dumps = &h->by_pid[used];
+		pr->dump_json = &h->dump_json[used];
 		for (size_t i = 0; i < h->ndumps; i++)
-			if (h->dumps[i].pid == pids[k])
-				h->by_pid[used + pr->ndumps++] = h->dumps[i];
+			if (h->dumps[i].shell.pid == pids[k]) {
+				h->dump_json[used + pr->ndumps] = h->dumps[i].json;
+				h->by_pid_digests[used + pr->ndumps] = h->dumps[i].digest;
+				h->by_pid[used + pr->ndumps++] = h->dumps[i].shell;
+			}
 		used += pr->ndumps;
 		/* attached: nothing from before the attach (a dump or the
 		 * timeline says) */
@@ -275,23 +425,10 @@ static int html_load(struct html_run *h, const char *dir)
 				h->cmd_argv[pr->argc++] = h->cmdline + i;
 			pr->argv = h->cmd_argv;
 		}
-		/* the dumps' parts as they were read: growth below folds the
-		 * allocation wrappers into their callers, as `heaptrail
-		 * growth` does, while the flame graph and the functions show
-		 * them, as `flame` and `top` do */
-		pr->dump_json = &h->dump_json[used - pr->ndumps];
-		for (size_t i = 0; i < pr->ndumps; i++) {
-			size_t len;
-			FILE *m = open_memstream(&h->dump_json[used - pr->ndumps + i], &len);
-			if (!m)
-				goto nomem;
-			rc = render_html_dump(m, &pr->dumps[i], h->ro);
-			if (fclose(m) || rc)
-				goto nomem;
-		}
 		if (pr->ndumps >= 3) {
-			rc = prof_growth_fold_compute(&h->growth[k], &h->by_pid[used - pr->ndumps],
-						      pr->ndumps, PROF_INUSE_SPACE, false);
+			rc = prof_growth_compute_digests(&h->growth[k],
+							 &h->by_pid_digests[used - pr->ndumps],
+							 pr->ndumps, true);
 			if (rc == -ENOMEM)
 				goto nomem;
 			if (!rc) {
@@ -324,6 +461,8 @@ int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, s
 	int ret = -1;
 	*out = NULL;
 	*len = 0;
+	if (o->keep_dumps)
+		pthread_mutex_lock(&kept.lock);
 	if (html_load(&h, dir))
 		goto out;
 	const char *cmd = NULL;
@@ -353,6 +492,10 @@ int cli_html_build(const char *dir, const struct ctl_page_opts *o, char **out, s
 	}
 	ret = 0;
 out:
+	if (o->keep_dumps) {
+		keep_dumps(&h, !ret);
+		pthread_mutex_unlock(&kept.lock);
+	}
 	html_run_release(&h);
 	return ret;
 }

@@ -178,6 +178,8 @@ struct ctl_page_opts {
 	long live_every_ms;
 	bool data_only;         /* the page's JSON data alone */
 	bool quiet;             /* print nothing: the error goes to why */
+	bool keep_dumps;        /* keep what was read of each dump for the next call
+				   (the live page: a dump is not changed once written) */
 };
 /* The page (or its data) of the run in dir into *out (*len bytes,
  * malloc'd: the caller frees it). 0, or -1 with why. */

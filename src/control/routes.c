@@ -588,7 +588,7 @@ static void serve_page(struct ctl_live *l, bool data_only, struct answer *ans)
 		.binary_path = getenv("PPROF_BINARY_PATH"), .min_share = 0.001, .pid = l->ag.pid,
 		.max_dumps = LIVE_GROWTH_DUMPS, .sym_cache = l->cache,
 		.live_url = "/debug/heaptrail/page.json", .live_every_ms = LIVE_PAGE_EVERY_MS,
-		.data_only = data_only, .quiet = true,
+		.data_only = data_only, .quiet = true, .keep_dumps = true,
 	};
 	if (!l->page) {
 		ctl_answer_text(ans, 404, "not found: try /debug/pprof/ or /metrics\n");

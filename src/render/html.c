@@ -582,10 +582,7 @@ static int put_process(FILE *out, const struct render_html_proc *pr,
 	fputs("\n \"dumps\": [", out);
 	for (size_t i = 0; i < pr->ndumps; i++) {
 		fputs(i ? ",\n  " : "\n  ", out);
-		if (pr->dump_json)
-			fputs(pr->dump_json[i], out);
-		else if ((ret = render_html_dump(out, &pr->dumps[i], o)))
-			return ret;
+		fputs(pr->dump_json[i], out);
 	}
 	fputs("],\n ", out);
 	if (pr->timeline)

@@ -196,12 +196,12 @@ void render_timeline_svg(FILE *out, const struct prof_timeline *t,
 struct render_html_proc {
 	long pid;
 	const struct prof_process *leaks;   /* its exit report (or a check's), or NULL */
-	const struct prof_profile *dumps;   /* its dumps in time order */
-	size_t ndumps;
-	/* each dump's part of the page as render_html_dump wrote it, when
-	 * written before the dumps changed (growth folds wrappers), or NULL:
-	 * written from dumps */
+	/* its dumps in time order: their times and totals (the rest may be
+	 * gone: a long series is read one dump at a time), and each one's
+	 * part of the page as render_html_dump wrote it */
+	const struct prof_profile *dumps;
 	char *const *dump_json;
+	size_t ndumps;
 	const struct prof_timeline *timeline; /* or NULL */
 	const struct prof_growth *growth;   /* the fit of its dumps (in-use space), or NULL */
 	const char *growth_why;             /* why there is none, or NULL */

@@ -852,6 +852,35 @@ def test_live(suite):
             problems.append("page.json: status %d, not JSON: %r" % (st, body[:100]))
         p = subprocess.run(["node", os.path.join(BROWSER_SRC, "live_page.js"), live.base + "/"],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        # the page keeps what it read of each dump from one call to the
+        # next: after the driver's many, each dump shown is still its
+        # file's (its total as `heaptrail top` reads it), in
+        # time order, the last ones written; asked for again and again
+        # while the window of the last 30 slides on
+        def numbered():
+            return sorted(f for f in os.listdir(live.out) if f.endswith(".heap") and
+                          f.split(".")[2].isdigit())
+        for _ in range(100):
+            live.get("/debug/heaptrail/page.json")
+            if len(numbered()) >= 40:
+                break
+            time.sleep(0.3)
+        st, body, ctype = live.get("/debug/heaptrail/page.json")
+        shown = json.loads(body)["procs"][0]["dumps"] if st == 200 else []
+        on_disk = numbered()
+        names = [x["name"] for x in shown]
+        # (the last on the page is the last written, or the one before:
+        # another may have come since the answer)
+        if len(names) != 30 or names != on_disk[on_disk.index(names[0]):][:len(names)] or \
+                names[-1] not in on_disk[-2:]:
+            problems.append("page.json after the updates shows %s, the directory has %s" % (
+                names, on_disk))
+        for x in shown[:: max(1, len(shown) // 6)]:
+            out = must(suite, "top", "--bytes", "-n", "1", os.path.join(live.out, x["name"]))
+            total = int(re.search(r" (\d+)( \(|$)", out.split("\n")[0]).group(1))
+            if x["inuse"] != total:
+                problems.append("page.json: %s holds %s, heaptrail top says %d" % (
+                    x["name"], x["inuse"], total))
         live.say("stop")
         if p.returncode:
             raise Failure("the live driver: status %d: %s" % (p.returncode, short(p.stderr, 600)))
