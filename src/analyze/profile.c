@@ -305,31 +305,8 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
 	return 0;
 }
 
-int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err)
-{
-	regex_t re;
-	if (regcomp(&re, hide, REG_EXTENDED | REG_NOSUB)) {
-		snprintf(p->error, sizeof p->error, "bad regular expression '%s'", hide);
-		*err = p->error;
-		return -EINVAL;
-	}
-	bool *hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden);
-	if (!hidden) {
-		regfree(&re);
-		*err = "out of memory";
-		return -ENOMEM;
-	}
-	for (size_t f = 0; f < p->nframes; f++)
-		hidden[f] = !regexec(&re, p->frames[f].function, 0, NULL, 0);
-	regfree(&re);
-	int rc = prof_profile_hide_frames(p, hidden);
-	free(hidden);
-	if (rc)
-		*err = "out of memory";
-	return rc;
-}
-
-int prof_profile_hide_frames(struct prof_profile *p, const bool *hidden)
+/* Hides the frames whose hidden[frame id] is set (prof_profile_hide). */
+static int hide_frames(struct prof_profile *p, const bool *hidden)
 {
 	/* a location (a pc, its inlined frames) goes when all its frames do:
 	 * pprof's output is written from the locations */
@@ -363,6 +340,31 @@ int prof_profile_hide_frames(struct prof_profile *p, const bool *hidden)
 	free(loc_hidden);
 	return 0;
 }
+
+int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err)
+{
+	regex_t re;
+	if (regcomp(&re, hide, REG_EXTENDED | REG_NOSUB)) {
+		snprintf(p->error, sizeof p->error, "bad regular expression '%s'", hide);
+		*err = p->error;
+		return -EINVAL;
+	}
+	bool *hidden = calloc(p->nframes ? p->nframes : 1, sizeof *hidden);
+	if (!hidden) {
+		regfree(&re);
+		*err = "out of memory";
+		return -ENOMEM;
+	}
+	for (size_t f = 0; f < p->nframes; f++)
+		hidden[f] = !regexec(&re, p->frames[f].function, 0, NULL, 0);
+	regfree(&re);
+	int rc = hide_frames(p, hidden);
+	free(hidden);
+	if (rc)
+		*err = "out of memory";
+	return rc;
+}
+
 
 size_t prof_profile_warnings(const struct prof_profile *p, const char *const **out)
 {

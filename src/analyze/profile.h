@@ -135,8 +135,6 @@ int prof_profile_filter(struct prof_profile *p, const char *focus, const char *i
  * there). A stack whose every frame matches is left whole. Returns 0, -EINVAL with *err
  * set for a bad regex, or -ENOMEM. */
 int prof_profile_hide(struct prof_profile *p, const char *hide, const char **err);
-/* The same for the frames whose hidden[frame id] is set; 0 or -ENOMEM. */
-int prof_profile_hide_frames(struct prof_profile *p, const bool *hidden);
 
 /* Symbolization notes ("no debug info for 'x'"), owned by p. */
 size_t prof_profile_warnings(const struct prof_profile *p, const char *const **out);

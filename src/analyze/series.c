@@ -1,6 +1,6 @@
 /*
  * series.c — the dumps of one run, found in a directory or given one by
- * one, loaded and put in time order: what growth works from.
+ * one, read one at a time and put in time order: what growth works from.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -195,51 +195,6 @@ out:
 	return rc;
 }
 
-struct loaded {
-	struct prof_profile *ps;
-	size_t n;
-};
-
-static int take(void *ctx, struct prof_profile *p, size_t i)
-{
-	struct loaded *l = ctx;
-	struct prof_profile *np = realloc(l->ps, (i + 1) * sizeof *np);
-	if (!np)
-		return -ENOMEM;
-	l->ps = np;
-	l->ps[i] = *p;
-	l->n = i + 1;
-	memset(p, 0, sizeof *p);  /* taken over: nothing left to release */
-	return 0;
-}
-
-int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, char *why, size_t whycap)
-{
-	struct loaded l = { NULL, 0 };
-	size_t *order, count;
-	*out = NULL;
-	*n = 0;
-	int rc = prof_series_each(paths, npaths, o, &(struct prof_series_visit){ .each = take,
-				  .ctx = &l }, &order, &count, why, whycap);
-	if (!rc && !(*out = calloc(count + 1, sizeof **out))) {
-		snprintf(why, whycap, "out of memory");
-		free(order);
-		rc = -ENOMEM;
-	}
-	if (rc) {
-		for (size_t i = 0; i < l.n; i++)
-			prof_profile_release(&l.ps[i]);
-		free(l.ps);
-		return rc;
-	}
-	for (size_t i = 0; i < count; i++)
-		(*out)[i] = l.ps[order[i]];
-	*n = count;
-	free(order);
-	free(l.ps);
-	return 0;
-}
 
 long prof_timeline_pid(const char *name)
 {

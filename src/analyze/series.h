@@ -15,23 +15,17 @@
 int prof_dir_names(const char *dir, bool (*keep)(const char *name, long arg), long arg,
 		   char ***names, size_t *n);
 
-/* Lists the dumps (*.heap files) in dir, or the given paths, sorted by
- * the time they were taken (their ms, else their sequence number in the
- * name). Each is loaded with o. On success *out is an array of *n
- * profiles owned by the caller (release each, then free the array). On
- * failure, -errno and why (whycap bytes, the caller's) says what, naming
- * the file at fault ("cannot read 'F': ..."). */
-int prof_series_load(char **paths, size_t npaths, const struct prof_load_opts *o,
-		     struct prof_profile **out, size_t *n, char *why, size_t whycap);
-
-/* The same dumps read one at a time, for a long series: each is handed
- * to v->each(ctx, p, i) as soon as it is read (i: 0, 1, ... in the order
- * found), which keeps what it needs of it (or takes it over, zeroing *p)
- * before it is released; one v->known says it has kept from an earlier
- * call (true, and when it was taken in *ms) is not read again. *order
- * (the caller's to free) gets the dumps' i in time order, *n their
- * count. Returns as prof_series_load does, or what each returned (with
- * why "out of memory" or its strerror). */
+/* The dumps (*.heap files) in dir, or the given paths, read one at a
+ * time with o, so a long series is never held whole: each is handed to
+ * v->each(ctx, p, i) as soon as it is read (i: 0, 1, ... in the order
+ * found), which keeps what it needs of it before it is released; one
+ * that v->known says it kept from an earlier call (true, and when it
+ * was taken in *ms) is not read again. *order (the caller's to free)
+ * gets the dumps' i sorted by the time they were taken (their ms, else
+ * their sequence number in the name), *n their count. On failure,
+ * -errno and why (whycap bytes, the caller's) says what, naming the
+ * file at fault ("cannot read 'F': ..."), or what each returned (why:
+ * "out of memory" or its strerror). */
 struct prof_series_visit {
 	bool (*known)(void *ctx, const char *path, size_t i, int64_t *ms); /* may be NULL */
 	int (*each)(void *ctx, struct prof_profile *p, size_t i);

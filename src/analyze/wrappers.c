@@ -1,5 +1,5 @@
-/* wrappers.c — allocation wrappers folded into their callers (see
- * wrappers.h). */
+/* wrappers.c — allocation wrappers found from the pairs of a series'
+ * stacks (see wrappers.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

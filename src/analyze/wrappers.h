@@ -1,8 +1,9 @@
 /*
- * wrappers — allocation wrappers found in a series of dumps and folded
- * into their callers, as pprof's -hide would, so that a site is the code
- * that wanted the memory and not the wrapper everyone calls (redis'
- * zmalloc, git's xmalloc, glib's g_malloc, PostgreSQL's palloc).
+ * wrappers — allocation wrappers found in a series of dumps, for growth
+ * to fold into their callers (growth.h), as pprof's -hide would, so that
+ * a site is the code that wanted the memory and not the wrapper everyone
+ * calls (redis' zmalloc, git's xmalloc, glib's g_malloc, PostgreSQL's
+ * palloc).
  *
  * A function is a wrapper when, in every stack of every dump, it is the
  * frame that called the allocator (it never calls anything else that

@@ -142,6 +142,9 @@ void cli_prof_notes(const struct prof_profile *p);
  * malloc blocks holding them both: says so on stderr, with the chunks'
  * in-use bytes. */
 void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p);
+/* The same note into buf (empty when there is none); its length. */
+size_t cli_prof_pool_text(const struct cli_prof_opts *o, const struct prof_profile *p, char *buf,
+			  size_t cap);
 /* A note on stderr when the allocator counted far more in use than the
  * dump p holds (heap_in_use): memory heaptrail does not see. Not for a
  * filtered view (--focus, --ignore, --hide, --pool, --base). */

@@ -176,10 +176,13 @@ void cli_prof_notes(const struct prof_profile *p)
 		fprintf(stderr, "heaptrail: note: %s\n", w[i]);
 }
 
-void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p)
+size_t cli_prof_pool_text(const struct cli_prof_opts *o, const struct prof_profile *p, char *buf,
+			  size_t cap)
 {
+	if (cap)
+		buf[0] = 0;
 	if (o->load.pool)
-		return;
+		return 0;
 	int64_t bytes = 0;
 	const char *one = NULL;
 	bool several = false;
@@ -192,12 +195,20 @@ void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile
 		one = one ? one : s->pool;
 	}
 	if (!one || bytes <= 0)
-		return;
-	fprintf(stderr, "heaptrail: note: %" PRId64 " bytes in use are chunks of %s%s%s: the "
-		"total counts them and the blocks the pools carved them from too, when those "
-		"came from malloc; --pool NAME shows one pool's chunks alone\n", bytes,
-		several ? "memory pools (" : "the memory pool '", cli_shown(one),
-		several ? " and others)" : "'");
+		return 0;
+	int n = snprintf(buf, cap, "heaptrail: note: %" PRId64 " bytes in use are chunks of %s%s%s: "
+			 "the total counts them and the blocks the pools carved them from too, when "
+			 "those came from malloc; --pool NAME shows one pool's chunks alone\n", bytes,
+			 several ? "memory pools (" : "the memory pool '", cli_shown(one),
+			 several ? " and others)" : "'");
+	return n > 0 ? (size_t)n : 0;
+}
+
+void cli_prof_pool_note(const struct cli_prof_opts *o, const struct prof_profile *p)
+{
+	char buf[1024];
+	if (cli_prof_pool_text(o, p, buf, sizeof buf))
+		fputs(buf, stderr);
 }
 
 /* The allocator's count includes its chunks' headers and rounding: up

@@ -483,6 +483,32 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Growth's digests of the dumps read (prof_series_each), in the order
+ * read; whether the first was sampled. */
+struct growth_digests {
+	struct prof_growth_dump **d;
+	size_t n, cap;
+	bool sampled;
+};
+
+static int digest_dump(void *ctx, struct prof_profile *p, size_t i)
+{
+	struct growth_digests *dg = ctx;
+	if (i >= dg->cap) {
+		size_t cap = dg->cap ? 2 * dg->cap : 32;
+		struct prof_growth_dump **d = realloc(dg->d, cap * sizeof *d);
+		if (!d)
+			return -ENOMEM;
+		memset(d + dg->cap, 0, (cap - dg->cap) * sizeof *d);
+		dg->d = d;
+		dg->cap = cap;
+	}
+	if (!i)
+		dg->sampled = p->sample > 1;
+	dg->n = i + 1 > dg->n ? i + 1 : dg->n;
+	return (dg->d[i] = prof_growth_digest(p, PROF_INUSE_SPACE, false)) ? 0 : -ENOMEM;
+}
+
 /* The growth fit over the last LIVE_GROWTH_DUMPS numbered dumps of the
  * process in the agent's directory; 0, or -1 with why (fewer than three
  * dumps: nothing to fit). */
@@ -515,8 +541,8 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 	qsort(paths, n, sizeof *paths, cmp_str);
 	size_t first = n > LIVE_GROWTH_DUMPS ? n - LIVE_GROWTH_DUMPS : 0;
 	*ndumps = (long)(n - first);
-	struct prof_profile *ps = NULL;
-	size_t nps = 0;
+	struct growth_digests dg = { NULL, 0, 0, false };
+	size_t *order = NULL, nps = 0;
 	struct prof_load_opts o = { .sym_cache = l->cache,
 				    .binary_path = getenv("PPROF_BINARY_PATH") };
 	int rc = -1;
@@ -525,25 +551,36 @@ static int live_growth(struct ctl_live *l, struct prof_growth *g, long *ndumps, 
 			 "--every, --interval or --peak)", n - first, l->ag.pid);
 		goto out;
 	}
+	/* one dump at a time: growth's digest of each is all it keeps */
 	pthread_mutex_lock(&l->dump_lock);
-	int lrc = prof_series_load(paths + first, n - first, &o, &ps, &nps, why, cap);
+	int lrc = prof_series_each(paths + first, n - first, &o, &(struct prof_series_visit){
+					   .each = digest_dump, .ctx = &dg }, &order, &nps, why, cap);
 	pthread_mutex_unlock(&l->dump_lock);
 	if (about) {
-		about->sampled = !lrc && nps && ps[0].sample > 1;
+		about->sampled = !lrc && dg.sampled;
 		if (lrc || prof_attach_label(paths[first], l->ag.pid, about->since,
 					    sizeof about->since))
 			about->since[0] = 0;
 	}
+	struct prof_growth_dump **ds = lrc ? NULL : malloc((nps + 1) * sizeof *ds);
 	if (lrc)
 		;  /* why says it */
-	else if (prof_growth_fold_compute(g, ps, nps, PROF_INUSE_SPACE, false))
-		snprintf(why, cap, "cannot fit the %zu dumps", nps);
-	else
-		rc = 0;
+	else if (!ds)
+		snprintf(why, cap, "out of memory");
+	else {
+		for (size_t i = 0; i < nps; i++)
+			ds[i] = dg.d[order[i]];
+		if (prof_growth_compute_digests(g, ds, nps, true))
+			snprintf(why, cap, "cannot fit the %zu dumps", nps);
+		else
+			rc = 0;
+	}
+	free(ds);
 out:
-	for (size_t i = 0; i < nps; i++)
-		prof_profile_release(&ps[i]);
-	free(ps);
+	for (size_t i = 0; i < dg.n; i++)
+		prof_growth_digest_free(dg.d[i]);
+	free(dg.d);
+	free(order);
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);

@@ -126,7 +126,8 @@ void render_growth_head(FILE *out, const struct prof_growth *g, long pid, bool s
  * samples", or too few dumps). exact: byte counts as --bytes. */
 void render_growth_note(FILE *out, const struct prof_growth *g, bool exact);
 /* The line render_growth ends with when g folded allocation wrappers
- * (their names and how many callers each had); nothing otherwise. */
+ * (the first ten names and how many callers each had, and how many
+ * more); nothing otherwise. */
 void render_growth_wrappers(FILE *out, const struct prof_growth *g);
 
 /* v bytes as an integer (exact) or as render_bytes() writes it. */

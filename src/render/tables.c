@@ -625,8 +625,11 @@ void render_growth_wrappers(FILE *out, const struct prof_growth *g)
 		return;
 	fprintf(out, "folded %zu allocation wrapper%s into %s callers (--keep-wrappers shows %s): ",
 		n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "it as a site" : "them as sites");
-	for (size_t i = 0; i < n; i++)
+	/* the first 10 by name; a generated program can have hundreds */
+	for (size_t i = 0; i < n && i < 10; i++)
 		fprintf(out, "%s%s (%zu callers)", i ? ", " : "", g->wrappers[i].name,
 			g->wrappers[i].callers);
+	if (n > 10)
+		fprintf(out, " and %zu more", n - 10);
 	fputc('\n', out);
 }
