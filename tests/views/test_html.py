@@ -371,13 +371,19 @@ def top_flat(suite, dump, hide):
     return flat, total
 
 
-def test_area(suite):
-    prog = build(suite, "area_sites", os.path.join(common.HERE, "progs", "area_sites.c"))
-    work = work_dir(suite, "area")
-    out = os.path.join(work, "run")
-    must(suite, "run", "-q", "--sample", "1", "--every", "50ms", "-o", out, "--", prog, "12")
-    page = os.path.join(work, "report.html")
+def exact_page(suite, prog_name, work_name, every, *args):
+    """tests/progs/PROG_NAME.c run exact with a dump every EVERY, and
+    its page: (the run's directory, the page's path)."""
+    prog = build(suite, prog_name, os.path.join(common.HERE, "progs", prog_name + ".c"))
+    out = os.path.join(work_dir(suite, work_name), "run")
+    must(suite, "run", "-q", "--sample", "1", "--every", every, "-o", out, "--", prog, *args)
+    page = os.path.join(os.path.dirname(out), "report.html")
     must(suite, "html", out, "-o", page)
+    return out, page
+
+
+def test_area(suite):
+    out, page = exact_page(suite, "area_sites", "area", "50ms", "12")
     got, problems = drive(suite, page, name="area")
     g = got["views"]["growth"]
     details = [json.dumps(g, indent=1)[:4000]]
@@ -605,12 +611,7 @@ def test_cli(suite):
 
 
 def test_callers(suite):
-    prog = build(suite, "wrapper_sites", os.path.join(common.HERE, "progs", "wrapper_sites.c"))
-    work = work_dir(suite, "callers")
-    out = os.path.join(work, "run")
-    must(suite, "run", "-q", "--sample", "1", "--every", "100ms", "-o", out, "--", prog, "20")
-    page = os.path.join(work, "report.html")
-    must(suite, "html", out, "-o", page)
+    out, page = exact_page(suite, "wrapper_sites", "callers", "100ms", "20")
     got, problems = drive(suite, page, name="callers", peek=["xalloc", "main"], tree=True)
     fl = got["views"]["flame"]
     details = [json.dumps(fl.get("peek"), indent=1)]

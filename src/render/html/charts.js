@@ -80,15 +80,7 @@ HT.areaChart = function (box, area, x, timed) {
   var Y = function (v) { return H - B - (H - T - B) * v / vmax; };
   var s = HT.svg('svg', { width: W, height: H, role: 'img', id: 'area-svg',
     'aria-label': 'the ' + area.sites.length + ' sites that held the most, stacked over the dumps' });
-  var unit = 1;
-  while (vmax / unit >= 1024) unit *= 1024;
-  var ys = HT.niceStep(vmax / unit, 5) * unit;
-  for (var v = 0; v <= vmax; v += ys) {
-    s.appendChild(HT.svg('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'axis' }));
-    var t = HT.svg('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' });
-    t.textContent = HT.bytes(v);
-    s.appendChild(t);
-  }
+  HT.bytesAxis(s, vmax, Y, L, W - R);
   var xs = HT.niceStep(tmax, 8);
   for (var sec = 0; sec <= tmax + 1e-9; sec += xs) {
     var tx = HT.svg('text', { x: X(sec), y: H - B + 16, 'text-anchor': 'middle' });
@@ -120,6 +112,21 @@ HT.areaChart = function (box, area, x, timed) {
   box.appendChild(legend);
 };
 
+/* A chart's axis of bytes up to vmax: a line and a label at each round
+ * step, in the unit the labels use (KiB, MiB...); Y(v) is v's height,
+ * the lines run from x0 to x1. */
+HT.bytesAxis = function (s, vmax, Y, x0, x1) {
+  var unit = 1;
+  while (vmax / unit >= 1024) unit *= 1024;
+  var ys = HT.niceStep(vmax / unit, 5) * unit;
+  for (var v = 0; v <= vmax; v += ys) {
+    s.appendChild(HT.svg('line', { x1: x0, x2: x1, y1: Y(v), y2: Y(v), class: 'axis' }));
+    var t = HT.svg('text', { x: x0 - 6, y: Y(v) + 4, 'text-anchor': 'end' });
+    t.textContent = HT.bytes(v);
+    s.appendChild(t);
+  }
+};
+
 /* A round step for an axis spanning max. */
 HT.niceStep = function (max, n) {
   var raw = max / n, p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
@@ -139,16 +146,7 @@ HT.timelineChart = function (box, tl, dumps, onDump, onRange) {
   var Y = function (v) { return H - B - (H - T - B) * v / vmax; };
   var s = HT.svg('svg', { width: W, height: H, role: 'img', id: 'timeline-svg',
     'aria-label': 'live heap and RSS over time, peak ' + (tl.peak ? tl.peak.text : 'unknown') });
-  /* a round step in the unit the labels use (KiB, MiB...) */
-  var unit = 1;
-  while (vmax / unit >= 1024) unit *= 1024;
-  var ys = HT.niceStep(vmax / unit, 5) * unit;
-  for (var v = 0; v <= vmax; v += ys) {
-    s.appendChild(HT.svg('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'axis' }));
-    var t = HT.svg('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' });
-    t.textContent = HT.bytes(v);
-    s.appendChild(t);
-  }
+  HT.bytesAxis(s, vmax, Y, L, W - R);
   var xs = HT.niceStep(tmax / 1000, 8);
   for (var sec = 0; sec * 1000 <= tmax; sec += xs) {
     var tx = HT.svg('text', { x: X(sec * 1000), y: H - B + 16, 'text-anchor': 'middle' });
