@@ -272,6 +272,16 @@ static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_
 	fputc('\n', out);
 }
 
+/* An alignment of a new or delete as valgrind says it: its bytes, or
+ * "default-aligned" (0: the operator took no alignment). */
+static const char *align_value(char *buf, size_t cap, uint64_t align)
+{
+	if (!align)
+		return "default-aligned";
+	snprintf(buf, cap, "%llu", (unsigned long long)align);
+	return buf;
+}
+
 /* A heap error's context, in valgrind's words for its kind. */
 static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
 			      const struct fmt_leaks *l, const struct render_text_opts *o)
@@ -284,10 +294,20 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
 		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
 		[FMT_ERROR_OVERFLOW] = "", [FMT_ERROR_USE_AFTER_FREE] = "",  /* above */
+		[FMT_ERROR_SIZE_MISMATCH] = "", [FMT_ERROR_ALIGN_MISMATCH] = "", /* below */
 	};
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], head[128];
+	if (e->kind == FMT_ERROR_SIZE_MISMATCH)
+		snprintf(head, sizeof head, "Mismatched new/delete size value: %s",
+			 render_thousands(c, e->given));
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH)
+		snprintf(head, sizeof head, "Mismatched new/delete alignment alloc value: %s "
+			 "dealloc value: %s", align_value(b, sizeof b, e->align),
+			 align_value(c, sizeof c, e->given));
+	else
+		snprintf(head, sizeof head, "%s", what[e->kind]);
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
-		plural(e->count, "error", "errors"), what[e->kind], i, n);
+		plural(e->count, "error", "errors"), head, i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
 	for (size_t j = 0; j < e->nfree; j++) {
 		render_frame(out, (int)j + 1, &e->free_frames[j], l);
@@ -317,6 +337,19 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 			"allocator), allocated at:\n", render_thousands(c, e->offset),
 			plural(e->offset, "byte", "bytes"), render_thousands(b, e->size),
 			plural(e->size, "byte", "bytes"));
+	else if (e->kind == FMT_ERROR_SIZE_MISMATCH)
+		fprintf(out, "  the block of %s %s (the delete said %s) was allocated at:\n",
+			render_thousands(b, e->size), plural(e->size, "byte", "bytes"),
+			render_thousands(c, e->given));
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH && e->align)
+		fprintf(out, "  the block of %s %s, aligned to %s by its new (the delete said %s), "
+			"was allocated at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"), render_thousands(c, e->align),
+			e->given ? render_thousands(a, e->given) : "no alignment");
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH)
+		fprintf(out, "  the block of %s %s, from a new without alignment (the delete said "
+			"%s), was allocated at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"), render_thousands(c, e->given));
 	else
 		fprintf(out, "  the block of %s %s was allocated at:\n", render_thousands(b, e->size),
 			plural(e->size, "byte", "bytes"));
