@@ -57,8 +57,7 @@ static void count_error(const struct agent_error *e)
 		i++;
 	if (i == ncontexts) {
 		bool guarded = fmt_error_guarded((int)e->kind);
-		if (ncontexts == AGENT_ERROR_CONTEXTS || (!e->free_stack && !guarded) ||
-		    (guarded && !e->prev_stack)) {
+		if (ncontexts == AGENT_ERROR_CONTEXTS || (!e->free_stack && !guarded)) {
 			dropped++;
 			agent_unlock(&lock);
 			stop_if_asked();
@@ -186,7 +185,19 @@ bool agent_error_invalid_free(void *p, int d)
 void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		       uint32_t access, uint64_t offset, uint32_t access_stack)
 {
+	if (!access_stack) {  /* the stack table was full: not kept */
+		agent_lock(&lock);
+		dropped++;
+		agent_unlock(&lock);
+		stop_if_asked();
+		return;
+	}
 	count_prev(kind, alloc_stack, free_stack, size, access, offset, access_stack);
+}
+
+void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset)
+{
+	count_prev(FMT_ERROR_OVERFLOW, alloc_stack, free_stack, size, FMT_WHERE_WRITE, offset, 0);
 }
 
 size_t agent_errors_copy(struct agent_error *out, size_t cap)

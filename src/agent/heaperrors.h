@@ -119,6 +119,12 @@ bool agent_error_double_free(void *p, int d);
  * from the program's code, never from inside the agent). */
 void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		       uint32_t access, uint64_t offset, uint32_t access_stack);
+/* A guarded block's slack written (guard.c): an overflow (a write) at
+ * offset from its start, found at its free (free_stack) or at a leak
+ * report (free_stack 0), with no access stack (prev_stack 0). Hook-safe
+ * but for its lock: not from a signal handler that may have interrupted
+ * an error's count. */
+void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset);
 
 /* One context: how many errors of kind, the block's size (the first
  * one's), and the two stacks (ids of the stack table; alloc_stack 0:
@@ -126,7 +132,7 @@ void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
  * the address is and its offset into the block; for a double free, the
  * stack of the first free (prev_stack: its caller alone); for a guarded
  * block's fault, where is the access (read, write) and prev_stack its
- * stack; for a size or alignment mismatch, offset is what the delete
+ * stack (0 for a slack's overflow, found after the access); for a size or alignment mismatch, offset is what the delete
  * gave (a size; an alignment, 0 none) and align the new's alignment (0
  * none), the first error's. */
 struct agent_error {

@@ -256,6 +256,7 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 	size_t nerr = 0, nids = 0, next = 0;
 	uint32_t *ids = NULL;
 	if (errs) {
+		agent_guard_check_live();  /* the live guarded blocks' slack */
 		nerr = agent_errors_copy(errs, AGENT_ERROR_CONTEXTS);
 		nerr = nerr < AGENT_ERROR_CONTEXTS ? nerr : AGENT_ERROR_CONTEXTS;
 		ids = (uint32_t *)(errs + AGENT_ERROR_CONTEXTS);

@@ -431,7 +431,9 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			/* a mismatch names its block; an invalid free may name none;
 			 * a double free may name its first free; a guarded block's
 			 * fault names its block, its access and the access's stack,
-			 * and its free when it was freed */
+			 * and its free when it was freed; an overflow into a
+			 * block's slack, found at its free or a leak report, has
+			 * no access stack (0) */
 			bool guarded = fmt_error_guarded(kind);
 			bool access = where == FMT_WHERE_READ || where == FMT_WHERE_WRITE;
 			fi = -1;
@@ -440,7 +442,8 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			    (c && (ai = find_stack(&l, c)) < 0) ||
 			    (!c && kind != FMT_ERROR_INVALID) ||
 			    ((d || kind != FMT_ERROR_OVERFLOW) && (fi = find_stack(&l, d)) < 0) ||
-			    (guarded && !pv) || (pv && (pi = find_stack(&l, pv)) < 0))
+			    (kind == FMT_ERROR_USE_AFTER_FREE && !pv) ||
+			    (pv && (pi = find_stack(&l, pv)) < 0))
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
 				goto oom;

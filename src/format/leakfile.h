@@ -158,7 +158,8 @@ struct fmt_error {
 			       stacks of the first free (its caller alone); a
 			       guarded block's fault: of the faulting access
 			       (its first pc one past the access); SIZE_MAX:
-			       none */
+			       none (an overflow into a guarded block's
+			       slack, found at its free or a report) */
 	uint64_t given;     /* size_mismatch: the size the delete gave;
 			       align_mismatch: the alignment it gave (0: an
 			       unaligned delete, "default-aligned") */

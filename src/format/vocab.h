@@ -122,7 +122,9 @@
 #define FMT_LEAKS_IN_FREED   "freed"             /* ... PREV_STACK: a block given back
 						    before (a double free) */
 #define FMT_LEAKS_OVERFLOW   "overflow"          /* ... OFFSET ACCESS ACCESS_STACK: a guarded
-						    block's page ran past (--guard) */
+						    block's page ran past (--guard);
+						    ACCESS_STACK 0: its slack found
+						    written, at its free or a report */
 #define FMT_LEAKS_USE_AFTER_FREE "use_after_free" /* ... OFFSET ACCESS ACCESS_STACK: a
 						    guarded block used after its free */
 #define FMT_LEAKS_READ       "read"              /* ACCESS: the faulting access read */

@@ -203,6 +203,12 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			if (e->prev_frames && fmt_error_guarded(e->kind)) {
 				fputs("], \"access_stack\": [", out);
 				json_frames(out, e->prev_frames, e->nprev);
+			} else if (fmt_error_guarded(e->kind)) {
+				/* its slack found written: at its free, or at this
+				 * report (still in use) */
+				fprintf(out, "], \"found_at\": \"%s\"",
+					e->free_frames ? "free" : "report");
+				fputs(", \"access_stack\": [", out);
 			} else if (e->prev_frames) {
 				fputs("], \"first_free\": ", out);
 				render_json_string(out, prof_alloc_fn_name(e->prev_fn));

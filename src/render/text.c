@@ -110,11 +110,13 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 
 const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap)
 {
-	/* a guarded block's fault: the code that made the access */
-	bool access = fmt_error_guarded(e->kind);
+	/* a guarded block's fault: the code that made the access; its slack
+	 * found written (no access seen): the free, or the allocation */
+	bool access = fmt_error_guarded(e->kind) && e->prev_frames;
+	bool alloc = !access && !e->free_frames;
 	return suppression_of(prof_supp_type_names[prof_supp_type_of(e)],
-			      access ? e->prev_frames : e->free_frames, access ? e->nprev : e->nfree,
-			      buf, cap);
+			      access ? e->prev_frames : alloc ? e->alloc_frames : e->free_frames,
+			      access ? e->nprev : alloc ? e->nalloc : e->nfree, buf, cap);
 }
 
 static void render_error_suppression_line(FILE *out, const struct prof_heap_error *e,
@@ -236,12 +238,40 @@ static void render_frames(FILE *out, int fn, const struct sym_frame *f, size_t n
 	}
 }
 
+/* An overflow into a guarded block's slack, found at its free or at a
+ * report: where the first changed byte is, the free, the allocation. */
+static void render_slack_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
+			       const struct fmt_leaks *l, const struct render_text_opts *o)
+{
+	char a[32], b[32], c[32];
+	uint64_t past = e->offset - e->size;
+	fprintf(out, "%s %s: Invalid write past a block's end [context %zu of %zu], found ",
+		render_thousands(a, e->count), plural(e->count, "error", "errors"), i, n);
+	if (e->free_frames) {
+		fprintf(out, "when the block was given back, at:\n");
+		render_frames(out, e->free_fn, e->free_frames, e->nfree, l);
+	} else {
+		fprintf(out, "at this report, the block still in use\n");
+	}
+	fprintf(out, "  the first byte changed is %s %s after a block of %s %s (in the bytes "
+		"before its guarded page; the write itself was not seen), allocated at:\n",
+		render_thousands(c, past), plural(past, "byte", "bytes"),
+		render_thousands(b, e->size), plural(e->size, "byte", "bytes"));
+	render_frames(out, e->alloc_fn, e->alloc_frames, e->nalloc, l);
+	render_error_suppression_line(out, e, o);
+	fputc('\n', out);
+}
+
 /* A guarded block's fault (--guard), in valgrind's words: the access,
  * where it fell against the block, the block's free and allocation. */
 static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
 			       const struct fmt_leaks *l, const struct render_text_opts *o)
 {
 	char a[32], b[32], c[32];
+	if (!e->prev_frames && e->kind == FMT_ERROR_OVERFLOW) {
+		render_slack_error(out, e, i, n, l, o);
+		return;
+	}
 	bool uaf = e->kind == FMT_ERROR_USE_AFTER_FREE;
 	int64_t off = (int64_t)e->offset;
 	fprintf(out, "%s %s: Invalid %s%s [context %zu of %zu], at:\n",
