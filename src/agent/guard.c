@@ -55,7 +55,8 @@
 #define SLOTS 128
 #define PAGE 4096u
 
-enum { NEVER_USED, LIVE, FREED };
+/* SETUP: taken, its block being placed; LIVE once its slack is filled */
+enum { NEVER_USED, SETUP, LIVE, FREED };
 
 struct slot {
 	uintptr_t addr;        /* the block's start */
@@ -63,8 +64,9 @@ struct slot {
 	uint32_t alloc_stack;  /* ids of the stack table; 0: none */
 	uint32_t free_stack;
 	atomic_uint_fast64_t freed_at; /* FREED: the order of its free */
-	atomic_uint_fast64_t gen;      /* its blocks so far, for readers
-					  without the slot (check_slack_live) */
+	atomic_uint_fast64_t gen;      /* its blocks so far: a reader that
+					  holds no slot (agent_guard_check_live)
+					  sees whether the block changed under it */
 	atomic_int state;
 	uint8_t fill;          /* the slack's byte */
 	atomic_bool reported;  /* the block's overflow has been counted */
@@ -111,7 +113,7 @@ void agent_guard_init(void)
 	__atomic_store_n(&agent_guard_len, len, __ATOMIC_RELEASE);
 }
 
-/* A slot to use, marked LIVE: one never used, else the one freed
+/* A slot to use, marked SETUP: one never used, else the one freed
  * longest ago; -1 when every slot holds a live block. */
 static int take_slot(void)
 {
@@ -130,7 +132,7 @@ static int take_slot(void)
 		}
 		if (best < 0)
 			break;
-		if (atomic_compare_exchange_strong(&slots[best].state, &st, LIVE)) {
+		if (atomic_compare_exchange_strong(&slots[best].state, &st, SETUP)) {
 			atomic_fetch_add(&guarded, 1);
 			return best;
 		}
@@ -178,6 +180,7 @@ void *agent_guard_alloc(size_t n, size_t align)
 		     0xff51afd7ed558ccdull;
 	s->fill = (uint8_t)(1 + (h >> 56) % 255);
 	agent_memset((void *)(s->addr + n), s->fill, page + PAGE - (s->addr + n));
+	atomic_store(&s->state, LIVE);  /* after its fields: check_live reads them */
 	return (void *)s->addr;
 }
 
@@ -247,22 +250,37 @@ void agent_guard_free(void *p, int d, bool stack)
 	put_slot(i);
 }
 
+/* The first changed byte of live slot i's slack, read through the
+ * kernel in pieces (another thread may free the block, and its page then
+ * faults, or take the slot again meanwhile); -1 when none is, or when it
+ * could not be read. */
+static long slack_changed_live(int i)
+{
+	const struct slot *s = &slots[i];
+	uint8_t buf[256];
+	uintptr_t end = s->addr + s->size, len = slot_page(i) + PAGE - end;
+	for (uintptr_t at = 0; at < len; at += sizeof buf) {
+		size_t n = len - at < sizeof buf ? len - at : sizeof buf;
+		if (agent_copy_self(buf, end + at, n) != (ssize_t)n)
+			return -1;
+		long k = slack_changed(s, buf, n);
+		if (k >= 0)
+			return (long)at + k;
+	}
+	return -1;
+}
+
 void agent_guard_check_live(void)
 {
 	if (!agent_guard_len)
 		return;
-	uint8_t buf[PAGE];
 	for (int i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
 		uint64_t gen = atomic_load(&s->gen);
 		if (atomic_load(&s->state) != LIVE || atomic_load(&s->reported))
 			continue;
-		uintptr_t end = s->addr + s->size, len = slot_page(i) + PAGE - end;
-		/* read through the kernel: another thread may free the block
-		 * (its page then faults) or take the slot again meanwhile */
-		if (!len || len > sizeof buf || agent_copy_self(buf, end, len) != (ssize_t)len)
-			continue;
-		long k = slack_changed(s, buf, len);
+		long k = slack_changed_live(i);
+		/* still the block whose slack was read */
 		if (k >= 0 && atomic_load(&s->state) == LIVE && atomic_load(&s->gen) == gen)
 			slack_overflow(s, 0, k);
 	}
