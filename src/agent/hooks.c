@@ -197,12 +197,13 @@ static void *realloc_guarded(void *p, size_t n, bool stack)
 /* A delete of the right family (how, note_free's) that gave an
  * alignment other than its new's, or a size (dsize): each checked, as
  * ASan's new-delete-type-mismatch does (one error a delete, the
- * alignment's first). */
+ * alignment's first), for the blocks of a new only (a pool's chunks and
+ * the rest follow their own rules). */
 static AGENT_NOINLINE void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
 {
 	int d = how & 0xff;
 	const struct agent_stack *s = agent_stack_get(stack);
-	if (d == AGENT_DEALLOC_UNCHECKED)
+	if (d == AGENT_DEALLOC_UNCHECKED || (s->fn != FMT_FN_NEW && s->fn != FMT_FN_NEW_ARRAY))
 		return;
 	if (s->align_log != (uint8_t)(how >> 8))
 		agent_error_align_mismatch(stack, size, d, AGENT_STACK_ALIGN(s),
