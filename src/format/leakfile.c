@@ -443,6 +443,7 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			    (!c && kind != FMT_ERROR_INVALID) ||
 			    ((d || kind != FMT_ERROR_OVERFLOW) && (fi = find_stack(&l, d)) < 0) ||
 			    (kind == FMT_ERROR_USE_AFTER_FREE && !pv) ||
+			    (kind == FMT_ERROR_OVERFLOW && !pv && (where != FMT_WHERE_WRITE || e < b)) ||
 			    (pv && (pi = find_stack(&l, pv)) < 0))
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
