@@ -45,8 +45,9 @@ static void stop_if_asked(void)
 }
 
 /* Counts error e (count unset) in its context: the one of the same
- * kind, stacks and where, or a new one that keeps e's values. */
-static void count_error(const struct agent_error *e)
+ * kind, stacks and where, or a new one that keeps e's values; then
+ * aborts when asked and may (not inside a leak report being written). */
+static void count_error_at(const struct agent_error *e, bool may_stop)
 {
 	agent_lock(&lock);
 	size_t i = 0;
@@ -60,7 +61,8 @@ static void count_error(const struct agent_error *e)
 		if (ncontexts == AGENT_ERROR_CONTEXTS || (!e->free_stack && !guarded)) {
 			dropped++;
 			agent_unlock(&lock);
-			stop_if_asked();
+			if (may_stop)
+				stop_if_asked();
 			return;
 		}
 		contexts[ncontexts] = *e;
@@ -68,7 +70,13 @@ static void count_error(const struct agent_error *e)
 	}
 	contexts[i].count++;
 	agent_unlock(&lock);
-	stop_if_asked();
+	if (may_stop)
+		stop_if_asked();
+}
+
+static void count_error(const struct agent_error *e)
+{
+	count_error_at(e, true);
 }
 
 static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
@@ -197,7 +205,12 @@ void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
 
 void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset)
 {
-	count_prev(FMT_ERROR_OVERFLOW, alloc_stack, free_stack, size, FMT_WHERE_WRITE, offset, 0);
+	/* found by a leak report (no free): --errors=abort would stop the
+	 * program in the middle of writing it */
+	count_error_at(&(struct agent_error){ .kind = FMT_ERROR_OVERFLOW, .alloc_stack = alloc_stack,
+					      .free_stack = free_stack, .size = size,
+					      .where = FMT_WHERE_WRITE, .offset = offset },
+		       free_stack != 0);
 }
 
 size_t agent_errors_copy(struct agent_error *out, size_t cap)

@@ -121,9 +121,10 @@ void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
 		       uint32_t access, uint64_t offset, uint32_t access_stack);
 /* A guarded block's slack written (guard.c): an overflow (a write) at
  * offset from its start, found at its free (free_stack) or at a leak
- * report (free_stack 0), with no access stack (prev_stack 0). Hook-safe
- * but for its lock: not from a signal handler that may have interrupted
- * an error's count. */
+ * report (free_stack 0: then --errors=abort does not stop the program,
+ * whose report is being written), with no access stack (prev_stack 0).
+ * Hook-safe but for its lock: not from a signal handler that may have
+ * interrupted an error's count. */
 void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset);
 
 /* One context: how many errors of kind, the block's size (the first
