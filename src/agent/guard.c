@@ -6,12 +6,20 @@
  * at the end of its slot's page, its start aligned as asked (memalign,
  * aligned new) or as malloc's are, to 16 bytes: a block whose size is a
  * multiple of 16 ends right at the page's end, and one byte past it is
- * the inaccessible page; a block of 13 bytes ends 3 bytes before it, and
- * an overflow into those 3 is not seen. Aligning less is not safe:
- * programs count on malloc's 16 whatever the size (CPython's bytes
- * objects, 33 bytes of header then the data, check that their data is
- * 2-byte aligned). (GWP-ASan picks either end at random, to catch
- * underflows too; heaptrail keeps the end, where most overflows go.)
+ * the inaccessible page; a block of 13 bytes ends 3 bytes before it.
+ * Aligning less is not safe: programs count on malloc's 16 whatever the
+ * size (CPython's bytes objects, 33 bytes of header then the data, check
+ * that their data is 2-byte aligned). (GWP-ASan picks either end at
+ * random, to catch underflows too; heaptrail keeps the end, where most
+ * overflows go.)
+ *
+ * Those slack bytes between the block's end and the page's are filled
+ * with a byte of the block's own (never 0, the byte a string overflow
+ * writes) and checked when the block is given back, and at each leak
+ * report for the blocks still live: a changed byte is an overflow
+ * (a write; its access unseen, so without a stack of its own) at the
+ * first changed byte. The usable size of a guarded block is its size,
+ * so malloc_usable_size does not hand the slack to the program.
  *
  * A freed slot keeps its page inaccessible, and is reused oldest first
  * once no slot was never used: the longer a block stays freed, the
@@ -47,7 +55,8 @@
 #define SLOTS 128
 #define PAGE 4096u
 
-enum { NEVER_USED, LIVE, FREED };
+/* SETUP: taken, its block being placed; LIVE once its slack is filled */
+enum { NEVER_USED, SETUP, LIVE, FREED };
 
 struct slot {
 	uintptr_t addr;        /* the block's start */
@@ -55,7 +64,12 @@ struct slot {
 	uint32_t alloc_stack;  /* ids of the stack table; 0: none */
 	uint32_t free_stack;
 	atomic_uint_fast64_t freed_at; /* FREED: the order of its free */
+	atomic_uint_fast64_t gen;      /* its blocks so far: a reader that
+					  holds no slot (agent_guard_check_live)
+					  sees whether the block changed under it */
 	atomic_int state;
+	uint8_t fill;          /* the slack's byte */
+	atomic_bool reported;  /* the block's overflow has been counted */
 };
 
 uintptr_t agent_guard_lo, agent_guard_len;
@@ -99,7 +113,7 @@ void agent_guard_init(void)
 	__atomic_store_n(&agent_guard_len, len, __ATOMIC_RELEASE);
 }
 
-/* A slot to use, marked LIVE: one never used, else the one freed
+/* A slot to use, marked SETUP: one never used, else the one freed
  * longest ago; -1 when every slot holds a live block. */
 static int take_slot(void)
 {
@@ -118,7 +132,7 @@ static int take_slot(void)
 		}
 		if (best < 0)
 			break;
-		if (atomic_compare_exchange_strong(&slots[best].state, &st, LIVE)) {
+		if (atomic_compare_exchange_strong(&slots[best].state, &st, SETUP)) {
 			atomic_fetch_add(&guarded, 1);
 			return best;
 		}
@@ -155,10 +169,39 @@ void *agent_guard_alloc(size_t n, size_t align)
 	s->addr = (page + PAGE - n) & ~(uintptr_t)(align - 1);
 	s->size = n;
 	s->alloc_stack = s->free_stack = 0;
+	atomic_store(&s->reported, false);
+	atomic_fetch_add(&s->gen, 1);
 	/* what the slot's last block left goes: it reads as zero (calloc);
 	 * cheaper than an madvise for a page at most */
 	agent_memset((void *)s->addr, 0, n);
+	/* the slack's byte: 1 to 255, from where the mapping landed (ASLR)
+	 * and the block's number, so that no one value is always missed */
+	uint64_t h = (agent_guard_lo ^ atomic_load(&guarded) * 0x9e3779b97f4a7c15ull) *
+		     0xff51afd7ed558ccdull;
+	s->fill = (uint8_t)(1 + (h >> 56) % 255);
+	agent_memset((void *)(s->addr + n), s->fill, page + PAGE - (s->addr + n));
+	atomic_store(&s->state, LIVE);  /* after its fields: check_live reads them */
 	return (void *)s->addr;
+}
+
+/* The offset past block s's end of the first byte of its slack (len
+ * bytes at slack) that is no longer its fill; -1 when none is. */
+static long slack_changed(const struct slot *s, const uint8_t *slack, size_t len)
+{
+	for (size_t k = 0; k < len; k++)
+		if (slack[k] != s->fill)
+			return (long)k;
+	return -1;
+}
+
+/* Counts block s's overflow into its slack, found at its free (free
+ * stack free_stack) or at a leak report (0), once a block. */
+static void slack_overflow(struct slot *s, uint32_t free_stack, long k)
+{
+	bool was = false;
+	if (!atomic_compare_exchange_strong(&s->reported, &was, true))
+		return;
+	agent_error_slack(s->alloc_stack, free_stack, s->size, (uint64_t)s->size + (uint64_t)k);
 }
 
 /* The slot of block p (its start), or -1. */
@@ -196,9 +239,51 @@ void agent_guard_free(void *p, int d, bool stack)
 		uintptr_t pcs[AGENT_MAX_DEPTH];
 		int n = agent_unwind_cfi(pcs, agent_config.depth);
 		slots[i].free_stack = agent_stack_intern(d, pcs, n);
+		/* not from inside the agent (stack false): counting takes a
+		 * lock that the code a handler interrupted may hold */
+		uintptr_t end = slots[i].addr + slots[i].size;
+		long k = slack_changed(&slots[i], (const uint8_t *)end, slot_page(i) + PAGE - end);
+		if (k >= 0)
+			slack_overflow(&slots[i], slots[i].free_stack, k);
 	}
 	protect(slot_page(i), PROT_NONE);
 	put_slot(i);
+}
+
+/* The first changed byte of live slot i's slack, read through the
+ * kernel in pieces (another thread may free the block, and its page then
+ * faults, or take the slot again meanwhile); -1 when none is, or when it
+ * could not be read. */
+static long slack_changed_live(int i)
+{
+	const struct slot *s = &slots[i];
+	uint8_t buf[256];
+	uintptr_t end = s->addr + s->size, len = slot_page(i) + PAGE - end;
+	for (uintptr_t at = 0; at < len; at += sizeof buf) {
+		size_t n = len - at < sizeof buf ? len - at : sizeof buf;
+		if (agent_copy_self(buf, end + at, n) != (ssize_t)n)
+			return -1;
+		long k = slack_changed(s, buf, n);
+		if (k >= 0)
+			return (long)at + k;
+	}
+	return -1;
+}
+
+void agent_guard_check_live(void)
+{
+	if (!agent_guard_len)
+		return;
+	for (int i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+		uint64_t gen = atomic_load(&s->gen);
+		if (atomic_load(&s->state) != LIVE || atomic_load(&s->reported))
+			continue;
+		long k = slack_changed_live(i);
+		/* still the block whose slack was read */
+		if (k >= 0 && atomic_load(&s->state) == LIVE && atomic_load(&s->gen) == gen)
+			slack_overflow(s, 0, k);
+	}
 }
 
 bool agent_guard_counts(uint64_t *g, uint64_t *f)
@@ -213,7 +298,7 @@ bool agent_guard_counts(uint64_t *g, uint64_t *f)
 size_t agent_guard_usable(const void *p)
 {
 	int i = slot_of(p);
-	return i < 0 ? 0 : slot_page(i) + PAGE - (uintptr_t)p;
+	return i < 0 ? 0 : slots[i].size;
 }
 
 /* ---------- the fault ---------- */
@@ -290,6 +375,7 @@ void agent_guard_fault(int sig, siginfo_t *si, void *ucv)
 					agent_config.depth - 1, NULL).npcs;
 	bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
 	uint32_t access = agent_stack_intern(FMT_FN_MALLOC, pcs, n);
+	atomic_store(&s->reported, true);  /* its slack says no more */
 	agent_error_guard(freed ? FMT_ERROR_USE_AFTER_FREE : FMT_ERROR_OVERFLOW, s->alloc_stack,
 			  freed ? s->free_stack : 0, s->size, write ? FMT_WHERE_WRITE : FMT_WHERE_READ,
 			  (uint64_t)(a - s->addr), access);

@@ -8,7 +8,10 @@
  * heap error (heaperrors.h: overflow, use_after_free) with the block's
  * allocation and free stacks and the faulting access's, and the program
  * then dies of its SIGSEGV as it would have (or, with guard_continue,
- * the page is opened and it goes on). Layer 2.
+ * the page is opened and it goes on). The bytes between a block's end
+ * and its page's (the slack, when its size is no multiple of 16) are
+ * checked at its free and at leak reports: a changed one is an overflow
+ * found there, without the access's stack. Layer 2.
  */
 #ifndef HEAPTRAIL_AGENT_GUARD_H
 #define HEAPTRAIL_AGENT_GUARD_H
@@ -59,6 +62,12 @@ void *agent_guard_recorded(void *p, uint32_t stack);
  * hold the stack table's lock). Anything else in the guard's pages (a
  * double free, an address inside a block) is left alone. Hook-safe. */
 void agent_guard_free(void *p, int d, bool stack);
+/* Checks the slack after each live guarded block (guard.c): a changed
+ * byte is counted as an overflow found at this report (heaperrors.h,
+ * agent_error_slack), once a block. Reads through the kernel, so a block
+ * freed meanwhile costs nothing. Hook-safe (from a leak report, before
+ * its errors are copied). */
+void agent_guard_check_live(void);
 /* false when guard is off; else the blocks placed on guarded pages so
  * far, and those picked while every slot held a live block. */
 bool agent_guard_counts(uint64_t *guarded, uint64_t *full);

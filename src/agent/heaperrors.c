@@ -44,38 +44,61 @@ static void stop_if_asked(void)
 		abort();
 }
 
-static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
-		       uint32_t where, uint64_t offset, uint32_t prev_stack)
+/* Counts error e (count unset) in its context: the one of the same
+ * kind, stacks and where, or a new one that keeps e's values; then
+ * aborts when asked and may (not inside a leak report being written). */
+static void count_error_at(const struct agent_error *e, bool may_stop)
 {
 	agent_lock(&lock);
 	size_t i = 0;
-	while (i < ncontexts && (contexts[i].kind != kind || contexts[i].alloc_stack != alloc_stack ||
-				 contexts[i].free_stack != free_stack || contexts[i].where != where ||
-				 contexts[i].prev_stack != prev_stack))
+	while (i < ncontexts && (contexts[i].kind != e->kind ||
+				 contexts[i].alloc_stack != e->alloc_stack ||
+				 contexts[i].free_stack != e->free_stack ||
+				 contexts[i].where != e->where || contexts[i].prev_stack != e->prev_stack))
 		i++;
 	if (i == ncontexts) {
-		bool guarded = kind == FMT_ERROR_OVERFLOW || kind == FMT_ERROR_USE_AFTER_FREE;
-		if (ncontexts == AGENT_ERROR_CONTEXTS || (!free_stack && !guarded) ||
-		    (guarded && !prev_stack)) {
+		bool guarded = fmt_error_guarded((int)e->kind);
+		if (ncontexts == AGENT_ERROR_CONTEXTS || (!e->free_stack && !guarded)) {
 			dropped++;
 			agent_unlock(&lock);
-			stop_if_asked();
+			if (may_stop)
+				stop_if_asked();
 			return;
 		}
-		contexts[ncontexts++] = (struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
-							     .free_stack = free_stack, .size = size,
-							     .where = where, .offset = offset,
-							     .prev_stack = prev_stack };
+		contexts[ncontexts] = *e;
+		contexts[ncontexts++].count = 0;
 	}
 	contexts[i].count++;
 	agent_unlock(&lock);
-	stop_if_asked();
+	if (may_stop)
+		stop_if_asked();
+}
+
+static void count_error(const struct agent_error *e)
+{
+	count_error_at(e, true);
+}
+
+static void count_prev(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
+		       uint32_t where, uint64_t offset, uint32_t prev_stack)
+{
+	count_error(&(struct agent_error){ .kind = kind, .alloc_stack = alloc_stack,
+					   .free_stack = free_stack, .size = size, .where = where,
+					   .offset = offset, .prev_stack = prev_stack });
 }
 
 static void count(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		  uint32_t where, uint64_t offset)
 {
 	count_prev(kind, alloc_stack, free_stack, size, where, offset, 0);
+}
+
+/* The stack of the free being made now, interned as given back by d. */
+static uint32_t free_stack_now(int d)
+{
+	uintptr_t pcs[AGENT_MAX_DEPTH];
+	int n = agent_unwind_cfi(pcs, agent_config.depth);
+	return agent_stack_intern(d, pcs, n);
 }
 
 /* Every thread's ring, newest first within each: the entry of p, or
@@ -125,10 +148,22 @@ bool agent_error_double_free(void *p, int d)
 
 void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)
 {
-	uintptr_t pcs[AGENT_MAX_DEPTH];
-	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	count(FMT_ERROR_MISMATCHED, alloc_stack, agent_stack_intern(d, pcs, n), size,
-	      FMT_WHERE_NONE, 0);
+	count(FMT_ERROR_MISMATCHED, alloc_stack, free_stack_now(d), size, FMT_WHERE_NONE, 0);
+}
+
+void agent_error_size_mismatch(uint32_t alloc_stack, size_t size, int d, size_t given)
+{
+	count_error(&(struct agent_error){ .kind = FMT_ERROR_SIZE_MISMATCH,
+					   .alloc_stack = alloc_stack, .free_stack = free_stack_now(d),
+					   .size = size, .offset = given });
+}
+
+void agent_error_align_mismatch(uint32_t alloc_stack, size_t size, int d, size_t alloc_align,
+				size_t given)
+{
+	count_error(&(struct agent_error){ .kind = FMT_ERROR_ALIGN_MISMATCH,
+					   .alloc_stack = alloc_stack, .free_stack = free_stack_now(d),
+					   .size = size, .offset = given, .align = alloc_align });
 }
 
 extern void *__libc_stack_end;
@@ -158,7 +193,24 @@ bool agent_error_invalid_free(void *p, int d)
 void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		       uint32_t access, uint64_t offset, uint32_t access_stack)
 {
+	if (!access_stack) {  /* the stack table was full: not kept */
+		agent_lock(&lock);
+		dropped++;
+		agent_unlock(&lock);
+		stop_if_asked();
+		return;
+	}
 	count_prev(kind, alloc_stack, free_stack, size, access, offset, access_stack);
+}
+
+void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset)
+{
+	/* found by a leak report (no free): --errors=abort would stop the
+	 * program in the middle of writing it */
+	count_error_at(&(struct agent_error){ .kind = FMT_ERROR_OVERFLOW, .alloc_stack = alloc_stack,
+					      .free_stack = free_stack, .size = size,
+					      .where = FMT_WHERE_WRITE, .offset = offset },
+		       free_stack != 0);
 }
 
 size_t agent_errors_copy(struct agent_error *out, size_t cap)

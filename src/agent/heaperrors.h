@@ -1,8 +1,9 @@
 /*
  * heaperrors.h — frees done wrong (heaperrors.c): a block given back by
  * the wrong family (free of a new block, delete of a new[] one, realloc
- * of either), found when the block was recorded (exact mode: every
- * block; sampled: the sampled ones), kept per context (the kind, where
+ * of either), or by a delete whose size or alignment is not its new's,
+ * found when the block was recorded (exact mode: every block; sampled:
+ * the sampled ones), kept per context (the kind, where
  * the block was allocated, where it was given back) with a count, as
  * valgrind's "N errors from M contexts"; and the faults of guarded
  * blocks (guard.c), kept the same way. Layer 2.
@@ -24,6 +25,15 @@ enum agent_dealloc {
 
 /* Not checked (a signal handler's free, deferred): every fn's bit. */
 #define AGENT_DEALLOC_UNCHECKED 31
+/* How a delete gave a block back, as its caller said: d (enum
+ * agent_dealloc) in the low byte, and for an aligned delete
+ * (operator delete(void *, align_val_t), al a power of two) the log2 of
+ * its alignment + 1 above: what a block's stack says of its new
+ * (agent_stack.align_log), so an unaligned delete of an unaligned new
+ * compares 0 with 0. */
+#define AGENT_DEALLOC_ALIGNED(d, al) ((d) | (__builtin_ctzll(al) + 1) << 8)
+/* A delete that gave no size (free, realloc, an unsized delete). */
+#define AGENT_DEALLOC_NO_SIZE ((size_t)-1)
 /* Bit d of agent_dealloc_ok[fn]: a block allocated by fn (enum
  * fmt_alloc_fn) may be given back by d: the malloc family by free and
  * realloc, new by delete, new[] by delete[]; pool chunks and the rest by
@@ -81,6 +91,15 @@ void agent_free_ring_forget(uintptr_t p);
  * now. Called from an entry point with busy set (hook-safe). */
 void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d);
 
+/* A sized delete (d) of a block of size bytes, of stack alloc_stack,
+ * that gave given bytes; an aligned or unaligned delete whose alignment
+ * (given; 0: none) is not the block's new's (alloc_align; 0: none):
+ * counted in the context of the two stacks, as agent_error_mismatch. The
+ * family is right (a wrong one is agent_error_mismatch's alone). */
+void agent_error_size_mismatch(uint32_t alloc_stack, size_t size, int d, size_t given);
+void agent_error_align_mismatch(uint32_t alloc_stack, size_t size, int d, size_t alloc_align,
+				size_t given);
+
 /* A free of p by d, in exact mode since the start, of an address the
  * table does not hold: when p is provably none of the allocator's (inside
  * a live block past its start, in a loaded object's image, on the main
@@ -100,6 +119,13 @@ bool agent_error_double_free(void *p, int d);
  * from the program's code, never from inside the agent). */
 void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack, size_t size,
 		       uint32_t access, uint64_t offset, uint32_t access_stack);
+/* A guarded block's slack written (guard.c): an overflow (a write) at
+ * offset from its start, found at its free (free_stack) or at a leak
+ * report (free_stack 0: then --errors=abort does not stop the program,
+ * whose report is being written), with no access stack (prev_stack 0).
+ * Hook-safe but for its lock: not from a signal handler that may have
+ * interrupted an error's count. */
+void agent_error_slack(uint32_t alloc_stack, uint32_t free_stack, size_t size, uint64_t offset);
 
 /* One context: how many errors of kind, the block's size (the first
  * one's), and the two stacks (ids of the stack table; alloc_stack 0:
@@ -107,10 +133,12 @@ void agent_error_guard(uint32_t kind, uint32_t alloc_stack, uint32_t free_stack,
  * the address is and its offset into the block; for a double free, the
  * stack of the first free (prev_stack: its caller alone); for a guarded
  * block's fault, where is the access (read, write) and prev_stack its
- * stack. */
+ * stack (0 for a slack's overflow, found after the access); for a size or alignment mismatch, offset is what the delete
+ * gave (a size; an alignment, 0 none) and align the new's alignment (0
+ * none), the first error's. */
 struct agent_error {
 	uint32_t kind, alloc_stack, free_stack, where, prev_stack;
-	uint64_t count, size, offset;
+	uint64_t count, size, offset, align;
 };
 /* A copy of up to cap contexts, in the order they were first seen;
  * returns how many there are (those beyond cap left out). */

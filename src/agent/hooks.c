@@ -194,15 +194,36 @@ static void *realloc_guarded(void *p, size_t n, bool stack)
 	return q;
 }
 
+/* A delete of the right family (how, note_free's) that gave an
+ * alignment other than its new's, or a size (dsize): each checked, as
+ * ASan's new-delete-type-mismatch does (one error a delete, the
+ * alignment's first), for the blocks of a new only (a pool's chunks and
+ * the rest follow their own rules). */
+static AGENT_NOINLINE void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
+{
+	int d = how & 0xff;
+	const struct agent_stack *s = agent_stack_get(stack);
+	if (d == AGENT_DEALLOC_UNCHECKED || (s->fn != FMT_FN_NEW && s->fn != FMT_FN_NEW_ARRAY))
+		return;
+	if (s->align_log != (uint8_t)(how >> 8))
+		agent_error_align_mismatch(stack, size, d, AGENT_STACK_ALIGN(s),
+					   how >> 8 ? 1ull << ((how >> 8) - 1) : 0);
+	else if (dsize != AGENT_DEALLOC_NO_SIZE && dsize != size && size < AGENT_LIVE_SIZE_MAX)
+		agent_error_size_mismatch(stack, size, d, dsize);
+}
+
 /* Forgets p if it was tracked; returns whether it was (1), with its size
  * and stack so realloc can put it back when the real realloc fails; 0
  * when it was not; -1 when p is provably none of the allocator's (an
- * invalid free, heaperrors.h): it must not reach the allocator. d: how
- * it is given back (enum agent_dealloc), checked against how it was
- * allocated; AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's,
- * deferred). */
-static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int d, uintptr_t ra)
+ * invalid free, heaperrors.h): it must not reach the allocator. how: how
+ * it is given back (enum agent_dealloc, or AGENT_DEALLOC_ALIGNED's),
+ * checked against how it was allocated, and dsize the size a sized
+ * delete gave (AGENT_DEALLOC_NO_SIZE: none) against its size;
+ * AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's, deferred). */
+static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int how, size_t dsize,
+				    uintptr_t ra)
 {
+	int d = how & 0xff;
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
 		if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
 			return 0;
@@ -219,8 +240,12 @@ static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int 
 	}
 	if (AGENT_UNLIKELY(agent_sampling.leak_kinds))  /* exact: for double frees */
 		agent_free_ring_note((uintptr_t)p, *size, *stack, d, ra);
-	if (AGENT_UNLIKELY(!agent_dealloc_matches(agent_stack_get(*stack)->fn, d)))
+	const struct agent_stack *s = agent_stack_get(*stack);
+	if (AGENT_UNLIKELY(!agent_dealloc_matches(s->fn, d)))
 		agent_error_mismatch(*stack, *size, d);
+	else if (AGENT_UNLIKELY(s->align_log != (uint8_t)(how >> 8)) ||
+		 AGENT_UNLIKELY(dsize != AGENT_DEALLOC_NO_SIZE))
+		check_delete(*stack, *size, how, dsize);
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_count_shape_free(c, p);
@@ -319,7 +344,8 @@ static inline int real_posix_memalign(void **out, size_t align, size_t n)
  * a dump or a scan; allocations there cannot be told from the agent's
  * own and stay untracked.
  *
- * A record: word 0 = kind | fn << 8 | npcs << 16, word 1 the address;
+ * A record: word 0 = kind | fn << 8 | npcs << 32 (fn: 16 bits, an
+ * aligned new's, AGENT_FN_ALIGNED), word 1 the address;
  * an allocation adds its size and its pcs. Only this thread and its
  * signal handlers touch the buffer: a handler appends a whole record
  * before the interrupted code reads on, and a handler interrupting a
@@ -402,7 +428,7 @@ static AGENT_NOINLINE void defer_alloc(void *p, size_t n, int fn)
 		if (pc - agent_self_lo >= agent_self_hi - agent_self_lo)
 			d->w[at + 3 + npcs++] = pc;
 	}
-	d->w[at] = DEFER_ALLOC | (uintptr_t)fn << 8 | (uintptr_t)npcs << 16;
+	d->w[at] = DEFER_ALLOC | (uintptr_t)(fn & 0xffff) << 8 | (uintptr_t)npcs << 32;
 	d->w[at + 1] = (uintptr_t)p;
 	d->w[at + 2] = n;
 	defer_end(d, at + 3 + (uint32_t)npcs);
@@ -414,11 +440,12 @@ static void drain_record(const uintptr_t *w)
 	if ((w[0] & 0xff) == DEFER_FREE) {
 		size_t size;
 		uint32_t id;
-		note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, 0);  /* freed by the handler already */
+		note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, AGENT_DEALLOC_NO_SIZE,
+			  0);  /* freed by the handler already */
 		return;
 	}
 	size_t n = w[2];
-	int fn = (int)(w[0] >> 8 & 0xff), npcs = (int)(w[0] >> 16);
+	int fn = (int)(w[0] >> 8 & 0xffff), npcs = (int)(w[0] >> 32);
 	struct agent_counts *c = agent_my_counts();
 	if (!agent_sampled(n))
 		return;
@@ -433,7 +460,7 @@ static void drain_record(const uintptr_t *w)
 
 static size_t record_words(const uintptr_t *w)
 {
-	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 16);
+	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 32);
 }
 
 AGENT_NOINLINE void agent_defer_drain(void)
@@ -490,7 +517,7 @@ static AGENT_NOINLINE void nested_free(void *p, int busy)
 	size_t size;
 	uint32_t id;
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, 0);
+	note_free(p, &size, &id, AGENT_DEALLOC_UNCHECKED, AGENT_DEALLOC_NO_SIZE, 0);
 	give_back(p, AGENT_DEALLOC_UNCHECKED, false);
 	agent_tls.busy = busy;
 }
@@ -676,10 +703,11 @@ AGENT_API int posix_memalign(void **out, size_t align, size_t n)
 	return r;
 }
 
-/* free's (and delete's: d, enum agent_dealloc) slow part out of line,
- * so its fast path needs no frame. */
-static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
+/* free's (and delete's: how and dsize, note_free's) slow part out of
+ * line, so its fast path needs no frame. */
+static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t ra)
 {
+	int d = how & 0xff;
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
 	/* Two cache misses for a block freed long after it was allocated:
@@ -701,7 +729,7 @@ static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
 	uint64_t t0 = agent_auto_clock();
-	int had = note_free(p, &size, &id, d, ra);
+	int had = note_free(p, &size, &id, how, dsize, ra);
 	agent_auto_charge(t0);
 	if (AGENT_LIKELY(had >= 0))
 		give_back(p, d, true);
@@ -711,14 +739,15 @@ static AGENT_NOINLINE void free_slow(void *p, int d, uintptr_t ra)
 /* Sampling: most blocks were never tracked, and the filter says so
  * without a lock. It has no filter in exact mode, and its slots for the
  * bootstrap buffer's pages are pinned at "maybe". */
-#define dealloc(p, d)                                                                      \
+#define dealloc_sized(p, how, dsize)                                                       \
 	do {                                                                               \
 		if (AGENT_LIKELY(agent_filter != NULL) &&                                  \
 		    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)(p))))                 \
 			agent_real.free(p);                                                \
 		else                                                                       \
-			free_slow((p), (d), (uintptr_t)__builtin_return_address(0));       \
+			free_slow((p), (how), (dsize), (uintptr_t)__builtin_return_address(0)); \
 	} while (0)
+#define dealloc(p, how) dealloc_sized(p, how, AGENT_DEALLOC_NO_SIZE)
 
 AGENT_API void free(void *p)
 {
@@ -747,7 +776,7 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
-		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, ra) > 0) {
+		if (note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, AGENT_DEALLOC_NO_SIZE, ra) > 0) {
 			q = agent_guard_owns(p) ? realloc_guarded(p, n, false) : real_realloc(p, n);
 			if (!q && n)
 				put_back(p, osize, oid);
@@ -762,7 +791,7 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
-	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, ra);
+	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, AGENT_DEALLOC_NO_SIZE, ra);
 	if (AGENT_UNLIKELY(had < 0)) {
 		/* not the allocator's: as valgrind, no block, nothing freed */
 		leave();
@@ -935,20 +964,22 @@ static inline bool bad_alignment(size_t al)
 		void *p = new_tracked(n, (align), (fn));         \
 		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY(#name, n, nt); \
 	}
+/* An aligned new's blocks are recorded with its alignment in their
+ * stack's fn (AGENT_FN_ALIGNED), for their delete's check. */
 #define NEW_ALIGNED(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al);               \
 	AGENT_API void *name(size_t n, size_t al)                \
 	{                                                        \
 		if (AGENT_UNLIKELY(bad_alignment(al)))                 \
 			throw_bad_alloc();                       \
-		void *p = new_tracked(n, al, (fn));              \
-		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, al, (fn)); \
+		void *p = new_tracked(n, al, AGENT_FN_ALIGNED(fn, al)); \
+		return AGENT_LIKELY(p != NULL) ? p : new_retry(n, al, AGENT_FN_ALIGNED(fn, al)); \
 	}
 #define NEW_ALIGNED_NOTHROW(name, fn)                                    \
 	AGENT_API void *name(size_t n, size_t al, const void *nt);      \
 	AGENT_API void *name(size_t n, size_t al, const void *nt)       \
 	{                                                                \
-		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, (fn)); \
+		void *p = bad_alignment(al) ? NULL : new_tracked(n, al, AGENT_FN_ALIGNED(fn, al)); \
 		return AGENT_LIKELY(p != NULL) ? p : NOTHROW_RETRY_ALIGNED(#name, n, al, nt); \
 	}
 
@@ -962,25 +993,45 @@ NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t, FMT_FN_NEW)
 NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t, FMT_FN_NEW_ARRAY)
 
 /* delete (D: AGENT_DEALLOC_DELETE) and delete[] (..._ARRAY): free's
- * path, with how the block is given back checked against its new */
+ * path, with how the block is given back checked against its new: the
+ * family, and the size and alignment the sized and aligned forms give
+ * (SIZE, ALIGN: expressions of the arguments a and b). An alignment that
+ * is no power of two (undefined behaviour; libstdc++ frees the block
+ * all the same) is not checked. */
 #define DELETE1(name, D) AGENT_API void name(void *p); \
 	AGENT_API void name(void *p) { dealloc(p, D); }
 #define DELETE2(name, D, T) AGENT_API void name(void *p, T); \
 	AGENT_API void name(void *p, T a) { dealloc(p, D); }
-#define DELETE3(name, D, T, U) AGENT_API void name(void *p, T, U); \
-	AGENT_API void name(void *p, T a, U b) { dealloc(p, D); }
+#define DELETE_SIZED(name, D) AGENT_API void name(void *p, size_t); \
+	AGENT_API void name(void *p, size_t a) { dealloc_sized(p, D, a); }
+#define DELETE_ALIGNED(name, D, T, SIZE, ALIGN) AGENT_API void name(void *p, size_t, T); \
+	AGENT_API void name(void *p, size_t a, T b)                                     \
+	{                                                                               \
+		int how_ = bad_alignment(ALIGN) ? AGENT_DEALLOC_UNCHECKED                 \
+						: AGENT_DEALLOC_ALIGNED(D, ALIGN);        \
+		dealloc_sized(p, how_, (SIZE));                                         \
+	}
 #define DEL AGENT_DEALLOC_DELETE
 #define DELA AGENT_DEALLOC_DELETE_ARRAY
+#define NO_SIZE AGENT_DEALLOC_NO_SIZE
 
 DELETE1(_ZdlPv, DEL)
 DELETE1(_ZdaPv, DELA)
-DELETE2(_ZdlPvm, DEL, size_t)
-DELETE2(_ZdaPvm, DELA, size_t)
+DELETE_SIZED(_ZdlPvm, DEL)
+DELETE_SIZED(_ZdaPvm, DELA)
 DELETE2(_ZdlPvRKSt9nothrow_t, DEL, const void *)
 DELETE2(_ZdaPvRKSt9nothrow_t, DELA, const void *)
-DELETE2(_ZdlPvSt11align_val_t, DEL, size_t)
-DELETE2(_ZdaPvSt11align_val_t, DELA, size_t)
-DELETE3(_ZdlPvmSt11align_val_t, DEL, size_t, size_t)
-DELETE3(_ZdaPvmSt11align_val_t, DELA, size_t, size_t)
-DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL, size_t, const void *)
-DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELA, size_t, const void *)
+/* operator delete(void *, align_val_t): a is the alignment, b nothing */
+#define DELETE_ALIGNED1(name, D) AGENT_API void name(void *p, size_t); \
+	AGENT_API void name(void *p, size_t a)                           \
+	{                                                                \
+		int how_ = bad_alignment(a) ? AGENT_DEALLOC_UNCHECKED      \
+					    : AGENT_DEALLOC_ALIGNED(D, a); \
+		dealloc(p, how_);                                        \
+	}
+DELETE_ALIGNED1(_ZdlPvSt11align_val_t, DEL)
+DELETE_ALIGNED1(_ZdaPvSt11align_val_t, DELA)
+DELETE_ALIGNED(_ZdlPvmSt11align_val_t, DEL, size_t, a, b)
+DELETE_ALIGNED(_ZdaPvmSt11align_val_t, DELA, size_t, a, b)
+DELETE_ALIGNED(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL, const void *, NO_SIZE, a)
+DELETE_ALIGNED(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELA, const void *, NO_SIZE, a)

@@ -195,8 +195,9 @@ static void sort_ids(uint32_t *a, size_t n)
 }
 
 /* The heap errors' contexts (heaperrors.h): "error KIND COUNT SIZE
- * ALLOC_STACK FREE_STACK [OFFSET WHERE [PREV_STACK]]", after the stacks
- * they name. */
+ * ALLOC_STACK FREE_STACK [OFFSET WHERE [PREV_STACK]]", a size mismatch's
+ * with GIVEN after the stacks, an alignment mismatch's with ALLOC_ALIGN
+ * GIVEN (format/vocab.h); after the stacks they name. */
 static void write_errors(struct agent_writer *w, const struct agent_error *e, size_t n)
 {
 	agent_put(w, FMT_LEAKS_ERRORS_CHECKED "\n");
@@ -219,6 +220,14 @@ static void write_errors(struct agent_writer *w, const struct agent_error *e, si
 		agent_put_u64(w, e[i].alloc_stack);
 		agent_put(w, " ");
 		agent_put_u64(w, e[i].free_stack);
+		if (e[i].kind == FMT_ERROR_ALIGN_MISMATCH) {
+			agent_put(w, " ");
+			agent_put_u64(w, e[i].align);
+		}
+		if (fmt_error_new_delete((int)e[i].kind)) {
+			agent_put(w, " ");
+			agent_put_u64(w, e[i].offset);
+		}
 		if (e[i].kind == FMT_ERROR_INVALID || fmt_error_guarded((int)e[i].kind)) {
 			agent_put(w, " ");
 			agent_put_u64(w, e[i].offset);
@@ -247,6 +256,7 @@ static void write_records(struct agent_writer *w, const struct agent_leak_report
 	size_t nerr = 0, nids = 0, next = 0;
 	uint32_t *ids = NULL;
 	if (errs) {
+		agent_guard_check_live();  /* the live guarded blocks' slack */
 		nerr = agent_errors_copy(errs, AGENT_ERROR_CONTEXTS);
 		nerr = nerr < AGENT_ERROR_CONTEXTS ? nerr : AGENT_ERROR_CONTEXTS;
 		ids = (uint32_t *)(errs + AGENT_ERROR_CONTEXTS);

@@ -66,10 +66,12 @@ static inline uint32_t slot_id(uint64_t v)
 }
 
 /* A stack's key besides its pcs: the allocator fn in the low byte, the
- * pool (pool.c; 0 for the C allocator) above it. */
+ * pool (pool.c; 0 for the C allocator) above it, an aligned new's
+ * alignment (AGENT_FN_ALIGNED) in bits 40 to 47 (the depth goes above,
+ * stack_head). */
 static inline uint64_t stack_key(int fn, uint32_t pool)
 {
-	return (uint64_t)(uint8_t)fn | (uint64_t)pool << 8;
+	return (uint64_t)(uint8_t)fn | (uint64_t)pool << 8 | (uint64_t)(uint8_t)(fn >> 8) << 40;
 }
 
 static inline uint64_t rotl64(uint64_t x, int r)
@@ -227,6 +229,7 @@ static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *p
 	s->hash = h;
 	s->fn = (uint8_t)key;
 	s->pool = (uint32_t)(key >> 8);
+	s->align_log = (uint8_t)(key >> 40);
 	s->depth = (uint16_t)depth;
 	s->pc_chunk = chunk;
 	s->pc_off = off + 1;
@@ -272,6 +275,7 @@ uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, in
 #define NSHARDS (1u << SHARD_BITS)
 #define SIZE_BITS 40
 #define SIZE_MAX_TRACKED ((1ull << SIZE_BITS) - 1)
+_Static_assert(SIZE_MAX_TRACKED == AGENT_LIVE_SIZE_MAX, "table.h's size bound");
 /* A key is the address with the entry's displacement from its home slot
  * in the top byte, which no user-space address uses (they end below
  * 2^56, with five-level page tables too): Robin Hood probing reads it

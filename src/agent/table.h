@@ -18,12 +18,23 @@ struct agent_stack {
 	uint32_t pc_chunk, pc_off;      /* where its pcs live */
 	uint16_t depth;
 	uint8_t fn;                     /* enum fmt_alloc_fn */
+	uint8_t align_log;              /* an aligned new's: log2 of its
+					   alignment + 1; 0: none */
 	uint32_t pool;                  /* pool.c's pool id; 0: the C allocator's */
 	_Atomic uint64_t total_bytes, total_blocks;  /* ever allocated */
 };
 
-/* Interns a stack; returns its id (>= 1), or 0 when the table is full.
- * Hook-safe. */
+/* The fn of an aligned new (operator new(size_t, align_val_t), al a
+ * power of two): its enum fmt_alloc_fn with the alignment's log2 + 1 in
+ * the byte above, so that the stacks of new(n, al) are kept apart by al
+ * and a block's stack says which alignment its delete must give
+ * (heaperrors.h). Every other fn is its enum alone. */
+#define AGENT_FN_ALIGNED(fn, al) ((fn) | (__builtin_ctzll(al) + 1) << 8)
+/* The alignment of the new of stack s; 0: not an aligned new. */
+#define AGENT_STACK_ALIGN(s) ((s)->align_log ? 1ull << ((s)->align_log - 1) : 0)
+
+/* Interns a stack (fn: an enum fmt_alloc_fn, or AGENT_FN_ALIGNED's);
+ * returns its id (>= 1), or 0 when the table is full. Hook-safe. */
 uint32_t agent_stack_intern(int fn, const uintptr_t *pcs, int depth);
 /* The same for a block of pool (pool.c's id): the same pcs in two pools
  * are two stacks, so every per-stack count is also per pool. */
@@ -39,6 +50,10 @@ static inline struct agent_stack *agent_stack_get(uint32_t id)
 	return &agent_stack_chunks[id / AGENT_STACKS_PER_CHUNK][id % AGENT_STACKS_PER_CHUNK];
 }
 const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
+
+/* The largest size the live table holds; a bigger block is recorded
+ * with this size. */
+#define AGENT_LIVE_SIZE_MAX ((1ull << 40) - 1)
 
 /* Records a new live block. Returns false (and counts it as dropped) when
  * there is no room. Hook-safe. */

@@ -177,6 +177,8 @@ static int build_errors(struct prof_process *p, const char *binary_path, unsigne
 		out->size = e->size;
 		out->offset = e->offset;
 		out->where = e->where;
+		out->given = e->given;
+		out->align = e->align;
 		out->alloc_fn = e->alloc_stack == SIZE_MAX ? -1 : l->stacks[e->alloc_stack].fn;
 		out->free_fn = e->free_stack == SIZE_MAX ? -1 : l->stacks[e->free_stack].fn;
 		out->prev_fn = e->prev_stack == SIZE_MAX ? -1 : l->stacks[e->prev_stack].fn;

@@ -41,6 +41,7 @@ struct prof_heap_error {
 	uint64_t offset;            /* invalid, in a block: past its start; a
 				       guarded block's fault: from its start */
 	int where;                  /* invalid, guarded: enum fmt_error_where */
+	uint64_t given, align;      /* size_mismatch, align_mismatch: fmt_error's */
 	int prev_fn;                /* a double free: how it was first given back */
 	struct sym_frame *prev_frames; /* ... and where (its caller), or NULL; a
 					  guarded block's fault: the access */

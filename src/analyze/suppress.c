@@ -69,6 +69,7 @@ const char *const prof_supp_type_names[PROF_SUPP_TYPE_COUNT] = {
 	[PROF_SUPP_DOUBLE_FREE] = "double_free",
 	[PROF_SUPP_OVERFLOW] = "heap_buffer_overflow",
 	[PROF_SUPP_USE_AFTER_FREE] = "heap_use_after_free",
+	[PROF_SUPP_NEW_DELETE] = "new_delete_type_mismatch",
 };
 
 /* The type l starts with ("TYPE:"), its pattern after the ':' in *pat;
@@ -114,7 +115,8 @@ int prof_supps_load(struct prof_supps *s, const char *path, const char **err, in
 				continue;
 			*err = "not a suppression (expected TYPE:PATTERN, TYPE one of leak, "
 			       "alloc_dealloc_mismatch, invalid_free, bad_free, double_free, "
-			       "heap_buffer_overflow, heap_use_after_free)";
+			       "heap_buffer_overflow, heap_use_after_free, "
+			       "new_delete_type_mismatch)";
 			ret = -EINVAL;
 			goto out;
 		}
@@ -207,6 +209,8 @@ enum prof_supp_type prof_supp_type_of(const struct prof_heap_error *e)
 	case FMT_ERROR_MISMATCHED: return PROF_SUPP_MISMATCH;
 	case FMT_ERROR_OVERFLOW: return PROF_SUPP_OVERFLOW;
 	case FMT_ERROR_USE_AFTER_FREE: return PROF_SUPP_USE_AFTER_FREE;
+	case FMT_ERROR_SIZE_MISMATCH:
+	case FMT_ERROR_ALIGN_MISMATCH: return PROF_SUPP_NEW_DELETE;
 	default:
 		return e->where == FMT_WHERE_FREED ? PROF_SUPP_DOUBLE_FREE : PROF_SUPP_BAD_FREE;
 	}

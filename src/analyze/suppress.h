@@ -13,6 +13,7 @@
  *   double_free:PATTERN                matched against the frames of the
  *   heap_buffer_overflow:PATTERN       error's stacks: allocation, free,
  *   heap_use_after_free:PATTERN        first free or faulting access
+ *   new_delete_type_mismatch:PATTERN
  *
  * Lines of LSan's and ASan's other types (called_from_lib:,
  * interceptor_via_fun:, odr_violation:...) are accepted and ignored, so an
@@ -46,6 +47,9 @@ enum prof_supp_type {
 				   page ran past (FMT_ERROR_OVERFLOW) */
 	PROF_SUPP_USE_AFTER_FREE, /* heap_use_after_free: a guarded block used
 				     after its free (FMT_ERROR_USE_AFTER_FREE) */
+	PROF_SUPP_NEW_DELETE,   /* new_delete_type_mismatch: a sized or aligned
+				   delete disagreeing with its new
+				   (FMT_ERROR_SIZE_MISMATCH, _ALIGN_MISMATCH) */
 	PROF_SUPP_TYPE_COUNT
 };
 /* "leak", "alloc_dealloc_mismatch"...: each type's word, without its ':' */

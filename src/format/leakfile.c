@@ -156,6 +156,30 @@ static long find_stack(const struct fmt_leaks *l, uint64_t id)
 	return -1;
 }
 
+/* "error size_mismatch COUNT SIZE ALLOC FREE GIVEN" or "error
+ * align_mismatch COUNT SIZE ALLOC FREE ALLOC_ALIGN GIVEN": a delete of
+ * the right family disagreeing with its new; both stacks named. Returns
+ * 0, -ENOMEM, or -EINVAL for a malformed line. */
+static int parse_new_delete(struct fmt_leaks *l, const struct line *ln, int kind, size_t *cap)
+{
+	bool align = kind == FMT_ERROR_ALIGN_MISMATCH;
+	uint64_t count, size, as, fs, given, aa = 0;
+	long ai, fi;
+	if (ln->ntok != (align ? 8 : 7) || ln->rest || parse_u64(ln->tok[2], 10, &count) ||
+	    parse_u64(ln->tok[3], 10, &size) || parse_u64(ln->tok[4], 10, &as) ||
+	    parse_u64(ln->tok[5], 10, &fs) || (align && parse_u64(ln->tok[6], 10, &aa)) ||
+	    parse_u64(ln->tok[align ? 7 : 6], 10, &given) || (ai = find_stack(l, as)) < 0 ||
+	    (fi = find_stack(l, fs)) < 0)
+		return -EINVAL;
+	if (grow((void **)&l->errors, cap, l->nerrors, sizeof *l->errors))
+		return -ENOMEM;
+	l->errors[l->nerrors++] = (struct fmt_error){
+		.kind = kind, .count = count, .size = size, .alloc_stack = (size_t)ai,
+		.free_stack = (size_t)fi, .where = FMT_WHERE_NONE, .prev_stack = SIZE_MAX,
+		.given = given, .align = aa };
+	return 0;
+}
+
 static int parse_stack(struct fmt_leaks *l, struct line *ln, size_t *cap)
 {
 	uint64_t id;
@@ -380,6 +404,19 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			int kind = -1, where = FMT_WHERE_NONE;
 			long ai = -1, fi, pi = -1;
 			uint64_t pv = 0;
+			for (int i = 0; ln.ntok > 1 && i < FMT_ERROR_KIND_COUNT; i++)
+				if (!strcmp(ln.tok[1], fmt_error_kind_names[i]))
+					kind = i;
+			if (kind < 0)
+				continue;  /* a newer writer's kind: skipped */
+			if (fmt_error_new_delete(kind)) {
+				int r = parse_new_delete(&l, &ln, kind, &errcap);
+				if (r == -ENOMEM)
+					goto oom;
+				if (r)
+					goto bad_line;
+				continue;
+			}
 			/* a ninth word (the first free's stack) is the line's rest */
 			int nt = ln.ntok + (ln.ntok == 8 && ln.rest);
 			if ((nt != 6 && nt != 8 && nt != 9) || parse_u64(ln.tok[2], 10, &a) ||
@@ -388,32 +425,35 @@ int fmt_leaks_parse(const char *buf, size_t len, struct fmt_leaks *out,
 			    (nt >= 8 && parse_u64(ln.tok[6], 10, &e)) ||
 			    (nt == 9 && parse_u64(ln.rest, 10, &pv)))
 				goto bad_line;
-			for (int i = 0; i < FMT_ERROR_KIND_COUNT; i++)
-				if (!strcmp(ln.tok[1], fmt_error_kind_names[i]))
-					kind = i;
 			for (int i = 0; nt >= 8 && i < FMT_WHERE_COUNT; i++)
 				if (!strcmp(ln.tok[7], fmt_error_where_names[i]))
 					where = i;
 			/* a mismatch names its block; an invalid free may name none;
 			 * a double free may name its first free; a guarded block's
 			 * fault names its block, its access and the access's stack,
-			 * and its free when it was freed */
+			 * and its free when it was freed; an overflow into a
+			 * block's slack, found at its free or a leak report, has
+			 * no access stack (0) */
 			bool guarded = fmt_error_guarded(kind);
 			bool access = where == FMT_WHERE_READ || where == FMT_WHERE_WRITE;
 			fi = -1;
-			if (kind < 0 || (nt >= 8) != (kind == FMT_ERROR_INVALID || guarded) ||
+			if ((nt >= 8) != (kind == FMT_ERROR_INVALID || guarded) ||
 			    (nt == 9) != (where == FMT_WHERE_FREED || guarded) || access != guarded ||
 			    (c && (ai = find_stack(&l, c)) < 0) ||
 			    (!c && kind != FMT_ERROR_INVALID) ||
 			    ((d || kind != FMT_ERROR_OVERFLOW) && (fi = find_stack(&l, d)) < 0) ||
-			    (guarded && !pv) || (pv && (pi = find_stack(&l, pv)) < 0))
+			    (kind == FMT_ERROR_USE_AFTER_FREE && !pv) ||
+			    (kind == FMT_ERROR_OVERFLOW && !pv && (where != FMT_WHERE_WRITE || e < b)) ||
+			    (pv && (pi = find_stack(&l, pv)) < 0))
 				goto bad_line;
 			if (grow((void **)&l.errors, &errcap, l.nerrors, sizeof *l.errors))
 				goto oom;
 			l.errors[l.nerrors++] = (struct fmt_error){
-				kind, a, b, ai < 0 ? SIZE_MAX : (size_t)ai,
-				fi < 0 ? SIZE_MAX : (size_t)fi,
-				nt >= 8 ? e : 0, where, pi < 0 ? SIZE_MAX : (size_t)pi };
+				.kind = kind, .count = a, .size = b,
+				.alloc_stack = ai < 0 ? SIZE_MAX : (size_t)ai,
+				.free_stack = fi < 0 ? SIZE_MAX : (size_t)fi,
+				.offset = nt >= 8 ? e : 0, .where = where,
+				.prev_stack = pi < 0 ? SIZE_MAX : (size_t)pi };
 		} else if (!strcmp(k, FMT_LEAKS_GUARDED) && ln.ntok == 3 &&
 			   !parse_u64(ln.tok[1], 10, &a) && !parse_u64(ln.tok[2], 10, &b)) {
 			l.guard = true;

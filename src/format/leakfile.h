@@ -117,9 +117,18 @@ struct fmt_record {
 	uint64_t inc_bytes, inc_blocks;
 };
 
-/* Heap errors (frees done wrong), one per context. */
+/* Heap errors (frees done wrong), one per context. SIZE_MISMATCH and
+ * ALIGN_MISMATCH are a delete of the right family whose size or
+ * alignment is not the new's (valgrind 3.22's SizeMismatch and
+ * AlignMismatch, ASan's new-delete-type-mismatch). */
 enum fmt_error_kind { FMT_ERROR_MISMATCHED, FMT_ERROR_INVALID, FMT_ERROR_OVERFLOW,
-		      FMT_ERROR_USE_AFTER_FREE, FMT_ERROR_KIND_COUNT };
+		      FMT_ERROR_USE_AFTER_FREE, FMT_ERROR_SIZE_MISMATCH,
+		      FMT_ERROR_ALIGN_MISMATCH, FMT_ERROR_KIND_COUNT };
+/* A sized or aligned delete that disagrees with its new. */
+static inline bool fmt_error_new_delete(int kind)
+{
+	return kind == FMT_ERROR_SIZE_MISMATCH || kind == FMT_ERROR_ALIGN_MISMATCH;
+}
 /* A guarded block's fault (--guard): overflow or use_after_free. */
 static inline bool fmt_error_guarded(int kind)
 {
@@ -149,7 +158,13 @@ struct fmt_error {
 			       stacks of the first free (its caller alone); a
 			       guarded block's fault: of the faulting access
 			       (its first pc one past the access); SIZE_MAX:
-			       none */
+			       none (an overflow into a guarded block's
+			       slack, found at its free or a report) */
+	uint64_t given;     /* size_mismatch: the size the delete gave;
+			       align_mismatch: the alignment it gave (0: an
+			       unaligned delete, "default-aligned") */
+	uint64_t align;     /* align_mismatch: the block's new's alignment
+			       (0: an unaligned new) */
 };
 
 struct fmt_leaks {

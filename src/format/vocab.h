@@ -109,6 +109,11 @@
 #define FMT_LEAKS_END        "end"
 #define FMT_LEAKS_ERROR      "error"             /* KIND COUNT SIZE ALLOC_STACK FREE_STACK */
 #define FMT_LEAKS_MISMATCHED "mismatched"        /* a block given back by the wrong family */
+#define FMT_LEAKS_SIZE_MISMATCH "size_mismatch"  /* ... GIVEN: a sized delete whose size
+						    (GIVEN) is not the block's */
+#define FMT_LEAKS_ALIGN_MISMATCH "align_mismatch" /* ... ALLOC_ALIGN GIVEN: a delete whose
+						    alignment (GIVEN; 0: none) is not the
+						    aligned new's (ALLOC_ALIGN; 0: none) */
 #define FMT_LEAKS_INVALID    "invalid"           /* ... OFFSET WHERE: an address none of the
 						    allocator's given back */
 #define FMT_LEAKS_IN_BLOCK   "block"             /* inside a live block, OFFSET past its start */
@@ -117,7 +122,9 @@
 #define FMT_LEAKS_IN_FREED   "freed"             /* ... PREV_STACK: a block given back
 						    before (a double free) */
 #define FMT_LEAKS_OVERFLOW   "overflow"          /* ... OFFSET ACCESS ACCESS_STACK: a guarded
-						    block's page ran past (--guard) */
+						    block's page ran past (--guard);
+						    ACCESS_STACK 0: its slack found
+						    written, at its free or a report */
 #define FMT_LEAKS_USE_AFTER_FREE "use_after_free" /* ... OFFSET ACCESS ACCESS_STACK: a
 						    guarded block used after its free */
 #define FMT_LEAKS_READ       "read"              /* ACCESS: the faulting access read */

@@ -41,6 +41,14 @@ static void json_frame(FILE *out, const struct sym_frame *f)
 }
 
 /* A stack's frames, the JSON array's items (no brackets). */
+static void json_u64_or_null(FILE *out, uint64_t v)
+{
+	if (v)
+		fprintf(out, "%llu", (unsigned long long)v);
+	else
+		fputs("null", out);
+}
+
 static void json_frames(FILE *out, const struct sym_frame *frames, size_t n)
 {
 	for (size_t j = 0; j < n; j++) {
@@ -171,6 +179,15 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			if (fmt_error_guarded(e->kind))
 				fprintf(out, ", \"access\": \"%s\", \"offset\": %lld",
 					fmt_error_where_names[e->where], (long long)e->offset);
+			if (e->kind == FMT_ERROR_SIZE_MISMATCH)
+				fprintf(out, ", \"dealloc_size\": %llu", (unsigned long long)e->given);
+			if (e->kind == FMT_ERROR_ALIGN_MISMATCH) {
+				/* null: the operator took no alignment (default-aligned) */
+				fputs(", \"alloc_align\": ", out);
+				json_u64_or_null(out, e->align);
+				fputs(", \"dealloc_align\": ", out);
+				json_u64_or_null(out, e->given);
+			}
 			fputs(", \"deallocator\": ", out);
 			if (e->free_fn >= 0)
 				render_json_string(out, prof_alloc_fn_name(e->free_fn));
@@ -186,6 +203,12 @@ void render_json_process(FILE *out, const struct prof_process *p,
 			if (e->prev_frames && fmt_error_guarded(e->kind)) {
 				fputs("], \"access_stack\": [", out);
 				json_frames(out, e->prev_frames, e->nprev);
+			} else if (fmt_error_guarded(e->kind)) {
+				/* its slack found written: at its free, or at this
+				 * report (still in use) */
+				fprintf(out, "], \"found_at\": \"%s\"",
+					e->free_frames ? "free" : "report");
+				fputs(", \"access_stack\": [", out);
 			} else if (e->prev_frames) {
 				fputs("], \"first_free\": ", out);
 				render_json_string(out, prof_alloc_fn_name(e->prev_fn));

@@ -110,11 +110,13 @@ static void render_suppression(FILE *out, const struct prof_record *r)
 
 const char *render_error_suppression(const struct prof_heap_error *e, char *buf, size_t cap)
 {
-	/* a guarded block's fault: the code that made the access */
-	bool access = fmt_error_guarded(e->kind);
+	/* a guarded block's fault: the code that made the access; its slack
+	 * found written (no access seen): the free, or the allocation */
+	bool access = fmt_error_guarded(e->kind) && e->prev_frames;
+	bool alloc = !access && !e->free_frames;
 	return suppression_of(prof_supp_type_names[prof_supp_type_of(e)],
-			      access ? e->prev_frames : e->free_frames, access ? e->nprev : e->nfree,
-			      buf, cap);
+			      access ? e->prev_frames : alloc ? e->alloc_frames : e->free_frames,
+			      access ? e->nprev : alloc ? e->nalloc : e->nfree, buf, cap);
 }
 
 static void render_error_suppression_line(FILE *out, const struct prof_heap_error *e,
@@ -236,12 +238,40 @@ static void render_frames(FILE *out, int fn, const struct sym_frame *f, size_t n
 	}
 }
 
+/* An overflow into a guarded block's slack, found at its free or at a
+ * report: where the first changed byte is, the free, the allocation. */
+static void render_slack_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
+			       const struct fmt_leaks *l, const struct render_text_opts *o)
+{
+	char a[32], b[32], c[32];
+	uint64_t past = e->offset - e->size;
+	fprintf(out, "%s %s: Invalid write past a block's end [context %zu of %zu], found ",
+		render_thousands(a, e->count), plural(e->count, "error", "errors"), i, n);
+	if (e->free_frames) {
+		fprintf(out, "when the block was given back, at:\n");
+		render_frames(out, e->free_fn, e->free_frames, e->nfree, l);
+	} else {
+		fprintf(out, "at this report, the block still in use\n");
+	}
+	fprintf(out, "  the first byte changed is %s %s after a block of %s %s (in the bytes "
+		"before its guarded page; the write itself was not seen), allocated at:\n",
+		render_thousands(c, past), plural(past, "byte", "bytes"),
+		render_thousands(b, e->size), plural(e->size, "byte", "bytes"));
+	render_frames(out, e->alloc_fn, e->alloc_frames, e->nalloc, l);
+	render_error_suppression_line(out, e, o);
+	fputc('\n', out);
+}
+
 /* A guarded block's fault (--guard), in valgrind's words: the access,
  * where it fell against the block, the block's free and allocation. */
 static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
 			       const struct fmt_leaks *l, const struct render_text_opts *o)
 {
 	char a[32], b[32], c[32];
+	if (!e->prev_frames && e->kind == FMT_ERROR_OVERFLOW) {
+		render_slack_error(out, e, i, n, l, o);
+		return;
+	}
 	bool uaf = e->kind == FMT_ERROR_USE_AFTER_FREE;
 	int64_t off = (int64_t)e->offset;
 	fprintf(out, "%s %s: Invalid %s%s [context %zu of %zu], at:\n",
@@ -272,6 +302,16 @@ static void render_guard_error(FILE *out, const struct prof_heap_error *e, size_
 	fputc('\n', out);
 }
 
+/* An alignment of a new or delete as valgrind says it: its bytes, or
+ * "default-aligned" (0: the operator took no alignment). */
+static const char *align_value(char *buf, size_t cap, uint64_t align)
+{
+	if (!align)
+		return "default-aligned";
+	snprintf(buf, cap, "%llu", (unsigned long long)align);
+	return buf;
+}
+
 /* A heap error's context, in valgrind's words for its kind. */
 static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t i, size_t n,
 			      const struct fmt_leaks *l, const struct render_text_opts *o)
@@ -284,10 +324,20 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 		[FMT_ERROR_MISMATCHED] = "Mismatched free() / delete / delete []",
 		[FMT_ERROR_INVALID] = "Invalid free() / delete / delete[] / realloc()",
 		[FMT_ERROR_OVERFLOW] = "", [FMT_ERROR_USE_AFTER_FREE] = "",  /* above */
+		[FMT_ERROR_SIZE_MISMATCH] = "", [FMT_ERROR_ALIGN_MISMATCH] = "", /* below */
 	};
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], head[128];
+	if (e->kind == FMT_ERROR_SIZE_MISMATCH)
+		snprintf(head, sizeof head, "Mismatched new/delete size value: %s",
+			 render_thousands(c, e->given));
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH)
+		snprintf(head, sizeof head, "Mismatched new/delete alignment alloc value: %s "
+			 "dealloc value: %s", align_value(b, sizeof b, e->align),
+			 align_value(c, sizeof c, e->given));
+	else
+		snprintf(head, sizeof head, "%s", what[e->kind]);
 	fprintf(out, "%s %s: %s [context %zu of %zu], given back at:\n", render_thousands(a, e->count),
-		plural(e->count, "error", "errors"), what[e->kind], i, n);
+		plural(e->count, "error", "errors"), head, i, n);
 	fprintf(out, "    #0  %s\n", prof_alloc_fn_name(e->free_fn));
 	for (size_t j = 0; j < e->nfree; j++) {
 		render_frame(out, (int)j + 1, &e->free_frames[j], l);
@@ -317,6 +367,19 @@ static void render_heap_error(FILE *out, const struct prof_heap_error *e, size_t
 			"allocator), allocated at:\n", render_thousands(c, e->offset),
 			plural(e->offset, "byte", "bytes"), render_thousands(b, e->size),
 			plural(e->size, "byte", "bytes"));
+	else if (e->kind == FMT_ERROR_SIZE_MISMATCH)
+		fprintf(out, "  the block of %s %s (the delete said %s) was allocated at:\n",
+			render_thousands(b, e->size), plural(e->size, "byte", "bytes"),
+			render_thousands(c, e->given));
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH && e->align)
+		fprintf(out, "  the block of %s %s, aligned to %s by its new (the delete said %s), "
+			"was allocated at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"), render_thousands(c, e->align),
+			e->given ? render_thousands(a, e->given) : "no alignment");
+	else if (e->kind == FMT_ERROR_ALIGN_MISMATCH)
+		fprintf(out, "  the block of %s %s, from a new without alignment (the delete said "
+			"%s), was allocated at:\n", render_thousands(b, e->size),
+			plural(e->size, "byte", "bytes"), render_thousands(c, e->given));
 	else
 		fprintf(out, "  the block of %s %s was allocated at:\n", render_thousands(b, e->size),
 			plural(e->size, "byte", "bytes"));

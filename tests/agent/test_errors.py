@@ -94,6 +94,36 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        ERROR SUMMARY without one is heaptrail's with the
                        other type's line (it hides nothing); the line
                        --gen-suppressions prints hides the error
+    errors:new-delete  tests/progs/new_delete.cc (deletes of the right
+                       family that disagree with their new: sized deletes
+                       of the wrong size, one of them three times at one
+                       line; aligned news given back by an unaligned
+                       delete or one of another alignment, and a plain
+                       new by an aligned delete), built -std=c++17 (sized
+                       deallocation on): valgrind 3.19 has no such check,
+                       so the oracle is AddressSanitizer, the same source
+                       built with -fsanitize=address and run with
+                       halt_on_error=0: each of its new-delete-type-
+                       mismatch reports (an alignment mismatch when the
+                       two alignments it prints differ, else a size
+                       mismatch) is one of heaptrail's errors: the same
+                       kind, count, block size, size or alignments the new
+                       and the delete gave, allocator and deallocator, and
+                       allocation and free sites (function and line),
+                       "9 errors from 7 contexts"; stdout and status as
+                       bare and under ASan; the text report says
+                       "Mismatched new/delete size value" and "... alignment
+                       alloc value" once per context; a suppression
+                       new_delete_type_mismatch:^base_delete_thrice$ hides
+                       that context alone ("(suppressed: 3 from 1)"), and
+                       --gen-suppressions' lines are of that type
+    errors:new-delete-right  `new_delete right` (its rightful half alone:
+                       sized deletes of the right size from a virtual
+                       destructor, new[] of a class with a destructor and
+                       libstdc++'s containers of strings; aligned news and
+                       deletes that agree, vectors and lists of an
+                       over-aligned type, make_shared): no error, as ASan
+                       finds none
     errors:none        the same program's rightful half alone (a run of
                        tests/e2e/progs/leak_one, which gives back nothing
                        wrongly): "ERROR SUMMARY: 0 errors from 0 contexts"
@@ -110,6 +140,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_errors.cc")
 INVALID_SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_invalid.c")
 GUARD_SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
+NEW_DELETE_SRC = os.path.join(os.path.dirname(HERE), "progs", "new_delete.cc")
 
 # valgrind's words for the allocators and deallocators it names
 VG_FN = {"malloc": "malloc", "free": "free", "realloc": "realloc",
@@ -660,12 +691,164 @@ def test_supp_guard(suite):
     return problems, details
 
 
+def build_new_delete(suite, name):
+    """new_delete.cc built plain and with ASan: (work, prog, asan_prog)."""
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-" + name))
+    prog, asan = os.path.join(work, "new_delete"), os.path.join(work, "new_delete_asan")
+    flags = ["-g", "-O1", "-std=c++17", "-fsized-deallocation"]
+    rc, _, err = rt.run([suite.cxx] + flags + ["-o", prog, NEW_DELETE_SRC])
+    if rc != 0:
+        raise Failure("g++ new_delete.cc: %s" % rt.short(err))
+    rc, _, err = rt.run([suite.cxx] + flags + ["-fsanitize=address", "-o", asan,
+                                               NEW_DELETE_SRC])
+    if rc != 0:
+        raise rt.Skip("g++ -fsanitize=address cannot build (libasan?): %s" % rt.short(err))
+    return work, prog, asan
+
+
+ASAN_ENV = dict(rt.RUN_ENV, ASAN_OPTIONS="halt_on_error=0:detect_leaks=0")
+
+
+def asan_fn(frame):
+    """heaptrail's name of ASan's "#0 0x... in operator delete(void*,
+    unsigned long) ..." frame: "operator delete"."""
+    m = re.search(r" in (operator (?:new|delete)(?:\[\])?)\(", frame)
+    return m.group(1) if m else frame
+
+
+def asan_site(frame):
+    """(function, line) of ASan's "#1 0x... in fn(args) /path/file.cc:12"."""
+    m = re.search(r" in (.+?)(?:\(.*\))? \S+:(\d+)(?::\d+)?$", frame.strip())
+    return (m.group(1), int(m.group(2))) if m else (frame.strip(), None)
+
+
+def asan_new_delete(text):
+    """{key: count} of ASan's new-delete-type-mismatch reports, the key as
+    new_delete_key's: an alignment mismatch when the two alignments ASan
+    prints differ (0 for "default-aligned"), else a size mismatch."""
+    def value(what, body):
+        m = re.search(r"%s type:\s+(\d+) bytes|%s type:\s+(default-aligned)" % (what, what),
+                      body)
+        return None if not m else int(m.group(1)) if m.group(1) else 0
+    out = {}
+    for body in re.split(r"^==\d+==ERROR: AddressSanitizer: ", text, flags=re.M)[1:]:
+        if not body.startswith("new-delete-type-mismatch"):
+            continue
+        free_part, _, alloc_part = body.partition("allocated by thread")
+        ff = re.findall(r"^\s+#\d+ .*$", free_part, flags=re.M)
+        af = re.findall(r"^\s+#\d+ .*$", alloc_part, flags=re.M)
+        align_a = value("alignment of the allocated", body)
+        align_d = value("alignment of the deallocated", body)
+        if align_a != align_d:
+            key = ("align_mismatch", asan_fn(af[0]), asan_fn(ff[0]), None, align_a, align_d,
+                   asan_site(af[1]), asan_site(ff[1]))
+        else:
+            key = ("size_mismatch", asan_fn(af[0]), asan_fn(ff[0]),
+                   value("size of the allocated", body), None,
+                   value("size of the deallocated", body), asan_site(af[1]), asan_site(ff[1]))
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def new_delete_key(e):
+    """The key of a size_mismatch or align_mismatch of heaptrail's JSON:
+    (kind, allocator, deallocator, block size (size_mismatch; ASan prints
+    it only there), the new's alignment, what the delete gave, sites)."""
+    def prog_site(stack):
+        f = stack[0] if stack else {}
+        return (f.get("function"), f.get("line"))
+    if e["kind"] == "align_mismatch":
+        return (e["kind"], e["allocator"], e["deallocator"], None, e["alloc_align"] or 0,
+                e["dealloc_align"] or 0, prog_site(e["alloc_stack"]),
+                prog_site(e["free_stack"]))
+    return (e["kind"], e["allocator"], e["deallocator"], e["size"], None, e["dealloc_size"],
+            prog_site(e["alloc_stack"]), prog_site(e["free_stack"]))
+
+
+def ht_new_delete(suite, out, *extra):
+    """heaptrail's JSON of run out: ({key: count}, (errors, contexts),
+    the report)."""
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json"] + list(extra) + [out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    report = json.loads(jout)
+    got = {}
+    for e in report.get("errors", []):
+        k = new_delete_key(e) if e["kind"] in ("size_mismatch", "align_mismatch") else e["kind"]
+        got[k] = got.get(k, 0) + e["count"]
+    s = report.get("error_summary", {})
+    return got, (s.get("errors"), s.get("contexts")), report
+
+
+def test_new_delete(suite):
+    work, prog, asan = build_new_delete(suite, "new-delete")
+    problems, details = [], []
+    rc0, out0, _ = rt.run([prog])
+    if (rc0, out0) != (0, b"done\n"):
+        raise Failure("bare run: status %d, stdout %r" % (rc0, out0))
+    rc, aout, aerr = rt.run([asan], env=ASAN_ENV)
+    want = asan_new_delete(aerr.decode(errors="replace"))
+    if (rc, aout) != (0, out0):
+        problems.append("ASan: status %d, stdout %r" % (rc, aout))
+    if sum(want.values()) != 9 or len(want) != 7:
+        problems.append("ASan: %d errors from %d contexts read, the program means 9 from 7: %s"
+                        % (sum(want.values()), len(want), rt.short(aerr[-600:], 600)))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog])
+    if (rc, hout) != (0, out0):
+        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    got, summary, _ = ht_new_delete(suite, out)
+    if got != want:
+        problems.append("contexts differ:\n  ASan      %s\n  heaptrail %s" % (
+            sorted(want.items(), key=str), sorted(got.items(), key=str)))
+    if summary != (9, 7):
+        problems.append("error summary %s, want (9, 7) as ASan's" % (summary,))
+    rc, tout, _ = rt.run([suite.heaptrail, "report", out])
+    t = tout.decode(errors="replace")
+    nsize = sum(1 for k in want if k[0] == "size_mismatch")
+    if t.count("Mismatched new/delete size value: ") != nsize or \
+            t.count("Mismatched new/delete alignment alloc value: ") != len(want) - nsize:
+        problems.append("the text report:\n%s" % t[:3000])
+    # a suppression of the type hides the one context it names
+    supp = write(os.path.join(work, "nd.supp"),
+                 ["new_delete_type_mismatch:^base_delete_thrice$",
+                  "alloc_dealloc_mismatch:^base_delete$"])
+    rc, tout, _ = rt.run([suite.heaptrail, "report", "--suppressions", supp, out])
+    if "ERROR SUMMARY: 6 errors from 6 contexts (suppressed: 3 from 1)" not in \
+            tout.decode(errors="replace"):
+        problems.append("with %s: %s" % (supp, rt.short(tout[-400:], 400)))
+    rc, jout, _ = rt.run([suite.heaptrail, "report", "--json", "--gen-suppressions", out])
+    lines = [e.get("suppression", "") for e in json.loads(jout).get("errors", [])]
+    if len(lines) != 7 or not all(l.startswith("new_delete_type_mismatch:") for l in lines):
+        problems.append("--gen-suppressions: %s" % lines)
+    details.append(t[:2000])
+    return problems, details
+
+
+def test_new_delete_right(suite):
+    work, prog, asan = build_new_delete(suite, "new-delete-right")
+    problems = []
+    rc, aout, aerr = rt.run([asan, "right"], env=ASAN_ENV)
+    if (rc, aout) != (0, b"done\n") or b"ERROR: AddressSanitizer" in aerr:
+        problems.append("ASan: status %d, stdout %r: %s" % (rc, aout, rt.short(aerr[-400:])))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--", prog, "right"])
+    if (rc, hout) != (0, b"done\n"):
+        problems.append("heaptrail run: status %d, stdout %r: %s" % (rc, hout, rt.short(herr)))
+    got, summary, _ = ht_new_delete(suite, out)
+    if got or summary != (0, 0):
+        problems.append("errors where ASan finds none: %s %s" % (summary, got))
+    return problems, []
+
+
 def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
             ("errors:invalid", lambda: test_invalid(suite)),
             ("errors:sampled", lambda: test_sampled(suite)),
             ("errors:abort", lambda: test_abort(suite)),
             ("errors:none", lambda: test_none(suite)),
+            ("errors:new-delete", lambda: test_new_delete(suite)),
+            ("errors:new-delete-right", lambda: test_new_delete_right(suite)),
             ("errors:supp-mismatched", lambda: test_supp_mismatched(suite)),
             ("errors:supp-invalid", lambda: test_supp_invalid(suite)),
             ("errors:supp-gen", lambda: test_supp_gen(suite)),

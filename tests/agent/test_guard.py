@@ -17,6 +17,20 @@ tests/progs/guard_faults.c, built -O0.
                      1 - e^-8 (99.97 %), and every sampled block is guarded
                      (a rate finer than S): at least 19 caught, as valgrind
                      reports it (a block of 4096: 0 bytes after)
+    guard:slack      `guard_faults slack 13` (one byte written past a block
+                     of 13, then the block freed in release()) under
+                     --guard 1, 100 times: the byte lands in the 3 bytes
+                     between the block's end and its guarded page, so
+                     nothing faults; in at least 95 runs the program goes
+                     on as bare and under valgrind (status 0, "slack
+                     done") and the report holds one overflow, found at
+                     the free: the access (write), offset ("0 bytes after
+                     a block of size 13") and allocation site valgrind
+                     reports, no access stack (the write was not seen),
+                     and the free site release's free() (its line read
+                     from the source); and `guard_faults overflow 13`
+                     (never freed), 20 times: at least 19 hold the same
+                     overflow found at the exit's report, no free site
     guard:continue   --guard-continue: the program goes on as bare and
                      under valgrind (same stdout, status 0), the one
                      error is in the report and counts for
@@ -146,6 +160,50 @@ def many(suite, mode, runs=RUNS, want=95, extra=(), args=()):
     return problems, ["valgrind: %s" % (vg,), "%d of %d caught" % (caught, runs)]
 
 
+def source_line(marker):
+    """The line of guard_faults.c that holds marker."""
+    with open(SRC) as f:
+        for i, l in enumerate(f, 1):
+            if marker in l:
+                return i
+    raise Failure("no %r in %s" % (marker, SRC))
+
+
+def test_slack(suite):
+    work, prog = build(suite)
+    problems, details = [], []
+    for mode, runs, want, found_at in (("slack", RUNS, 95, "free"),
+                                       ("overflow", 20, 19, "report")):
+        vg, vrc, vout = valgrind_fault(prog, mode, "13")
+        rc0, out0, _ = rt.run([prog, mode, "13"])
+        if (rc0, out0) != (vrc, vout) or rc0 != 0:
+            problems.append("%s: bare status %d, stdout %r; valgrind %d, %r" % (
+                mode, rc0, out0, vrc, vout))
+        access, _, offset, size, _, alloc = vg
+        free_site = ("release", source_line("release's free")) if found_at == "free" else None
+        expect = (access, None, offset, size, free_site, alloc)
+        with concurrent.futures.ThreadPoolExecutor(2) as ex:
+            done = list(ex.map(lambda k: one_run(suite, work, prog, mode, k, (), ("13",)),
+                               range(runs)))
+        caught, wrong = 0, []
+        for rc, hout, report in done:
+            errs = report.get("errors", [])
+            got = [heaptrail_fault(e) for e in errs]
+            if (rc, hout) == (rc0, out0) and got == [expect] and \
+                    errs[0].get("found_at") == found_at and \
+                    report.get("error_summary") == {"errors": 1, "contexts": 1,
+                                                    "suppressed": NONE_SUPPRESSED}:
+                caught += 1
+            elif len(wrong) < 3:
+                wrong.append("status %d, stdout %r, errors %s" % (
+                    rc, hout, [(g, e.get("found_at")) for g, e in zip(got, errs)]))
+        if caught < want:
+            problems.append("%s 13: caught as valgrind reports it in %d of %d runs (want %d): "
+                            "want %s; others: %s" % (mode, caught, runs, want, expect, wrong))
+        details.append("%s 13: %d of %d caught, valgrind %s" % (mode, caught, runs, vg))
+    return problems, details
+
+
 def test_continue(suite):
     work, prog = build(suite)
     problems = []
@@ -241,6 +299,7 @@ def collect(suite):
             ("guard:uaf", lambda: many(suite, "uaf")),
             ("guard:sampled", lambda: many(suite, "overflow", 20, 19, ["--sample", "512"],
                                            ["4096"])),
+            ("guard:slack", lambda: test_slack(suite)),
             ("guard:continue", lambda: test_continue(suite)),
             ("guard:handler", lambda: test_handler(suite)),
             ("guard:clean", lambda: test_clean(suite)),

@@ -4,6 +4,9 @@
  * block of SIZE bytes (default 32) in make(), then
  *   overflow   writes one byte past its end in overflow();
  *   uaf        frees it and reads its third byte in use_after();
+ *   slack      writes one byte past its end in overflow(), then frees it
+ *              in release(): with a SIZE no multiple of 16 (13), the
+ *              byte lands before the guarded page, found at the free;
  *   handler    installs a SIGSEGV handler of its own that says "caught"
  *              and exits 3, then overflows as above;
  *   clean      allocates, reallocs and frees blocks of many sizes
@@ -30,6 +33,11 @@ static char *make(size_t n)
 static void overflow(char *p, size_t n)
 {
 	p[n] = 'x';
+}
+
+static void release(char *p)
+{
+	free(p); /* release's free */
 }
 
 static int use_after(char *p)
@@ -86,6 +94,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "overflow")) {
 		overflow(p, n);
 		printf("overflow done\n");
+	} else if (!strcmp(argv[1], "slack")) {
+		overflow(p, n);
+		release(p);
+		printf("slack done\n");
 	} else if (!strcmp(argv[1], "uaf")) {
 		free(p);
 		printf("read %d\n", use_after(p));
