@@ -13,7 +13,6 @@
  */
 #include "agent/agent.h"
 #include "agent/quarantine.h"
-#include "agent/startup.h"
 #include "agent/table.h"
 #include "agent/banned.h"
 
@@ -32,7 +31,7 @@ static struct kept ring[N];
 static uint32_t oldest, held;          /* ring[oldest] is the oldest of held */
 static uint64_t bytes;
 static uint16_t index_[INDEX];         /* ring slot + 1; 0: empty */
-static bool drained;                   /* detached: keep nothing */
+static bool drained;                   /* detached (drain, keep): keep nothing */
 _Atomic uint32_t agent_quarantine_count;
 
 static inline uint32_t home(uintptr_t a)
@@ -101,8 +100,7 @@ bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uin
 		return false;
 	for (;;) {
 		agent_lock(&lock);
-		if (drained || atomic_load_explicit(&agent_attach_state, memory_order_relaxed) ==
-				       AGENT_DETACHED) {
+		if (drained) {
 			agent_unlock(&lock);
 			return false;
 		}
