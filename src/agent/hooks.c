@@ -768,7 +768,8 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	uint64_t t0 = agent_auto_clock();
 	int had = note_free(p, &size, &id, how, dsize, ra);
 	agent_auto_charge(t0);
-	if (had > 0 && agent_sampling.period > 1 && keep_freed(p, size, id, d, ra))
+	if (had > 0 && AGENT_UNLIKELY(size > AGENT_QUARANTINE_MIN) && agent_sampling.period > 1 &&
+	    keep_freed(p, size, id, d, ra))
 		;  /* kept: given back when it leaves the quarantine */
 	else if (AGENT_LIKELY(had >= 0))
 		give_back(p, d, true);
