@@ -60,7 +60,8 @@ AGENT_UNIT_OBJ := $(B)/agent-obj/src/agent/unwind.o $(B)/agent-obj/src/agent/rul
 	$(B)/agent-obj/src/agent/os.o \
 	$(B)/agent-obj/src/agent/table.o $(B)/agent-obj/src/agent/pool.o \
 	$(B)/agent-obj/src/agent/config.o $(B)/agent-obj/src/agent/counters.o \
-	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/format/options.o \
+	$(B)/agent-obj/src/agent/sample.o $(B)/agent-obj/src/agent/quarantine.o \
+	$(B)/agent-obj/src/format/options.o \
 	$(B)/agent-obj/src/format/names.o $(B)/agent-obj/src/format/fnspec.o
 AGENT_UNIT_LIB := $(B)/agent-unit.a
 # libunwind: the reference the unwinder is compared with (not the agent's)

@@ -34,7 +34,7 @@
  *        functions hooked by name, and the files written while the
  *        program runs and at its end)
  *   layer 1 state:   counters table pool sample unwind cfi walk_memo modules stopworld
- *                    stopworld_impl stoptrace rulecache heapstats
+ *                    stopworld_impl stoptrace rulecache heapstats quarantine
  *        (what is recorded, and how: counters, stacks and live blocks,
  *        the pools' chunks, the allocator's own count,
  *        the sampler, the unwinder, the module list, stopping threads)

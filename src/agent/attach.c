@@ -59,6 +59,7 @@
 #include "agent/agent.h"
 #include "agent/attach.h"
 #include "agent/pool.h"
+#include "agent/quarantine.h"
 #include "agent/config.h"
 #include "agent/fnhook.h"
 #include "agent/counters.h"
@@ -856,6 +857,7 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 		agent_config_load_from(opts, output);
 		/* a no-op but for auto when it is the same */
 		agent_resample(agent_config.sample, agent_config.sample_auto);
+		agent_quarantine_keep();
 		agent_tables_lock_all();
 		agent_live_clear_locked();
 		agent_pool_clear_locked();
@@ -905,6 +907,11 @@ AGENT_API int heaptrail_attach_stop(void)
 	return r;
 }
 
+static void free_real(void *p)
+{
+	agent_real.free(p);
+}
+
 static int attach_stop(void)
 {
 	if (atomic_load(&agent_attach_state) != AGENT_ATTACHED)
@@ -916,6 +923,9 @@ static int attach_stop(void)
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
 	agent_fnhook_remove();
+	/* the blocks kept since their free go to the allocator now: no free
+	 * reaches the agent any more to push them out */
+	agent_quarantine_drain(free_real);
 	agent_fatal_handlers(false);
 	agent_triggers_stop();
 	agent_tls.busy = 0;

@@ -135,15 +135,19 @@ bool agent_error_double_free(void *p, int d)
 	struct agent_freed *f = ring_find((uintptr_t)p, false);
 	if (!f)
 		return false;
-	uintptr_t ra = f->ra;
-	uint32_t alloc_stack = (uint32_t)(f->meta >> 40), first_d = (uint32_t)((~f->key) >> 56);
-	uint64_t size = f->meta & ((1ull << 40) - 1);
+	agent_error_double_free_of((uint32_t)(f->meta >> 40), f->meta & ((1ull << 40) - 1),
+				   (int)((~f->key) >> 56), f->ra, d);
+	return true;
+}
+
+void agent_error_double_free_of(uint32_t alloc_stack, size_t size, int first_d, uintptr_t ra,
+				int d)
+{
 	uintptr_t pcs[AGENT_MAX_DEPTH];
 	int n = agent_unwind_cfi(pcs, agent_config.depth);
-	uint32_t prev = ra ? agent_stack_intern((int)first_d, &ra, 1) : 0;
+	uint32_t prev = ra ? agent_stack_intern(first_d, &ra, 1) : 0;
 	count_prev(FMT_ERROR_INVALID, alloc_stack, agent_stack_intern(d, pcs, n), size,
 		   FMT_WHERE_FREED, 0, prev);
-	return true;
 }
 
 void agent_error_mismatch(uint32_t alloc_stack, size_t size, int d)

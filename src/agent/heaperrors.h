@@ -110,6 +110,12 @@ bool agent_error_invalid_free(void *p, int d);
 /* The same for p found in a thread's last frees: a double free, counted
  * (true: the caller must not pass it on); false when no ring holds it. */
 bool agent_error_double_free(void *p, int d);
+/* A double free by d of a block of size bytes and stack alloc_stack
+ * first given back by first_d from return address ra (found in a ring,
+ * or in sampled mode in quarantine.h's blocks): counted, with the
+ * stack of this free. Hook-safe. */
+void agent_error_double_free_of(uint32_t alloc_stack, size_t size, int first_d, uintptr_t ra,
+				int d);
 
 /* A guarded block's fault (guard.c): kind FMT_ERROR_OVERFLOW or
  * FMT_ERROR_USE_AFTER_FREE, the block's stacks (free_stack 0 for a live

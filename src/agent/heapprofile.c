@@ -38,6 +38,7 @@
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
 #include "agent/pool.h"
+#include "agent/quarantine.h"
 #include "agent/table.h"
 #include "agent/writer.h"
 #include "agent/buildid.h"
@@ -239,6 +240,10 @@ static int dump_now(const char *path, const char *kind, char *wrote, size_t cap,
 	agent_tls.busy = AGENT_BUSY_AGENT;
 	/* before the tables' locks: the allocator takes its own */
 	int64_t heap_in_use = alloc_path ? agent_heapstats_in_use() : -1;
+	if (heap_in_use > 0)  /* freed by the program, kept by the agent */
+		heap_in_use -= (int64_t)agent_quarantine_bytes();
+	if (heap_in_use < -1)
+		heap_in_use = 0;
 
 	uint32_t npools = 0;
 	size_t pools_len = 0;

@@ -33,6 +33,7 @@
 #include "agent/hooks.h"
 #include "agent/modules.h"
 #include "agent/pool.h"
+#include "agent/quarantine.h"
 #include "agent/sample.h"
 #include "agent/table.h"
 #include "agent/unwind.h"
@@ -212,6 +213,39 @@ static AGENT_NOINLINE void check_delete(uint32_t stack, size_t size, int how, si
 		agent_error_size_mismatch(stack, size, d, dsize);
 }
 
+/* A free (or realloc: d) of p, a block kept in quarantine.h's
+ * quarantine since its first free: a double free, counted as exact mode
+ * counts one (its first free's caller, and this free's stack); true: it
+ * must not reach the allocator, which has not freed p. */
+static AGENT_NOINLINE bool quarantined(void *p, int d)
+{
+	size_t size;
+	uint32_t alloc_stack;
+	int first_d;
+	uintptr_t ra;
+	if (!agent_quarantine_find(p, &size, &alloc_stack, &first_d, &ra))
+		return false;
+	agent_error_double_free_of(alloc_stack, size, first_d, ra, d);
+	return true;
+}
+
+static void real_free(void *p)
+{
+	agent_real.free(p);
+}
+
+/* Sampled mode: sampled block p (size bytes, stack id), just forgotten
+ * by note_free and given back by d from return address ra, is kept in
+ * quarantine.h's quarantine instead of freed, when it is the malloc or
+ * new families' and no guarded block (guard.c keeps those). false: the
+ * caller gives it back. */
+static AGENT_NOINLINE bool keep_freed(void *p, size_t size, uint32_t id, int d, uintptr_t ra)
+{
+	if (agent_guard_owns(p) || agent_stack_get(id)->fn > FMT_FN_NEW_ARRAY)
+		return false;
+	return agent_quarantine_put(p, size, id, d, ra, real_free);
+}
+
 /* Forgets p if it was tracked; returns whether it was (1), with its size
  * and stack so realloc can put it back when the real realloc fails; 0
  * when it was not; -1 when p is provably none of the allocator's (an
@@ -225,6 +259,9 @@ static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int 
 {
 	int d = how & 0xff;
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
+		if (AGENT_UNLIKELY(atomic_load_explicit(&agent_quarantine_count, memory_order_relaxed)) &&
+		    d != AGENT_DEALLOC_UNCHECKED && quarantined(p, d))
+			return -1;
 		if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
 			return 0;
 		agent_count(&agent_my_counts()->untracked_frees, 1);
@@ -731,7 +768,10 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	uint64_t t0 = agent_auto_clock();
 	int had = note_free(p, &size, &id, how, dsize, ra);
 	agent_auto_charge(t0);
-	if (AGENT_LIKELY(had >= 0))
+	if (had > 0 && AGENT_UNLIKELY(size > AGENT_QUARANTINE_MIN) && agent_sampling.period > 1 &&
+	    keep_freed(p, size, id, d, ra))
+		;  /* kept: given back when it leaves the quarantine */
+	else if (AGENT_LIKELY(had >= 0))
 		give_back(p, d, true);
 	leave();
 }

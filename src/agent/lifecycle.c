@@ -27,6 +27,7 @@
 #include "agent/guard.h"
 #include "agent/lifecycle.h"
 #include "agent/modules.h"
+#include "agent/quarantine.h"
 #include "agent/signals.h"
 #include "agent/startup.h"
 #include "agent/table.h"
@@ -46,10 +47,12 @@ static void fork_prepare(void)
 	agent_modules_fork_prepare();
 	agent_modules_lock();
 	agent_tables_lock_all();
+	agent_quarantine_lock();
 }
 
 static void fork_parent(void)
 {
+	agent_quarantine_unlock();
 	agent_tables_unlock_all();
 	agent_modules_unlock();
 	agent_hooks_fork_done();
@@ -57,6 +60,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	agent_quarantine_unlock();  /* its blocks are the child's too */
 	agent_tables_unlock_all();
 	agent_modules_unlock();
 	agent_modules_fork_child(fork_threaded);

@@ -28,6 +28,7 @@
 #include "agent/counters.h"
 #include "agent/sample.h"
 #include "agent/pool.h"
+#include "agent/quarantine.h"
 #include "agent/table.h"
 #include "agent/banned.h"
 
@@ -307,6 +308,8 @@ void agent_resample(uint64_t sample, bool automatic)
 		for (size_t i = 0; i < (1u << 20); i++)
 			if (atomic_load_explicit(&agent_filter[i], memory_order_relaxed) != 0xffff)
 				atomic_store_explicit(&agent_filter[i], 0, memory_order_relaxed);
+	if (agent_filter)  /* the quarantine's blocks stay counted */
+		agent_quarantine_refilter();
 	agent_sampling.period = sample;
 	atomic_store(&auto_want, 0);  /* asked for at the old S */
 	if (sample > 1 && !agent_filter)

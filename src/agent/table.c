@@ -478,6 +478,11 @@ static inline void filter_add(uintptr_t addr, int d)
 		filter_add_slow(addr, d);
 }
 
+void agent_filter_count(uintptr_t addr, int d)
+{
+	filter_add(addr, d);
+}
+
 /* Puts addr in its shard (locked, with room); returns whether it is new.
  * An address already present means we missed its free (a block released
  * behind our back); the new block replaces it. */

@@ -187,6 +187,10 @@ void agent_filter_init(void);
  * filter set up later: a free there always asks the table (guard.c's
  * pages, which must never reach the allocator). One range. */
 void agent_filter_pin(uintptr_t lo, size_t len);
+/* Counts a block at addr in the filter (d +1) or no more (-1) beside
+ * the live table's own: quarantine.c's blocks, whose second free must
+ * ask. A no-op without a filter. Hook-safe. */
+void agent_filter_count(uintptr_t addr, int d);
 
 /* pool.c's lock (one for every pool), part of "every table lock" below:
  * taken before the others, and whoever holds it takes no other. */

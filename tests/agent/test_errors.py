@@ -37,6 +37,33 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        binomial, 80 to 163, is asked), from 1 context, and
                        the summary says only sampled blocks are checked;
                        valgrind sees all 2,000
+    errors:sampled-double  tests/progs/sampled_double.c (64 KiB blocks,
+                       each sampled at --sample 4096 with probability
+                       1 - exp(-16): three freed by release, then by
+                       free_again at one line; one freed by release,
+                       then given to realloc_freed's realloc) under
+                       `heaptrail run --sample 4096`: the quarantine
+                       holds them, so their second free is known: the
+                       contexts of `valgrind -s` (kind, where, free
+                       site, size, first free site, allocation site),
+                       "4 errors from 2 contexts"; bare, glibc aborts
+                       (134); under valgrind and heaptrail the program's
+                       stdout (the churn of 2,000 blocks after them
+                       included) and status 0 are the same
+    errors:sampled-churn  `sampled_double churn 20000 4`: four threads
+                       allocate and free 64 KiB blocks (all sampled)
+                       fast, addresses coming back once the quarantine
+                       lets them go (the program counts allocations
+                       handed an address seen before: there must be
+                       some): "0 errors from 0 contexts", as valgrind's
+                       run of `churn 3000 4` (no invalid free), and the
+                       bare run's stdout and status
+    errors:sampled-e2e every e2e program of the vg/ht matrix
+                       (tests/e2e/progs, with frame pointers) under `heaptrail run --sample 4096`:
+                       the bare run's stdout and status, and no error
+                       in any process where valgrind's run (the e2e
+                       tests' own, cached) printed no invalid or
+                       mismatched free
     errors:abort       heap_invalid under `heaptrail run --errors=abort`:
                        the program is stopped at its first error by its
                        own abort (status 134, "done null" never printed)
@@ -139,6 +166,7 @@ from run_tests import Failure
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_errors.cc")
 INVALID_SRC = os.path.join(os.path.dirname(HERE), "progs", "heap_invalid.c")
+DOUBLE_SRC = os.path.join(os.path.dirname(HERE), "progs", "sampled_double.c")
 GUARD_SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
 NEW_DELETE_SRC = os.path.join(os.path.dirname(HERE), "progs", "new_delete.cc")
 
@@ -233,13 +261,14 @@ def invalid_key(lines):
     frames = [l for l in lines[1:] if re.match(r"\s+(at|by) 0x", l)]
     fn = re.sub(r"^\s*at 0x[0-9A-F]+: ", "", frames[0]).split(" (in ")[0]
     addr = next(l for l in lines if l.strip().startswith("Address "))
-    m = re.search(r"is 0 bytes inside a block of size (\d+) free'd", addr)
+    m = re.search(r"is 0 bytes inside a block of size ([\d,]+) free'd", addr)
     if m:
         after = lines[lines.index(addr) + 1:]
         was = next(i for i, l in enumerate(after) if "Block was alloc'd at" in l)
         first = [l for l in after[:was] if re.match(r"\s+(at|by) 0x", l)]
         alloc = [l for l in after[was:] if re.match(r"\s+(at|by) 0x", l)]
-        return ("invalid", "freed", VG_FN.get(fn, fn), frame_site(frames[1]), int(m.group(1)),
+        return ("invalid", "freed", VG_FN.get(fn, fn), frame_site(frames[1]),
+                int(m.group(1).replace(",", "")),
                 frame_site(first[1]), frame_site(alloc[1]))
     m = re.search(r"is (\d+) bytes inside a block of size (\d+) alloc'd", addr)
     if m:
@@ -368,6 +397,104 @@ def test_sampled(suite):
     if not re.search(rb"ERROR SUMMARY: 2000 errors from 1 contexts", verr):
         problems.append("valgrind: %s" % rt.short(verr[-300:]))
     return problems, ["%s" % s]
+
+
+def build_double(suite, name):
+    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-" + name))
+    prog = os.path.join(work, "sampled_double")
+    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, DOUBLE_SRC])
+    if rc != 0:
+        raise Failure("cc sampled_double.c: %s" % rt.short(err))
+    return work, prog
+
+
+def test_sampled_double(suite):
+    work, prog = build_double(suite, "sampled-double")
+    problems, details = [], []
+    rc0, out0, err0 = rt.run([prog])
+    if rc0 not in (134, -6) or b"double free" not in err0:
+        problems.append("bare run: status %d, stderr %r: glibc should abort it" % (
+            rc0, err0[:200]))
+    rc, vout, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
+    if rc != 0 or not vout.endswith(b"done null\n"):
+        problems.append("valgrind: status %d, stdout %r" % (rc, vout))
+    if vg_summary != (4, 2) or len(vg) != 2:
+        raise Failure("valgrind: %s errors/contexts, %d read: the program means 4 errors "
+                      "from 2 contexts" % (vg_summary, len(vg)))
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--sample", "4096", "-o", out,
+                             "--", prog])
+    if (rc, hout) != (0, vout):
+        problems.append("heaptrail run: status %d, stdout %r (valgrind's %r): %s" % (
+            rc, hout, vout, rt.short(herr)))
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    ht, ht_summary = heaptrail_contexts(json.loads(jout))
+    if ht != vg or ht_summary != vg_summary:
+        problems.append("contexts differ:\n  valgrind  %s %s\n  heaptrail %s %s" % (
+            sorted(vg.items(), key=str), vg_summary, sorted(ht.items(), key=str), ht_summary))
+    details.append("%s" % sorted(ht.items(), key=str))
+    return problems, details
+
+
+def ht_errors(suite, out):
+    """error_summary of heaptrail report --json out."""
+    rc, jout, jerr = rt.run([suite.heaptrail, "report", "--json", out])
+    if rc != 0:
+        raise Failure("heaptrail report --json: status %d: %s" % (rc, rt.short(jerr)))
+    return json.loads(jout).get("error_summary", {})
+
+
+def test_sampled_churn(suite):
+    work, prog = build_double(suite, "sampled-churn")
+    problems, details = [], []
+    rc, vout, verr = rt.run(["valgrind", prog, "churn", "3000", "4"], timeout=rt.VG_TIMEOUT)
+    v = re.search(rb"ERROR SUMMARY: (\d+) errors", verr)
+    if rc != 0 or not v or v.group(1) != b"0" or b"Invalid free" in verr:
+        problems.append("valgrind churn 3000 4: status %d, %s" % (rc, rt.short(verr[-300:])))
+    cmd = [prog, "churn", "20000", "4"]
+    rc0, out0, _ = rt.run(cmd)
+    out = rt.fresh_dir(os.path.join(work, "run"))
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--sample", "4096", "-o", out,
+                             "--"] + cmd)
+    if (rc, hout) != (rc0, out0) or rc0 != 0:
+        problems.append("heaptrail run: status %d, stdout %r; bare %d, %r" % (
+            rc, hout[:200], rc0, out0[:200]))
+    m = re.search(rb"^reused (\d+)$", herr, re.M)
+    if not m or int(m.group(1)) == 0:
+        problems.append("no address came back under heaptrail: %s" % rt.short(herr[-300:]))
+    s = ht_errors(suite, out)
+    if (s.get("errors"), s.get("contexts")) != (0, 0):
+        problems.append("errors in a churn without any: %s" % s)
+    details.append("%s; %s" % (m and m.group(0).decode(), s))
+    return problems, details
+
+
+def test_sampled_e2e(suite):
+    problems, details = [], []
+    for name in sorted(suite.specs):
+        spec = suite.specs[name]
+        if spec.cli_only:   # not in the vg/ht matrix
+            continue
+        bare_rc, bare_out = suite.bare(spec, "fp")
+        vg = suite.valgrind(spec, "fp")
+        vg_free = sum(p.get("free_errors", 0) for p in vg["procs"])
+        rc, out, err, outdir, jpath = suite.heaptrail_run(spec, "fp", "-sampled4096",
+                                                          ["--sample", "4096", "-q"])
+        if (rc, out) != (bare_rc, bare_out):
+            problems.append("%s: status %d, stdout %r; bare %d, %r" % (
+                name, rc, out[:120], bare_rc, bare_out[:120]))
+        errors = [(o.get("pid"), o.get("error_summary", {}).get("errors", 0))
+                  for o in rt.load_json_objects(jpath) if isinstance(o, dict)]
+        found = sum(e for _, e in errors)
+        if found and not vg_free:
+            problems.append("%s: %d errors under --sample 4096 %s, none under valgrind" % (
+                name, found, errors))
+        details.append("%s: %d errors (valgrind: %d invalid or mismatched frees)" % (
+            name, found, vg_free))
+    return problems, details
 
 
 def test_abort(suite):
@@ -845,6 +972,9 @@ def collect(suite):
     return [("errors:mismatched", lambda: test_mismatched(suite)),
             ("errors:invalid", lambda: test_invalid(suite)),
             ("errors:sampled", lambda: test_sampled(suite)),
+            ("errors:sampled-double", lambda: test_sampled_double(suite)),
+            ("errors:sampled-churn", lambda: test_sampled_churn(suite)),
+            ("errors:sampled-e2e", lambda: test_sampled_e2e(suite)),
             ("errors:abort", lambda: test_abort(suite)),
             ("errors:none", lambda: test_none(suite)),
             ("errors:new-delete", lambda: test_new_delete(suite)),

@@ -60,7 +60,10 @@ process group):
   hostile:PROG[CASE]:sample   --every 50ms (or @every) --timeline 10 (a profiling
                     run's default, --sample auto: S from 8k, raised with
                     the samples thinned as the heap grows): same
-                    behaviour, a timeline was written
+                    behaviour, a timeline was written, and no heap
+                    error (the sampled blocks' mismatched and double
+                    frees, which the quarantine finds: the programs
+                    make none)
   hostile:PROG[CASE]:leaks    exact, with `heaptrail leaks --json PID`
                     calls every 100 ms while it runs: same behaviour,
                     the @kinds at exit, @leaks-calls / @leaks-refused
@@ -559,6 +562,14 @@ class Hostile:
             if not (os.path.isdir(outdir) and any(
                     f.endswith(".timeline") for f in os.listdir(outdir))):
                 problems.append("%s: no timeline written" % label)
+            if os.path.exists(jpath):
+                errors = [(o.get("pid"), o.get("error_summary"))
+                          for o in run_tests.load_json_objects(jpath)
+                          if isinstance(o, dict) and
+                          (o.get("error_summary") or {}).get("errors")]
+                if errors:
+                    problems.append("%s: heap errors in a program that makes "
+                                    "none: %s" % (label, errors))
         elif mode == "leaks":
             rc, out, err, calls = self.run_with_leaks(
                 self.ht_cmd(outdir, jpath, ["-q"], prog, case), w,

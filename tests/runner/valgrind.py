@@ -4,7 +4,7 @@ from .harness import *  # noqa: F401,F403
 
 # ---------------------------------------------------------------- valgrind
 
-VG_PARSER = 3   # bump when parse_vg_log's output changes: invalidates cache
+VG_PARSER = 4   # bump when parse_vg_log's output changes: invalidates cache
 VG_PREFIX = re.compile(r"^==(\d+)== ?(.*)$")
 VG_RECORD = re.compile(r"^([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) indirect\))?"
                        r" bytes in ([\d,]+) blocks are (.+?) in loss record")
@@ -38,14 +38,16 @@ def parse_vg_logs(logdir):
 
 def parse_vg_log(pid, text):
     """{"pid", "ppid", "args", "in_use", "usage", "records", "kinds",
-    "heuristics", "checks"}: records and kinds (LEAK SUMMARY, all zero
-    when every block was freed) are those of the check at exit; checks
-    are the leak checks the program asked for while it ran, in order,
-    each {"records", "kinds", "increase"} where increase is each kind's
-    change since the previous check."""
+    "heuristics", "checks", "free_errors"}: free_errors is how many
+    invalid and mismatched frees it printed (each context's first);
+    records and kinds (LEAK SUMMARY, all zero when every block was
+    freed) are those of the check at exit; checks are the leak checks
+    the program asked for while it ran, in order, each {"records",
+    "kinds", "increase"} where increase is each kind's change since the
+    previous check."""
     proc = {"pid": pid, "ppid": None, "args": [], "in_use": None,
             "usage": None, "records": [], "kinds": None, "heuristics": {},
-            "checks": []}
+            "checks": [], "free_errors": 0}
     check = None        # the leak check being read
     at_exit = False     # past HEAP SUMMARY: the check at exit
     record = None
@@ -75,6 +77,9 @@ def parse_vg_log(pid, text):
                 record["stack"].append(frame)
                 continue
             record = None
+        if line in ("Invalid free() / delete / delete[] / realloc()",
+                    "Mismatched free() / delete / delete []"):
+            proc["free_errors"] += 1
         if line.startswith("Command: "):
             proc["args"] = line[len("Command: "):].split()[1:]
         elif line.startswith("Parent PID: "):

@@ -1,0 +1,194 @@
+/*
+ * quarantine.c — see quarantine.h.
+ *
+ * The kept blocks are a ring in the order of their frees (the oldest
+ * goes first) and a small open-addressing index over it (linear probing,
+ * backward-shift deletion), both under one lock: a block enters at a
+ * sampled free, and the index is read only by a free that the sampling
+ * filter sent to the live table and that the table did not hold (a
+ * sampled block's page, rare), never by an unsampled block's free. As
+ * the exact-mode ring of last frees (heaperrors.h), addresses are kept
+ * inverted, and the index holds entry numbers: the leak scan must find
+ * no pointer to a block in the agent's memory.
+ */
+#include "agent/agent.h"
+#include "agent/quarantine.h"
+#include "agent/table.h"
+#include "agent/banned.h"
+
+#define N AGENT_QUARANTINE_BLOCKS
+#define INDEX (4 * N)                  /* a power of two, a quarter full at most */
+
+struct kept {
+	uint64_t key;            /* ~address; 0: none */
+	uint64_t meta;           /* size in the low 40 bits, the block's stack above */
+	uintptr_t ra;            /* the return address of the first free's caller */
+	int d;                   /* how it was given back: enum agent_dealloc */
+};
+
+static agent_lock_t lock;
+static struct kept ring[N];
+static uint32_t oldest, held;          /* ring[oldest] is the oldest of held */
+static uint64_t bytes;
+static uint16_t index_[INDEX];         /* ring slot + 1; 0: empty */
+static bool drained;                   /* detached (drain, keep): keep nothing */
+_Atomic uint32_t agent_quarantine_count;
+
+static inline uint32_t home(uintptr_t a)
+{
+	return (uint32_t)((((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull) >> 54) & (INDEX - 1);
+}
+
+static inline uintptr_t addr_of(uint32_t slot)
+{
+	return (uintptr_t)~ring[slot].key;
+}
+
+/* The index position of a, or -1. Locked. */
+static int find_locked(uintptr_t a)
+{
+	for (uint32_t i = home(a);; i = (i + 1) & (INDEX - 1)) {
+		if (!index_[i])
+			return -1;
+		if (addr_of(index_[i] - 1u) == a)
+			return (int)i;
+	}
+}
+
+static void index_add_locked(uintptr_t a, uint32_t slot)
+{
+	uint32_t i = home(a);
+	while (index_[i])
+		i = (i + 1) & (INDEX - 1);
+	index_[i] = (uint16_t)(slot + 1);
+}
+
+/* Backward-shift deletion: an entry after the hole moves into it unless
+ * its home lies cyclically in (hole, its place]. Locked. */
+static void index_del_locked(uint32_t i)
+{
+	for (uint32_t j = (i + 1) & (INDEX - 1); index_[j]; j = (j + 1) & (INDEX - 1)) {
+		uint32_t h = home(addr_of(index_[j] - 1u));
+		if (((j - h) & (INDEX - 1)) >= ((j - i) & (INDEX - 1))) {
+			index_[i] = index_[j];
+			i = j;
+		}
+	}
+	index_[i] = 0;
+}
+
+/* Takes the oldest block out; returns its address. Locked, held > 0. */
+static uintptr_t evict_locked(void)
+{
+	uint32_t slot = oldest;
+	uintptr_t a = addr_of(slot);
+	int at = find_locked(a);
+	if (at >= 0)
+		index_del_locked((uint32_t)at);
+	bytes -= ring[slot].meta & ((1ull << 40) - 1);
+	ring[slot].key = 0;
+	oldest = (oldest + 1) % N;
+	held--;
+	agent_filter_count(a, -1);
+	return a;
+}
+
+bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uintptr_t ra,
+			  void (*free_fn)(void *))
+{
+	if (size > AGENT_QUARANTINE_BYTES / 4 || size <= AGENT_QUARANTINE_MIN || !p)
+		return false;
+	for (;;) {
+		agent_lock(&lock);
+		if (drained) {
+			agent_unlock(&lock);
+			return false;
+		}
+		if (held && (held == N || bytes + size > AGENT_QUARANTINE_BYTES)) {
+			/* one at a time, the allocator's call out of the lock
+			 * (it takes its own) */
+			uintptr_t a = evict_locked();
+			atomic_store_explicit(&agent_quarantine_count, held, memory_order_relaxed);
+			agent_unlock(&lock);
+			free_fn((void *)a);
+			continue;
+		}
+		uint32_t slot = (oldest + held) % N;
+		ring[slot] = (struct kept){ .key = ~(uint64_t)(uintptr_t)p,
+					    .meta = (uint64_t)size | (uint64_t)alloc_stack << 40,
+					    .ra = ra, .d = d };
+		index_add_locked((uintptr_t)p, slot);
+		held++;
+		bytes += size;
+		/* counted before the lock goes: a second free from now on asks */
+		agent_filter_count((uintptr_t)p, +1);
+		atomic_store_explicit(&agent_quarantine_count, held, memory_order_relaxed);
+		agent_unlock(&lock);
+		return true;
+	}
+}
+
+bool agent_quarantine_find(const void *p, size_t *size, uint32_t *alloc_stack, int *first_d,
+			   uintptr_t *ra)
+{
+	agent_lock(&lock);
+	int at = held ? find_locked((uintptr_t)p) : -1;
+	if (at >= 0) {
+		const struct kept *k = &ring[index_[at] - 1u];
+		*size = (size_t)(k->meta & ((1ull << 40) - 1));
+		*alloc_stack = (uint32_t)(k->meta >> 40);
+		*first_d = k->d;
+		*ra = k->ra;
+	}
+	agent_unlock(&lock);
+	return at >= 0;
+}
+
+uint64_t agent_quarantine_bytes(void)
+{
+	agent_lock(&lock);
+	uint64_t b = bytes;
+	agent_unlock(&lock);
+	return b;
+}
+
+void agent_quarantine_drain(void (*free_fn)(void *))
+{
+	for (;;) {
+		agent_lock(&lock);
+		drained = true;
+		if (!held) {
+			agent_unlock(&lock);
+			return;
+		}
+		uintptr_t a = evict_locked();
+		atomic_store_explicit(&agent_quarantine_count, held, memory_order_relaxed);
+		agent_unlock(&lock);
+		free_fn((void *)a);
+	}
+}
+
+void agent_quarantine_keep(void)
+{
+	agent_lock(&lock);
+	drained = false;
+	agent_unlock(&lock);
+}
+
+void agent_quarantine_refilter(void)
+{
+	agent_lock(&lock);
+	for (uint32_t k = 0; k < held; k++)
+		agent_filter_count(addr_of((oldest + k) % N), +1);
+	agent_unlock(&lock);
+}
+
+void agent_quarantine_lock(void)
+{
+	agent_lock(&lock);
+}
+
+void agent_quarantine_unlock(void)
+{
+	agent_unlock(&lock);
+}
