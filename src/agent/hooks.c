@@ -747,6 +747,13 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	int d = how & 0xff;
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
+	/* A page that holds kept blocks only (quarantine.h): the table has
+	 * no block there, and p is another block of that page unless the
+	 * quarantine may hold it (a double free, below) */
+	if (AGENT_UNLIKELY(agent_filter_kept_only((uintptr_t)p)) && !agent_quarantine_may_hold(p)) {
+		agent_real.free(p);
+		return;
+	}
 	/* Two cache misses for a block freed long after it was allocated:
 	 * its entry in the table and the allocator's header before it. Both
 	 * asked for now, they overlap instead of following each other. */

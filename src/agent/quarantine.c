@@ -11,6 +11,8 @@
  * inverted, and the index holds entry numbers: the leak scan must find
  * no pointer to a block in the agent's memory.
  */
+#include <time.h>
+
 #include "agent/agent.h"
 #include "agent/quarantine.h"
 #include "agent/table.h"
@@ -33,6 +35,27 @@ static uint64_t bytes;
 static uint16_t index_[INDEX];         /* ring slot + 1; 0: empty */
 static bool drained;                   /* detached (drain, keep): keep nothing */
 _Atomic uint32_t agent_quarantine_count;
+uint32_t agent_quarantine_rate = AGENT_QUARANTINE_RATE;
+
+/* How many kept blocks hash to each slot, written under the lock and
+ * read without it: a free whose slot holds none is no kept block's, and
+ * asks nothing more. Most frees that reach find are a sampled page's
+ * other blocks, and the lock they would all take is shared by every
+ * thread (with 64 kept blocks, 1 in 64 of them would take it). */
+#define HINT 4096
+static _Atomic uint16_t hint[HINT];
+
+static inline uint32_t hint_slot(uintptr_t a)
+{
+	return (uint32_t)((((uint64_t)a >> 4) * 0xff51afd7ed558ccdull) >> 52) & (HINT - 1);
+}
+
+static inline void hint_add(uintptr_t a, int d)
+{
+	_Atomic uint16_t *h = &hint[hint_slot(a)];
+	atomic_store_explicit(h, (uint16_t)(atomic_load_explicit(h, memory_order_relaxed) + d),
+			      memory_order_relaxed);
+}
 
 static inline uint32_t home(uintptr_t a)
 {
@@ -87,10 +110,37 @@ static uintptr_t evict_locked(void)
 		index_del_locked((uint32_t)at);
 	bytes -= ring[slot].meta & ((1ull << 40) - 1);
 	ring[slot].key = 0;
+	hint_add(a, -1);
 	oldest = (oldest + 1) % N;
 	held--;
-	agent_filter_count(a, -1);
+	agent_filter_count(a, -AGENT_FILTER_KEPT);
 	return a;
+}
+
+/* Whether one more block may be kept now: a bucket of
+ * agent_quarantine_rate tokens a second, AGENT_QUARANTINE_BLOCKS at most.
+ * The clock is read only when the bucket is empty (a sampled free's
+ * table work costs ten times that read). Locked. */
+static bool token_locked(void)
+{
+	static uint64_t last_ns;
+	static uint32_t tokens = N;
+	if (!agent_quarantine_rate)
+		return true;
+	if (!tokens) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		uint64_t add = last_ns ? (t - last_ns) / (1000000000u / agent_quarantine_rate) : 0;
+		if (!last_ns)
+			last_ns = t;  /* the first time it ran dry: the bucket began full */
+		if (!add)
+			return false;
+		tokens = add >= N ? N : (uint32_t)add;
+		last_ns = t;
+	}
+	tokens--;
+	return true;
 }
 
 bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uintptr_t ra,
@@ -98,9 +148,9 @@ bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uin
 {
 	if (size > AGENT_QUARANTINE_BYTES / 4 || size <= AGENT_QUARANTINE_MIN || !p)
 		return false;
-	for (;;) {
+	for (bool first = true;; first = false) {
 		agent_lock(&lock);
-		if (drained) {
+		if (drained || (first && !token_locked())) {
 			agent_unlock(&lock);
 			return false;
 		}
@@ -118,19 +168,27 @@ bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uin
 					    .meta = (uint64_t)size | (uint64_t)alloc_stack << 40,
 					    .ra = ra, .d = d };
 		index_add_locked((uintptr_t)p, slot);
+		hint_add((uintptr_t)p, +1);
 		held++;
 		bytes += size;
 		/* counted before the lock goes: a second free from now on asks */
-		agent_filter_count((uintptr_t)p, +1);
+		agent_filter_count((uintptr_t)p, +AGENT_FILTER_KEPT);
 		atomic_store_explicit(&agent_quarantine_count, held, memory_order_relaxed);
 		agent_unlock(&lock);
 		return true;
 	}
 }
 
+bool agent_quarantine_may_hold(const void *p)
+{
+	return atomic_load_explicit(&hint[hint_slot((uintptr_t)p)], memory_order_relaxed) != 0;
+}
+
 bool agent_quarantine_find(const void *p, size_t *size, uint32_t *alloc_stack, int *first_d,
 			   uintptr_t *ra)
 {
+	if (!atomic_load_explicit(&hint[hint_slot((uintptr_t)p)], memory_order_relaxed))
+		return false;
 	agent_lock(&lock);
 	int at = held ? find_locked((uintptr_t)p) : -1;
 	if (at >= 0) {
@@ -179,7 +237,7 @@ void agent_quarantine_refilter(void)
 {
 	agent_lock(&lock);
 	for (uint32_t k = 0; k < held; k++)
-		agent_filter_count(addr_of((oldest + k) % N), +1);
+		agent_filter_count(addr_of((oldest + k) % N), +AGENT_FILTER_KEPT);
 	agent_unlock(&lock);
 }
 

@@ -14,23 +14,37 @@
  * the arena and its lock, where the allocation of a signal handler that
  * interrupted it waits for ever (programs allocate in handlers when the
  * cache serves both: e2e signal_handler_alloc, hostile handler_storm);
- * a bigger block's free and allocation take that lock anyway. Each kept block's page stays counted
- * in the sampling filter (table.h), so its second free asks the table,
- * then the quarantine; an unsampled block's free costs what it did.
- * Kept blocks are not live: the live table, the counters and the leak
- * scan no longer hold them (their free was counted). Layer 1.
+ * a bigger block's free and allocation take that lock anyway.
+ *
+ * What it costs is bounded, for it must cost no more than sampling does:
+ * a kept block keeps the allocator from merging its neighbours (a thread
+ * that churns 1-4 KiB blocks at 8 KiB sampling spent 50 % more CPU with
+ * 256 blocks kept and no bound on the rate, est_server busy), so at most
+ * AGENT_QUARANTINE_RATE blocks a second are kept (a sampled free beyond
+ * that is given back as before), 64 at once. Each kept block's page stays
+ * counted in the sampling filter (table.h) with a weight of its own, so
+ * its second free comes to the slow path, and a free on a page holding
+ * kept blocks only costs a look at this file's hint, without a lock or
+ * the table (hooks.c, free_slow); an unsampled block's free elsewhere
+ * costs what it did. Kept blocks are not live: the live table, the
+ * counters and the leak scan no longer hold them (their free was
+ * counted). Layer 1.
  */
 #ifndef HEAPTRAIL_AGENT_QUARANTINE_H
 #define HEAPTRAIL_AGENT_QUARANTINE_H
 
 #include "agent/agent.h"
 
-#define AGENT_QUARANTINE_BLOCKS 256
+#define AGENT_QUARANTINE_BLOCKS 64
 #define AGENT_QUARANTINE_BYTES (4u << 20)
 #define AGENT_QUARANTINE_MIN 1032      /* glibc's tcache_max_bytes */
+#define AGENT_QUARANTINE_RATE 200      /* blocks kept a second, at most (burst: BLOCKS) */
 
 /* Blocks kept now: 0 most of the time, read without a lock (a hint). */
 extern _Atomic uint32_t agent_quarantine_count;
+/* Blocks kept a second at most, over a burst of AGENT_QUARANTINE_BLOCKS
+ * (AGENT_QUARANTINE_RATE; 0: no bound, for the unit test). */
+extern uint32_t agent_quarantine_rate;
 
 /* Keeps sampled block p (size bytes, allocation stack alloc_stack, given
  * back by d, enum agent_dealloc, from return address ra) instead of
@@ -39,6 +53,8 @@ extern _Atomic uint32_t agent_quarantine_count;
  * detached): the caller frees p. Hook-safe. */
 bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uintptr_t ra,
 			  void (*free_fn)(void *));
+/* false: p is surely no kept block (one load, no lock). Hook-safe. */
+bool agent_quarantine_may_hold(const void *p);
 /* Whether p is a kept block: its size, allocation stack, how and where
  * (return address) it was first given back. Hook-safe. */
 bool agent_quarantine_find(const void *p, size_t *size, uint32_t *alloc_stack, int *first_d,

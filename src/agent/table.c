@@ -458,16 +458,25 @@ void agent_filter_init(void)
 	agent_filter = f;
 }
 
+/* The slot's value after adding d (table blocks: +-1, kept blocks:
+ * +-AGENT_FILTER_KEPT, table.h): saturated for good once the table's
+ * part would reach 0xfff, which would carry into the kept part. */
+static inline uint16_t filter_next(uint16_t v, int d)
+{
+	if (v == 0xffff || (d == 1 && (v & (AGENT_FILTER_KEPT - 1)) >= AGENT_FILTER_KEPT - 2))
+		return 0xffff;
+	return (uint16_t)(v + d);
+}
+
 static AGENT_NOINLINE void filter_add_slow(uintptr_t addr, int d)
 {
 	_Atomic uint16_t *slot = &agent_filter[agent_filter_slot(addr)];
 	uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
 	if (AGENT_LIKELY(__libc_single_threaded)) { /* no one else reads it (see agent_lock) */
-		if (v != 0xffff)
-			atomic_store_explicit(slot, (uint16_t)(v + d), memory_order_relaxed);
+		atomic_store_explicit(slot, filter_next(v, d), memory_order_relaxed);
 		return;
 	}
-	while (v != 0xffff && !atomic_compare_exchange_weak(slot, &v, (uint16_t)(v + d)))
+	while (v != 0xffff && !atomic_compare_exchange_weak(slot, &v, filter_next(v, d)))
 		;
 }
 

@@ -189,8 +189,22 @@ void agent_filter_init(void);
 void agent_filter_pin(uintptr_t lo, size_t len);
 /* Counts a block at addr in the filter (d +1) or no more (-1) beside
  * the live table's own: quarantine.c's blocks, whose second free must
- * ask. A no-op without a filter. Hook-safe. */
+ * ask. They count AGENT_FILTER_KEPT each, the table's blocks 1 (a slot's
+ * low 12 bits, which a page's blocks cannot fill: a slot whose table
+ * part would reach 0xfff stays saturated), so a free on a page that
+ * holds only kept blocks (the churn around a kept block) is told apart
+ * without a lock: agent_filter_kept_only. A no-op without a filter.
+ * Hook-safe. */
+#define AGENT_FILTER_KEPT 0x1000
 void agent_filter_count(uintptr_t addr, int d);
+static inline bool agent_filter_kept_only(uintptr_t addr)
+{
+	if (!agent_filter)
+		return false;
+	uint16_t v = atomic_load_explicit(&agent_filter[agent_filter_slot(addr)],
+					  memory_order_relaxed);
+	return v && !(v & (AGENT_FILTER_KEPT - 1));
+}
 
 /* pool.c's lock (one for every pool), part of "every table lock" below:
  * taken before the others, and whoever holds it takes no other. */

@@ -2,17 +2,21 @@
 /*
  * test_quarantine — sampled mode's quarantine of freed blocks
  * (src/agent/quarantine.c) against a plain reference FIFO with its
- * bounds (256 blocks, 4 MiB): 100,000 blocks of 1,033 bytes to 1 MiB put
- * in at addresses on pages of their own (stretches of small ones, which
- * fill its 256 blocks, and of bigger ones, which fill its bytes); every
+ * bounds (64 blocks, 4 MiB), its bound on the rate lifted: 100,000 blocks
+ * of 1,033 bytes to 1 MiB put in at addresses on pages of their own
+ * (stretches of small ones, which fill its 64 blocks, and of bigger
+ * ones, which fill its bytes); every
  * block it gives back to the allocator is the reference's next, in
  * order, and is found no more (its address, and its page's slot in the
  * sampling filter, are free again); the bytes and blocks kept are the
  * reference's after every put, and every 97th put each kept block is
  * found with its size, stack, deallocator and return address (the
- * index's deletions lose no entry); blocks of 1,032 bytes or fewer, or
- * over 1 MiB, are not kept; a drain gives back every block, oldest
- * first, and nothing is kept until keep is called.
+ * index's deletions lose no entry), and its page is "kept blocks only"
+ * in the filter; blocks of 1,032 bytes or fewer, or over 1 MiB, are not
+ * kept; a drain gives back every block, oldest first, and nothing is
+ * kept until keep is called. With the rate bound (200 a second): a quick
+ * 1,000 puts keep the burst of 64 and about none more, and after 100 ms
+ * about 20 more are kept.
  *
  * Built by the Makefile against the agent's objects. Prints "ok - ..." /
  * "not ok - ..." per check and exits 1 when one failed.
@@ -24,6 +28,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -62,6 +67,7 @@ int main(void)
 		      agent_quarantine_count == 0,
 	      "blocks of 1,032 bytes or fewer, or over 1 MiB, are not kept");
 
+	agent_quarantine_rate = 0;  /* the FIFO's bounds alone */
 	size_t most = 0;
 	int order_bad = 0, find_bad = 0, gone_bad = 0, filter_bad = 0, bytes_bad = 0;
 	for (size_t i = 0; i < PUTS; i++) {
@@ -117,7 +123,7 @@ int main(void)
 				find_bad += !agent_quarantine_find((void *)b, &size, &st, &d, &ra) ||
 					    size != sizes[j] || st != j + 1 || d != (int)(j % 4) ||
 					    ra != (b ^ 1);
-				filter_bad += !agent_live_may_contain(b);
+				filter_bad += !pinned[j] && !agent_filter_kept_only(b);
 			}
 	}
 	check(!order_bad, "100,000 puts: the blocks go to the allocator oldest first, as the "
@@ -145,5 +151,23 @@ int main(void)
 	check(agent_quarantine_put((void *)BASE, 4096, 1, 0, 0, record_free) &&
 		      agent_live_may_contain(BASE),
 	      "after keep, blocks are kept again");
+
+	/* the rate: from an empty quarantine, with a full bucket */
+	agent_quarantine_drain(record_free);
+	agent_quarantine_keep();
+	agent_quarantine_rate = AGENT_QUARANTINE_RATE;
+	int burst = 0, later = 0;
+	for (size_t i = 0; i < 1000; i++)
+		burst += agent_quarantine_put((void *)(BASE + i * 4096), 2000, 1, 0, 0, record_free);
+	struct timespec nap = { 0, 100000000 };
+	nanosleep(&nap, NULL);
+	for (size_t i = 1000; i < 2000; i++)
+		later += agent_quarantine_put((void *)(BASE + i * 4096), 2000, 1, 0, 0, record_free);
+	/* the first loop takes well under 5 ms (one more token); the nap at
+	 * least 100 ms and, on a loaded machine, more: 20 tokens and up */
+	check(burst >= AGENT_QUARANTINE_BLOCKS && burst <= AGENT_QUARANTINE_BLOCKS + 2 &&
+		      later >= AGENT_QUARANTINE_RATE / 10 && later <= AGENT_QUARANTINE_BLOCKS,
+	      "at %d a second: 1,000 quick puts keep %d (the burst: %d), and 1,000 more after "
+	      "100 ms keep %d", AGENT_QUARANTINE_RATE, burst, AGENT_QUARANTINE_BLOCKS, later);
 	return failures ? 1 : 0;
 }
