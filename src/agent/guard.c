@@ -250,6 +250,23 @@ void agent_guard_free(void *p, int d, bool stack)
 	put_slot(i);
 }
 
+bool agent_guard_freed_again(const void *p, int d)
+{
+	int i = slot_of(p);
+	if (i < 0)
+		return false;
+	struct slot *s = &slots[i];
+	uint_fast64_t gen = atomic_load(&s->gen);
+	if (atomic_load(&s->state) != FREED || s->addr != (uintptr_t)p)
+		return false;
+	uint32_t alloc_stack = s->alloc_stack, first = s->free_stack;
+	size_t size = s->size;
+	if (atomic_load(&s->gen) != gen || atomic_load(&s->state) != FREED)
+		return false;  /* taken again meanwhile: its block is a new one */
+	agent_error_double_free_stack(alloc_stack, size, first, d);
+	return true;
+}
+
 /* The first changed byte of live slot i's slack, read through the
  * kernel in pieces (another thread may free the block, and its page then
  * faults, or take the slot again meanwhile); -1 when none is, or when it

@@ -62,6 +62,12 @@ void *agent_guard_recorded(void *p, uint32_t stack);
  * hold the stack table's lock). Anything else in the guard's pages (a
  * double free, an address inside a block) is left alone. Hook-safe. */
 void agent_guard_free(void *p, int d, bool stack);
+/* A free or realloc (d) of p, which the table does not hold: when p is a
+ * guarded block already freed whose slot was not taken again, a double
+ * free, counted with the first free's whole stack (heaperrors.h), and
+ * true: p must go nowhere (realloc returns NULL). Hook-safe, from an
+ * entry point (it takes this free's stack). */
+bool agent_guard_freed_again(const void *p, int d);
 /* Checks the slack after each live guarded block (guard.c): a changed
  * byte is counted as an overflow found at this report (heaperrors.h,
  * agent_error_slack), once a block. Reads through the kernel, so a block

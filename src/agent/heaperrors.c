@@ -140,6 +140,12 @@ bool agent_error_double_free(void *p, int d)
 	return true;
 }
 
+void agent_error_double_free_stack(uint32_t alloc_stack, size_t size, uint32_t first_free, int d)
+{
+	count_prev(FMT_ERROR_INVALID, alloc_stack, free_stack_now(d), size, FMT_WHERE_FREED, 0,
+		   first_free);
+}
+
 void agent_error_double_free_of(uint32_t alloc_stack, size_t size, int first_d, uintptr_t ra,
 				int d)
 {

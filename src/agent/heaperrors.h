@@ -116,6 +116,9 @@ bool agent_error_double_free(void *p, int d);
  * stack of this free. Hook-safe. */
 void agent_error_double_free_of(uint32_t alloc_stack, size_t size, int first_d, uintptr_t ra,
 				int d);
+/* The same with the first free's whole stack, first_free (a guarded
+ * block's: guard.c keeps it; 0: not taken). */
+void agent_error_double_free_stack(uint32_t alloc_stack, size_t size, uint32_t first_free, int d);
 
 /* A guarded block's fault (guard.c): kind FMT_ERROR_OVERFLOW or
  * FMT_ERROR_USE_AFTER_FREE, the block's stacks (free_stack 0 for a live

@@ -259,6 +259,9 @@ static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int 
 {
 	int d = how & 0xff;
 	if (!agent_live_remove((uintptr_t)p, size, stack)) {
+		if (AGENT_UNLIKELY(agent_guard_owns(p)) && d != AGENT_DEALLOC_UNCHECKED &&
+		    agent_guard_freed_again(p, d))
+			return -1;
 		if (AGENT_UNLIKELY(atomic_load_explicit(&agent_quarantine_count, memory_order_relaxed)) &&
 		    d != AGENT_DEALLOC_UNCHECKED && quarantined(p, d))
 			return -1;

@@ -50,6 +50,13 @@ by heaptrail in exact mode, with valgrind memcheck as the oracle.
                        (134); under valgrind and heaptrail the program's
                        stdout (the churn of 2,000 blocks after them
                        included) and status 0 are the same
+    errors:guard-double  the same with blocks of 1,000 bytes (`sampled_double
+                       small`), too small for the quarantine, under
+                       `--sample 16 --guard 1`: every one guarded, its
+                       page inaccessible after its free and its slot
+                       not yet reused, so the second free and the
+                       realloc are known there (guard.c), with the
+                       first free's whole stack: valgrind's contexts
     errors:sampled-churn  `sampled_double churn 20000 4`: four threads
                        allocate and free 64 KiB blocks (all sampled)
                        fast, addresses coming back once the quarantine
@@ -408,14 +415,15 @@ def build_double(suite, name):
     return work, prog
 
 
-def test_sampled_double(suite):
-    work, prog = build_double(suite, "sampled-double")
+def test_sampled_double(suite, name="sampled-double", args=(),
+                        flags=("--sample", "4096")):
+    work, prog = build_double(suite, name)
     problems, details = [], []
-    rc0, out0, err0 = rt.run([prog])
-    if rc0 not in (134, -6) or b"double free" not in err0:
+    rc0, out0, err0 = rt.run([prog] + list(args))
+    if rc0 not in (134, -6) or b"free" not in err0:
         problems.append("bare run: status %d, stderr %r: glibc should abort it" % (
             rc0, err0[:200]))
-    rc, vout, verr = rt.run(["valgrind", "-s", prog], timeout=rt.VG_TIMEOUT)
+    rc, vout, verr = rt.run(["valgrind", "-s", prog] + list(args), timeout=rt.VG_TIMEOUT)
     vg, vg_summary = valgrind_contexts(verr.decode(errors="replace"))
     if rc != 0 or not vout.endswith(b"done null\n"):
         problems.append("valgrind: status %d, stdout %r" % (rc, vout))
@@ -423,8 +431,8 @@ def test_sampled_double(suite):
         raise Failure("valgrind: %s errors/contexts, %d read: the program means 4 errors "
                       "from 2 contexts" % (vg_summary, len(vg)))
     out = rt.fresh_dir(os.path.join(work, "run"))
-    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q", "--sample", "4096", "-o", out,
-                             "--", prog])
+    rc, hout, herr = rt.run([suite.heaptrail, "run", "-q"] + list(flags) + ["-o", out,
+                             "--", prog] + list(args))
     if (rc, hout) != (0, vout):
         problems.append("heaptrail run: status %d, stdout %r (valgrind's %r): %s" % (
             rc, hout, vout, rt.short(herr)))
@@ -974,6 +982,8 @@ def collect(suite):
             ("errors:sampled", lambda: test_sampled(suite)),
             ("errors:sampled-double", lambda: test_sampled_double(suite)),
             ("errors:sampled-churn", lambda: test_sampled_churn(suite)),
+            ("errors:guard-double", lambda: test_sampled_double(
+                suite, "guard-double", ["small"], ["--sample", "16", "--guard", "1"])),
             ("errors:sampled-e2e", lambda: test_sampled_e2e(suite)),
             ("errors:abort", lambda: test_abort(suite)),
             ("errors:none", lambda: test_none(suite)),

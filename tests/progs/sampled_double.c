@@ -16,6 +16,10 @@
  *          them go (stderr says how many allocations were handed an
  *          address seen before), and nothing is an error
  *
+ *   small: "twice" with blocks of 1,000 bytes (too small for the
+ *          quarantine; under --guard 1 --sample 16, on guarded pages,
+ *          which stay inaccessible after their free: errors:guard-double)
+ *
  * Bare, glibc aborts at the first double free; under valgrind, and
  * heaptrail, the program goes on and exits 0.
  */
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #define SIZE (64 << 10)
+static size_t block_size = SIZE;  /* make_block's */
 
 __attribute__((noinline)) static void keep(void *p)
 {
@@ -33,7 +38,7 @@ __attribute__((noinline)) static void keep(void *p)
 
 __attribute__((noinline)) static char *make_block(void)
 {
-	char *p = malloc(SIZE);
+	char *p = malloc(block_size);
 	keep(p);
 	return p;
 }
@@ -120,6 +125,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reused %d\n", reused);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "small") == 0)
+		block_size = 1000;
 	char *ps[3];
 	for (int i = 0; i < 3; i++) {
 		ps[i] = make_block();
