@@ -187,13 +187,20 @@ VG_FN = {"malloc": "malloc", "free": "free", "realloc": "realloc",
          "operator delete[](void*, unsigned long)": "operator delete[]"}
 
 
-def build(suite, name):
+def compiled(suite, name, exe, compiler, flags, src):
+    """(work directory, program): src built by compiler into a fresh
+    build/e2e/errors-NAME/EXE."""
     work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-" + name))
-    prog = os.path.join(work, "heap_errors")
-    rc, _, err = rt.run([suite.cxx, "-g", "-O1", "-Wno-mismatched-new-delete", "-o", prog, SRC])
+    prog = os.path.join(work, exe)
+    rc, _, err = rt.run([compiler, "-g", "-O1"] + flags + ["-o", prog, src])
     if rc != 0:
-        raise Failure("g++ heap_errors.cc: %s" % rt.short(err))
+        raise Failure("%s %s: %s" % (os.path.basename(compiler), os.path.basename(src),
+                                     rt.short(err)))
     return work, prog
+
+
+def build(suite, name):
+    return compiled(suite, name, "heap_errors", suite.cxx, ["-Wno-mismatched-new-delete"], SRC)
 
 
 def build_invalid(suite, name):
@@ -407,12 +414,7 @@ def test_sampled(suite):
 
 
 def build_double(suite, name):
-    work = rt.fresh_dir(os.path.join(suite.build, "e2e", "errors-" + name))
-    prog = os.path.join(work, "sampled_double")
-    rc, _, err = rt.run([suite.cc, "-g", "-O1", "-pthread", "-o", prog, DOUBLE_SRC])
-    if rc != 0:
-        raise Failure("cc sampled_double.c: %s" % rt.short(err))
-    return work, prog
+    return compiled(suite, name, "sampled_double", suite.cc, ["-pthread"], DOUBLE_SRC)
 
 
 def test_sampled_double(suite, name="sampled-double", args=(),
