@@ -75,6 +75,9 @@ struct agent_sampling {
 	bool automatic;          /* sample=auto: the period follows the heap */
 	bool leak_kinds;         /* blocks are classified at exit: exact all
 				  * along, and the option leak_kinds */
+	bool notes;              /* period > 1, or a trigger by bytes (interval,
+				  * peak): every event goes to agent_sample_note
+				  * (sample.h); set with period (sample.c) */
 };
 extern struct agent_sampling agent_sampling;
 

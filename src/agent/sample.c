@@ -286,9 +286,17 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		}
 	}
 }
+/* agent_sampling.notes, after period or the options changed. */
+static void notes_update(void)
+{
+	agent_sampling.notes = agent_sampling.period > 1 || agent_config.interval ||
+			       agent_config.peak;
+}
+
 void agent_sampling_start(void)
 {
 	agent_sampling.period = agent_config.sample;
+	notes_update();
 	agent_sampling.automatic = agent_config.sample_auto;
 	/* classifying needs every block: only in exact mode */
 	agent_sampling.leak_kinds = agent_config.leak_kinds && agent_config.sample <= 1;
@@ -299,6 +307,7 @@ void agent_sampling_start(void)
 void agent_resample(uint64_t sample, bool automatic)
 {
 	agent_sampling.automatic = automatic;
+	notes_update();  /* the options may be new (an attach) */
 	if (sample == agent_sampling.period)
 		return;
 	agent_tables_lock_all();
@@ -311,6 +320,7 @@ void agent_resample(uint64_t sample, bool automatic)
 	if (agent_filter)  /* the quarantine's blocks stay counted */
 		agent_quarantine_refilter();
 	agent_sampling.period = sample;
+	notes_update();
 	atomic_store(&auto_want, 0);  /* asked for at the old S */
 	if (sample > 1 && !agent_filter)
 		agent_filter_init();
@@ -602,6 +612,7 @@ void agent_sample_raise(uint64_t s_new)
 		agent_pool_thin_locked(thin_keep, &t);
 		thin_cumulative(&t);
 		agent_sampling.period = s_new;
+		notes_update();
 		struct agent_counts *c = agent_my_counts();
 		agent_count(&c->est_bytes, (uint64_t)t.est_bytes);
 		agent_count(&c->est_blocks_x1024, (uint64_t)t.est_blocks);

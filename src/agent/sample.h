@@ -95,7 +95,7 @@ void agent_time_due(size_t n, int sign);
  * then there is nothing to note (the estimates are the tracked counts). */
 static inline void agent_sample_note_maybe(struct agent_counts *c, size_t n, int sign)
 {
-	if (agent_sampling.period > 1 || agent_config.interval || agent_config.peak)
+	if (agent_sampling.notes)
 		agent_sample_note(c, n, sign);
 	else if (AGENT_UNLIKELY(atomic_load_explicit(&agent_time_on, memory_order_relaxed)) &&
 		 AGENT_UNLIKELY(agent_time_turn(n)))
