@@ -308,6 +308,7 @@ void agent_sample_run_due(void)
 	if ((due & AGENT_DUE_CHECK) && on_check)
 		on_check();
 }
+
 void agent_sampling_start(void)
 {
 	agent_sampling.period = agent_config.sample;
