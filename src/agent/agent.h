@@ -90,6 +90,13 @@ struct agent_tls {
 	 * kept for when it leaves (hooks.c, "deferred calls"). */
 	int deferred;            /* the buffer holds records (counted in agent_pending) */
 	bool pushing;            /* a record is being written (nested signals) */
+	bool draining;           /* agent_defer_drain is at work: it does not
+				  * start again, and the sampler's slow work
+				  * waits for the end of its batch (due) */
+	int due;                 /* that work, AGENT_DUE_* (sample.h) */
+	bool masked;             /* signals blocked by an entry point's drain until
+				  * it leaves; unmasked: the mask to put back */
+	uint64_t unmasked;
 	bool tables_locked;      /* this thread holds (or is taking) every table lock */
 	bool in_loader;          /* inside dlclose: the loader's list may be
 				  * half changed (dlhooks.c, dlclose) */

@@ -20,7 +20,9 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -131,6 +133,8 @@ static inline __attribute__((always_inline)) uint32_t note_alloc_id(struct agent
 	return id;
 }
 
+static void drain_in_entry(void);
+
 /* Records a sampled (in exact mode: every) block: its stack, its entry in
  * the live table, and what it adds to the estimates. Returns its stack's
  * id, 0 when it is not recorded. */
@@ -144,9 +148,10 @@ static AGENT_NOINLINE uint32_t note_alloc(void *p, size_t n, int fn)
 		return 0;
 	}
 	/* p may be a block a handler freed meanwhile, still in the table
-	 * until its record is drained ("deferred calls") */
+	 * until its record is drained ("deferred calls"): the record was
+	 * written before the allocator handed p out, so it is in this batch */
 	if (AGENT_UNLIKELY(agent_tls.deferred))
-		agent_defer_drain();
+		drain_in_entry();
 	return note_alloc_id(c, p, n, capture_stack(fn));
 }
 
@@ -389,14 +394,44 @@ static inline int real_posix_memalign(void **out, size_t align, size_t n)
  * an allocation adds its size and its pcs. Only this thread and its
  * signal handlers touch the buffer: a handler appends a whole record
  * before the interrupted code reads on, and a handler interrupting a
- * handler that is appending (agent_tls.pushing) gives up on recording. */
+ * handler that is appending (agent_tls.pushing) gives up on recording.
+ *
+ * The drain (agent_defer_drain) works in batches, so that it returns
+ * however fast handlers add records: a signal storm whose handler
+ * allocates, every 10 us on every thread, adds them about as fast as the
+ * thread can take them in (hostile:handler_storm, exact mode). Each
+ * thread has two buffers: handlers append to the active one; the drain
+ * makes the other (empty) one active, carries out the records of the
+ * one it took, then empties it, and returns. What handlers add meanwhile
+ * is the next drain's, at the thread's next way out of the agent. A
+ * drain never starts inside another (agent_tls.draining: the table locks'
+ * on_unlock, a dump's, would drain from inside a record), and what the
+ * records' notes would start that is slow or takes every table lock (the
+ * time triggers' rows and dumps, interval and peak dumps, a raise of S)
+ * is noted as due and done once, after the batch (sample.h).
+ *
+ * The batch runs with signals blocked (faults excepted), and an entry
+ * point that drains before its own record (drain_in_entry) keeps them
+ * blocked until it leaves (agent_hook_leave lets them in, at busy 0).
+ * Where delivering a signal takes most of the storm's period (9 of every
+ * 10 us on a 2-core VM, bare), whatever a handler adds eats the little
+ * time the code it interrupts gets between signals: a drain they could
+ * interrupt took in a few records a second, and an entry point's walk
+ * and table insert never finished; the program never left the agent.
+ * Signals wait at most one batch and one entry point. For the same
+ * reason a handler's allocation is written without its stack (no walk:
+ * drained as dropped, untracked) once the buffer holds DEFER_BACKLOG
+ * words, the sign that the thread gets no time to drain; a full buffer's
+ * fallback (untracked_alloc) costs a handler more still. */
 
-#define DEFER_WORDS (1u << 17)   /* 1 MiB, mapped when first needed */
+#define DEFER_WORDS (1u << 17)   /* 1 MiB a buffer, two mapped when first needed */
+#define DEFER_BACKLOG 4096       /* words waiting past which records have no stack */
 #define DEFER_FREE 1
 #define DEFER_ALLOC 2
 
 struct agent_defer {
 	_Atomic uint32_t n;      /* words in use */
+	struct agent_defer *other;  /* the thread's second buffer */
 	uintptr_t w[DEFER_WORDS];
 };
 
@@ -410,7 +445,12 @@ static struct agent_defer *defer_begin(uint32_t k, uint32_t *at)
 	struct agent_defer *d = agent_tls.defer;
 	if (!d) {
 		agent_tables_on_unlock(agent_defer_drain);
-		d = agent_tls.defer = agent_mmap(sizeof *d);
+		d = agent_mmap(2 * sizeof *d);
+		if (d) {
+			d[0].other = &d[1];
+			d[1].other = &d[0];
+			agent_tls.defer = d;
+		}
 	}
 	if (d) {
 		*at = atomic_load_explicit(&d->n, memory_order_relaxed);
@@ -453,6 +493,8 @@ static AGENT_NOINLINE void defer_alloc(void *p, size_t n, int fn)
 	uint32_t at;
 	int depth = agent_config.depth;
 	struct agent_defer *d = defer_begin(3 + (uint32_t)depth, &at);
+	if (d && at >= DEFER_BACKLOG)
+		depth = 0;  /* a backlog: a storm leaves no time for walks */
 	if (!d) {
 		depth = 0;  /* full: kept, without its stack */
 		if (!(d = defer_begin(3, &at))) {
@@ -490,8 +532,10 @@ static void drain_record(const uintptr_t *w)
 	if (!agent_sampled(n))
 		return;
 	if (!atomic_load_explicit(&recording, memory_order_relaxed) || !npcs) {
-		if (!npcs)
-			agent_count(&c->dropped, 1);  /* its stack had no room */
+		if (!npcs) {
+			untracked_alloc(p);
+			agent_count(&c->dropped, 1);  /* written without its stack */
+		}
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return;
 	}
@@ -503,33 +547,96 @@ static size_t record_words(const uintptr_t *w)
 	return (w[0] & 0xff) == DEFER_FREE ? 2 : 3 + (w[0] >> 32);
 }
 
-AGENT_NOINLINE void agent_defer_drain(void)
+/* rt_sigprocmask inline, not libc's syscall(): a signal waiting for the
+ * unblock is delivered at this pc, in our own text, which the stack its
+ * handler's allocation records leaves out. */
+static inline long raw_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	long ret;
+	register long size __asm__("r10") = _NSIG / 8;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)SYS_rt_sigprocmask), "D"((long)how), "S"(set), "d"(old), "r"(size)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Blocks every signal but those a fault raises (the agent's fatal
+ * report must still see a crash), saving the mask in old; false when it
+ * could not. */
+static bool block_signals(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	return raw_sigmask(SIG_BLOCK, &all, old) == 0;
+}
+
+/* The drain; hold: leave the signals blocked until the entry point
+ * that called it leaves (agent_hook_leave). */
+static void drain(bool hold)
 {
 	struct agent_defer *d = agent_tls.defer;
 	int saved = agent_tls.busy;
-	if (saved == AGENT_BUSY_LOCKED || agent_tls.tables_locked)
+	if (!d || !agent_tls.deferred || agent_tls.draining || saved == AGENT_BUSY_LOCKED ||
+	    agent_tls.tables_locked)
 		return;
-	if (!d)
-		return;  /* nothing was ever deferred */
+	agent_tls.draining = true;
 	agent_tls.busy = AGENT_BUSY_HOOK;  /* handlers running now append */
-	do {
-		uint32_t i = 0;
-		for (;;) {
-			uint32_t n = atomic_load_explicit(&d->n, memory_order_relaxed);
-			if (i >= n) {
-				if (agent_tls.deferred) {
-					agent_tls.deferred = 0;
-					atomic_fetch_sub(&agent_pending, AGENT_PENDING_DEFERRED);
-				}
-				if (atomic_compare_exchange_strong(&d->n, &n, 0))
-					break;
-				continue;
-			}
-			drain_record(&d->w[i]);
-			i += (uint32_t)record_words(&d->w[i]);
-		}
-	} while (agent_tls.deferred);
+	sigset_t old;
+	bool blocked = !agent_tls.masked && block_signals(&old);
+	/* The batch: d as it is once the other buffer is active. Cleared
+	 * first: a handler that appends to d before the switch sets it
+	 * again, for a drain that will find the other buffer empty. */
+	agent_tls.deferred = 0;
+	atomic_fetch_sub(&agent_pending, AGENT_PENDING_DEFERRED);
+	atomic_signal_fence(memory_order_seq_cst);
+	agent_tls.defer = d->other;  /* empty: the previous drain emptied it */
+	atomic_signal_fence(memory_order_seq_cst);
+	uint32_t end = atomic_load_explicit(&d->n, memory_order_relaxed);
+	for (uint32_t i = 0; i < end; i += (uint32_t)record_words(&d->w[i]))
+		drain_record(&d->w[i]);
+	atomic_store_explicit(&d->n, 0, memory_order_relaxed);
+	if (blocked && hold) {
+		agent_memcpy(&agent_tls.unmasked, &old, sizeof agent_tls.unmasked);
+		agent_tls.masked = true;
+	} else if (blocked) {
+		raw_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	/* the slow work the batch's notes found due; still draining: its
+	 * dumps' unlocks drain nothing */
+	if (agent_tls.due)
+		agent_sample_run_due();
+	/* in this order: a handler that finds busy back at 0 (the program's
+	 * code) may drain, and its free must find the batch entered */
+	agent_tls.draining = false;
+	atomic_signal_fence(memory_order_seq_cst);
 	agent_tls.busy = saved;
+}
+
+AGENT_NOINLINE void agent_defer_drain(void)
+{
+	drain(false);
+}
+
+/* An entry point's drain, before it enters or forgets a block of the
+ * program's: its own work then runs with the signals still blocked, for
+ * in a storm that work is what the handlers' signals keep from finishing
+ * (above). */
+static AGENT_NOINLINE void drain_in_entry(void)
+{
+	drain(true);
+}
+
+void agent_hook_unmask(void)
+{
+	agent_tls.masked = false;
+	raw_sigmask(SIG_SETMASK, (const sigset_t *)&agent_tls.unmasked, NULL);
 }
 
 /* A nested allocation p: a signal handler's when an entry point was
@@ -543,11 +650,22 @@ static AGENT_NOINLINE void *nested_alloc(void *p, size_t n, int fn)
 	return p;
 }
 
+/* Whether a nested free (or realloc) inside the agent (busy: HOOK or
+ * AGENT) must be written down rather than done on the tables now: inside
+ * an entry point or under the table locks, and while records wait or are
+ * being drained, so that it comes after them (the handler's earlier
+ * allocation of that block may be one of them). */
+static inline bool nested_defers(int busy)
+{
+	return busy == AGENT_BUSY_HOOK || agent_tls.tables_locked || agent_tls.deferred ||
+	       agent_tls.draining;
+}
+
 /* A handler's free while the thread is inside the agent (busy is AGENT_BUSY_HOOK
  * or AGENT_BUSY_AGENT). */
 static AGENT_NOINLINE void nested_free(void *p, int busy)
 {
-	if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked) {
+	if (nested_defers(busy)) {
 		defer_free(p);
 		give_back(p, AGENT_DEALLOC_UNCHECKED, false);
 		return;
@@ -775,6 +893,9 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 		return;
 	}
 	agent_tls.busy = AGENT_BUSY_HOOK;
+	/* p may be a handler's block whose record waits: it is entered first */
+	if (AGENT_UNLIKELY(agent_tls.deferred))
+		drain_in_entry();
 	uint64_t t0 = agent_auto_clock();
 	int had = note_free(p, &size, &id, how, dsize, ra);
 	agent_auto_charge(t0);
@@ -822,7 +943,7 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 	if (AGENT_UNLIKELY(busy)) {
 		if (busy == AGENT_BUSY_LOCKED)
 			return agent_guard_owns(p) ? realloc_guarded(p, n, false) : real_realloc(p, n);
-		if (busy == AGENT_BUSY_HOOK || agent_tls.tables_locked)
+		if (nested_defers(busy))
 			return nested_realloc(p, n, fn, busy);
 		agent_tls.busy = AGENT_BUSY_HOOK;
 		void *q;
@@ -841,6 +962,8 @@ static void *realloc_as(void *p, size_t n, int fn, uintptr_t ra)
 	if (!sampled && !agent_live_may_contain((uintptr_t)p))
 		return real_realloc(p, n);
 	agent_tls.busy = AGENT_BUSY_HOOK;
+	if (AGENT_UNLIKELY(agent_tls.deferred))
+		drain_in_entry();  /* as free's */
 	int had = note_free(p, &osize, &oid, AGENT_DEALLOC_REALLOC, AGENT_DEALLOC_NO_SIZE, ra);
 	if (AGENT_UNLIKELY(had < 0)) {
 		/* not the allocator's: as valgrind, no block, nothing freed */

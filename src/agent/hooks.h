@@ -19,7 +19,10 @@ void agent_hooks_fork_prepare(void);
 void agent_hooks_fork_done(void);
 /* Carries out the frees (and records the allocations) that signal
  * handlers made while this thread was inside the agent; call once the
- * thread holds no table lock. Hook-safe. */
+ * thread holds no table lock. One batch a call: what was written down
+ * when it started; what handlers add meanwhile waits for the next call
+ * (agent_pending stays set). Called inside itself (a dump's unlock), it
+ * does nothing. Hook-safe. */
 void agent_defer_drain(void);
 
 
@@ -37,11 +40,16 @@ void agent_defer_drain(void);
 #define AGENT_PENDING_DEFERRED 0x100
 extern atomic_int agent_pending;
 void agent_run_pending(void);
-/* An entry point is done with the tables: what signal handlers deferred
- * meanwhile is pending work too. */
+/* Puts back the signal mask an entry point's drain blocked (hooks.c). */
+void agent_hook_unmask(void);
+/* An entry point is done with the tables: the signals its drain held
+ * back are let in (their handlers find busy 0), and what signal handlers
+ * deferred meanwhile is pending work too. */
 static inline void agent_hook_leave(void)
 {
 	agent_tls.busy = 0;
+	if (AGENT_UNLIKELY(agent_tls.masked))
+		agent_hook_unmask();
 	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_pending, memory_order_relaxed)))
 		agent_run_pending();
 }

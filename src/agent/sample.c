@@ -231,7 +231,9 @@ void agent_time_due(size_t n, int sign)
 	agent_tls.time_left = agent_time_gate;
 	if (agent_time_tsc_gate)
 		agent_tls.time_tsc = agent_rdtsc();
-	if (on_time)
+	if (AGENT_UNLIKELY(agent_tls.draining))
+		__atomic_fetch_or(&agent_tls.due, AGENT_DUE_TIME, __ATOMIC_RELAXED);
+	else if (on_time)
 		on_time(n, sign, agent_sampling.period <= 1);
 }
 
@@ -252,8 +254,12 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 	/* a raise asked for by auto_look is made here, where a dump could
 	 * be written too (a new block: out of every table lock) */
 	if (AGENT_UNLIKELY(atomic_load_explicit(&auto_want, memory_order_relaxed) > agent_sampling.period) &&
-	    sign > 0)
-		auto_raise_asked();
+	    sign > 0) {
+		if (AGENT_UNLIKELY(agent_tls.draining))
+			__atomic_fetch_or(&agent_tls.due, AGENT_DUE_RAISE, __ATOMIC_RELAXED);
+		else
+			auto_raise_asked();
+	}
 	/* the time triggers look before this event is estimated (in exact
 	 * mode it is already counted), so a row can show just before it;
 	 * when agent_time_turn says it is the thread's turn */
@@ -282,10 +288,27 @@ void agent_sample_note(struct agent_counts *c, size_t n, int sign)
 		     (agent_config.interval && agent_tls.since_check >= agent_config.interval)) &&
 		    on_check) {
 			agent_tls.since_check = 0;
-			on_check();
+			if (AGENT_UNLIKELY(agent_tls.draining))
+				__atomic_fetch_or(&agent_tls.due, AGENT_DUE_CHECK, __ATOMIC_RELAXED);
+			else
+				on_check();
 		}
 	}
 }
+
+void agent_sample_run_due(void)
+{
+	/* one instruction: a handler's note lands before it or after it */
+	int due = __atomic_exchange_n(&agent_tls.due, 0, __ATOMIC_RELAXED);
+	if (due & AGENT_DUE_RAISE)
+		auto_raise_asked();
+	/* nothing is being noted now: the row "just before" is the row of now */
+	if ((due & AGENT_DUE_TIME) && on_time)
+		on_time(0, +1, false);
+	if ((due & AGENT_DUE_CHECK) && on_check)
+		on_check();
+}
+
 /* agent_sampling.notes, after period or the options changed. */
 static void notes_update(void)
 {

@@ -39,8 +39,18 @@ static inline bool agent_sampled(size_t n)
  * sampler's pick and this one together one of rate. Hook-safe. */
 bool agent_sample_guard_pick(size_t n, uint64_t rate);
 /* A tracked block of n bytes appears (sign +1) or goes (-1): updates the
- * estimates, and now and then checks the triggers. Hook-safe. */
+ * estimates, and now and then checks the triggers. Hook-safe. While the
+ * thread drains its deferred calls (agent_tls.draining) the slow work a
+ * note may start (a raise of S, the time triggers, the interval and peak
+ * check: each can write files and take every table lock) is only noted
+ * as due, and agent_sample_run_due does it once, after the batch. */
 void agent_sample_note(struct agent_counts *c, size_t n, int sign);
+#define AGENT_DUE_RAISE 1   /* sample=auto asked for a higher S */
+#define AGENT_DUE_TIME 2    /* the thread's turn to look at the clock */
+#define AGENT_DUE_CHECK 4   /* the interval and peak triggers' look */
+/* Does the work noted as due (agent_tls.due), with no table lock held.
+ * Hook-safe. */
+void agent_sample_run_due(void);
 /* A time trigger (timeline, `every`) is on: the recorded events look at
  * the clock (triggers.c), each thread when agent_time_tsc_gate TSC ticks
  * have passed since its last look (about a millisecond: the first event
@@ -89,7 +99,8 @@ static inline void agent_auto_charge(uint64_t t0)
 	agent_tls.auto_cost += took < AGENT_SAMPLE_COST_MAX ? took : AGENT_SAMPLE_COST_MAX;
 }
 /* The thread's turn to look at the clock: calls the time triggers'
- * check (set by agent_sample_on_time). */
+ * check (set by agent_sample_on_time), or while draining notes it as
+ * due. */
 void agent_time_due(size_t n, int sign);
 /* The same, without a call in exact mode with no byte-driven trigger:
  * then there is nothing to note (the estimates are the tracked counts). */

@@ -22,7 +22,8 @@
  *   totals ALLOCS FREES BYTES_ALLOCATED IN_USE_BYTES IN_USE_BLOCKS
  *   shape temporary=T sizes=N0,...,N31   exact runs: as a heap dump's
  *                                   "# heaptrail-shape" line (vocab.h)
- *   dropped N                       blocks not tracked (agent out of room)
+ *   dropped N                       blocks not tracked (agent out of room, or written
+ *                                   without a stack in a signal storm: hooks.c)
  *   freeres yes|no                  libc's/libstdc++'s caches released
  *   allocator_bypassed PATH         the program's malloc was PATH's, not
  *                                   the agent's: next to nothing was seen

@@ -515,7 +515,8 @@ static void render_process(FILE *out, const struct prof_process *p,
 		fprintf(out, "   warning: %u thread(s) could not be stopped for the scan; "
 			"what only they point to may show as lost\n", l->unstopped_threads);
 	if (l->dropped)
-		fprintf(out, "   warning: %s allocations could not be tracked (agent out of room);"
+		fprintf(out, "   warning: %s allocations could not be tracked (agent out of room, or"
+			" a signal storm in its hooks);"
 			" totals above are low\n", render_thousands(a, l->dropped));
 	if (!l->freeres && !l->check)
 		fprintf(out, "   note: libc's internal caches were not released before this report"
