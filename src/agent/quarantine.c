@@ -2,14 +2,14 @@
  * quarantine.c — see quarantine.h.
  *
  * The kept blocks are a ring in the order of their frees (the oldest
- * goes first) and a small open-addressing index over it (linear probing,
- * backward-shift deletion), both under one lock: a block enters at a
- * sampled free, and the index is read only by a free that the sampling
- * filter sent to the live table and that the table did not hold (a
- * sampled block's page, rare), never by an unsampled block's free. As
- * the exact-mode ring of last frees (heaperrors.h), addresses are kept
- * inverted, and the index holds entry numbers: the leak scan must find
- * no pointer to a block in the agent's memory.
+ * goes first) under one lock: a block enters at a sampled free, and the
+ * ring is searched only by a free that the sampling filter sent to the
+ * slow path and that the hint below does not rule out (a double free, or
+ * a block that shares a kept block's hint slot: about 1 free in 64 of
+ * those on a kept block's page), never by an unsampled block's free
+ * elsewhere; 64 entries are a short scan. As the exact-mode ring of last
+ * frees (heaperrors.h), addresses are kept inverted: the leak scan must
+ * find no pointer to a block in the agent's memory.
  */
 #include <time.h>
 
@@ -19,7 +19,6 @@
 #include "agent/banned.h"
 
 #define N AGENT_QUARANTINE_BLOCKS
-#define INDEX (4 * N)                  /* a power of two, a quarter full at most */
 
 struct kept {
 	uint64_t key;            /* ~address; 0: none */
@@ -32,7 +31,6 @@ static agent_lock_t lock;
 static struct kept ring[N];
 static uint32_t oldest, held;          /* ring[oldest] is the oldest of held */
 static uint64_t bytes;
-static uint16_t index_[INDEX];         /* ring slot + 1; 0: empty */
 static bool drained;                   /* detached (drain, keep): keep nothing */
 _Atomic uint32_t agent_quarantine_count;
 uint32_t agent_quarantine_rate = AGENT_QUARANTINE_RATE;
@@ -57,47 +55,18 @@ static inline void hint_add(uintptr_t a, int d)
 			      memory_order_relaxed);
 }
 
-static inline uint32_t home(uintptr_t a)
-{
-	return (uint32_t)((((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull) >> 54) & (INDEX - 1);
-}
-
 static inline uintptr_t addr_of(uint32_t slot)
 {
 	return (uintptr_t)~ring[slot].key;
 }
 
-/* The index position of a, or -1. Locked. */
+/* The ring slot of kept block a, or -1. Locked. */
 static int find_locked(uintptr_t a)
 {
-	for (uint32_t i = home(a);; i = (i + 1) & (INDEX - 1)) {
-		if (!index_[i])
-			return -1;
-		if (addr_of(index_[i] - 1u) == a)
-			return (int)i;
-	}
-}
-
-static void index_add_locked(uintptr_t a, uint32_t slot)
-{
-	uint32_t i = home(a);
-	while (index_[i])
-		i = (i + 1) & (INDEX - 1);
-	index_[i] = (uint16_t)(slot + 1);
-}
-
-/* Backward-shift deletion: an entry after the hole moves into it unless
- * its home lies cyclically in (hole, its place]. Locked. */
-static void index_del_locked(uint32_t i)
-{
-	for (uint32_t j = (i + 1) & (INDEX - 1); index_[j]; j = (j + 1) & (INDEX - 1)) {
-		uint32_t h = home(addr_of(index_[j] - 1u));
-		if (((j - h) & (INDEX - 1)) >= ((j - i) & (INDEX - 1))) {
-			index_[i] = index_[j];
-			i = j;
-		}
-	}
-	index_[i] = 0;
+	for (uint32_t k = 0; k < held; k++)
+		if (addr_of((oldest + k) % N) == a)
+			return (int)((oldest + k) % N);
+	return -1;
 }
 
 /* Takes the oldest block out; returns its address. Locked, held > 0. */
@@ -105,9 +74,6 @@ static uintptr_t evict_locked(void)
 {
 	uint32_t slot = oldest;
 	uintptr_t a = addr_of(slot);
-	int at = find_locked(a);
-	if (at >= 0)
-		index_del_locked((uint32_t)at);
 	bytes -= ring[slot].meta & ((1ull << 40) - 1);
 	ring[slot].key = 0;
 	hint_add(a, -1);
@@ -167,7 +133,6 @@ bool agent_quarantine_put(void *p, size_t size, uint32_t alloc_stack, int d, uin
 		ring[slot] = (struct kept){ .key = ~(uint64_t)(uintptr_t)p,
 					    .meta = (uint64_t)size | (uint64_t)alloc_stack << 40,
 					    .ra = ra, .d = d };
-		index_add_locked((uintptr_t)p, slot);
 		hint_add((uintptr_t)p, +1);
 		held++;
 		bytes += size;
@@ -187,12 +152,12 @@ bool agent_quarantine_may_hold(const void *p)
 bool agent_quarantine_find(const void *p, size_t *size, uint32_t *alloc_stack, int *first_d,
 			   uintptr_t *ra)
 {
-	if (!atomic_load_explicit(&hint[hint_slot((uintptr_t)p)], memory_order_relaxed))
+	if (!agent_quarantine_may_hold(p))
 		return false;
 	agent_lock(&lock);
-	int at = held ? find_locked((uintptr_t)p) : -1;
+	int at = find_locked((uintptr_t)p);
 	if (at >= 0) {
-		const struct kept *k = &ring[index_[at] - 1u];
+		const struct kept *k = &ring[at];
 		*size = (size_t)(k->meta & ((1ull << 40) - 1));
 		*alloc_stack = (uint32_t)(k->meta >> 40);
 		*first_d = k->d;

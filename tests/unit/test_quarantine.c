@@ -11,7 +11,7 @@
  * sampling filter, are free again); the bytes and blocks kept are the
  * reference's after every put, and every 97th put each kept block is
  * found with its size, stack, deallocator and return address (the
- * index's deletions lose no entry), and its page is "kept blocks only"
+ * ring's search misses none), and its page is "kept blocks only"
  * in the filter; blocks of 1,032 bytes or fewer, or over 1 MiB, are not
  * kept; a drain gives back every block, oldest first, and nothing is
  * kept until keep is called. With the rate bound (200 a second): a quick
@@ -111,7 +111,7 @@ int main(void)
 			most = ref_tail - ref_head;
 		bytes_bad += agent_quarantine_bytes() != ref_bytes ||
 			     agent_quarantine_count != ref_tail - ref_head;
-		/* every kept block, now and then (each put shifts the index) */
+		/* every kept block, now and then (puts push the oldest out) */
 		if (i % 97 == 0 || i == PUTS - 1)
 			for (size_t k = ref_head; k < ref_tail; k++) {
 				size_t size;
