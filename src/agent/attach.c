@@ -23,8 +23,9 @@
  *
  * heaptrail_attach_stop (heaptrail detach) puts back every slot that
  * still holds the agent's value, allocations first (the entry points
- * still reach the agent meanwhile), then the entry points' first bytes,
- * takes those handlers
+ * still reach the agent meanwhile), then the entry points' first bytes
+ * (but free's and realloc's while guarded blocks live: "guarded blocks"
+ * below), takes those handlers
  * away, stops the time triggers, writes a final dump and leaves the agent mapped but inert: its
  * code may still be on a stack. Attaching again later starts afresh.
  *
@@ -62,6 +63,7 @@
 #include "agent/quarantine.h"
 #include "agent/config.h"
 #include "agent/fnhook.h"
+#include "agent/guard.h"
 #include "agent/counters.h"
 #include "agent/heapprofile.h"
 #include "agent/hooks.h"
@@ -820,6 +822,43 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
 	return r;
 }
 
+/* ---------- guarded blocks (guard.h) ----------
+ * A guarded block is none of the allocator's: its free must reach the
+ * agent, at any time, through any pointer to free the program holds. So
+ * the guard starts only once the allocator's own free and realloc jump
+ * to the agent; and a detach that leaves guarded blocks live keeps those
+ * two jumps (the agent's free and realloc pass every other block
+ * through, at the cost of a call), while the rest goes back. Every
+ * guarded page is opened at the detach, so nothing faults after it. */
+static void guard_start(void)
+{
+	if (!agent_config.guard)
+		return;
+	if (!agent_fnhook_frees_on()) {
+		agent_log("guard: off: the allocator's free and realloc could not be hooked, and a "
+			  "guarded block must never reach the allocator", NULL, NULL);
+		return;
+	}
+	if (agent_guard_len)
+		agent_guard_resume();  /* attached again */
+	else
+		agent_guard_init();
+}
+
+/* At the detach: whether free and realloc must stay hooked, said in a
+ * note of the record. */
+static bool guard_stop(void)
+{
+	int live = agent_guard_retire();
+	if (!live)
+		return false;
+	char buf[24];
+	agent_put_dec(buf, (uint64_t)live)[0] = 0;
+	agent_log("guard: ", buf, " guarded blocks were still live: free and realloc stay "
+		  "hooked, passing every other block through, so that they can be freed");
+	return true;
+}
+
 static int attach_start(const char *opts, const char *output, uintptr_t pc, uintptr_t sp)
 {
 	if (!agent_attach_loaded_late())
@@ -872,12 +911,14 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 	agent_counters_sum(&c);
 	untracked_at_attach = c.untracked_frees;
 	atomic_store(&watching, true);
-	agent_fatal_handlers(true);
 	patch_new(true);
 	agent_hooks_on_dlsym(patch_loaded_since);
 	if (agent_config.entries)
 		entries_prepare();
 	agent_fnhook_install(pc, sp);
+	guard_start();
+	/* after the guard's: SIGSEGV is then the guard's (lifecycle.c) */
+	agent_fatal_handlers(true);
 	recorded = write_record(false);
 	if (dir_fd < 0)
 		dir_fd = given_dir_fd(agent_config.output);
@@ -922,7 +963,7 @@ static int attach_stop(void)
 	agent_hooks_on_dlsym(NULL);
 	atomic_store(&watching, false);  /* a dlsym under way patches no more */
 	restore_all();
-	agent_fnhook_remove();
+	agent_fnhook_remove(guard_stop());
 	/* the blocks kept since their free go to the allocator now: no free
 	 * reaches the agent any more to push them out */
 	agent_quarantine_drain(free_real);

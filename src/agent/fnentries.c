@@ -284,3 +284,15 @@ int agent_fnhook_entries(struct agent_entry *e, int n)
 	}
 	return ok;
 }
+
+bool agent_fnhook_frees_on(void)
+{
+	int n = 0;
+	for (int i = 0; i < agent_nfnhooks; i++) {
+		const struct fnhook *h = &agent_fnhooks[i];
+		if (h->target && h->needed && !h->on)
+			return false;
+		n += h->target && h->needed;
+	}
+	return n > 0;
+}

@@ -498,12 +498,18 @@ int agent_fnhook_install(uintptr_t pc, uintptr_t sp)
 	return on;
 }
 
-void agent_fnhook_remove(void)
+/* An entry point a detach keeps (keep_frees: free and realloc). */
+static bool kept(const struct fnhook *h, bool keep_frees)
+{
+	return keep_frees && h->target && h->needed && h->on;
+}
+
+void agent_fnhook_remove(bool keep_frees)
 {
 	int on = 0;
 	for (int i = 0; i < agent_nfnhooks; i++) {
 		agent_fnhooks[i].want = false;
-		on += agent_fnhooks[i].on;
+		on += agent_fnhooks[i].on && !kept(&agent_fnhooks[i], keep_frees);
 	}
 	if (!on)
 		return;
@@ -519,7 +525,7 @@ void agent_fnhook_remove(void)
 		struct fnhook *h = &agent_fnhooks[i];
 		uint8_t jmp[JMP_LEN];
 		agent_fn_jump_bytes(h, jmp);
-		if (!h->on || !held)
+		if (!h->on || !held || kept(h, keep_frees))
 			continue;
 		if (!agent_fn_same_bytes(h->fn, jmp))
 			h->on = false;   /* gone, or not ours any more: left alone */
@@ -528,7 +534,8 @@ void agent_fnhook_remove(void)
 	}
 	agent_stopworld_resume();
 	for (int i = 0; i < agent_nfnhooks; i++)
-		if (agent_fnhooks[i].on)   /* its stub records nothing once detached */
+		if (agent_fnhooks[i].on && !kept(&agent_fnhooks[i], keep_frees))
+			/* its stub records nothing once detached */
 			agent_fn_say(agent_fnhooks[i].spec.name,
 			    held ? "left hooked: its first bytes cannot be written"
 				     : "left hooked: not every thread of the program could be stopped",

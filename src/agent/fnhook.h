@@ -73,10 +73,17 @@ struct agent_entry {
  * Returns how many are to be written. Not hook-safe; an attach only. */
 int agent_fnhook_entries(struct agent_entry *e, int n);
 
+/* Whether the allocator's entry points that the others need (free and
+ * realloc) jump to the agent (an attach, after agent_fnhook_install). */
+bool agent_fnhook_frees_on(void);
+
 /* Puts back the first bytes of every hooked function (a detach), every
  * other thread stopped for the write; a function it cannot put back stays
- * hooked (its stub records nothing once detached), with one line. Not
- * hook-safe (stops threads, mprotect). */
-void agent_fnhook_remove(void);
+ * hooked (its stub records nothing once detached), with one line. With
+ * keep_frees, the entry points free and realloc stay hooked, to the
+ * agent's functions, which pass every block through but guarded ones
+ * (guard.h: blocks still live at a detach). Not hook-safe (stops
+ * threads, mprotect). */
+void agent_fnhook_remove(bool keep_frees);
 
 #endif

@@ -37,6 +37,7 @@
  * out (agent_guard_recorded).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -48,9 +49,12 @@
 #include "agent/heaperrors.h"
 #include "agent/sample.h"
 #include "agent/signals.h"
+#include "agent/startup.h"
 #include "agent/table.h"
 #include "agent/unwind.h"
 #include "agent/banned.h"
+
+void agent_guard_fault(int sig, siginfo_t *si, void *ucv);
 
 #define SLOTS 128
 #define PAGE 4096u
@@ -78,6 +82,10 @@ static atomic_uint_fast64_t frees;
 static atomic_uint_fast64_t full;    /* allocations picked with no slot free */
 static atomic_uint_fast64_t guarded; /* blocks placed */
 static atomic_bool opened;           /* guard_continue opened a page after a fault */
+/* A detach (agent_guard_retire): no block is placed, and every page is
+ * open, until an attach with guard on resumes. */
+static atomic_bool retired;
+static atomic_int placing;           /* agent_guard_alloc calls under way */
 
 static uintptr_t slot_page(int i)
 {
@@ -101,7 +109,6 @@ void agent_guard_init(void)
 			  "; --guard is off");
 		return;
 	}
-	extern void agent_guard_fault(int, siginfo_t *, void *);
 	agent_guard_lo = (uintptr_t)m;
 	agent_filter_pin((uintptr_t)m, len);
 	if (!agent_sig_own(SIGSEGV, agent_guard_fault, NULL, 0)) {
@@ -148,16 +155,32 @@ static void put_slot(int i)
 	atomic_store(&slots[i].state, FREED);
 }
 
+static void *place(int i, size_t n, size_t align);
+
 void *agent_guard_alloc(size_t n, size_t align)
 {
-	if (AGENT_LIKELY(!agent_guard_len) || !n || n > PAGE || align > PAGE ||
-	    (align & (align - 1)) || !agent_sample_guard_pick(n, agent_config.guard))
+	if (AGENT_LIKELY(!agent_guard_len) || !n || n > PAGE || align > PAGE || (align & (align - 1)))
 		return NULL;
-	if (align < 16)
-		align = 16;
-	int i = take_slot();
-	if (i < 0)
+	/* attached: glibc's own malloc_usable_size may read the size word
+	 * before the block, which must then be on the block's page */
+	if (n > PAGE - 16 && atomic_load(&agent_attach_state) != AGENT_NEVER_ATTACHED)
 		return NULL;
+	atomic_fetch_add(&placing, 1);
+	void *p = NULL;
+	if (AGENT_UNLIKELY(atomic_load(&retired)))
+		agent_tls.guard_left = 64 << 20;  /* exact mode's countdown: asks again now and then */
+	else if (agent_sample_guard_pick(n, agent_config.guard)) {
+		int i = take_slot();
+		if (i >= 0)
+			p = place(i, n, align < 16 ? 16 : align);
+	}
+	atomic_fetch_sub(&placing, 1);
+	return p;
+}
+
+/* Block of n bytes (aligned to align) into slot i, taken. */
+static void *place(int i, size_t n, size_t align)
+{
 	uintptr_t page = slot_page(i);
 	if (AGENT_UNLIKELY(atomic_load(&opened)))  /* its guard pages may have been opened */
 		protect(page - PAGE, PROT_NONE), protect(page + PAGE, PROT_NONE);
@@ -180,6 +203,12 @@ void *agent_guard_alloc(size_t n, size_t align)
 		     0xff51afd7ed558ccdull;
 	s->fill = (uint8_t)(1 + (h >> 56) % 255);
 	agent_memset((void *)(s->addr + n), s->fill, page + PAGE - (s->addr + n));
+	/* the size word of a chunk glibc mapped by itself, before the block:
+	 * glibc's malloc_usable_size reached past the agent (a pointer taken
+	 * before an attach) reads it and answers n rounded down to 8, never
+	 * into the slack */
+	if (s->addr - 8 >= page)
+		*(uint64_t *)(s->addr - 8) = ((uint64_t)(n & ~(size_t)7) + 16) | 2;
 	atomic_store(&s->state, LIVE);  /* after its fields: check_live reads them */
 	return (void *)s->addr;
 }
@@ -235,6 +264,10 @@ void agent_guard_free(void *p, int d, bool stack)
 	int i = slot_of(p);
 	if (i < 0 || atomic_load(&slots[i].state) != LIVE || slots[i].addr != (uintptr_t)p)
 		return;  /* not a live guarded block: nothing to give back */
+	if (atomic_load(&retired)) {  /* detached: its page stays open */
+		put_slot(i);
+		return;
+	}
 	if (stack && d != AGENT_DEALLOC_UNCHECKED) {
 		uintptr_t pcs[AGENT_MAX_DEPTH];
 		int n = agent_unwind_cfi(pcs, agent_config.depth);
@@ -289,7 +322,7 @@ static long slack_changed_live(int i)
 
 void agent_guard_check_live(void)
 {
-	if (!agent_guard_len)
+	if (!agent_guard_len || atomic_load(&retired))
 		return;
 	for (int i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
@@ -301,6 +334,41 @@ void agent_guard_check_live(void)
 		if (k >= 0 && atomic_load(&s->state) == LIVE && atomic_load(&s->gen) == gen)
 			slack_overflow(s, 0, k);
 	}
+}
+
+int agent_guard_retire(void)
+{
+	if (!agent_guard_len)
+		return 0;
+	atomic_store(&retired, true);
+	/* a block being placed now is handed out: wait for it (a thread
+	 * stopped half-way is counted as holding one) */
+	for (int tries = 0; atomic_load(&placing) && tries < 2000; tries++)
+		sched_yield();
+	int live = atomic_load(&placing) ? 1 : 0;
+	atomic_store(&opened, true);
+	syscall(SYS_mprotect, agent_guard_lo, agent_guard_len, PROT_READ | PROT_WRITE);
+	agent_sig_disown(SIGSEGV);  /* nothing of the guard's faults now */
+	for (int i = 0; i < SLOTS; i++)
+		live += atomic_load(&slots[i].state) == LIVE;
+	return live;
+}
+
+void agent_guard_resume(void)
+{
+	if (!agent_guard_len || !atomic_load(&retired))
+		return;
+	if (!agent_sig_own(SIGSEGV, agent_guard_fault, NULL, 0)) {
+		agent_log("guard: cannot take SIGSEGV", "; --guard is off", NULL);
+		return;
+	}
+	protect(agent_guard_lo, PROT_NONE);
+	for (int i = 0; i < SLOTS; i++) {
+		if (atomic_load(&slots[i].state) != LIVE)
+			protect(slot_page(i), PROT_NONE);
+		protect(slot_page(i) + PAGE, PROT_NONE);
+	}
+	atomic_store(&retired, false);
 }
 
 bool agent_guard_counts(uint64_t *g, uint64_t *f)
@@ -364,7 +432,6 @@ static void say_fault(const char *what, uintptr_t a, const struct slot *s)
 	agent_log(buf, "; the report has its stacks", NULL);
 }
 
-void agent_guard_fault(int sig, siginfo_t *si, void *ucv);
 void agent_guard_fault(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;

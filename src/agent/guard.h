@@ -41,9 +41,12 @@ static inline bool agent_guard_due(size_t n)
 	return true;
 }
 
-/* From the constructor, when guard=RATE was given: maps the slots and
- * takes SIGSEGV (signals.h: the program's own handler still gets every
- * fault that is not the guard's). Says on stderr when it cannot. */
+/* From the constructor or an attach, when guard=RATE was given: maps
+ * the slots and takes SIGSEGV (signals.h: the program's own handler
+ * still gets every fault that is not the guard's). Says on stderr when
+ * it cannot. At an attach only once the allocator's free and realloc
+ * are hooked for good (attach.c): a guarded block must never reach the
+ * allocator. */
 void agent_guard_init(void);
 
 /* A block of n bytes aligned to align (at least malloc's 16) on
@@ -74,6 +77,16 @@ bool agent_guard_freed_again(const void *p, int d);
  * freed meanwhile costs nothing. Hook-safe (from a leak report, before
  * its errors are copied). */
 void agent_guard_check_live(void);
+/* A detach (attach.c): no block is guarded from now on, and every
+ * guarded page is opened, so the program runs after it as it would
+ * have without the agent; a block still live keeps its slot until its
+ * free. Returns how many are live (a call placing one counts as one):
+ * their free and realloc must still reach the agent. Not hook-safe. */
+int agent_guard_retire(void);
+/* An attach again with guard on, after agent_guard_retire: the pages
+ * that are no live block's are made inaccessible again, and blocks are
+ * guarded again. Not hook-safe. */
+void agent_guard_resume(void);
 /* false when guard is off; else the blocks placed on guarded pages so
  * far, and those picked while every slot held a live block. */
 bool agent_guard_counts(uint64_t *guarded, uint64_t *full);

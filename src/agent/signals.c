@@ -197,6 +197,23 @@ bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask, int age
 	return ok;
 }
 
+void agent_sig_disown(int sig)
+{
+	if (!is_owned(sig))
+		return;
+	sigset_t saved;
+	lock(&saved);
+	struct sigaction cur, prog;
+	snapshot(sig, &prog);
+	if (__sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == atomic_load(&owned[sig].fn))
+		__sigaction(sig, &prog, NULL);
+	/* a signal delivered meanwhile finds it not owned: its handler
+	 * returns, and a fault comes again, to the program's disposition */
+	atomic_store(&owned[sig].fn, NULL);
+	unlock(&saved);
+}
+
 bool agent_sig_owned(int sig)
 {
 	return is_owned(sig);

@@ -13,6 +13,11 @@
  * agent's handler. Signal-safe. */
 bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask,
 		   int agent_flags);
+/* Gives sig back (a detach that needs it no more): the program's
+ * disposition goes into the kernel, where the agent's handler still is
+ * (the program may have replaced it since, through libc's sigaction,
+ * which is not hooked while attached). Signal-safe. */
+void agent_sig_disown(int sig);
 /* Hands a signal that is not heaptrail's to the program's disposition. */
 void agent_sig_program(int sig, siginfo_t *si, void *uc);
 /* fn, installed by the agent where the program left sig at SIG_DFL,

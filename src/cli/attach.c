@@ -62,6 +62,11 @@ static const char attach_usage[] =
 	"  --slots-only           redirect the relocation slots only, not the\n"
 	"                         allocator's entry points too: calls through a\n"
 	"                         pointer to malloc taken earlier are then missed\n"
+	"  --guard SIZE           place about one allocation every SIZE bytes on a\n"
+	"                         guarded page (as heaptrail run's); free and realloc\n"
+	"                         stay hooked after the detach while any such block\n"
+	"                         is live\n"
+	"  --guard-continue       ... and the program goes on after a guard fault\n"
 	"  --options-file FILE    more options, one per line, as for heaptrail run\n"
 	CTL_LIVE_PUSH_HELP;
 
@@ -171,6 +176,7 @@ struct attach_args {
 	char opts[1024], fns[4096];
 	bool has_sample, has_every, has_timeline;
 	bool exact;              /* --sample 1 */
+	bool guard, guard_continue, slots_only;
 	uint64_t every_ms;       /* --every, 0 when not given */
 	uint64_t for_ms;
 	long pid;
@@ -203,6 +209,7 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 	} else if (!strcmp(arg, "--peak")) {
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",peak=1");
 	} else if (!strcmp(arg, "--slots-only")) {
+		a->slots_only = true;
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",entries=0");
 	} else if ((v = cli_opt_value(argc, argv, i, "--for"))) {
 		if (!fmt_opt_duration(v, strlen(v), &a->for_ms) || !a->for_ms) {
@@ -213,7 +220,8 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 	} else if ((v = cli_opt_value(argc, argv, i, "--sample")) ||
 		   (v = cli_opt_value(argc, argv, i, "--interval")) ||
 		   (v = cli_opt_value(argc, argv, i, "--every")) ||
-		   (v = cli_opt_value(argc, argv, i, "--timeline"))) {
+		   (v = cli_opt_value(argc, argv, i, "--timeline")) ||
+		   (v = cli_opt_value(argc, argv, i, "--guard"))) {
 		char key[16];
 		snprintf(key, sizeof key, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
 		const char *why = *v ? ctl_check_profile_value(key, v, val, sizeof val)
@@ -229,14 +237,15 @@ static int attach_arg(int argc, char **argv, int *i, struct attach_args *a, bool
 		if (!strcmp(key, "every") && !fmt_opt_duration(v, strlen(v), &a->every_ms))
 			a->every_ms = 0;
 		a->has_timeline |= !strcmp(key, "timeline");
+		a->guard |= !strcmp(key, "guard");
 		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts), ",%s=%s", key,
 			 val);
 	} else if (!in_file && a->pid < 0 && (a->pid = parse_pid(arg)) > 0) {
 		;
-	} else if (!strncmp(arg, "--guard", 7)) {
-		cli_error("attach: --guard is for heaptrail run only: a block guarded while "
-			  "attached and freed after the detach would reach the allocator");
-		return -1;
+	} else if (!strcmp(arg, "--guard-continue")) {
+		a->guard_continue = true;
+		snprintf(a->opts + strlen(a->opts), sizeof a->opts - strlen(a->opts),
+			 ",guard_continue=1");
 	} else {
 		cli_error(in_file ? "attach: '%s' is not an option of heaptrail attach"
 				  : "attach: unexpected argument '%s'", cli_shown(arg));
@@ -280,6 +289,15 @@ int cmd_attach(int argc, char **argv)
 	bool has_sample = a->has_sample, has_every = a->has_every, has_timeline = a->has_timeline;
 	if (pid <= 0) {
 		fputs(attach_usage, stderr);
+		return 2;
+	}
+	if (a->guard_continue && !a->guard) {
+		cli_error("attach: --guard-continue goes with --guard SIZE");
+		return 2;
+	}
+	if (a->guard && a->slots_only) {
+		cli_error("attach: --guard needs the allocator's entry points hooked (a guarded "
+			  "block must never reach the allocator): not with --slots-only");
 		return 2;
 	}
 	int hr;

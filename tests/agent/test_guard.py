@@ -47,16 +47,26 @@ tests/progs/guard_faults.c, built -O0.
                      bytes or more that fits a page, and no more than
                      it allocated)
     guard:options    --guard 0, --guard x and --guard-continue alone are
-                     refused with one line and status 2
+                     refused with one line and status 2 (by run and
+                     attach), and attach's --guard with --slots-only
+    guard:attach     `guard_faults wait MODE` started bare, attached with
+                     `--sample 1 --guard 1`, then told to go, 10 times
+                     each: uaf and overflow die of SIGSEGV with the one
+                     error valgrind reports (its sites, access, offset)
+                     in the report written at the death; overflow with
+                     --guard-continue goes on as under valgrind (status
+                     and stdout) and its exit report holds the error
 """
 import concurrent.futures
 import json
 import os
 import re
+import subprocess
 
 import run_tests as rt
 from run_tests import Failure
 import common
+import test_attach as ta
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "progs", "guard_faults.c")
@@ -291,7 +301,60 @@ def test_options(suite):
         lines = err.decode(errors="replace").strip().split("\n")
         if rc != 2 or len(lines) != 1 or "guard" not in lines[0] or out:
             problems.append("%s: status %d, stderr %r" % (" ".join(args), rc, err[:300]))
+    # refused before any process is looked at: pid 1 is never touched
+    for args in (["--guard", "0"], ["--guard", "x"], ["--guard-continue"],
+                 ["--guard", "1m", "--slots-only"]):
+        rc, out, err = rt.run([suite.heaptrail, "attach"] + args + ["1"])
+        lines = err.decode(errors="replace").strip().split("\n")
+        if rc != 2 or len(lines) != 1 or "guard" not in lines[0] or out:
+            problems.append("attach %s: status %d, stderr %r" % (" ".join(args), rc, err[:300]))
     return problems, []
+
+
+def attach_once(suite, work, prog, mode, k, extra=()):
+    """`prog wait mode` attached with --guard 1 and told to go: its
+    status, stdout after "ready", and the report's JSON ({} if none)."""
+    out = ta.new_dir(os.path.join(work, "attach-%s-%d%s" % (mode, k, "".join(extra))))
+    t = ta.Target(None, work, argv=[prog, "wait", mode])
+    try:
+        rc, _, err = ta.heaptrail(suite, "attach", "--sample", "1", "--guard", "1", "-o", out,
+                                  *(list(extra) + [str(t.p.pid)]))
+        if rc:
+            raise Failure("attach: status %d, %s" % (rc, rt.short(err)))
+        try:
+            hout, _ = t.p.communicate(b"go\n", timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Failure("%s: the target did not end" % mode)
+    finally:
+        t.kill()
+    jrc, jout, _ = rt.run([suite.heaptrail, "report", "--json", out])
+    return t.p.returncode, hout, json.loads(jout) if jrc == 0 else {}
+
+
+def test_attach(suite):
+    work, prog = build(suite)
+    problems, details = [], []
+    for mode, extra, runs in (("uaf", (), 10), ("overflow", (), 10),
+                              ("overflow", ("--guard-continue",), 3)):
+        vg, vrc, vout = valgrind_fault(prog, mode)
+        want_rc, want_out = (vrc, vout) if extra else (-11, b"")
+        caught, wrong = 0, []
+        for k in range(runs):
+            rc, hout, report = attach_once(suite, work, prog, mode, k, extra)
+            got = [heaptrail_fault(e) for e in report.get("errors", [])]
+            if (rc, hout) == (want_rc, want_out) and got == [vg] and \
+                    report.get("error_summary") == {"errors": 1, "contexts": 1,
+                                                    "suppressed": NONE_SUPPRESSED}:
+                caught += 1
+            elif len(wrong) < 3:
+                wrong.append("status %d, stdout %r, errors %s" % (rc, hout, got))
+        if caught < runs:
+            problems.append("%s %s: caught as valgrind reports it in %d of %d attaches (want "
+                            "all: valgrind %s, status %d, stdout %r); others: %s" % (
+                                mode, " ".join(extra), caught, runs, vg, want_rc, want_out,
+                                wrong))
+        details.append("%s %s: %d of %d" % (mode, " ".join(extra), caught, runs))
+    return problems, details
 
 
 def collect(suite):
@@ -303,4 +366,5 @@ def collect(suite):
             ("guard:continue", lambda: test_continue(suite)),
             ("guard:handler", lambda: test_handler(suite)),
             ("guard:clean", lambda: test_clean(suite)),
-            ("guard:options", lambda: test_options(suite))]
+            ("guard:options", lambda: test_options(suite)),
+            ("guard:attach", lambda: test_attach(suite))]

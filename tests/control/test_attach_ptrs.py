@@ -42,6 +42,19 @@ real allocator's entry points behind trampolines, besides the slots.
                     says how much of the allocator's count it does not
                     see (neither says so in attach-ptrs:leak, where the
                     trampolines see every call)
+    attach-ptrs:guard  --guard 1 (issue 31), three attaches (exact,
+                    sampled, exact) to the swap program: while attached
+                    a leak check finds blocks guarded and no error; each
+                    detach says how many guarded blocks were still live
+                    and leaves glibc's free and realloc jumping (to give
+                    those back when the program frees or grows them
+                    through its saved pointers) while malloc and
+                    aligned_alloc get their first bytes back, and SIGSEGV
+                    is the program's again (not caught); two rounds of
+                    the ring after each detach (every guarded block freed
+                    or grown by then), the next attach guards again; the
+                    program's checks all pass and its output, checksum
+                    included, is the bare run's
     attach-ptrs:jemalloc-leak, attach-ptrs:jemalloc-swap-exact,
     attach-ptrs:tcmalloc-swap-exact  the same program linked with
                     libjemalloc.so.2 (as Debian's redis-server is) or
@@ -372,12 +385,80 @@ def test_loop(suite):
     return problems, info
 
 
+def wait_rounds(problems, t, n, what):
+    """Until the swap program has ended n more rounds (20 s at most)."""
+    r0 = counts(t)[2]
+    deadline = time.monotonic() + 20
+    while counts(t)[2] < r0 + n and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if counts(t)[2] < r0 + n:
+        problems.append("%s: the program did not end %d rounds in 20 s" % (what, n))
+
+
+def test_guard(suite):
+    work, prog = build(suite)
+    want_end = bare_sum(suite)
+    base = run_tests.fresh_dir(os.path.join(work, "guard"))
+    problems, details = [], []
+    t = ta.Target(None, work, argv=[prog, "swap"])
+    try:
+        time.sleep(0.2)
+        pid = t.p.pid
+        addrs = libc_entries(pid)
+        orig = lead_bytes(pid, addrs)
+        for i in range(3):
+            out = os.path.join(base, "a%d" % i)
+            what = "attach %d" % i
+            args = ["attach", "--guard", "1", "-o", out] + (["--sample", "1"] if i != 1 else [])
+            rc, _, err = ta.heaptrail(suite, *(args + [str(pid)]))
+            if not ta.expect_ok(problems, what, rc, err):
+                break
+            wait_rounds(problems, t, 1, what)
+            rc, _, err = ta.heaptrail(suite, "leaks", str(pid))
+            if ta.expect_ok(problems, "leaks after " + what, rc, err):
+                leaks = [f for f in os.listdir(out) if f.endswith(".leaks")]
+                rc, js, err = ta.heaptrail(suite, "report", "--json",
+                                           os.path.join(out, sorted(leaks)[-1]))
+                r = json.loads(js) if rc == 0 else {}
+                if not r.get("guard", {}).get("guarded") or \
+                        r.get("error_summary", {}).get("errors") != 0:
+                    problems.append("%s: guard %s, errors %s" % (
+                        what, r.get("guard"), r.get("error_summary")))
+            rc, _, err = ta.heaptrail(suite, "detach", str(pid))
+            if not ta.expect_ok(problems, "detach %d" % i, rc, err):
+                break
+            m = re.search(rb"guard: (\d+) guarded blocks were still live", err)
+            if not m or int(m.group(1)) == 0:
+                problems.append("detach %d: no word of the guarded blocks still live: %s"
+                                % (i, run_tests.short(err)))
+            else:
+                details.append("detach %d: %s guarded blocks live" % (i, m.group(1).decode()))
+            now = lead_bytes(pid, addrs)
+            kept = sorted(n for n in ENTRIES if now[n] != orig[n])
+            if kept != ["free", "realloc"] or any(now[n][0] != 0xe9 for n in kept):
+                problems.append("detach %d: changed first bytes %s, want free and realloc's "
+                                "(jumps)" % (i, kept))
+            if ta.catches(pid, 11):
+                problems.append("detach %d: the program catches SIGSEGV after it" % i)
+            wait_rounds(problems, t, 2, "after detach %d" % i)
+            if problems:
+                break
+        rc, err = t.finish()
+        if rc != 3 or err or t.out[-1] != want_end:
+            problems.append("target: exit %d, last line %r (bare: %r), stderr %r"
+                            % (rc, t.out[-1], want_end, err[:200]))
+    finally:
+        t.kill()
+    return problems, details
+
+
 def collect(suite):
     return [("attach-ptrs:leak", lambda: test_leak(suite, False)),
             ("attach-ptrs:leak-exact", lambda: test_leak(suite, True)),
             ("attach-ptrs:swap", lambda: test_swap(suite, False)),
             ("attach-ptrs:swap-exact", lambda: test_swap(suite, True)),
             ("attach-ptrs:loop", lambda: test_loop(suite)),
+            ("attach-ptrs:guard", lambda: test_guard(suite)),
             ("attach-ptrs:slots-only", lambda: test_leak(suite, False, slots_only=True)),
             ("attach-ptrs:jemalloc-leak", lambda: test_leak(suite, False, alloc="jemalloc")),
             ("attach-ptrs:jemalloc-swap-exact", lambda: test_swap(suite, True, "jemalloc")),

@@ -12,6 +12,8 @@
  *   clean      allocates, reallocs and frees blocks of many sizes
  *              (malloc, calloc, aligned_alloc, posix_memalign, realloc)
  *              and checks their contents: no error.
+ * `guard_faults wait MODE [SIZE]` first says "ready" and waits for a
+ * line on stdin (time for an attach), then runs MODE.
  * Bare (and under valgrind) none of these faults: the byte written past
  * the end lands in the allocator's next chunk, the freed byte is still
  * there. Built -O0 so that every function keeps its own frame.
@@ -81,6 +83,14 @@ static int clean(void)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "wait")) {
+		char line[64];
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof line, stdin))
+			return 2;
+		argc--, argv++;
+	}
 	if (argc < 2)
 		return 2;
 	if (!strcmp(argv[1], "clean"))
