@@ -846,16 +846,23 @@ static void guard_start(void)
 }
 
 /* At the detach: whether free and realloc must stay hooked, said in a
- * note of the record. */
+ * note of the record; they then jump to the agent's functions for after
+ * a detach, which record nothing (an attach again points them back). */
 static bool guard_stop(void)
 {
 	int live = agent_guard_retire();
 	if (!live)
 		return false;
+	agent_fnhook_retarget("free", (uintptr_t)agent_free_detached);
+	agent_fnhook_retarget("realloc", (uintptr_t)agent_realloc_detached);
 	char buf[24];
 	agent_put_dec(buf, (uint64_t)live)[0] = 0;
-	agent_log("guard: ", buf, " guarded blocks were still live: free and realloc stay "
-		  "hooked, passing every other block through, so that they can be freed");
+	agent_log("guard: ", buf, live == 1 ? " guarded block was still live: free and realloc "
+					      "stay hooked, passing every other block through, "
+					      "so that it can be freed"
+					    : " guarded blocks were still live: free and realloc "
+					      "stay hooked, passing every other block through, "
+					      "so that they can be freed");
 	return true;
 }
 
@@ -886,6 +893,10 @@ static int attach_start(const char *opts, const char *output, uintptr_t pc, uint
 		}
 	}
 	clock_gettime(CLOCK_REALTIME, &attached_at);
+	/* kept by a detach for its guarded blocks: the agent's again before
+	 * anything is recorded, so no free of a recorded block passes by */
+	agent_fnhook_retarget("free", 0);
+	agent_fnhook_retarget("realloc", 0);
 	if (atomic_compare_exchange_strong(&agent_attach_state, &expect, AGENT_ATTACHED)) {
 		/* the first attach: what the constructor does */
 		agent_resolve_global(agent_attach_definition);

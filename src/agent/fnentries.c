@@ -52,6 +52,11 @@ static int32_t in_real_offset(void)
 	return (int32_t)((intptr_t)&agent_tls.in_real - (intptr_t)__builtin_thread_pointer());
 }
 
+/* Where in a stub its jmp *(%rip) keeps the target: 8 bytes within
+ * the stub's first cache line (stubs are 128 bytes apart from a page's
+ * start), so one store changes it for a thread that jumps meanwhile. */
+#define STUB_TARGET 21
+
 static void entry_stub(uint8_t *stub, uintptr_t target)
 {
 	int32_t off = in_real_offset(), rel;
@@ -64,6 +69,26 @@ static void entry_stub(uint8_t *stub, uintptr_t target)
 	rel = (int32_t)(STUB_LEN - (p + 4 - stub));
 	agent_memcpy(p, &rel, 4);
 	agent_fn_put_jmp_abs(p + 4, target);                           /* jmp *target */
+	/* what agent_fnhook_retarget changes */
+	_Static_assert(STUB_TARGET == 4 + 4 + 1 + 2 + 4 + 6, "the stub's layout");
+}
+
+typedef uint64_t __attribute__((aligned(1), may_alias)) unaligned_u64;
+
+bool agent_fnhook_retarget(const char *name, uintptr_t to)
+{
+	for (int i = 0; i < agent_nfnhooks; i++) {
+		struct fnhook *h = &agent_fnhooks[i];
+		if (!h->target || !h->on || !agent_streq(h->spec.name, name))
+			continue;
+		uintptr_t page = (uintptr_t)h->page & ~(uintptr_t)(PAGE - 1);
+		if (mprotect((void *)page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC))
+			return false;
+		*(volatile unaligned_u64 *)(h->page + STUB_TARGET) = to ? to : h->target;
+		mprotect((void *)page, PAGE, PROT_READ | PROT_EXEC);
+		return true;
+	}
+	return false;
 }
 
 struct exec_seg {

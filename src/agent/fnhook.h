@@ -77,6 +77,12 @@ int agent_fnhook_entries(struct agent_entry *e, int n);
  * realloc) jump to the agent (an attach, after agent_fnhook_install). */
 bool agent_fnhook_frees_on(void);
 
+/* Points the stub of the allocator's entry point name (hooked, jumping)
+ * at to, or back at the agent's function of that name (to 0): one store
+ * a jumping thread sees whole. false when there is no such stub, or its
+ * page cannot be written. Not hook-safe (mprotect). */
+bool agent_fnhook_retarget(const char *name, uintptr_t to);
+
 /* Puts back the first bytes of every hooked function (a detach), every
  * other thread stopped for the write; a function it cannot put back stays
  * hooked (its stub records nothing once detached), with one line. With

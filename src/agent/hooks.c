@@ -1004,6 +1004,25 @@ AGENT_API void *reallocarray(void *p, size_t k, size_t n)
 	return realloc_as(p, total, FMT_FN_REALLOCARRAY, (uintptr_t)__builtin_return_address(0));
 }
 
+/* ---------- after a detach that left guarded blocks live ----------
+ * attach.c points the allocator's free and realloc (their entry
+ * points' jumps, kept) here: a guarded block goes back to guard.c, and
+ * every other block straight to the allocator, nothing recorded. */
+void agent_free_detached(void *p)
+{
+	if (AGENT_UNLIKELY(agent_guard_owns(p)))
+		agent_guard_free(p, AGENT_DEALLOC_FREE, false);
+	else
+		agent_real.free(p);
+}
+
+void *agent_realloc_detached(void *p, size_t n)
+{
+	if (AGENT_UNLIKELY(agent_guard_owns(p)))
+		return realloc_guarded(p, n, false);
+	return real_realloc(p, n);
+}
+
 AGENT_API size_t malloc_usable_size(void *p)
 {
 	if (!p)

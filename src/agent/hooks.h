@@ -59,6 +59,12 @@ typedef int agent_leak_check_fn(int flags, uintptr_t stack_from, const uintptr_t
 				int nextra, char *wrote, size_t cap);
 void agent_pending_on_check(agent_leak_check_fn *fn);
 
+/* free and realloc after a detach while guarded blocks live (attach.c):
+ * guarded blocks go back to guard.c, every other one passes straight to
+ * the allocator. Hook-safe. */
+void agent_free_detached(void *p);
+void *agent_realloc_detached(void *p, size_t n);
+
 /* Called at the start of each of the program's dlsym calls, when set
  * (attach.c, while attached: a module the program loaded since is
  * patched before the program gets the address of its code). Not inside
