@@ -168,7 +168,7 @@ static void find_onset(struct prof_growth_site *s, const double *x, size_t n, in
 		lo = s->values[k] < lo ? s->values[k] : lo;
 		hi = s->values[k] > hi ? s->values[k] : hi;
 	}
-	if (!best || !(best_rss * 4 <= rss(x, s->values, 0, n, true)))
+	if (!best || !(best_rss * 4 < rss(x, s->values, 0, n, true)))
 		return;
 	struct prof_growth_site sub = { .values = s->values + best, .vars = s->vars + best };
 	classify_whole(&sub, x + best, n - best, scale, sampled);
@@ -191,12 +191,59 @@ static void find_onset(struct prof_growth_site *s, const double *x, size_t n, in
 	s->late_pm = sub.late_pm;
 }
 
+/* The plateau rule of growth.h: of the dumps k from which the values
+ * stay within an eighth of their rise up to k (three dumps at least, and
+ * a quarter of the run), the one where "a line up to k, then flat" fits
+ * best; the site grew, then stayed flat, when that fits far better than
+ * one line over the whole run (a quarter of its residuals), its rise is
+ * visible and more than the sampling alone could make, and, sampled,
+ * the rise's pace would have brought 4.6 new samples over the plateau
+ * (none comes one time in a hundred: a leak whose samples are sparse
+ * stays what the other rules say). */
+static void find_plateau(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
+			 bool sampled)
+{
+	double visible = (double)scale / 100 > 1 ? (double)scale / 100 : 1;
+	const int64_t *v = s->values;
+	int64_t lo = v[n - 1], hi = v[n - 1];
+	size_t best = 0;
+	double best_rss = 0;
+	for (size_t k = n - 1; k-- > 2;) {   /* the plateau: [k, n), n - k >= 3 */
+		lo = v[k] < lo ? v[k] : lo;
+		hi = v[k] > hi ? v[k] : hi;
+		int64_t rise = v[k] - v[0];
+		if (n - k < 3 || (x[n - 1] - x[k]) * 4 < x[n - 1] - x[0] || rise <= 0 ||
+		    (double)rise < visible || (hi - lo) * 8 > rise)
+			continue;
+		if (sampled) {
+			double noise = PROF_Z90 * sqrt(s->vars[0] + s->vars[k]);
+			double per_sample = v[k] > 0 ? s->vars[k] / (double)v[k] : 0;
+			double pace = (double)rise / (x[k] - x[0]);
+			if ((double)rise <= noise || pace * (x[n - 1] - x[k]) < 4.6 * per_sample)
+				continue;
+		}
+		double r = rss(x, v, 0, k, true) + rss(x, v, k, n, false);
+		if (!best || r < best_rss) {
+			best = k;
+			best_rss = r;
+		}
+	}
+	if (!best || !(best_rss * 4 < rss(x, v, 0, n, true)))
+		return;
+	s->trend = PROF_TREND_GREW_FLAT;
+	s->need = 0;
+	s->onset = 0;
+}
+
 static void classify(struct prof_growth_site *s, const double *x, size_t n, int64_t scale,
 		     bool sampled)
 {
 	classify_whole(s, x, n, scale, sampled);
 	s->onset = 0;
 	find_onset(s, x, n, scale, sampled);
+	if (s->trend == PROF_TREND_GROWING || s->trend == PROF_TREND_UNSURE ||
+	    s->trend == PROF_TREND_FLUCTUATING)
+		find_plateau(s, x, n, scale, sampled);
 	/* first, last and peak stay the whole run's */
 }
 

@@ -25,7 +25,14 @@
  * one line: its rate is the one since then (`onset`). A site whose
  * rise from there grew, then stayed flat (a cache filled late) gets that
  * verdict; any other verdict of the later dumps alone (fluctuating, too
- * few samples) leaves the whole run's. The whole heap's row is always the whole run's.
+ * few samples) leaves the whole run's. A site that rose and then stayed
+ * over few dumps keeps part of its rise in the later half: when "a line,
+ * then flat" (the values within an eighth of the rise before, over three
+ * dumps and a quarter of the run) fits far better than one line, the rise
+ * is visible and, sampled, beyond the sampling's noise, with a pace that
+ * would have brought 4.6 samples over the level part, a growing,
+ * fluctuating or unsure verdict becomes "grew, then flat" (find_plateau).
+ * The whole heap's row is always the whole run's.
  *
  * With sampled dumps each value is an estimate, and a small leak can be
  * lost in the noise (or noise look like a leak). Each slope then gets a

@@ -17,6 +17,17 @@ so no timing or sampling noise decides them).
                      of 2 blocks a dump from the start; a site at 0 that
                      rises for two dumps and stays (a cache filled late) is
                      not growing
+    growth:plateau   seven dumps, 1 s apart, exact and sampled (heap_v2
+                     at 8 KiB: every value as sure as exact): a site that
+                     gains 64 blocks a dump for four dumps and then stays
+                     for three (a burst of pushes that ended) "grew,
+                     then flat" (before: exact "fluctuating", sampled
+                     "growing", on real dumps "too few samples"), beside
+                     a leak of 16 blocks a dump, growing; sampled at 4 MiB
+                     (a sample stands for 64 blocks), the same shape
+                     whose pace would bring about 2 samples over the
+                     plateau is no "grew, then flat": so sparse a leak
+                     could have brought none there
 """
 import os
 import re
@@ -30,14 +41,17 @@ LEAK, CACHE, CHURN = 0x401000, 0x402000, 0x403000
 CHURN_SERIES = (10, 40, 5, 30, 45, 20, 45, 0, 0, 45, 20)
 
 
-def write_series(work, series):
-    """One exact dump 100 ms apart per item of series: ((blocks, pc), ...),
-    blocks of 64 KiB at the site pc."""
+def write_series(work, series, step_ms=100, rate=1):
+    """One dump step_ms apart per item of series: ((blocks, pc), ...),
+    blocks of 64 KiB at the site pc; exact, or sampled every rate bytes
+    (heap_v2/rate: the counts are then the samples, here one a block)."""
     for i, rows in enumerate(series):
         n = sum(v for v, _ in rows)
         with open(os.path.join(work, "heaptrail.7.%04d.every.heap" % i), "w") as f:
-            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/1\n" % (n, n << 16, n, n << 16))
-            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * 100, 1700000000000 + i * 100))
+            f.write("heap profile: %d: %d [%d: %d] @ heap_v2/%d\n" % (n, n << 16, n, n << 16,
+                                                                     rate))
+            f.write("# heaptrail-dump ms=%d unix_ms=%d pid=7\n" % (i * step_ms,
+                                                                  1700000000000 + i * step_ms))
             for v, addr in rows:
                 f.write("%d: %d [%d: %d] @ 0x%x\n" % (v, v << 16, v, v << 16, addr))
             f.write("\nMAPPED_LIBRARIES:\n")
@@ -106,6 +120,37 @@ def test_onset(suite):
     return problems, [text]
 
 
+BURST, STEADY = 0x407000, 0x408000
+BURST_SERIES = (0, 64, 128, 192, 256, 256, 256)
+
+
+def test_plateau(suite):
+    problems, texts = [], []
+    for name, rate, burst_want in (("exact", 1, "grew, then flat"),
+                                   ("sampled", 8192, "grew, then flat"),
+                                   ("sparse", 4 << 20, None)):
+        work = rt.fresh_dir(os.path.join(suite.build, "e2e", "analyze", "growth-plateau-" + name))
+        if name == "sparse":   # one sample a dump for four dumps, then none
+            series = [((v // 64, BURST), (100, STEADY)) for v in BURST_SERIES]
+        else:
+            series = [((v, BURST), (16 * i, STEADY)) for i, v in enumerate(BURST_SERIES)]
+        write_series(work, series, step_ms=1000, rate=rate)
+        text, rows = growth_rows(suite, work)
+        texts.append(text)
+        burst = rows.get("0x%x" % BURST)
+        got = burst and burst.group(2)
+        if burst_want and got != burst_want:
+            problems.append("%s: the burst is %r, expected %r" % (name, got, burst_want))
+        if not burst_want and (not burst or got == "grew, then flat"):
+            problems.append("%s: the sparse burst is %r, expected any verdict but "
+                            "'grew, then flat'" % (name, got))
+        steady = rows.get("0x%x" % STEADY)
+        if name != "sparse" and (not steady or steady.group(2) != "growing"):
+            problems.append("%s: the steady leak is %r" % (name, steady and steady.group(2)))
+    return problems, texts
+
+
 def collect(suite):
     return [("growth:rules", lambda: test_rules(suite)),
-            ("growth:onset", lambda: test_onset(suite))]
+            ("growth:onset", lambda: test_onset(suite)),
+            ("growth:plateau", lambda: test_plateau(suite))]
