@@ -122,6 +122,15 @@ def bare_sum(suite):
     return _built["sum"]
 
 
+def finish_swap(problems, t, want_end):
+    """Ends the swap program: its checks all passed and its last line
+    (the checksum) is the bare run's."""
+    rc, err = t.finish()
+    if rc != 3 or err or t.out[-1] != want_end:
+        problems.append("target: exit %d, last line %r (bare: %r), stderr %r"
+                        % (rc, t.out[-1], want_end, err[:200]))
+
+
 def counts(t, cmd="count"):
     return [int(x) for x in t.ask(cmd).split()[1:]]
 
@@ -298,10 +307,7 @@ def test_swap(suite, exact, alloc=None):
             bad = [r for r in rows if r[0] != "-" and r[3].startswith("swap_")]
             if bad or not any(r[3] == "swap_plt" for r in rows):
                 problems.append("want swap_plt listed and not growing:\n%s" % gout.decode())
-        rc, err = t.finish()
-        if rc != 3 or err or t.out[-1] != want_end:
-            problems.append("target: exit %d, last line %r (bare: %r), stderr %r"
-                            % (rc, t.out[-1], want_end, err[:200]))
+        finish_swap(problems, t, want_end)
     finally:
         t.kill()
     return problems, []
@@ -374,10 +380,7 @@ def test_loop(suite):
                                                    anon, "", after1[1]))
             if problems:
                 break
-        rc, err = t.finish()
-        if rc != 3 or err or t.out[-1] != want_end:
-            problems.append("target: exit %d, last line %r (bare: %r), stderr %r"
-                            % (rc, t.out[-1], want_end, err[:200]))
+        finish_swap(problems, t, want_end)
     finally:
         t.kill()
     info = []
@@ -457,10 +460,7 @@ def test_guard(suite):
             wait_rounds(problems, t, 2, "after detach %d" % i)
             if problems:
                 break
-        rc, err = t.finish()
-        if rc != 3 or err or t.out[-1] != want_end:
-            problems.append("target: exit %d, last line %r (bare: %r), stderr %r"
-                            % (rc, t.out[-1], want_end, err[:200]))
+        finish_swap(problems, t, want_end)
     finally:
         t.kill()
     return problems, details
