@@ -156,6 +156,26 @@ static void put_slot(int i)
 }
 
 static void *place(int i, size_t n, size_t align);
+static void open_all(void);
+
+/* Attached, the program's sigaction is not hooked: a SIGSEGV handler it
+ * sets replaces the guard's, and would get the guard's faults without
+ * their report (a runtime that takes faults for its own ends would
+ * misread them). Looked at before each block is placed: once replaced,
+ * the guard is off, every page open, with one line. */
+static bool handler_kept(void)
+{
+	if (atomic_load(&agent_attach_state) == AGENT_NEVER_ATTACHED || agent_sig_still_ours(SIGSEGV))
+		return true;
+	bool was = false;
+	if (atomic_compare_exchange_strong(&retired, &was, true)) {
+		open_all();
+		agent_log("guard: the program set a SIGSEGV handler of its own after the attach; "
+			  "--guard is off from here (the guard's faults would reach that handler, "
+			  "without their report)", NULL, NULL);
+	}
+	return false;
+}
 
 void *agent_guard_alloc(size_t n, size_t align)
 {
@@ -169,7 +189,7 @@ void *agent_guard_alloc(size_t n, size_t align)
 	void *p = NULL;
 	if (AGENT_UNLIKELY(atomic_load(&retired)))
 		agent_tls.guard_left = 64 << 20;  /* exact mode's countdown: asks again now and then */
-	else if (agent_sample_guard_pick(n, agent_config.guard)) {
+	else if (agent_sample_guard_pick(n, agent_config.guard) && handler_kept()) {
 		int i = take_slot();
 		if (i >= 0)
 			p = place(i, n, align < 16 ? 16 : align);
@@ -346,12 +366,19 @@ int agent_guard_retire(void)
 	for (int tries = 0; atomic_load(&placing) && tries < 2000; tries++)
 		sched_yield();
 	int live = atomic_load(&placing) ? 1 : 0;
-	atomic_store(&opened, true);
-	syscall(SYS_mprotect, agent_guard_lo, agent_guard_len, PROT_READ | PROT_WRITE);
-	agent_sig_disown(SIGSEGV);  /* nothing of the guard's faults now */
+	open_all();
 	for (int i = 0; i < SLOTS; i++)
 		live += atomic_load(&slots[i].state) == LIVE;
 	return live;
+}
+
+/* Nothing of the guard's faults from now on: every page open, SIGSEGV
+ * the program's. */
+static void open_all(void)
+{
+	atomic_store(&opened, true);
+	syscall(SYS_mprotect, agent_guard_lo, agent_guard_len, PROT_READ | PROT_WRITE);
+	agent_sig_disown(SIGSEGV);
 }
 
 void agent_guard_resume(void)

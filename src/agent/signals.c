@@ -197,6 +197,14 @@ bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask, int age
 	return ok;
 }
 
+bool agent_sig_still_ours(int sig)
+{
+	struct sigaction cur;
+	agent_sig_fn fn = is_owned(sig) ? atomic_load(&owned[sig].fn) : NULL;
+	return fn && __sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == fn;
+}
+
 void agent_sig_disown(int sig)
 {
 	if (!is_owned(sig))

@@ -13,6 +13,10 @@
  * agent's handler. Signal-safe. */
 bool agent_sig_own(int sig, void (*fn)(int, siginfo_t *, void *), const sigset_t *agent_mask,
 		   int agent_flags);
+/* Whether the kernel still has the agent's handler for owned signal
+ * sig: attached, the program's libc sigaction is not hooked, and a
+ * handler it sets replaces the agent's. Signal-safe. */
+bool agent_sig_still_ours(int sig);
 /* Gives sig back (a detach that needs it no more): the program's
  * disposition goes into the kernel, where the agent's handler still is
  * (the program may have replaced it since, through libc's sigaction,

@@ -55,7 +55,13 @@ tests/progs/guard_faults.c, built -O0.
                      error valgrind reports (its sites, access, offset)
                      in the report written at the death; overflow with
                      --guard-continue goes on as under valgrind (status
-                     and stdout) and its exit report holds the error
+                     and stdout) and its exit report holds the error;
+                     `late_handler` (its own SIGSEGV handler set after the
+                     attach, which the guard cannot hook there, then a
+                     block overflowed): the guard turns itself off with
+                     one line at the next block it would place, and the
+                     program runs as bare (before: its handler caught the
+                     guard's fault and it exited 3)
 """
 import concurrent.futures
 import json
@@ -322,13 +328,13 @@ def attach_once(suite, work, prog, mode, k, extra=()):
         if rc:
             raise Failure("attach: status %d, %s" % (rc, rt.short(err)))
         try:
-            hout, _ = t.p.communicate(b"go\n", timeout=30)
+            hout, herr = t.p.communicate(b"go\n", timeout=30)
         except subprocess.TimeoutExpired:
             raise Failure("%s: the target did not end" % mode)
     finally:
         t.kill()
     jrc, jout, _ = rt.run([suite.heaptrail, "report", "--json", out])
-    return t.p.returncode, hout, json.loads(jout) if jrc == 0 else {}
+    return t.p.returncode, hout, json.loads(jout) if jrc == 0 else {}, herr
 
 
 def test_attach(suite):
@@ -340,7 +346,7 @@ def test_attach(suite):
         want_rc, want_out = (vrc, vout) if extra else (-11, b"")
         caught, wrong = 0, []
         for k in range(runs):
-            rc, hout, report = attach_once(suite, work, prog, mode, k, extra)
+            rc, hout, report, _ = attach_once(suite, work, prog, mode, k, extra)
             got = [heaptrail_fault(e) for e in report.get("errors", [])]
             if (rc, hout) == (want_rc, want_out) and got == [vg] and \
                     report.get("error_summary") == {"errors": 1, "contexts": 1,
@@ -354,6 +360,14 @@ def test_attach(suite):
                                 mode, " ".join(extra), caught, runs, vg, want_rc, want_out,
                                 wrong))
         details.append("%s %s: %d of %d" % (mode, " ".join(extra), caught, runs))
+    # its own handler set after the attach: the guard steps aside, and the
+    # program runs as bare (before: its handler got the guard's fault)
+    rc0, out0, _ = rt.run([prog, "late_handler"])
+    rc, hout, report, herr = attach_once(suite, work, prog, "late_handler", 0)
+    if (rc, hout) != (rc0, out0) or b"--guard is off from here" not in herr or \
+            report.get("errors"):
+        problems.append("late_handler: status %d, stdout %r (bare %d, %r), stderr %r, errors %s"
+                        % (rc, hout, rc0, out0, herr[-300:], report.get("errors")))
     return problems, details
 
 

@@ -9,6 +9,8 @@
  *              byte lands before the guarded page, found at the free;
  *   handler    installs a SIGSEGV handler of its own that says "caught"
  *              and exits 3, then overflows as above;
+ *   late_handler  the same handler installed first, then a second block
+ *              made and overflowed (with `wait`: after an attach);
  *   clean      allocates, reallocs and frees blocks of many sizes
  *              (malloc, calloc, aligned_alloc, posix_memalign, realloc)
  *              and checks their contents: no error.
@@ -108,6 +110,13 @@ int main(int argc, char **argv)
 		overflow(p, n);
 		release(p);
 		printf("slack done\n");
+	} else if (!strcmp(argv[1], "late_handler")) {
+		/* its handler set first (at an attach, after it), then a
+		 * block made and overflowed as above */
+		signal(SIGSEGV, caught);
+		char *q = make(n);
+		overflow(q, n);
+		printf("overflow done\n");
 	} else if (!strcmp(argv[1], "uaf")) {
 		free(p);
 		printf("read %d\n", use_after(p));
