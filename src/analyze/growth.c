@@ -322,14 +322,16 @@ static int cmp_sites(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* One (allocator caller, its caller) pair of a dump's stacks: the site
- * the pair's stacks count for (leaf, or caller when leaf is a wrapper
- * folded), keyed by function or by line, and their value. */
+/* A dump's stacks that start with the same frames: the first frames as
+ * wrappers.h takes them (owned function names), each one's site key (by
+ * function or by line), and their value; valued: a stack of them has a
+ * value (the others count for wrappers only). */
 struct digest_row {
-	const char *leaf, *caller;      /* site keys; caller NULL: no caller */
-	const char *leaf_fn;            /* the leaf's function, for folding */
+	struct prof_wrapper_stack w;
+	const char *key[PROF_WRAPPER_CHAIN + 1];
 	int64_t v;
 	double var;
+	bool valued;
 };
 
 struct prof_growth_dump {
@@ -338,8 +340,8 @@ struct prof_growth_dump {
 	uint64_t sample;
 	struct digest_row *rows;
 	size_t nrows;
-	struct prof_wrapper_pair *pairs;
-	size_t npairs;
+	const char **high;              /* wrappers.h's high functions */
+	size_t nhigh;
 	char **strs;                    /* the strings above, owned */
 	size_t nstrs, strcap;
 };
@@ -490,9 +492,19 @@ static int cmp_rows(const void *a, const void *b)
 {
 	const struct digest_row *x = a, *y = b;
 	/* owned strings: one pointer per string */
-	if (x->leaf != y->leaf)
-		return x->leaf < y->leaf ? -1 : 1;
-	return x->caller < y->caller ? -1 : x->caller > y->caller;
+	for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++) {
+		if (x->w.fn[k] != y->w.fn[k])
+			return x->w.fn[k] < y->w.fn[k] ? -1 : 1;
+		if (x->key[k] != y->key[k])
+			return x->key[k] < y->key[k] ? -1 : 1;
+	}
+	return (x->w.unnamed > y->w.unnamed) - (x->w.unnamed < y->w.unnamed);
+}
+
+static int cmp_ptrs(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	return x < y ? -1 : x > y;
 }
 
 void prof_growth_digest_free(struct prof_growth_dump *d)
@@ -503,7 +515,7 @@ void prof_growth_digest_free(struct prof_growth_dump *d)
 		free(d->strs[i]);
 	free(d->strs);
 	free(d->rows);
-	free(d->pairs);
+	free(d->high);
 	free(d);
 }
 
@@ -511,6 +523,7 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 {
 	struct prof_growth_dump *d = calloc(1, sizeof *d);
 	const char **key = calloc(p->nframes + 1, sizeof *key);
+	bool *high = NULL;
 	if (!d || !key)
 		goto nomem;
 	d->ms = p->ms;
@@ -527,20 +540,53 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 		if (!(key[f] = own(d, prof_frame_name(&p->frames[f], lines, buf, sizeof buf))))
 			goto nomem;
 	}
-	/* the stacks' values per (leaf, caller) pair, as a table's flat
-	 * rows are per leaf (a stack with no frame counts for no site) */
+	/* the stacks' values per first frames, as a table's flat rows are
+	 * per leaf (a stack with no frame counts for no site); every stack
+	 * is kept for wrappers.h, valued or not */
 	d->rows = malloc((p->nsamples + 1) * sizeof *d->rows);
-	if (!d->rows)
+	high = calloc(p->nframes + 1, sizeof *high);
+	if (!d->rows || !high)
 		goto nomem;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
-		if (!s->nframes || !s->v[v])
+		if (!s->nframes)
 			continue;
-		const char *fn = own(d, p->frames[s->frames[0]].function);
-		if (!fn)
-			goto nomem;
-		d->rows[d->nrows++] = (struct digest_row){ key[s->frames[0]],
-			s->nframes > 1 ? key[s->frames[1]] : NULL, fn, s->v[v], s->var[v] };
+		struct digest_row *r = &d->rows[d->nrows++];
+		*r = (struct digest_row){ .v = s->v[v], .var = s->var[v], .valued = s->v[v] != 0 };
+		uint32_t at[PROF_WRAPPER_CHAIN + 1];
+		prof_wrapper_stack_of(p, s, &r->w, at);
+		if (r->w.fn[PROF_WRAPPER_CHAIN])
+			for (uint32_t k = at[PROF_WRAPPER_CHAIN] + 1; k < s->nframes; k++)
+				high[s->frames[k]] = true;
+		for (int k = 0; k <= PROF_WRAPPER_CHAIN && r->w.fn[k]; k++) {
+			if (!(r->w.fn[k] = own(d, r->w.fn[k])))
+				goto nomem;
+			r->key[k] = key[s->frames[at[k]]];
+		}
+	}
+	/* what cannot matter to wrappers.h cut off (the frames cut are high
+	 * ones), so that stacks with the same first frames are one row */
+	const char **cut = malloc((d->nrows * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *cut);
+	struct prof_wrapper_stack *ws = malloc((d->nrows + 1) * sizeof *ws);
+	size_t ncut = 0;
+	if (!cut || !ws) {
+		free(cut);
+		free(ws);
+		goto nomem;
+	}
+	for (size_t i = 0; i < d->nrows; i++)
+		ws[i] = d->rows[i].w;
+	int trc = prof_wrapper_trim(ws, d->nrows, cut, &ncut);
+	for (size_t i = 0; !trc && i < d->nrows; i++) {
+		d->rows[i].w = ws[i];
+		for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++)
+			if (!ws[i].fn[k])
+				d->rows[i].key[k] = NULL;
+	}
+	free(ws);
+	if (trc) {
+		free(cut);
+		goto nomem;
 	}
 	qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
 	size_t kept = 0;
@@ -548,6 +594,7 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 		if (kept && !cmp_rows(&d->rows[i], &d->rows[kept - 1])) {
 			d->rows[kept - 1].v += d->rows[i].v;
 			d->rows[kept - 1].var += d->rows[i].var;
+			d->rows[kept - 1].valued |= d->rows[i].valued;
 		} else {
 			d->rows[kept++] = d->rows[i];
 		}
@@ -556,20 +603,34 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 	struct digest_row *fit = realloc(d->rows, (kept + 1) * sizeof *fit);
 	if (fit)
 		d->rows = fit;  /* a series holds many digests: no slack */
-	/* what wrappers.h needs, the strings made d's */
-	if (prof_wrapper_pairs(p, &d->pairs, &d->npairs))
+	/* the functions seen above the rows' frames, for wrappers.h */
+	size_t nh = ncut;
+	for (size_t f = 0; f < p->nframes; f++)
+		nh += high[f];
+	d->high = malloc((nh + 1) * sizeof *d->high);
+	if (d->high)
+		memcpy(d->high, cut, ncut * sizeof *cut);
+	free(cut);
+	if (!d->high)
 		goto nomem;
-	struct prof_wrapper_pair *pfit = realloc(d->pairs, (d->npairs + 1) * sizeof *pfit);
-	if (pfit)
-		d->pairs = pfit;
-	for (size_t i = 0; i < d->npairs; i++) {
-		struct prof_wrapper_pair *w = &d->pairs[i];
-		if (!(w->leaf = own(d, w->leaf)) || (w->caller && !(w->caller = own(d, w->caller))))
+	d->nhigh = ncut;
+	for (size_t f = 0; f < p->nframes; f++)
+		if (high[f] && !(d->high[d->nhigh++] = own(d, p->frames[f].function)))
 			goto nomem;
-	}
+	qsort(d->high, d->nhigh, sizeof *d->high, cmp_ptrs);
+	kept = 0;
+	for (size_t i = 0; i < d->nhigh; i++)
+		if (!kept || d->high[i] != d->high[kept - 1])
+			d->high[kept++] = d->high[i];
+	d->nhigh = kept;
+	const char **hfit = realloc(d->high, (kept + 1) * sizeof *hfit);
+	if (hfit)
+		d->high = hfit;
+	free(high);
 	free(key);
 	return d;
 nomem:
+	free(high);
 	free(key);
 	prof_growth_digest_free(d);
 	return NULL;
@@ -584,8 +645,8 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 	if (n < 3)
 		return -EINVAL;
 	struct entry *es = NULL;
-	struct prof_wrapper_pair *pairs = NULL;
-	size_t nes = 0, cap = 0, np = 0;
+	struct prof_wrapper_stack *stacks = NULL;
+	size_t nes = 0, cap = 0, ns = 0;
 	int rc = -ENOMEM;
 	g->ndumps = n;
 	g->x = calloc(n, sizeof *g->x);
@@ -596,18 +657,33 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 	if (fold) {
 		/* the wrappers of the whole series, then each stack counts for
 		 * the wrapper's caller, as if pprof's -hide had taken the
-		 * wrapper out (a stack of the wrapper alone stays whole) */
-		for (size_t i = 0; i < n; i++)
-			np += ds[i]->npairs;
-		if (!(pairs = malloc((np + 1) * sizeof *pairs)))
-			goto out;
-		np = 0;
+		 * wrapper out (a stack of wrappers alone stays whole); each
+		 * dump's stacks kept once now and then, as a long series
+		 * repeats the same ones */
+		size_t scap = 0;
 		for (size_t i = 0; i < n; i++) {
-			memcpy(pairs + np, ds[i]->pairs, ds[i]->npairs * sizeof *pairs);
-			np += ds[i]->npairs;
+			size_t more = ds[i]->nrows + ds[i]->nhigh;
+			if (ns + more > scap &&
+			    (ns = prof_wrapper_stacks_unique(stacks, ns)) + more > scap / 2) {
+				size_t nc = 2 * (ns + more) + 1024;  /* room to repeat */
+				struct prof_wrapper_stack *nst = realloc(stacks, nc * sizeof *nst);
+				if (!nst)
+					goto out;
+				stacks = nst;
+				scap = nc;
+			}
+			for (size_t r = 0; r < ds[i]->nrows; r++)
+				stacks[ns++] = ds[i]->rows[r].w;
+			for (size_t h = 0; h < ds[i]->nhigh; h++)
+				stacks[ns++] = (struct prof_wrapper_stack){ .fn = { ds[i]->high[h] },
+									    .high = true };
 		}
-		if (prof_wrappers_find(pairs, np, &g->wrappers, &g->nwrappers))
+		rc = prof_wrappers_find(stacks, ns, &g->wrappers, &g->nwrappers);
+		free(stacks);
+		stacks = NULL;
+		if (rc)
 			goto out;
+		rc = -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ds[i]->sample > 1) {
@@ -636,9 +712,10 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 		}
 		for (size_t r = 0; r < d->nrows; r++) {
 			const struct digest_row *row = &d->rows[r];
-			const char *site = row->caller && g->nwrappers &&
-				prof_is_wrapper(g->wrappers, g->nwrappers, row->leaf_fn) ? row->caller : row->leaf;
-			es[nes++] = (struct entry){ site, i, row->v, row->var };
+			if (!row->valued)
+				continue;
+			size_t site = g->nwrappers ? prof_wrapper_site(g->wrappers, g->nwrappers, &row->w) : 0;
+			es[nes++] = (struct entry){ row->key[site], i, row->v, row->var };
 		}
 	}
 	const struct prof_growth_dump *a = ds[0], *z = ds[n - 1];
@@ -683,7 +760,7 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 		qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
 	rc = 0;
 out:
-	free(pairs);
+	free(stacks);
 	free(es);
 	if (rc)
 		prof_growth_release(g);
