@@ -107,6 +107,7 @@ struct fn {
 	bool pass;              /* this round: calls only layered functions */
 	bool shielded;          /* this round: every caller is pass */
 	bool wrapper;
+	bool called, only_wrappers;  /* while deciding: called, by wrappers only */
 	size_t callers;
 };
 
@@ -237,6 +238,7 @@ int prof_wrappers_find(struct prof_wrapper_stack *s, size_t n, struct prof_wrapp
 		       size_t *nout)
 {
 	struct prof_wrapper *w = NULL;
+	struct edge *sites = NULL;  /* (function, its site) */
 	size_t nw = 0;
 	struct graph g;
 	n = prof_wrapper_stacks_unique(s, n);
@@ -255,7 +257,8 @@ int prof_wrappers_find(struct prof_wrapper_stack *s, size_t n, struct prof_wrapp
 	/* the callers, counted past the wrappers above, the highest layer
 	 * first (whatever is above a function is in a higher layer or in
 	 * none) */
-	struct edge *sites = g.calls;  /* (function, its site): the calls are done */
+	if (!(sites = malloc((n * W + 1) * sizeof *sites)))
+		goto out;
 	for (int L = top; L >= 0; L--) {
 		size_t ns = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -273,8 +276,20 @@ int prof_wrappers_find(struct prof_wrapper_stack *s, size_t n, struct prof_wrapp
 		ns = unique_edges(sites, ns);
 		for (size_t e = 0; e < ns; e++)
 			fs[sites[e].a].callers++;
+		/* a function only wrappers call is one too, whatever its count
+		 * (the wrappers above it are what its stacks count for) */
+		for (size_t f = 0; f < nn; f++) {
+			fs[f].called = false;
+			fs[f].only_wrappers = true;
+		}
+		for (size_t e = 0; e < g.ne; e++) {
+			struct fn *b = &fs[g.calls[e].b];
+			b->called = true;
+			b->only_wrappers &= fs[g.calls[e].a].wrapper;
+		}
 		for (size_t f = 0; f < nn; f++)
-			if (fs[f].layer == L && fs[f].callers >= PROF_WRAPPER_MIN_CALLERS) {
+			if (fs[f].layer == L && (fs[f].callers >= PROF_WRAPPER_MIN_CALLERS ||
+						 (fs[f].called && fs[f].only_wrappers))) {
 				fs[f].wrapper = true;
 				nw++;
 			}
@@ -296,6 +311,7 @@ int prof_wrappers_find(struct prof_wrapper_stack *s, size_t n, struct prof_wrapp
 	*nout = nw;
 	rc = 0;
 out:
+	free(sites);
 	graph_release(&g);
 	return rc;
 }

@@ -9,18 +9,18 @@
  * names; a frame with no name is never a wrapper):
  *   - a function that is, in every stack, the frame that called the
  *     allocator may be a wrapper;
- *   - so may a function that only ever calls the allocator or such
- *     functions, when one of them is called by nothing but functions of
- *     that kind: a wrapper behind which sits a helper of its own (redis'
- *     zmalloc -> ztrymalloc_usable_internal, inlined or not), up to
+ *   - so may a function that calls nothing but the allocator and such
+ *     functions, when one of those is called by nothing but functions
+ *     like it: a chain of wrappers (redis' zmalloc over the helper
+ *     ztrymalloc_usable_internal, inlined or not), at most
  *     PROF_WRAPPER_CHAIN of them one above another;
- *   - either is a wrapper when the stacks through it reach at least
- *     PROF_WRAPPER_MIN_CALLERS different callers that are not wrappers
- *     themselves (counted past the wrappers above it, so the helper a
- *     wrapper calls counts the wrapper's callers).
+ *   - either is a wrapper when its stacks reach at least
+ *     PROF_WRAPPER_MIN_CALLERS different callers, counted past the
+ *     wrappers above it (the helper under a wrapper counts the wrapper's
+ *     callers), or when only wrappers call it.
  * A helper with one or two callers stays a site of its own, and so does
- * a function that calls a wrapper any other function calls too (a
- * constructor that calls zmalloc).
+ * a function over a wrapper that other code calls too (a constructor
+ * that calls zmalloc, beside the rest of the program).
  */
 #ifndef HEAPTRAIL_ANALYZE_WRAPPERS_H
 #define HEAPTRAIL_ANALYZE_WRAPPERS_H

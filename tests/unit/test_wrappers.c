@@ -12,6 +12,10 @@
  *             functions), list_create and create_client, which also
  *             calls list_create: zmalloc (3 callers) only; create_object
  *             stays a site, as zmalloc has a caller that does more
+ *   helper    zrealloc called by three functions, and when it has no
+ *             block to grow, by way of try_malloc, which only it calls,
+ *             from one of them: both (try_malloc with its 1 caller:
+ *             only a wrapper calls it)
  *   deep      four functions one above another, each called only by
  *             the next, the last by three: longer than
  *             PROF_WRAPPER_CHAIN, nothing folds
@@ -141,6 +145,13 @@ int main(void)
 	add(&t, "zmalloc;list_create;create_client;accept;main");
 	add(&t, "zmalloc;list_create;init_server;main;_start");
 	expect("ctor", &t, "zmalloc/3");
+
+	memset(&t, 0, sizeof t);
+	add(&t, "zrealloc;rax_insert;acl_init;main;_start");
+	add(&t, "zrealloc;split_args;load_config;main;_start");
+	add(&t, "zrealloc;sds_grow;append;main;_start");
+	add(&t, "try_malloc;zrealloc;split_args;load_config;main");
+	expect("helper", &t, "try_malloc/1,zrealloc/3");
 
 	memset(&t, 0, sizeof t);
 	add(&t, "a0;a1;a2;a3;s1;main");
