@@ -323,15 +323,20 @@ static int cmp_sites(const void *a, const void *b)
 }
 
 /* A dump's stacks that start with the same frames: the first frames as
- * wrappers.h takes them (owned function names), each one's site key (by
- * function or by line), and their value; valued: a stack of them has a
- * value (the others count for wrappers only). */
+ * wrappers.h takes them (owned function names) and their value; valued:
+ * a stack of them has a value (the others count for wrappers only). */
 struct digest_row {
 	struct prof_wrapper_stack w;
-	const char *key[PROF_WRAPPER_CHAIN + 1];
 	int64_t v;
 	double var;
 	bool valued;
+};
+
+/* ... and each frame's site key, while a digest is made (by line, the
+ * keys are kept beside the rows; by function, they are w's names) */
+struct wide_row {
+	struct digest_row r;
+	const char *key[PROF_WRAPPER_CHAIN + 1];
 };
 
 struct prof_growth_dump {
@@ -340,6 +345,7 @@ struct prof_growth_dump {
 	uint64_t sample;
 	struct digest_row *rows;
 	size_t nrows;
+	const char **keys;              /* by line: PROF_WRAPPER_CHAIN + 1 per row */
 	const char **high;              /* wrappers.h's high functions */
 	size_t nhigh;
 	char **strs;                    /* the strings above, owned */
@@ -490,15 +496,15 @@ static const char *own(struct prof_growth_dump *d, const char *s)
 
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct digest_row *x = a, *y = b;
+	const struct wide_row *x = a, *y = b;
 	/* owned strings: one pointer per string */
 	for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++) {
-		if (x->w.fn[k] != y->w.fn[k])
-			return x->w.fn[k] < y->w.fn[k] ? -1 : 1;
+		if (x->r.w.fn[k] != y->r.w.fn[k])
+			return x->r.w.fn[k] < y->r.w.fn[k] ? -1 : 1;
 		if (x->key[k] != y->key[k])
 			return x->key[k] < y->key[k] ? -1 : 1;
 	}
-	return (x->w.unnamed > y->w.unnamed) - (x->w.unnamed < y->w.unnamed);
+	return (x->r.w.unnamed > y->r.w.unnamed) - (x->r.w.unnamed < y->r.w.unnamed);
 }
 
 static int cmp_ptrs(const void *a, const void *b)
@@ -515,6 +521,7 @@ void prof_growth_digest_free(struct prof_growth_dump *d)
 		free(d->strs[i]);
 	free(d->strs);
 	free(d->rows);
+	free(d->keys);
 	free(d->high);
 	free(d);
 }
@@ -524,6 +531,7 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 	struct prof_growth_dump *d = calloc(1, sizeof *d);
 	const char **key = calloc(p->nframes + 1, sizeof *key);
 	bool *high = NULL;
+	struct wide_row *wide = NULL;
 	if (!d || !key)
 		goto nomem;
 	d->ms = p->ms;
@@ -543,66 +551,80 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 	/* the stacks' values per first frames, as a table's flat rows are
 	 * per leaf (a stack with no frame counts for no site); every stack
 	 * is kept for wrappers.h, valued or not */
-	d->rows = malloc((p->nsamples + 1) * sizeof *d->rows);
+	size_t nw = 0;
+	wide = malloc((p->nsamples + 1) * sizeof *wide);
 	high = calloc(p->nframes + 1, sizeof *high);
-	if (!d->rows || !high)
+	if (!wide || !high)
 		goto nomem;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
 		if (!s->nframes)
 			continue;
-		struct digest_row *r = &d->rows[d->nrows++];
-		*r = (struct digest_row){ .v = s->v[v], .var = s->var[v], .valued = s->v[v] != 0 };
+		struct wide_row *r = &wide[nw++];
+		*r = (struct wide_row){ .r = { .v = s->v[v], .var = s->var[v], .valued = s->v[v] != 0 } };
 		uint32_t at[PROF_WRAPPER_CHAIN + 1];
-		prof_wrapper_stack_of(p, s, &r->w, at);
-		if (r->w.fn[PROF_WRAPPER_CHAIN])
+		prof_wrapper_stack_of(p, s, &r->r.w, at);
+		if (r->r.w.fn[PROF_WRAPPER_CHAIN])
 			for (uint32_t k = at[PROF_WRAPPER_CHAIN] + 1; k < s->nframes; k++)
 				high[s->frames[k]] = true;
-		for (int k = 0; k <= PROF_WRAPPER_CHAIN && r->w.fn[k]; k++) {
-			if (!(r->w.fn[k] = own(d, r->w.fn[k])))
+		for (int k = 0; k <= PROF_WRAPPER_CHAIN && r->r.w.fn[k]; k++) {
+			if (!(r->r.w.fn[k] = own(d, r->r.w.fn[k])))
 				goto nomem;
 			r->key[k] = key[s->frames[at[k]]];
 		}
 	}
 	/* what cannot matter to wrappers.h cut off (the frames cut are high
 	 * ones), so that stacks with the same first frames are one row */
-	const char **cut = malloc((d->nrows * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *cut);
-	struct prof_wrapper_stack *ws = malloc((d->nrows + 1) * sizeof *ws);
+	const char **cut = malloc((nw * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *cut);
+	struct prof_wrapper_stack *ws = malloc((nw + 1) * sizeof *ws);
 	size_t ncut = 0;
 	if (!cut || !ws) {
 		free(cut);
 		free(ws);
 		goto nomem;
 	}
-	for (size_t i = 0; i < d->nrows; i++)
-		ws[i] = d->rows[i].w;
-	int trc = prof_wrapper_trim(ws, d->nrows, cut, &ncut);
-	for (size_t i = 0; !trc && i < d->nrows; i++) {
-		d->rows[i].w = ws[i];
+	for (size_t i = 0; i < nw; i++)
+		ws[i] = wide[i].r.w;
+	int trc = prof_wrapper_trim(ws, nw, cut, &ncut);
+	for (size_t i = 0; !trc && i < nw; i++) {
+		wide[i].r.w = ws[i];
 		for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++)
 			if (!ws[i].fn[k])
-				d->rows[i].key[k] = NULL;
+				wide[i].key[k] = NULL;
 	}
 	free(ws);
 	if (trc) {
 		free(cut);
 		goto nomem;
 	}
-	qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
+	qsort(wide, nw, sizeof *wide, cmp_rows);
 	size_t kept = 0;
-	for (size_t i = 0; i < d->nrows; i++) {
-		if (kept && !cmp_rows(&d->rows[i], &d->rows[kept - 1])) {
-			d->rows[kept - 1].v += d->rows[i].v;
-			d->rows[kept - 1].var += d->rows[i].var;
-			d->rows[kept - 1].valued |= d->rows[i].valued;
+	for (size_t i = 0; i < nw; i++) {
+		struct digest_row *r = &wide[i].r, *last = kept ? &wide[kept - 1].r : NULL;
+		if (last && !cmp_rows(&wide[i], &wide[kept - 1])) {
+			last->v += r->v;
+			last->var += r->var;
+			last->valued |= r->valued;
 		} else {
-			d->rows[kept++] = d->rows[i];
+			wide[kept++] = wide[i];
 		}
 	}
+	/* a series holds many digests: no slack, and by function no keys */
+	d->rows = malloc((kept + 1) * sizeof *d->rows);
+	if (lines)
+		d->keys = malloc((kept * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *d->keys);
+	if (!d->rows || (lines && !d->keys)) {
+		free(cut);
+		goto nomem;
+	}
 	d->nrows = kept;
-	struct digest_row *fit = realloc(d->rows, (kept + 1) * sizeof *fit);
-	if (fit)
-		d->rows = fit;  /* a series holds many digests: no slack */
+	for (size_t i = 0; i < kept; i++) {
+		d->rows[i] = wide[i].r;
+		if (lines)
+			memcpy(&d->keys[i * (PROF_WRAPPER_CHAIN + 1)], wide[i].key, sizeof wide[i].key);
+	}
+	free(wide);
+	wide = NULL;
 	/* the functions seen above the rows' frames, for wrappers.h */
 	size_t nh = ncut;
 	for (size_t f = 0; f < p->nframes; f++)
@@ -630,6 +652,7 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 	free(key);
 	return d;
 nomem:
+	free(wide);
 	free(high);
 	free(key);
 	prof_growth_digest_free(d);
@@ -715,7 +738,9 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 			if (!row->valued)
 				continue;
 			size_t site = g->nwrappers ? prof_wrapper_site(g->wrappers, g->nwrappers, &row->w) : 0;
-			es[nes++] = (struct entry){ row->key[site], i, row->v, row->var };
+			const char *name = d->keys ? d->keys[r * (PROF_WRAPPER_CHAIN + 1) + site]
+				: row->w.fn[site];
+			es[nes++] = (struct entry){ name, i, row->v, row->var };
 		}
 	}
 	const struct prof_growth_dump *a = ds[0], *z = ds[n - 1];
