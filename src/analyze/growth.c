@@ -369,14 +369,21 @@ static int cmp_sites(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* One (allocator caller, its caller) pair of a dump's stacks: the site
- * the pair's stacks count for (leaf, or caller when leaf is a wrapper
- * folded), keyed by function or by line, and their value. */
+/* A dump's stacks that start with the same frames: the first frames as
+ * wrappers.h takes them (owned function names) and their value; valued:
+ * a stack of them has a value (the others count for wrappers only). */
 struct digest_row {
-	const char *leaf, *caller;      /* site keys; caller NULL: no caller */
-	const char *leaf_fn;            /* the leaf's function, for folding */
+	struct prof_wrapper_stack w;
 	int64_t v;
 	double var;
+	bool valued;
+};
+
+/* ... and each frame's site key, while a digest is made (by line, the
+ * keys are kept beside the rows; by function, they are w's names) */
+struct wide_row {
+	struct digest_row r;
+	const char *key[PROF_WRAPPER_CHAIN + 1];
 };
 
 struct prof_growth_dump {
@@ -385,8 +392,9 @@ struct prof_growth_dump {
 	uint64_t sample;
 	struct digest_row *rows;
 	size_t nrows;
-	struct prof_wrapper_pair *pairs;
-	size_t npairs;
+	const char **keys;              /* by line: PROF_WRAPPER_CHAIN + 1 per row */
+	const char **high;              /* wrappers.h's high functions */
+	size_t nhigh;
 	char **strs;                    /* the strings above, owned */
 	size_t nstrs, strcap;
 };
@@ -535,11 +543,21 @@ static const char *own(struct prof_growth_dump *d, const char *s)
 
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct digest_row *x = a, *y = b;
+	const struct wide_row *x = a, *y = b;
 	/* owned strings: one pointer per string */
-	if (x->leaf != y->leaf)
-		return x->leaf < y->leaf ? -1 : 1;
-	return x->caller < y->caller ? -1 : x->caller > y->caller;
+	for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++) {
+		if (x->r.w.fn[k] != y->r.w.fn[k])
+			return x->r.w.fn[k] < y->r.w.fn[k] ? -1 : 1;
+		if (x->key[k] != y->key[k])
+			return x->key[k] < y->key[k] ? -1 : 1;
+	}
+	return (x->r.w.unnamed > y->r.w.unnamed) - (x->r.w.unnamed < y->r.w.unnamed);
+}
+
+static int cmp_ptrs(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	return x < y ? -1 : x > y;
 }
 
 void prof_growth_digest_free(struct prof_growth_dump *d)
@@ -550,7 +568,8 @@ void prof_growth_digest_free(struct prof_growth_dump *d)
 		free(d->strs[i]);
 	free(d->strs);
 	free(d->rows);
-	free(d->pairs);
+	free(d->keys);
+	free(d->high);
 	free(d);
 }
 
@@ -558,6 +577,8 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 {
 	struct prof_growth_dump *d = calloc(1, sizeof *d);
 	const char **key = calloc(p->nframes + 1, sizeof *key);
+	bool *high = NULL;
+	struct wide_row *wide = NULL;
 	if (!d || !key)
 		goto nomem;
 	d->ms = p->ms;
@@ -574,49 +595,112 @@ struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v,
 		if (!(key[f] = own(d, prof_frame_name(&p->frames[f], lines, buf, sizeof buf))))
 			goto nomem;
 	}
-	/* the stacks' values per (leaf, caller) pair, as a table's flat
-	 * rows are per leaf (a stack with no frame counts for no site) */
-	d->rows = malloc((p->nsamples + 1) * sizeof *d->rows);
-	if (!d->rows)
+	/* the stacks' values per first frames, as a table's flat rows are
+	 * per leaf (a stack with no frame counts for no site); every stack
+	 * is kept for wrappers.h, valued or not */
+	size_t nw = 0;
+	wide = malloc((p->nsamples + 1) * sizeof *wide);
+	high = calloc(p->nframes + 1, sizeof *high);
+	if (!wide || !high)
 		goto nomem;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
-		if (!s->nframes || !s->v[v])
+		if (!s->nframes)
 			continue;
-		const char *fn = own(d, p->frames[s->frames[0]].function);
-		if (!fn)
-			goto nomem;
-		d->rows[d->nrows++] = (struct digest_row){ key[s->frames[0]],
-			s->nframes > 1 ? key[s->frames[1]] : NULL, fn, s->v[v], s->var[v] };
-	}
-	qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
-	size_t kept = 0;
-	for (size_t i = 0; i < d->nrows; i++) {
-		if (kept && !cmp_rows(&d->rows[i], &d->rows[kept - 1])) {
-			d->rows[kept - 1].v += d->rows[i].v;
-			d->rows[kept - 1].var += d->rows[i].var;
-		} else {
-			d->rows[kept++] = d->rows[i];
+		struct wide_row *r = &wide[nw++];
+		*r = (struct wide_row){ .r = { .v = s->v[v], .var = s->var[v], .valued = s->v[v] != 0 } };
+		uint32_t at[PROF_WRAPPER_CHAIN + 1];
+		prof_wrapper_stack_of(p, s, &r->r.w, at);
+		if (r->r.w.fn[PROF_WRAPPER_CHAIN])
+			for (uint32_t k = at[PROF_WRAPPER_CHAIN] + 1; k < s->nframes; k++)
+				high[s->frames[k]] = true;
+		for (int k = 0; k <= PROF_WRAPPER_CHAIN && r->r.w.fn[k]; k++) {
+			if (!(r->r.w.fn[k] = own(d, r->r.w.fn[k])))
+				goto nomem;
+			r->key[k] = key[s->frames[at[k]]];
 		}
 	}
-	d->nrows = kept;
-	struct digest_row *fit = realloc(d->rows, (kept + 1) * sizeof *fit);
-	if (fit)
-		d->rows = fit;  /* a series holds many digests: no slack */
-	/* what wrappers.h needs, the strings made d's */
-	if (prof_wrapper_pairs(p, &d->pairs, &d->npairs))
+	/* what cannot matter to wrappers.h cut off (the frames cut are high
+	 * ones), so that stacks with the same first frames are one row */
+	const char **cut = malloc((nw * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *cut);
+	struct prof_wrapper_stack *ws = malloc((nw + 1) * sizeof *ws);
+	size_t ncut = 0;
+	if (!cut || !ws) {
+		free(cut);
+		free(ws);
 		goto nomem;
-	struct prof_wrapper_pair *pfit = realloc(d->pairs, (d->npairs + 1) * sizeof *pfit);
-	if (pfit)
-		d->pairs = pfit;
-	for (size_t i = 0; i < d->npairs; i++) {
-		struct prof_wrapper_pair *w = &d->pairs[i];
-		if (!(w->leaf = own(d, w->leaf)) || (w->caller && !(w->caller = own(d, w->caller))))
-			goto nomem;
 	}
+	for (size_t i = 0; i < nw; i++)
+		ws[i] = wide[i].r.w;
+	int trc = prof_wrapper_trim(ws, nw, cut, &ncut);
+	for (size_t i = 0; !trc && i < nw; i++) {
+		wide[i].r.w = ws[i];
+		for (int k = 0; k <= PROF_WRAPPER_CHAIN; k++)
+			if (!ws[i].fn[k])
+				wide[i].key[k] = NULL;
+	}
+	free(ws);
+	if (trc) {
+		free(cut);
+		goto nomem;
+	}
+	qsort(wide, nw, sizeof *wide, cmp_rows);
+	size_t kept = 0;
+	for (size_t i = 0; i < nw; i++) {
+		struct digest_row *r = &wide[i].r, *last = kept ? &wide[kept - 1].r : NULL;
+		if (last && !cmp_rows(&wide[i], &wide[kept - 1])) {
+			last->v += r->v;
+			last->var += r->var;
+			last->valued |= r->valued;
+		} else {
+			wide[kept++] = wide[i];
+		}
+	}
+	/* a series holds many digests: no slack, and by function no keys */
+	d->rows = malloc((kept + 1) * sizeof *d->rows);
+	if (lines)
+		d->keys = malloc((kept * (PROF_WRAPPER_CHAIN + 1) + 1) * sizeof *d->keys);
+	if (!d->rows || (lines && !d->keys)) {
+		free(cut);
+		goto nomem;
+	}
+	d->nrows = kept;
+	for (size_t i = 0; i < kept; i++) {
+		d->rows[i] = wide[i].r;
+		if (lines)
+			memcpy(&d->keys[i * (PROF_WRAPPER_CHAIN + 1)], wide[i].key, sizeof wide[i].key);
+	}
+	free(wide);
+	wide = NULL;
+	/* the functions seen above the rows' frames, for wrappers.h */
+	size_t nh = ncut;
+	for (size_t f = 0; f < p->nframes; f++)
+		nh += high[f];
+	d->high = malloc((nh + 1) * sizeof *d->high);
+	if (d->high)
+		memcpy(d->high, cut, ncut * sizeof *cut);
+	free(cut);
+	if (!d->high)
+		goto nomem;
+	d->nhigh = ncut;
+	for (size_t f = 0; f < p->nframes; f++)
+		if (high[f] && !(d->high[d->nhigh++] = own(d, p->frames[f].function)))
+			goto nomem;
+	qsort(d->high, d->nhigh, sizeof *d->high, cmp_ptrs);
+	kept = 0;
+	for (size_t i = 0; i < d->nhigh; i++)
+		if (!kept || d->high[i] != d->high[kept - 1])
+			d->high[kept++] = d->high[i];
+	d->nhigh = kept;
+	const char **hfit = realloc(d->high, (kept + 1) * sizeof *hfit);
+	if (hfit)
+		d->high = hfit;
+	free(high);
 	free(key);
 	return d;
 nomem:
+	free(wide);
+	free(high);
 	free(key);
 	prof_growth_digest_free(d);
 	return NULL;
@@ -631,8 +715,8 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 	if (n < 3)
 		return -EINVAL;
 	struct entry *es = NULL;
-	struct prof_wrapper_pair *pairs = NULL;
-	size_t nes = 0, cap = 0, np = 0;
+	struct prof_wrapper_stack *stacks = NULL;
+	size_t nes = 0, cap = 0, ns = 0;
 	int rc = -ENOMEM;
 	g->ndumps = n;
 	g->x = calloc(n, sizeof *g->x);
@@ -643,18 +727,33 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 	if (fold) {
 		/* the wrappers of the whole series, then each stack counts for
 		 * the wrapper's caller, as if pprof's -hide had taken the
-		 * wrapper out (a stack of the wrapper alone stays whole) */
-		for (size_t i = 0; i < n; i++)
-			np += ds[i]->npairs;
-		if (!(pairs = malloc((np + 1) * sizeof *pairs)))
-			goto out;
-		np = 0;
+		 * wrapper out (a stack of wrappers alone stays whole); each
+		 * dump's stacks kept once now and then, as a long series
+		 * repeats the same ones */
+		size_t scap = 0;
 		for (size_t i = 0; i < n; i++) {
-			memcpy(pairs + np, ds[i]->pairs, ds[i]->npairs * sizeof *pairs);
-			np += ds[i]->npairs;
+			size_t more = ds[i]->nrows + ds[i]->nhigh;
+			if (ns + more > scap &&
+			    (ns = prof_wrapper_stacks_unique(stacks, ns)) + more > scap / 2) {
+				size_t nc = 2 * (ns + more) + 1024;  /* room to repeat */
+				struct prof_wrapper_stack *nst = realloc(stacks, nc * sizeof *nst);
+				if (!nst)
+					goto out;
+				stacks = nst;
+				scap = nc;
+			}
+			for (size_t r = 0; r < ds[i]->nrows; r++)
+				stacks[ns++] = ds[i]->rows[r].w;
+			for (size_t h = 0; h < ds[i]->nhigh; h++)
+				stacks[ns++] = (struct prof_wrapper_stack){ .fn = { ds[i]->high[h] },
+									    .high = true };
 		}
-		if (prof_wrappers_find(pairs, np, &g->wrappers, &g->nwrappers))
+		rc = prof_wrappers_find(stacks, ns, &g->wrappers, &g->nwrappers);
+		free(stacks);
+		stacks = NULL;
+		if (rc)
 			goto out;
+		rc = -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ds[i]->sample > 1) {
@@ -683,9 +782,12 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 		}
 		for (size_t r = 0; r < d->nrows; r++) {
 			const struct digest_row *row = &d->rows[r];
-			const char *site = row->caller && g->nwrappers &&
-				prof_is_wrapper(g->wrappers, g->nwrappers, row->leaf_fn) ? row->caller : row->leaf;
-			es[nes++] = (struct entry){ site, i, row->v, row->var };
+			if (!row->valued)
+				continue;
+			size_t site = g->nwrappers ? prof_wrapper_site(g->wrappers, g->nwrappers, &row->w) : 0;
+			const char *name = d->keys ? d->keys[r * (PROF_WRAPPER_CHAIN + 1) + site]
+				: row->w.fn[site];
+			es[nes++] = (struct entry){ name, i, row->v, row->var };
 		}
 	}
 	const struct prof_growth_dump *a = ds[0], *z = ds[n - 1];
@@ -730,7 +832,7 @@ int prof_growth_compute_digests(struct prof_growth *g, struct prof_growth_dump *
 		qsort(g->sites, g->nsites, sizeof *g->sites, cmp_sites);
 	rc = 0;
 out:
-	free(pairs);
+	free(stacks);
 	free(es);
 	if (rc)
 		prof_growth_release(g);

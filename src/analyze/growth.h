@@ -181,10 +181,10 @@ int prof_growth_fold_compute(struct prof_growth *g, const struct prof_profile *p
 			     int v, bool lines);
 
 /* What the fit needs of one dump (its times and totals, and its stacks'
- * value on v per pair of allocator caller and its caller, sites keyed by
- * function or by line), so a long series can be fitted without holding
- * every dump: digest each as it is read, release it, fit the digests.
- * NULL when out of memory. */
+ * value on v per their first frames, as wrappers.h takes them and cut
+ * where no wrapper can be, sites keyed by function or by line), so a
+ * long series can be fitted without holding every dump: digest each as
+ * it is read, release it, fit the digests. NULL when out of memory. */
 struct prof_growth_dump;
 struct prof_growth_dump *prof_growth_digest(const struct prof_profile *p, int v, bool lines);
 void prof_growth_digest_free(struct prof_growth_dump *d);

@@ -627,8 +627,8 @@ void render_growth_wrappers(FILE *out, const struct prof_growth *g)
 		n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "it as a site" : "them as sites");
 	/* the first 10 by name; a generated program can have hundreds */
 	for (size_t i = 0; i < n && i < 10; i++)
-		fprintf(out, "%s%s (%zu callers)", i ? ", " : "", g->wrappers[i].name,
-			g->wrappers[i].callers);
+		fprintf(out, "%s%s (%zu caller%s)", i ? ", " : "", g->wrappers[i].name,
+			g->wrappers[i].callers, g->wrappers[i].callers == 1 ? "" : "s");
 	if (n > 10)
 		fprintf(out, " and %zu more", n - 10);
 	fputc('\n', out);

@@ -11,6 +11,16 @@
  *                   build_index (once, 8 nodes kept) and leak_nodes
  *                   (2 nodes each step, never freed: a second leak)
  *
+ * and a chain of wrappers, as redis' zmalloc and zcalloc over the helper
+ * ztrymalloc_usable: inner_alloc calls malloc and nothing else, and only
+ * outer_alloc and outer_zalloc call it; each of those calls inner_alloc
+ * and nothing else, and three functions call both:
+ *   leak_chain      outer_alloc(8 KiB) and outer_zalloc(4 KiB) each
+ *                   step, never freed: a third leak
+ *   chain_scratch   outer_alloc(16 KiB) and outer_zalloc(16 KiB) each
+ *                   step, freed in the same step
+ *   chain_config    outer_alloc(2 KiB) and outer_zalloc(2 KiB) once, kept
+ *
  * STEPS steps (the first argument, default 20) of STEP_MS (20 ms) each.
  * Everything is freed at exit.
  */
@@ -24,7 +34,7 @@
 #define STEP_MS 20
 #define MAX_STEPS 1000
 
-static void *kept[4 * MAX_STEPS + 64];
+static void *kept[6 * MAX_STEPS + 64];
 static size_t nkept;
 
 static NOINLINE void *xalloc(size_t n)
@@ -42,6 +52,46 @@ static NOINLINE void *make_node(void)
 	if (!p)
 		abort();
 	return p;
+}
+
+static NOINLINE void *inner_alloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		abort();
+	return p;
+}
+
+static NOINLINE void *outer_alloc(size_t n)
+{
+	void *p = inner_alloc(n);
+	memset(p, 2, 1);
+	return p;
+}
+
+static NOINLINE void *outer_zalloc(size_t n)
+{
+	void *p = inner_alloc(n);
+	memset(p, 0, n);
+	return p;
+}
+
+static NOINLINE void leak_chain(void)
+{
+	kept[nkept++] = outer_alloc(8 * KIB);
+	kept[nkept++] = outer_zalloc(4 * KIB);
+}
+
+static NOINLINE void chain_scratch(void)
+{
+	free(outer_alloc(16 * KIB));
+	free(outer_zalloc(16 * KIB));
+}
+
+static NOINLINE void chain_config(void)
+{
+	kept[nkept++] = outer_alloc(2 * KIB);
+	kept[nkept++] = outer_zalloc(2 * KIB);
 }
 
 static NOINLINE void leak_requests(void) { kept[nkept++] = xalloc(16 * KIB); }
@@ -67,12 +117,15 @@ int main(int argc, char **argv)
 	if (steps < 1 || steps > MAX_STEPS)
 		steps = 20;
 	parse_config();
+	chain_config();
 	build_index();
 	for (int s = 0; s < steps; s++) {
 		leak_requests();
 		cache_fill(s);
 		scratch();
 		leak_nodes();
+		leak_chain();
+		chain_scratch();
 		struct timespec ts = { 0, STEP_MS * 1000000L };
 		while (nanosleep(&ts, &ts))
 			;

@@ -2,14 +2,19 @@
 
     growth:wrappers  tests/progs/wrapper_sites.c (xalloc, called by
                      four functions, calls only malloc; make_node, called
-                     by two, too) run exact with dumps every 50 ms: growth
-                     ranks leak_requests (16 KiB a step through xalloc)
-                     and make_node (2 KiB a step) growing and nothing
-                     else, names no xalloc row, calls cache_fill "grew,
+                     by two, too; the chain outer_alloc and outer_zalloc,
+                     each called by three functions, over inner_alloc,
+                     which only they call and which calls only malloc)
+                     run exact with dumps every 50 ms: growth ranks
+                     leak_requests (16 KiB a step through xalloc),
+                     leak_chain (12 KiB a step through the chain) and
+                     make_node (2 KiB a step) growing and nothing else,
+                     names no row of a wrapper, calls cache_fill "grew,
                      then flat", and says under the table that it folded
-                     xalloc (4 callers); with --keep-wrappers xalloc is the
-                     growing site in leak_requests' place and nothing is
-                     said folded
+                     the four wrappers, each with its callers in the
+                     program; with --keep-wrappers xalloc and inner_alloc
+                     are the growing sites in their callers' place and
+                     nothing is said folded
 """
 import os
 
@@ -19,8 +24,14 @@ from run_tests import Failure
 import common
 import test_top
 
-FOLDED = ("folded 1 allocation wrapper into its callers (--keep-wrappers shows it as a "
-          "site): xalloc (4 callers)")
+# from the program: xalloc's callers are leak_requests, cache_fill,
+# scratch and parse_config; outer_alloc's and outer_zalloc's are
+# leak_chain, chain_scratch and chain_config, and so are inner_alloc's
+# once the two wrappers that call it are folded
+FOLDED = ("folded 4 allocation wrappers into their callers (--keep-wrappers shows them as "
+          "sites): inner_alloc (3 callers), outer_alloc (3 callers), outer_zalloc (3 callers), "
+          "xalloc (4 callers)")
+WRAPPERS = ("xalloc", "inner_alloc", "outer_alloc", "outer_zalloc")
 
 
 def rows_of(text):
@@ -45,15 +56,24 @@ def test_wrappers(suite):
     _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", out])
     details.append(text)
     rows, ranked = rows_of(text)
-    if ranked != ["leak_requests", "make_node"]:
-        problems.append("growing sites %s, expected leak_requests then make_node" % ranked)
+    # the leaks, fastest first, as the program makes them: 16, 12 and 2 KiB a step
+    if ranked != ["leak_requests", "leak_chain", "make_node"]:
+        problems.append("growing sites %s, expected leak_requests, leak_chain, make_node" %
+                        ranked)
     if "leak_requests" in rows:
         # 16 KiB every 20 ms of sleep (plus the loop's own time)
         slope = int(rows["leak_requests"].group(3))
         if not 0.5 * 819200 <= slope <= 1.1 * 819200:
             problems.append("leak_requests grows %d B/s, the program at most 819200" % slope)
-    if "xalloc" in rows:
-        problems.append("xalloc is a site of its own")
+    for w in WRAPPERS:
+        if w in rows:
+            problems.append("%s is a site of its own" % w)
+    if "leak_chain" in rows and "leak_requests" in rows:
+        # 12 KiB a step against 16 KiB a step, over the same steps
+        ratio = int(rows["leak_chain"].group(3)) / max(1, int(rows["leak_requests"].group(3)))
+        if not 0.7 <= ratio <= 0.8:
+            problems.append("leak_chain grows %.2f times as fast as leak_requests, the "
+                            "program 0.75" % ratio)
     got = rows["cache_fill"].group(2) if "cache_fill" in rows else None
     if got != "grew, then flat":
         problems.append("cache_fill is %r, expected 'grew, then flat'" % got)
@@ -62,9 +82,9 @@ def test_wrappers(suite):
     _, text, _ = test_top.heaptrail(suite, ["growth", "--bytes", "--keep-wrappers", out])
     details.append(text)
     rows, ranked = rows_of(text)
-    if ranked != ["xalloc", "make_node"]:
-        problems.append("--keep-wrappers: growing sites %s, expected xalloc then make_node" %
-                        ranked)
+    if ranked != ["xalloc", "inner_alloc", "make_node"]:
+        problems.append("--keep-wrappers: growing sites %s, expected xalloc, inner_alloc, "
+                        "make_node" % ranked)
     if "folded" in text:
         problems.append("--keep-wrappers still says it folded something")
     return problems, details
