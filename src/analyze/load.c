@@ -335,8 +335,11 @@ int prof_profile_load(struct prof_profile *p, const char *path,
 	p->ms = d.ms;
 	p->unix_ms = d.unix_ms;
 	p->agent_bytes = d.agent_bytes;
-	p->rss = d.rss;
-	p->heap_in_use = d.heap_in_use;
+	/* the process's resident set and the allocator's count of its heap
+	 * are the whole process's: against one pool's blocks (--pool) they
+	 * would call the rest of the heap memory not seen */
+	p->rss = o->pool ? 0 : d.rss;
+	p->heap_in_use = o->pool ? 0 : d.heap_in_use;
 	if (d.exe_real && d.exe_started) {
 		p->exe_real = prof_build_intern(p, d.exe_real, &oom);
 		p->exe_shown = prof_build_intern(p, base_name(d.exe_started), &oom);

@@ -33,6 +33,14 @@ annotated with valgrind's own client requests, built against valgrind's
                      has (it used to print "0 B -> 0 B" and exit 0); with
                      request, made at start, it exits 0 and says nothing
                      of absent pools; `growth --help` lists --pool
+    pools:growth-subset  tests/progs/pool_beside.c under `--sample 1
+                     --interval 256k`: a pool that gains 4 KiB a step
+                     beside 256 KiB a step of plain malloc: `growth --pool
+                     slow` and `top --pool slow` rank the pool's chunks and
+                     say nothing of memory not seen (the allocator's count
+                     and the resident set are the whole process's; before,
+                     growth called 9 MiB "memory it does not see"), while
+                     `growth` without --pool still sees the whole heap grow
     pools:misuse     tests/progs/pools_misuse.c: the API called
                      wrongly (unknown pools and chunks, NULL anchors, a
                      2^63-byte chunk, a 1,000-byte name, double frees and
@@ -50,6 +58,7 @@ import threading
 
 import run_tests as rt
 from run_tests import Failure, Skip
+import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -390,9 +399,39 @@ def test_growth_names(suite):
     return problems, details
 
 
+def test_growth_subset(suite):
+    work = os.path.join(suite.build, "e2e", "analyze", "pool_beside")
+    prog = common.built_once(suite, os.path.join(ROOT, "tests", "progs", "pool_beside.c"),
+                             os.path.join(work, "pool_beside"),
+                             ["-g", "-O1", "-I", os.path.join(ROOT, "include"),
+                              "-I", os.path.join(ROOT, "include", "heaptrail", "compat")])
+    out = rt.fresh_dir(os.path.join(work, "growth-subset"))
+    rc, _, err = rt.run([suite.heaptrail, "run", "-q", "-o", out, "--sample", "1",
+                         "--interval", "256k", "--", prog], cwd=work)
+    if rc != 0:
+        raise Failure("heaptrail run: status %d: %s" % (rc, rt.short(err)))
+    problems, details = [], []
+    last = sorted(f for f in os.listdir(out) if f.endswith(".heap"))[-1]
+    for args in (["growth", "--pool", "slow", out],
+                 ["top", "--pool", "slow", os.path.join(out, last)]):
+        rc, text, err = rt.run([suite.heaptrail] + args)
+        text = text.decode(errors="replace")
+        details.append(" ".join(args[:3]) + ":\n" + text)
+        if rc != 0 or "not see" in text or "main" not in text:
+            problems.append("%s: status %d, want main ranked and no word of memory not seen: %s"
+                            % (" ".join(args[:3]), rc, text[-400:]))
+    rc, text, _ = rt.run([suite.heaptrail, "growth", out])
+    m = re.search(r"in-use space [\d.]+ \S+ -> ([\d.]+) MiB", text.decode(errors="replace"))
+    if rc != 0 or not m or float(m.group(1)) < 9:
+        problems.append("growth without --pool: status %d, the heap should reach 9 MiB: %s"
+                        % (rc, text.decode(errors="replace")[:300]))
+    return problems, details
+
+
 def collect(suite):
     return [("pools:valgrind", lambda: test_valgrind(suite)),
             ("pools:per-pool", lambda: test_per_pool(suite)),
             ("pools:pprof", lambda: test_pprof(suite)),
             ("pools:growth-names", lambda: test_growth_names(suite)),
+            ("pools:growth-subset", lambda: test_growth_subset(suite)),
             ("pools:misuse", lambda: test_misuse(suite))]
