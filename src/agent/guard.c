@@ -188,7 +188,10 @@ void *agent_guard_alloc(size_t n, size_t align)
 	atomic_fetch_add(&placing, 1);
 	void *p = NULL;
 	if (AGENT_UNLIKELY(atomic_load(&retired)))
-		agent_tls.guard_left = 64 << 20;  /* exact mode's countdown: asks again now and then */
+		/* exact mode's countdown: asks again now and then, soon
+		 * enough after an attach that resumes (a thread's countdown
+		 * is its own: nothing else can reset it) */
+		agent_tls.guard_left = 1 << 20;
 	else if (agent_sample_guard_pick(n, agent_config.guard) && handler_kept()) {
 		int i = take_slot();
 		if (i >= 0)

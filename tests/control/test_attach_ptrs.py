@@ -412,6 +412,7 @@ def test_guard(suite):
         pid = t.p.pid
         addrs = libc_entries(pid)
         orig = lead_bytes(pid, addrs)
+        guarded_before = 0
         for i in range(3):
             out = os.path.join(base, "a%d" % i)
             what = "attach %d" % i
@@ -437,10 +438,14 @@ def test_guard(suite):
                 rc, js, err = ta.heaptrail(suite, "report", "--json",
                                            os.path.join(out, sorted(leaks)[-1]))
                 r = json.loads(js) if rc == 0 else {}
-                if not r.get("guard", {}).get("guarded") or \
+                # the count is the process's since the first attach: it
+                # must have grown during this one
+                guarded = r.get("guard", {}).get("guarded", 0)
+                if guarded <= guarded_before or \
                         r.get("error_summary", {}).get("errors") != 0:
-                    problems.append("%s: guard %s, errors %s" % (
-                        what, r.get("guard"), r.get("error_summary")))
+                    problems.append("%s: guard %s (before it %d), errors %s" % (
+                        what, r.get("guard"), guarded_before, r.get("error_summary")))
+                guarded_before = guarded
             rc, _, err = ta.heaptrail(suite, "detach", str(pid))
             if not ta.expect_ok(problems, "detach %d" % i, rc, err):
                 break
