@@ -29,8 +29,9 @@
  * over few dumps keeps part of its rise in the later half: when "a line,
  * then flat" (the values within an eighth of the rise before, over three
  * dumps and a quarter of the run) fits far better than one line, the rise
- * is visible and, sampled, beyond the sampling's noise, with a pace that
- * would have brought 4.6 samples over the level part, a growing,
+ * is visible and, sampled, beyond the sampling's noise, with a pace (from
+ * the fewest samples the rise may stand for) that would have brought 4.6
+ * samples over the level part, a growing,
  * fluctuating or unsure verdict becomes "grew, then flat" (find_plateau).
  * The whole heap's row is always the whole run's.
  *
