@@ -827,8 +827,8 @@ AGENT_API int heaptrail_attach_start(const char *opts, const char *output, uintp
  * agent, at any time, through any pointer to free the program holds. So
  * the guard starts only once the allocator's own free and realloc jump
  * to the agent; and a detach that leaves guarded blocks live keeps those
- * two jumps (the agent's free and realloc pass every other block
- * through, at the cost of a call), while the rest goes back. Every
+ * two jumps, pointed at functions that pass every other block straight
+ * to the allocator (hooks.h), while the rest goes back. Every
  * guarded page is opened at the detach, so nothing faults after it. */
 static void guard_start(void)
 {
@@ -857,12 +857,9 @@ static bool guard_stop(void)
 	agent_fnhook_retarget("realloc", (uintptr_t)agent_realloc_detached);
 	char buf[24];
 	agent_put_dec(buf, (uint64_t)live)[0] = 0;
-	agent_log("guard: ", buf, live == 1 ? " guarded block was still live: free and realloc "
-					      "stay hooked, passing every other block through, "
-					      "so that it can be freed"
-					    : " guarded blocks were still live: free and realloc "
-					      "stay hooked, passing every other block through, "
-					      "so that they can be freed");
+	agent_log("guard: guarded blocks still live at the detach: ", buf,
+		  "; free and realloc stay hooked (passing every other block straight "
+		  "to the allocator) so that they can be freed");
 	return true;
 }
 

@@ -181,9 +181,12 @@ void *agent_guard_alloc(size_t n, size_t align)
 {
 	if (AGENT_LIKELY(!agent_guard_len) || !n || n > PAGE || align > PAGE || (align & (align - 1)))
 		return NULL;
+	if (align < 16)
+		align = 16;
 	/* attached: glibc's own malloc_usable_size may read the size word
-	 * before the block, which must then be on the block's page */
-	if (n > PAGE - 16 && atomic_load(&agent_attach_state) != AGENT_NEVER_ATTACHED)
+	 * before the block (place), which must then be on the block's page */
+	if (((PAGE - n) & ~(align - 1)) < 16 &&
+	    atomic_load(&agent_attach_state) != AGENT_NEVER_ATTACHED)
 		return NULL;
 	atomic_fetch_add(&placing, 1);
 	void *p = NULL;
@@ -195,7 +198,7 @@ void *agent_guard_alloc(size_t n, size_t align)
 	else if (agent_sample_guard_pick(n, agent_config.guard) && handler_kept()) {
 		int i = take_slot();
 		if (i >= 0)
-			p = place(i, n, align < 16 ? 16 : align);
+			p = place(i, n, align);
 	}
 	atomic_fetch_sub(&placing, 1);
 	return p;

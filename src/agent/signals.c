@@ -197,12 +197,18 @@ bool agent_sig_own(int sig, agent_sig_fn fn, const sigset_t *agent_mask, int age
 	return ok;
 }
 
-bool agent_sig_still_ours(int sig)
+/* Whether the kernel's handler for owned signal sig is still the agent's. */
+static bool kernel_has_ours(int sig)
 {
 	struct sigaction cur;
-	agent_sig_fn fn = is_owned(sig) ? atomic_load(&owned[sig].fn) : NULL;
+	agent_sig_fn fn = atomic_load(&owned[sig].fn);
 	return fn && __sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
 	       cur.sa_sigaction == fn;
+}
+
+bool agent_sig_still_ours(int sig)
+{
+	return is_owned(sig) && kernel_has_ours(sig);
 }
 
 void agent_sig_disown(int sig)
@@ -211,10 +217,9 @@ void agent_sig_disown(int sig)
 		return;
 	sigset_t saved;
 	lock(&saved);
-	struct sigaction cur, prog;
+	struct sigaction prog;
 	snapshot(sig, &prog);
-	if (__sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-	    cur.sa_sigaction == atomic_load(&owned[sig].fn))
+	if (kernel_has_ours(sig))
 		__sigaction(sig, &prog, NULL);
 	/* a signal delivered meanwhile finds it not owned: its handler
 	 * returns, and a fault comes again, to the program's disposition */

@@ -61,7 +61,11 @@ tests/progs/guard_faults.c, built -O0.
                      block overflowed): the guard turns itself off with
                      one line at the next block it would place, and the
                      program runs as bare (before: its handler caught the
-                     guard's fault and it exited 3)
+                     guard's fault and it exited 3); `usable` (libc's own
+                     malloc_usable_size, looked up before the attach, on
+                     page-aligned blocks and blocks of 4,090 bytes): each
+                     at least its size, no fault (a block at its page's
+                     start would have had its size word on the guard page)
 """
 import concurrent.futures
 import json
@@ -368,6 +372,13 @@ def test_attach(suite):
             report.get("errors"):
         problems.append("late_handler: status %d, stdout %r (bare %d, %r), stderr %r, errors %s"
                         % (rc, hout, rc0, out0, herr[-300:], report.get("errors")))
+    # libc's own malloc_usable_size through a saved pointer reads the
+    # word before a block: never a guard page (a block at its page's
+    # start is not guarded at an attach), never a size into the slack
+    rc, hout, report, herr = attach_once(suite, work, prog, "usable", 0)
+    if (rc, hout) != (0, b"usable ok\n") or report.get("errors"):
+        problems.append("usable: status %d, stdout %r, stderr %r, errors %s (want 0, "
+                        "'usable ok')" % (rc, hout, herr[-300:], report.get("errors")))
     return problems, details
 
 

@@ -449,7 +449,7 @@ def test_guard(suite):
             rc, _, err = ta.heaptrail(suite, "detach", str(pid))
             if not ta.expect_ok(problems, "detach %d" % i, rc, err):
                 break
-            m = re.search(rb"guard: (\d+) guarded blocks? (?:was|were) still live", err)
+            m = re.search(rb"guard: guarded blocks still live at the detach: (\d+);", err)
             if not m or int(m.group(1)) == 0:
                 problems.append("detach %d: no word of the guarded blocks still live: %s"
                                 % (i, run_tests.short(err)))

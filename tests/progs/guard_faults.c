@@ -11,6 +11,10 @@
  *              and exits 3, then overflows as above;
  *   late_handler  the same handler installed first, then a second block
  *              made and overflowed (with `wait`: after an attach);
+ *   usable     asks libc's own malloc_usable_size (looked up before any
+ *              attach, as a saved pointer) about 50 page-aligned blocks
+ *              of 100 bytes and 50 of 4,090: "usable ok" when each is at
+ *              least its size;
  *   clean      allocates, reallocs and frees blocks of many sizes
  *              (malloc, calloc, aligned_alloc, posix_memalign, realloc)
  *              and checks their contents: no error.
@@ -20,6 +24,7 @@
  * the end lands in the allocator's next chunk, the freed byte is still
  * there. Built -O0 so that every function keeps its own frame.
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,8 +88,24 @@ static int clean(void)
 	return bad;
 }
 
+static size_t (*libc_usable)(void *);
+
+static int usable(void)
+{
+	int bad = 0;
+	for (int i = 0; i < 50; i++) {
+		char *p = aligned_alloc(4096, 100), *q = malloc(4090);
+		bad |= !p || !q || libc_usable(p) < 100 || libc_usable(q) < 4090;
+		free(p);
+		free(q);
+	}
+	printf("usable %s\n", bad ? "BAD" : "ok");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
+	libc_usable = (size_t (*)(void *))dlsym(dlopen("libc.so.6", RTLD_NOW), "malloc_usable_size");
 	if (argc > 2 && !strcmp(argv[1], "wait")) {
 		char line[64];
 		printf("ready\n");
@@ -97,6 +118,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (!strcmp(argv[1], "clean"))
 		return clean();
+	if (!strcmp(argv[1], "usable"))
+		return libc_usable ? usable() : 2;
 	size_t n = argc > 2 ? strtoul(argv[2], NULL, 10) : 32;
 	char *p = make(n);
 	if (!strcmp(argv[1], "handler")) {
