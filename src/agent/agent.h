@@ -101,6 +101,9 @@ struct agent_tls {
 	bool in_loader;          /* inside dlclose: the loader's list may be
 				  * half changed (dlhooks.c, dlclose) */
 	struct agent_defer *defer;
+	struct agent_free_ring *frees; /* exact mode: the ring of this thread's
+				  * last frees, its counters slot's (heaperrors.h);
+				  * NULL until its first free */
 	uintptr_t fn_outer;      /* the saved registers of this thread's hooked
 				  * allocator call in progress (fnhook.c), 0 none */
 	bool in_real;            /* inside a call of the agent's to the real

@@ -31,6 +31,15 @@ const uint32_t agent_dealloc_ok[FMT_FN_COUNT] = {
 	[FMT_FN_FREE] = ANY, [FMT_FN_DELETE] = ANY, [FMT_FN_DELETE_ARRAY] = ANY,
 };
 
+/* A family's deallocators that need no look at the stack: the aligned
+ * new, pools and the rest have none (agent_dealloc_surely_ok). */
+const uint32_t agent_dealloc_family_ok[4] = {
+	[AGENT_LIVE_MALLOC] = FREES | UNCHECKED,
+	[AGENT_LIVE_NEW] = (1u << AGENT_DEALLOC_DELETE) | UNCHECKED,
+	[AGENT_LIVE_NEW_ARRAY] = (1u << AGENT_DEALLOC_DELETE_ARRAY) | UNCHECKED,
+	[AGENT_LIVE_OTHER] = 0,
+};
+
 static agent_lock_t lock;
 static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
 static size_t ncontexts;
@@ -114,7 +123,7 @@ static struct agent_freed *ring_find(uintptr_t p, bool forget)
 		uint32_t next = __atomic_load_n(&r->next, __ATOMIC_RELAXED);
 		for (uint32_t k = 1; k <= AGENT_FREE_RING; k++) {
 			struct agent_freed *f = &r->e[(next - k) % AGENT_FREE_RING];
-			if (!f->key || ((~f->key) & ((1ull << 56) - 1)) != p)
+			if (!f->key || ~f->key != p)
 				continue;
 			if (forget)
 				f->key = 0;
@@ -123,6 +132,19 @@ static struct agent_freed *ring_find(uintptr_t p, bool forget)
 		}
 	}
 	return found;
+}
+
+struct agent_free_ring *agent_free_ring_mine(void)
+{
+	agent_my_counts();  /* claims the slot */
+	struct agent_counters *slot = agent_tls.ctr;
+	if (slot->shared)  /* a shared slot's ring would be torn */
+		return NULL;
+	struct agent_free_ring *r = slot->frees;
+	if (!r && !(r = agent_mmap(sizeof *r)))
+		return NULL;
+	__atomic_store_n(&slot->frees, r, __ATOMIC_RELEASE);  /* ring_find reads it */
+	return agent_tls.frees = r;
 }
 
 void agent_free_ring_forget(uintptr_t p)
@@ -135,8 +157,8 @@ bool agent_error_double_free(void *p, int d)
 	struct agent_freed *f = ring_find((uintptr_t)p, false);
 	if (!f)
 		return false;
-	agent_error_double_free_of((uint32_t)(f->meta >> 40), f->meta & ((1ull << 40) - 1),
-				   (int)((~f->key) >> 56), f->ra, d);
+	agent_error_double_free_of(agent_live_meta_stack(f->meta), agent_live_meta_size(f->meta),
+				   (int)f->d, f->ra, d);
 	return true;
 }
 

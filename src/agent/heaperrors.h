@@ -43,6 +43,16 @@ static inline bool agent_dealloc_matches(int fn, int d)
 {
 	return (agent_dealloc_ok[fn] >> d) & 1;
 }
+/* The same for a live block's family (table.h, enum agent_live_family),
+ * and how (AGENT_DEALLOC_ALIGNED's, with the alignment): true when a
+ * block of that family is surely given back right, with nothing more to
+ * check; false sends the free to the full check, by its stack
+ * (AGENT_LIVE_OTHER always does). */
+extern const uint32_t agent_dealloc_family_ok[4];
+static inline bool agent_dealloc_surely_ok(unsigned family, int how)
+{
+	return (unsigned)how < 32 && (agent_dealloc_family_ok[family] >> how) & 1;
+}
 
 /* The kinds of heap error and where an invalid free's address is: the
  * leak file's enums (format/leakfile.h, fmt_error_kind, fmt_error_where),
@@ -58,30 +68,30 @@ static inline bool agent_dealloc_matches(int fn, int d)
  * forgotten (agent_free_ring_forget), so its free is no double free. */
 #define AGENT_FREE_RING 256
 struct agent_freed {
-	uint64_t key;            /* ~(address | d << 56): d, enum agent_dealloc */
-	uint64_t meta;           /* size in the low 40 bits, the block's stack above */
+	uint64_t key;            /* ~address; 0: none */
+	uint64_t meta;           /* the block's live entry's (table.h, agent_live_meta) */
 	uintptr_t ra;            /* the return address of the free's caller */
+	uint64_t d;              /* how it was freed: enum agent_dealloc */
 };
 struct agent_free_ring {
 	uint32_t next;
 	struct agent_freed e[AGENT_FREE_RING];
 };
-#define AGENT_FREED_KEY(p, d) (~((uint64_t)(p) | (uint64_t)(d) << 56))
-/* Notes the free of recorded block p (hook-safe; the calling thread's
- * counters slot is claimed). */
-static inline void agent_free_ring_note(uintptr_t p, size_t size, uint32_t alloc_stack, int d,
-					uintptr_t ra)
+/* The calling thread's ring, its counters slot's, made when missing;
+ * NULL when it has none (no slot of its own, no memory). Exact mode
+ * only: agent_tls.frees holds it once made, and a free notes its block
+ * there when it is set. Hook-safe. */
+struct agent_free_ring *agent_free_ring_mine(void);
+/* Notes in r, the thread's ring, the free of recorded block p (by d)
+ * whose live entry's meta word was meta (hook-safe). */
+static inline void agent_free_ring_note(struct agent_free_ring *r, uintptr_t p, uint64_t meta,
+					int d, uintptr_t ra)
 {
-	struct agent_counters *slot = agent_tls.ctr;
-	if (AGENT_UNLIKELY(!slot) || AGENT_UNLIKELY(slot->shared))
-		return;
-	struct agent_free_ring *r = slot->frees;
-	if (AGENT_UNLIKELY(!r) && !(r = slot->frees = agent_mmap(sizeof *r)))
-		return;
 	struct agent_freed *f = &r->e[r->next++ % AGENT_FREE_RING];
-	f->key = AGENT_FREED_KEY(p, d);
-	f->meta = (uint64_t)size | (uint64_t)alloc_stack << 40;
+	f->key = ~(uint64_t)p;  /* first: ring_find checks a torn entry by it */
+	f->meta = meta;
 	f->ra = ra;
+	f->d = (uint64_t)d;
 }
 /* p was handed out again without being recorded: not freed any more. */
 void agent_free_ring_forget(uintptr_t p);

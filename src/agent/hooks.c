@@ -119,13 +119,14 @@ static inline __attribute__((always_inline)) uint32_t note_alloc_id(struct agent
 								    void *p, size_t n, uint32_t id)
 {
 	agent_count_shape_alloc(c, p, n);
-	if (AGENT_UNLIKELY(!id) || AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id))) {
+	struct agent_stack *s;
+	if (AGENT_UNLIKELY(!id) ||
+	    AGENT_UNLIKELY(!agent_live_insert((uintptr_t)p, n, id, (s = agent_stack_get(id))->family))) {
 		untracked_alloc(p);
 		agent_count(&c->dropped, 1);
 		agent_count2(&c->allocs, 1, &c->bytes_allocated, n);
 		return 0;
 	}
-	struct agent_stack *s = agent_stack_get(id);
 	agent_add_shared(&s->total_bytes, n);
 	agent_add_shared(&s->total_blocks, 1);
 	agent_count2(&c->tracked, 1, &c->tracked_bytes, n);
@@ -205,7 +206,7 @@ static void *realloc_guarded(void *p, size_t n, bool stack)
  * ASan's new-delete-type-mismatch does (one error a delete, the
  * alignment's first), for the blocks of a new only (a pool's chunks and
  * the rest follow their own rules). */
-static AGENT_NOINLINE void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
+static void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
 {
 	int d = how & 0xff;
 	const struct agent_stack *s = agent_stack_get(stack);
@@ -216,6 +217,18 @@ static AGENT_NOINLINE void check_delete(uint32_t stack, size_t size, int how, si
 					   how >> 8 ? 1ull << ((how >> 8) - 1) : 0);
 	else if (dsize != AGENT_DEALLOC_NO_SIZE && dsize != size && size < AGENT_LIVE_SIZE_MAX)
 		agent_error_size_mismatch(stack, size, d, dsize);
+}
+
+/* A free (how, dsize: note_free's) of a block of stack (size bytes)
+ * that its live entry's family could not clear at once: checked against
+ * the stack's allocator, a mismatch first, then check_delete. */
+static AGENT_NOINLINE void check_dealloc(uint32_t stack, size_t size, int how, size_t dsize)
+{
+	const struct agent_stack *s = agent_stack_get(stack);
+	if (!agent_dealloc_matches(s->fn, how & 0xff))
+		agent_error_mismatch(stack, size, how & 0xff);
+	else if (s->align_log != (uint8_t)(how >> 8) || dsize != AGENT_DEALLOC_NO_SIZE)
+		check_delete(stack, size, how, dsize);
 }
 
 /* A free (or realloc: d) of p, a block kept in quarantine.h's
@@ -251,6 +264,29 @@ static AGENT_NOINLINE bool keep_freed(void *p, size_t size, uint32_t id, int d, 
 	return agent_quarantine_put(p, size, id, d, ra, real_free);
 }
 
+/* note_free of p (by d, enum agent_dealloc) when the table does not
+ * hold it: 0, or -1 when p must not reach the allocator. */
+static AGENT_NOINLINE int note_untracked_free(void *p, int d)
+{
+	if (AGENT_UNLIKELY(agent_guard_owns(p)) && d != AGENT_DEALLOC_UNCHECKED &&
+	    agent_guard_freed_again(p, d))
+		return -1;
+	if (AGENT_UNLIKELY(atomic_load_explicit(&agent_quarantine_count, memory_order_relaxed)) &&
+	    d != AGENT_DEALLOC_UNCHECKED && quarantined(p, d))
+		return -1;
+	if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
+		return 0;
+	agent_count(&agent_my_counts()->untracked_frees, 1);
+	/* exact since the start, every block the allocator handed out is
+	 * known: one that is not may be judged */
+	if (p && d != AGENT_DEALLOC_UNCHECKED && agent_sampling.leak_kinds &&
+	    atomic_load_explicit(&agent_attach_state, memory_order_relaxed) == AGENT_NEVER_ATTACHED &&
+	    !atomic_load_explicit(&recording_stopped, memory_order_relaxed) &&
+	    (agent_error_double_free(p, d) || agent_error_invalid_free(p, d)))
+		return -1;
+	return 0;
+}
+
 /* Forgets p if it was tracked; returns whether it was (1), with its size
  * and stack so realloc can put it back when the real realloc fails; 0
  * when it was not; -1 when p is provably none of the allocator's (an
@@ -258,39 +294,24 @@ static AGENT_NOINLINE bool keep_freed(void *p, size_t size, uint32_t id, int d, 
  * it is given back (enum agent_dealloc, or AGENT_DEALLOC_ALIGNED's),
  * checked against how it was allocated, and dsize the size a sized
  * delete gave (AGENT_DEALLOC_NO_SIZE: none) against its size;
- * AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's, deferred). */
-static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int how, size_t dsize,
-				    uintptr_t ra)
+ * AGENT_DEALLOC_UNCHECKED: not checked (a signal handler's, deferred).
+ * Inline in free_slow, whose frame it shares; note_free elsewhere. */
+static inline __attribute__((always_inline)) int note_free_in(void *p, size_t *size,
+							      uint32_t *stack, int how,
+							      size_t dsize, uintptr_t ra)
 {
-	int d = how & 0xff;
-	if (!agent_live_remove((uintptr_t)p, size, stack)) {
-		if (AGENT_UNLIKELY(agent_guard_owns(p)) && d != AGENT_DEALLOC_UNCHECKED &&
-		    agent_guard_freed_again(p, d))
-			return -1;
-		if (AGENT_UNLIKELY(atomic_load_explicit(&agent_quarantine_count, memory_order_relaxed)) &&
-		    d != AGENT_DEALLOC_UNCHECKED && quarantined(p, d))
-			return -1;
-		if (agent_sampling.period > 1)  /* sampling: the usual case, not counted */
-			return 0;
-		agent_count(&agent_my_counts()->untracked_frees, 1);
-		/* exact since the start, every block the allocator handed out
-		 * is known: one that is not may be judged */
-		if (p && d != AGENT_DEALLOC_UNCHECKED && agent_sampling.leak_kinds &&
-		    atomic_load_explicit(&agent_attach_state, memory_order_relaxed) ==
-			    AGENT_NEVER_ATTACHED &&
-		    !atomic_load_explicit(&recording_stopped, memory_order_relaxed) &&
-		    (agent_error_double_free(p, d) || agent_error_invalid_free(p, d)))
-			return -1;
-		return 0;
-	}
-	if (AGENT_UNLIKELY(agent_sampling.leak_kinds))  /* exact: for double frees */
-		agent_free_ring_note((uintptr_t)p, *size, *stack, d, ra);
-	const struct agent_stack *s = agent_stack_get(*stack);
-	if (AGENT_UNLIKELY(!agent_dealloc_matches(s->fn, d)))
-		agent_error_mismatch(*stack, *size, d);
-	else if (AGENT_UNLIKELY(s->align_log != (uint8_t)(how >> 8)) ||
-		 AGENT_UNLIKELY(dsize != AGENT_DEALLOC_NO_SIZE))
-		check_delete(*stack, *size, how, dsize);
+	uint64_t meta;
+	if (!agent_live_take((uintptr_t)p, &meta))
+		return note_untracked_free(p, how & 0xff);
+	*size = agent_live_meta_size(meta);
+	*stack = agent_live_meta_stack(meta);
+	/* exact mode: noted for double frees */
+	struct agent_free_ring *r = agent_tls.frees;
+	if (AGENT_LIKELY(r) || (AGENT_UNLIKELY(agent_sampling.leak_kinds) && (r = agent_free_ring_mine())))
+		agent_free_ring_note(r, (uintptr_t)p, meta, how & 0xff, ra);
+	if (AGENT_UNLIKELY(!agent_dealloc_surely_ok(agent_live_meta_family(meta), how)) ||
+	    AGENT_UNLIKELY(dsize != AGENT_DEALLOC_NO_SIZE))
+		check_dealloc(*stack, *size, how, dsize);
 	struct agent_counts *c = agent_my_counts();
 	agent_count2(&c->tracked_frees, 1, &c->freed_bytes, *size);
 	agent_count_shape_free(c, p);
@@ -298,9 +319,15 @@ static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int 
 	return true;
 }
 
+static AGENT_NOINLINE int note_free(void *p, size_t *size, uint32_t *stack, int how, size_t dsize,
+				    uintptr_t ra)
+{
+	return note_free_in(p, size, stack, how, dsize, ra);
+}
+
 static void put_back(void *p, size_t size, uint32_t id)
 {
-	if (!agent_live_insert((uintptr_t)p, size, id))
+	if (!agent_live_insert((uintptr_t)p, size, id, agent_stack_get(id)->family))
 		return;
 	struct agent_counts *c = agent_my_counts();
 	/* undo note_free's counts */
@@ -868,20 +895,13 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	int d = how & 0xff;
 	if (AGENT_UNLIKELY(!p) || AGENT_UNLIKELY(agent_is_boot(p)))
 		return;
-	/* A page that holds kept blocks only (quarantine.h): the table has
-	 * no block there, and p is another block of that page unless the
-	 * quarantine may hold it (a double free, below) */
-	if (AGENT_UNLIKELY(agent_filter_kept_only((uintptr_t)p)) && !agent_quarantine_may_hold(p)) {
-		agent_real.free(p);
-		return;
-	}
 	/* Two cache misses for a block freed long after it was allocated:
-	 * its entry in the table and the allocator's header before it. Both
-	 * asked for now, they overlap instead of following each other. */
-	agent_live_prefetch((uintptr_t)p);
+	 * its entry in the table and the allocator's header before it. The
+	 * header asked for now, before the table is read, they overlap
+	 * instead of following each other. */
 	__builtin_prefetch((const char *)p - 16);
-	size_t size;
-	uint32_t id;
+	size_t size = 0;
+	uint32_t id = 0;
 	int busy = agent_tls.busy;
 	if (AGENT_UNLIKELY(busy)) {
 		/* Only a fork in progress forbids touching the tables for
@@ -897,7 +917,7 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	if (AGENT_UNLIKELY(agent_tls.deferred))
 		drain_in_entry();
 	uint64_t t0 = agent_auto_clock();
-	int had = note_free(p, &size, &id, how, dsize, ra);
+	int had = note_free_in(p, &size, &id, how, dsize, ra);
 	agent_auto_charge(t0);
 	if (had > 0 && AGENT_UNLIKELY(size > AGENT_QUARANTINE_MIN) && agent_sampling.period > 1 &&
 	    keep_freed(p, size, id, d, ra))
@@ -907,16 +927,33 @@ static AGENT_NOINLINE void free_slow(void *p, int how, size_t dsize, uintptr_t r
 	leave();
 }
 
+/* free_slow when sampling, for an address the filter says may be
+ * tracked. A page that holds kept blocks only (quarantine.h): the table
+ * has no block there, and p is another block of that page unless the
+ * quarantine may hold it (a double free, free_slow). */
+static AGENT_NOINLINE void free_filtered(void *p, int how, size_t dsize, uintptr_t ra)
+{
+	if (AGENT_UNLIKELY(agent_filter_kept_only((uintptr_t)p)) && !agent_is_boot(p) &&
+	    !agent_quarantine_may_hold(p))
+		agent_real.free(p);
+	else
+		free_slow(p, how, dsize, ra);
+}
+
 /* Sampling: most blocks were never tracked, and the filter says so
  * without a lock. It has no filter in exact mode, and its slots for the
  * bootstrap buffer's pages are pinned at "maybe". */
 #define dealloc_sized(p, how, dsize)                                                       \
 	do {                                                                               \
-		if (AGENT_LIKELY(agent_filter != NULL) &&                                  \
-		    AGENT_LIKELY(!agent_live_may_contain((uintptr_t)(p))))                 \
-			agent_real.free(p);                                                \
-		else                                                                       \
-			free_slow((p), (how), (dsize), (uintptr_t)__builtin_return_address(0)); \
+		uintptr_t ra_ = (uintptr_t)__builtin_return_address(0);                    \
+		if (AGENT_LIKELY(agent_filter != NULL)) {                                  \
+			if (AGENT_LIKELY(!agent_filter_maybe((uintptr_t)(p))))             \
+				agent_real.free(p);                                        \
+			else                                                               \
+				free_filtered((p), (how), (dsize), ra_);                   \
+		} else {                                                                   \
+			free_slow((p), (how), (dsize), ra_);                               \
+		}                                                                          \
 	} while (0)
 #define dealloc(p, how) dealloc_sized(p, how, AGENT_DEALLOC_NO_SIZE)
 

@@ -230,8 +230,9 @@ static uint32_t stack_insert_locked(uint64_t h, uint64_t key, const uintptr_t *p
 	s->fn = (uint8_t)key;
 	s->pool = (uint32_t)(key >> 8);
 	s->align_log = (uint8_t)(key >> 40);
+	s->family = (uint8_t)agent_live_family(s->fn | s->align_log << 8);
 	s->depth = (uint16_t)depth;
-	s->pc_chunk = chunk;
+	s->pc_chunk = (uint16_t)chunk;
 	s->pc_off = off + 1;
 	atomic_store_explicit(&stack_count, id, memory_order_release);
 	atomic_store_explicit(&stack_index->slot[hole], slot_make(id, chunk, off, h),
@@ -273,18 +274,15 @@ uint32_t agent_stack_intern_pool(int fn, uint32_t pool, const uintptr_t *pcs, in
 
 #define SHARD_BITS 6
 #define NSHARDS (1u << SHARD_BITS)
-#define SIZE_BITS 40
-#define SIZE_MAX_TRACKED ((1ull << SIZE_BITS) - 1)
-_Static_assert(SIZE_MAX_TRACKED == AGENT_LIVE_SIZE_MAX, "table.h's size bound");
 /* A key is the address with the entry's displacement from its home slot
  * in the top byte, which no user-space address uses (they end below
  * 2^56, with five-level page tables too): Robin Hood probing reads it
  * instead of hashing every entry it passes. 255 means "255 or more,
  * hash to know". */
-#define DISP_SHIFT 56
+#define DISP_SHIFT AGENT_LIVE_DISP_SHIFT  /* 56: table.h's agent_live_take reads keys too */
 #define DISP_ONE (1ull << DISP_SHIFT)
 #define DISP_SAT 255u
-#define ADDR_MASK (DISP_ONE - 1)
+#define ADDR_MASK AGENT_LIVE_ADDR_MASK
 /* A shard grows by half when 7/8 full (see shard_grow). */
 #define LOAD_NUM 7
 #define LOAD_DEN 8
@@ -527,12 +525,11 @@ static AGENT_NOINLINE bool insert_slow(struct live_shard *sh, uint64_t h, uintpt
 	return ok;
 }
 
-bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack)
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack, unsigned family)
 {
 	uint64_t h = addr_hash(addr);
 	struct live_shard *sh = shard_of(h);
-	uint64_t meta = (size > SIZE_MAX_TRACKED ? SIZE_MAX_TRACKED : size) |
-			((uint64_t)stack << SIZE_BITS);
+	uint64_t meta = agent_live_meta(size, family, stack);
 	agent_lock(&sh->lock);
 	if (AGENT_UNLIKELY(sh->count >= sh->limit) || AGENT_UNLIKELY(agent_filter != NULL))
 		return insert_slow(sh, h, addr, meta);
@@ -589,13 +586,8 @@ static AGENT_NOINLINE bool remove_slow(struct live_shard *sh, uint64_t h, uintpt
 	return true;
 }
 
-bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
+bool agent_live_take_locked(struct live_shard *sh, uint64_t h, uintptr_t addr, uint64_t *out)
 {
-	if (AGENT_UNLIKELY(addr - 1 >= ADDR_MASK))
-		return false;  /* 0 or not a user-space address: never inserted */
-	uint64_t h = addr_hash(addr);
-	struct live_shard *sh = shard_of(h);
-	agent_lock(&sh->lock);
 	uint64_t meta;
 	uint32_t cap = sh->cap, i;
 	struct live_entry *e;
@@ -609,8 +601,7 @@ bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 		agent_unlock(&sh->lock);
 		return false;
 	}
-	*size = (size_t)(meta & SIZE_MAX_TRACKED);
-	*stack = (uint32_t)(meta >> SIZE_BITS);
+	*out = meta;
 	if (AGENT_UNLIKELY(agent_filter != NULL))
 		remove_finish_slow(sh, addr);
 	else
@@ -626,11 +617,11 @@ bool agent_live_containing(uintptr_t p, uintptr_t *base, size_t *size, uint32_t 
 		agent_lock(&sh->lock);
 		for (uint32_t i = 0; i < sh->cap && !found; i++) {
 			uintptr_t a = (uintptr_t)(sh->e[i].key & ADDR_MASK);
-			size_t n = (size_t)(sh->e[i].meta & SIZE_MAX_TRACKED);
+			size_t n = agent_live_meta_size(sh->e[i].meta);
 			if (sh->e[i].key && a < p && p - a < n) {
 				*base = a;
 				*size = n;
-				*stack = (uint32_t)(sh->e[i].meta >> SIZE_BITS);
+				*stack = agent_live_meta_stack(sh->e[i].meta);
 				found = true;
 			}
 		}
@@ -671,10 +662,10 @@ void agent_live_per_stack_locked(struct agent_kinds *out, uint32_t nstacks)
 	for (unsigned i = 0; i < NSHARDS; i++)
 		for (uint32_t j = 0; j < shards[i].cap; j++)
 			if (shards[i].e[j].key) {
-				uint32_t id = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
+				uint32_t id = agent_live_meta_stack(shards[i].e[j].meta);
 				if (id > nstacks)
 					continue;
-				out[id].bytes[FMT_KIND_IN_USE] += shards[i].e[j].meta & SIZE_MAX_TRACKED;
+				out[id].bytes[FMT_KIND_IN_USE] += agent_live_meta_size(shards[i].e[j].meta);
 				out[id].blocks[FMT_KIND_IN_USE]++;
 			}
 }
@@ -686,8 +677,8 @@ size_t agent_live_copy_locked(struct agent_block *out, size_t cap)
 		for (uint32_t j = 0; j < shards[i].cap && n < cap; j++)
 			if (shards[i].e[j].key) {
 				out[n].addr = (uintptr_t)(shards[i].e[j].key & ADDR_MASK);
-				out[n].size = shards[i].e[j].meta & SIZE_MAX_TRACKED;
-				out[n].stack = (uint32_t)(shards[i].e[j].meta >> SIZE_BITS);
+				out[n].size = agent_live_meta_size(shards[i].e[j].meta);
+				out[n].stack = agent_live_meta_stack(shards[i].e[j].meta);
 				n++;
 			}
 	return n;
@@ -700,8 +691,8 @@ void agent_live_each_locked(void (*fn)(uintptr_t addr, size_t size, uint32_t sta
 		for (uint32_t j = 0; j < shards[i].cap; j++)
 			if (shards[i].e[j].key)
 				fn((uintptr_t)(shards[i].e[j].key & ADDR_MASK),
-				   (size_t)(shards[i].e[j].meta & SIZE_MAX_TRACKED),
-				   (uint32_t)(shards[i].e[j].meta >> SIZE_BITS), arg);
+				   agent_live_meta_size(shards[i].e[j].meta),
+				   agent_live_meta_stack(shards[i].e[j].meta), arg);
 }
 
 /* An erase shifts the run after slot j back into it, so j is looked at
@@ -715,7 +706,7 @@ void agent_live_thin_locked(bool (*keep)(uintptr_t addr, size_t size, void *arg)
 		for (uint32_t j = 0; j < sh->cap;) {
 			uint64_t k = sh->e[j].key;
 			uintptr_t a = (uintptr_t)(k & ADDR_MASK);
-			if (!k || keep(a, (size_t)(sh->e[j].meta & SIZE_MAX_TRACKED), arg)) {
+			if (!k || keep(a, agent_live_meta_size(sh->e[j].meta), arg)) {
 				j++;
 				continue;
 			}

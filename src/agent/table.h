@@ -15,7 +15,9 @@
  * table when a report needs it, so a free never touches its stack. */
 struct agent_stack {
 	uint64_t hash;
-	uint32_t pc_chunk, pc_off;      /* where its pcs live */
+	uint32_t pc_off;                /* where its pcs live */
+	uint16_t pc_chunk;
+	uint8_t family;                 /* its fn's (agent_live_family) */
 	uint16_t depth;
 	uint8_t fn;                     /* enum fmt_alloc_fn */
 	uint8_t align_log;              /* an aligned new's: log2 of its
@@ -51,16 +53,52 @@ static inline struct agent_stack *agent_stack_get(uint32_t id)
 }
 const uintptr_t *agent_stack_pcs(const struct agent_stack *s);
 
-/* The largest size the live table holds; a bigger block is recorded
- * with this size. */
-#define AGENT_LIVE_SIZE_MAX ((1ull << 40) - 1)
+/* A live block's word of facts (its "meta"): its size in the low 38
+ * bits (a bigger block is recorded as AGENT_LIVE_SIZE_MAX), the family
+ * of its allocator in the 2 bits above (enum agent_live_family), its
+ * stack's id in the top 24. A free reads the family with the size, so
+ * checking the deallocator (heaperrors.h) costs no look at the stack. */
+#define AGENT_LIVE_SIZE_MAX ((1ull << 38) - 1)
+#define AGENT_LIVE_FAMILY_SHIFT 38
+#define AGENT_LIVE_STACK_SHIFT 40
+enum agent_live_family {
+	AGENT_LIVE_MALLOC,      /* malloc, calloc, realloc, the memalign family */
+	AGENT_LIVE_NEW,         /* operator new, unaligned */
+	AGENT_LIVE_NEW_ARRAY,   /* operator new[], unaligned */
+	AGENT_LIVE_OTHER,       /* the rest (aligned new, pool chunks...): its stack says */
+};
+/* The family of allocator fn (an enum fmt_alloc_fn, or AGENT_FN_ALIGNED's). */
+static inline unsigned agent_live_family(int fn)
+{
+	/* two bits a fn, FMT_FN_MALLOC first: 0 up to FMT_FN_PVALLOC */
+	_Static_assert(FMT_FN_NEW == 9 && FMT_FN_NEW_ARRAY == 10 && FMT_FN_MMAP < 16,
+		       "the families' packing");
+	const uint32_t packed = (uint32_t)AGENT_LIVE_NEW << 18 | (uint32_t)AGENT_LIVE_NEW_ARRAY << 20 |
+				0xffc00000u;
+	return (unsigned)fn < 16 ? (packed >> (2 * fn)) & 3 : AGENT_LIVE_OTHER;
+}
+static inline uint64_t agent_live_meta(size_t size, unsigned family, uint32_t stack)
+{
+	return (size > AGENT_LIVE_SIZE_MAX ? AGENT_LIVE_SIZE_MAX : size) |
+	       (uint64_t)family << AGENT_LIVE_FAMILY_SHIFT | (uint64_t)stack << AGENT_LIVE_STACK_SHIFT;
+}
+static inline size_t agent_live_meta_size(uint64_t meta)
+{
+	return (size_t)(meta & AGENT_LIVE_SIZE_MAX);
+}
+static inline unsigned agent_live_meta_family(uint64_t meta)
+{
+	return (unsigned)(meta >> AGENT_LIVE_FAMILY_SHIFT) & 3;
+}
+static inline uint32_t agent_live_meta_stack(uint64_t meta)
+{
+	return (uint32_t)(meta >> AGENT_LIVE_STACK_SHIFT);
+}
 
-/* Records a new live block. Returns false (and counts it as dropped) when
- * there is no room. Hook-safe. */
-bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack);
-/* Removes a block; returns true and fills size/stack when it was tracked.
- * A block the agent never saw is not an error. Hook-safe. */
-bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack);
+/* Records a new live block of stack's family (its agent_stack's).
+ * Returns false (and counts it as dropped) when there is no room.
+ * Hook-safe. */
+bool agent_live_insert(uintptr_t addr, size_t size, uint32_t stack, unsigned family);
 
 /* The live block that holds p past its start: its address, size and
  * stack; false when none does. Takes the shards' locks one at a time and
@@ -176,10 +214,15 @@ static inline size_t agent_filter_slot(uintptr_t a)
 	 * down the slow path, and sampling keeps such pages rare. */
 	return (size_t)((a >> 12) & ((1u << 20) - 1));
 }
+/* The filter's word for addr (nonzero: it may be tracked); there is a
+ * filter. */
+static inline uint16_t agent_filter_maybe(uintptr_t addr)
+{
+	return atomic_load_explicit(&agent_filter[agent_filter_slot(addr)], memory_order_relaxed);
+}
 static inline bool agent_live_may_contain(uintptr_t addr)
 {
-	return !agent_filter ||
-	       atomic_load_explicit(&agent_filter[agent_filter_slot(addr)], memory_order_relaxed);
+	return !agent_filter || agent_filter_maybe(addr);
 }
 /* Sets up the filter (sampling mode only); from the constructor. */
 void agent_filter_init(void);
@@ -201,8 +244,7 @@ static inline bool agent_filter_kept_only(uintptr_t addr)
 {
 	if (!agent_filter)
 		return false;
-	uint16_t v = atomic_load_explicit(&agent_filter[agent_filter_slot(addr)],
-					  memory_order_relaxed);
+	uint16_t v = agent_filter_maybe(addr);
 	return v && !(v & (AGENT_FILTER_KEPT - 1));
 }
 
@@ -222,5 +264,48 @@ void agent_tables_on_unlock(void (*fn)(void));
 
 /* Zeroes every stack's allocated-so-far counts (heaptrail_reset). */
 void agent_reset_cumulative(void);
+
+/* A key is an address with its entry's displacement from its home slot
+ * in the top byte (table.c, "live table"). */
+#define AGENT_LIVE_DISP_SHIFT 56
+#define AGENT_LIVE_ADDR_MASK ((1ull << AGENT_LIVE_DISP_SHIFT) - 1)
+/* agent_live_take past its common case, with sh (addr's shard, of hash
+ * h) locked: unlocks it. */
+bool agent_live_take_locked(struct agent_live_shard *sh, uint64_t h, uintptr_t addr,
+			    uint64_t *meta);
+/* Removes a block; returns true and fills its meta word when it was
+ * tracked. A block the agent never saw is not an error. Hook-safe.
+ * Inline, for the frees of exact mode: the block found in its home slot,
+ * with nothing after it to shift back and no sampling filter to count
+ * in; table.c does the rest. */
+static inline __attribute__((always_inline)) bool agent_live_take(uintptr_t addr, uint64_t *meta)
+{
+	if (AGENT_UNLIKELY(addr - 1 >= AGENT_LIVE_ADDR_MASK))
+		return false;  /* 0 or not a user-space address: never inserted */
+	uint64_t h = agent_live_hash(addr);
+	struct agent_live_shard *sh = agent_live_shard_of(h);
+	agent_lock(&sh->lock);
+	uint32_t cap = sh->cap, i, next;
+	struct agent_live_entry *e = sh->e;
+	if (AGENT_LIKELY(cap) && e[i = agent_live_home(h, cap)].key == addr &&
+	    AGENT_LIKELY(!(e[(next = i + 1) == cap ? 0 : next].key >> AGENT_LIVE_DISP_SHIFT)) &&
+	    AGENT_LIKELY(agent_filter == NULL)) {
+		*meta = e[i].meta;
+		e[i].key = 0;
+		sh->count--;
+		agent_unlock(&sh->lock);
+		return true;
+	}
+	return agent_live_take_locked(sh, h, addr, meta);
+}
+static inline bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
+{
+	uint64_t meta;
+	if (!agent_live_take(addr, &meta))
+		return false;
+	*size = agent_live_meta_size(meta);
+	*stack = agent_live_meta_stack(meta);
+	return true;
+}
 
 #endif

@@ -145,13 +145,13 @@ static void test_raise(void)
 				if (!agent_sampled(n))
 					continue;
 				struct agent_stack *st = agent_stack_get(stack[k]);
-				if (!agent_live_insert(a, n, stack[k]))
+				if (!agent_live_insert(a, n, stack[k], AGENT_LIVE_MALLOC))
 					continue;
 				atomic_fetch_add(&st->total_bytes, n);
 				atomic_fetch_add(&st->total_blocks, 1);
 				agent_sample_note(c, n, +1);
 				if (freed) {
-					size_t sz;
+					size_t sz = 0;
 					uint32_t id;
 					agent_live_remove(a, &sz, &id);
 					agent_sample_note(c, sz, -1);

@@ -111,7 +111,7 @@ static bool heap_alloc(struct heap *h, int c, uint32_t stack)
 		return false;
 	uintptr_t a = h->base + 16 * k;
 	size_t size = 16 * units - 8 - (rnd() % 8);
-	if (!agent_live_insert(a, size, stack))
+	if (!agent_live_insert(a, size, stack, AGENT_LIVE_MALLOC))
 		bad(h, "insert failed", a);
 	h->ref[k] = REF(size, stack);
 	h->live[h->nlive++] = (uint32_t)k;
@@ -234,7 +234,7 @@ static void test_heap_like(void)
 		if (k >= far.nidx)
 			break;
 		far.ref[k] = REF(8000 + i, (1u << 24) - 1 - i % 7);
-		agent_live_insert(far.base + 16 * k, 8000 + (size_t)i, (1u << 24) - 1 - i % 7);
+		agent_live_insert(far.base + 16 * k, 8000 + (size_t)i, (1u << 24) - 1 - i % 7, AGENT_LIVE_MALLOC);
 		far.live[far.nlive++] = (uint32_t)k;
 	}
 	check(table_count() == near.nlive + far.nlive, "3 M blocks inserted: count %zu",
@@ -287,7 +287,7 @@ static void test_real_malloc(void)
 		size_t sz = 16 + rnd() % 1009;
 		p[i] = malloc(sz);
 		ref[i] = REF(sz, 1 + i % 77);
-		agent_live_insert((uintptr_t)p[i], sz, 1 + (uint32_t)(i % 77));
+		agent_live_insert((uintptr_t)p[i], sz, 1 + (uint32_t)(i % 77), AGENT_LIVE_MALLOC);
 	}
 	for (long i = 0; i < 3000000; i++) {
 		long j = (long)(rnd() % N);
@@ -299,7 +299,7 @@ static void test_real_malloc(void)
 		sz = 16 + rnd() % 1009;
 		p[j] = malloc(sz);
 		ref[j] = REF(sz, 1 + i % 91);
-		agent_live_insert((uintptr_t)p[j], sz, 1 + (uint32_t)(i % 91));
+		agent_live_insert((uintptr_t)p[j], sz, 1 + (uint32_t)(i % 91), AGENT_LIVE_MALLOC);
 	}
 	check_stats("1 M blocks from malloc, churned", 4.0, 128);
 	for (long i = 0; i < N; i++) {
@@ -317,8 +317,8 @@ static void test_real_malloc(void)
 static void test_replace(void)
 {
 	uintptr_t a = 0x600000001230;
-	agent_live_insert(a, 100, 7);
-	agent_live_insert(a, 200, 9);  /* its free was missed */
+	agent_live_insert(a, 100, 7, AGENT_LIVE_MALLOC);
+	agent_live_insert(a, 200, 9, AGENT_LIVE_MALLOC);  /* its free was missed */
 	size_t sz = 0;
 	uint32_t st = 0;
 	bool first = agent_live_remove(a, &sz, &st);
@@ -355,7 +355,7 @@ static void test_long_runs(void)
 	}
 	long wrong = 0;
 	for (int i = 0; i < N; i++) {
-		agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1);
+		agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1, AGENT_LIVE_MALLOC);
 		in[i] = true;
 	}
 	struct agent_live_stats st;
@@ -374,7 +374,7 @@ static void test_long_runs(void)
 			wrong++;
 		in[i] = false;
 		if (rnd() & 1) {
-			agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1);
+			agent_live_insert(a[i], (size_t)i + 1, (uint32_t)i + 1, AGENT_LIVE_MALLOC);
 			in[i] = true;
 		}
 	}
@@ -489,7 +489,7 @@ static void *forker_main(void *arg)
 			uintptr_t a = 0x500000000000;
 			size_t sz;
 			uint32_t st;
-			agent_live_insert(a, 42, 3);
+			agent_live_insert(a, 42, 3, AGENT_LIVE_MALLOC);
 			_exit(agent_live_remove(a, &sz, &st) && sz == 42 && st == 3 ? 0 : 1);
 		}
 		int status = 0;
