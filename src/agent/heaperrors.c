@@ -31,15 +31,6 @@ const uint32_t agent_dealloc_ok[FMT_FN_COUNT] = {
 	[FMT_FN_FREE] = ANY, [FMT_FN_DELETE] = ANY, [FMT_FN_DELETE_ARRAY] = ANY,
 };
 
-/* A family's deallocators that need no look at the stack: the aligned
- * new, pools and the rest have none (agent_dealloc_surely_ok). */
-const uint32_t agent_dealloc_family_ok[4] = {
-	[AGENT_LIVE_MALLOC] = FREES | UNCHECKED,
-	[AGENT_LIVE_NEW] = (1u << AGENT_DEALLOC_DELETE) | UNCHECKED,
-	[AGENT_LIVE_NEW_ARRAY] = (1u << AGENT_DEALLOC_DELETE_ARRAY) | UNCHECKED,
-	[AGENT_LIVE_OTHER] = 0,
-};
-
 static agent_lock_t lock;
 static struct agent_error contexts[AGENT_ERROR_CONTEXTS];
 static size_t ncontexts;

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/table.h"
 #include "format/leakfile.h"
 
 /* How a block is given back: the stack fn of the free's stack. */
@@ -44,14 +45,20 @@ static inline bool agent_dealloc_matches(int fn, int d)
 	return (agent_dealloc_ok[fn] >> d) & 1;
 }
 /* The same for a live block's family (table.h, enum agent_live_family),
- * and how (AGENT_DEALLOC_ALIGNED's, with the alignment): true when a
- * block of that family is surely given back right, with nothing more to
- * check; false sends the free to the full check, by its stack
- * (AGENT_LIVE_OTHER always does). */
-extern const uint32_t agent_dealloc_family_ok[4];
+ * and how (AGENT_DEALLOC_ALIGNED's, with the alignment): true when it is
+ * the family's own deallocator (free, delete, delete[]: FMT_FN_FREE +
+ * the family), unaligned, with nothing more to check; false sends the
+ * free to the full check, by its stack: a realloc, a free in a signal
+ * handler, any aligned delete, any block of AGENT_LIVE_OTHER (whose
+ * deallocator would be FMT_FN_COUNT, none). One compare on every free. */
+_Static_assert(FMT_FN_FREE + AGENT_LIVE_MALLOC == AGENT_DEALLOC_FREE &&
+		       FMT_FN_FREE + AGENT_LIVE_NEW == AGENT_DEALLOC_DELETE &&
+		       FMT_FN_FREE + AGENT_LIVE_NEW_ARRAY == AGENT_DEALLOC_DELETE_ARRAY &&
+		       FMT_FN_FREE + AGENT_LIVE_OTHER == FMT_FN_COUNT,
+	       "each family's deallocator is FMT_FN_FREE + the family");
 static inline bool agent_dealloc_surely_ok(unsigned family, int how)
 {
-	return (unsigned)how < 32 && (agent_dealloc_family_ok[family] >> how) & 1;
+	return how == FMT_FN_FREE + (int)family;
 }
 
 /* The kinds of heap error and where an invalid free's address is: the

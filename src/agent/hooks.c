@@ -945,14 +945,15 @@ static AGENT_NOINLINE void free_filtered(void *p, int how, size_t dsize, uintptr
  * bootstrap buffer's pages are pinned at "maybe". */
 #define dealloc_sized(p, how, dsize)                                                       \
 	do {                                                                               \
-		uintptr_t ra_ = (uintptr_t)__builtin_return_address(0);                    \
 		if (AGENT_LIKELY(agent_filter != NULL)) {                                  \
 			if (AGENT_LIKELY(!agent_filter_maybe((uintptr_t)(p))))             \
 				agent_real.free(p);                                        \
 			else                                                               \
-				free_filtered((p), (how), (dsize), ra_);                   \
+				free_filtered((p), (how), (dsize),                         \
+					      (uintptr_t)__builtin_return_address(0));     \
 		} else {                                                                   \
-			free_slow((p), (how), (dsize), ra_);                               \
+			free_slow((p), (how), (dsize),                                     \
+				  (uintptr_t)__builtin_return_address(0));                 \
 		}                                                                          \
 	} while (0)
 #define dealloc(p, how) dealloc_sized(p, how, AGENT_DEALLOC_NO_SIZE)

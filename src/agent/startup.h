@@ -50,7 +50,8 @@ extern struct agent_real agent_defs;
 extern char agent_boot_buf[AGENT_BOOT_SIZE];
 static inline bool agent_is_boot(const void *p)
 {
-	return (const char *)p >= agent_boot_buf && (const char *)p < agent_boot_buf + AGENT_BOOT_SIZE;
+	/* one compare: below the buffer wraps around to far above it */
+	return (uintptr_t)p - (uintptr_t)agent_boot_buf < AGENT_BOOT_SIZE;
 }
 /* A bootstrap block of n bytes aligned to align (at least 16); NULL and
  * ENOMEM when the buffer is used up. */

@@ -11,6 +11,7 @@
  *    compared block for block;
  *  - the addresses glibc's malloc really returns, 1 M live, churned;
  *  - the same block inserted twice (a missed free): replaced, not doubled;
+ *  - each entry's size, allocator family and stack read back as written;
  *  - four threads at once on their own blocks, sharing the shards;
  *  - fork while other threads use the table (the child's table works);
  *  - the sampling filter: "not tracked" is never said of a tracked block;
@@ -111,7 +112,7 @@ static bool heap_alloc(struct heap *h, int c, uint32_t stack)
 		return false;
 	uintptr_t a = h->base + 16 * k;
 	size_t size = 16 * units - 8 - (rnd() % 8);
-	if (!agent_live_insert(a, size, stack, AGENT_LIVE_MALLOC))
+	if (!agent_live_insert(a, size, stack, stack % 4))  /* a family of its stack's */
 		bad(h, "insert failed", a);
 	h->ref[k] = REF(size, stack);
 	h->live[h->nlive++] = (uint32_t)k;
@@ -121,13 +122,16 @@ static bool heap_alloc(struct heap *h, int c, uint32_t stack)
 static void heap_check_remove(struct heap *h, size_t k)
 {
 	uintptr_t a = h->base + 16 * k;
-	size_t size = 0;
-	uint32_t stack = 0;
-	bool found = agent_live_remove(a, &size, &stack);
+	uint64_t meta = 0;
+	bool found = agent_live_take(a, &meta);
+	size_t size = agent_live_meta_size(meta);
+	uint32_t stack = agent_live_meta_stack(meta);
 	if (found != (h->ref[k] != 0))
 		bad(h, found ? "removed a block that was not live" : "live block not found", a);
 	else if (found && REF(size, stack) != h->ref[k])
 		bad(h, "wrong size or stack", a);
+	else if (found && agent_live_meta_family(meta) != stack % 4)
+		bad(h, "wrong family", a);
 	h->ref[k] = 0;
 }
 
@@ -234,7 +238,8 @@ static void test_heap_like(void)
 		if (k >= far.nidx)
 			break;
 		far.ref[k] = REF(8000 + i, (1u << 24) - 1 - i % 7);
-		agent_live_insert(far.base + 16 * k, 8000 + (size_t)i, (1u << 24) - 1 - i % 7, AGENT_LIVE_MALLOC);
+		agent_live_insert(far.base + 16 * k, 8000 + (size_t)i, (1u << 24) - 1 - i % 7,
+				  ((1u << 24) - 1 - i % 7) % 4);
 		far.live[far.nlive++] = (uint32_t)k;
 	}
 	check(table_count() == near.nlive + far.nlive, "3 M blocks inserted: count %zu",
@@ -327,6 +332,51 @@ static void test_replace(void)
 	      "an address inserted twice is held once, with the newer size and stack (%zu, %u)",
 	      sz, st);
 	check(sz == 200 && st == 9, "the newer size and stack win");
+}
+
+/* A block's meta word keeps its size, its allocator's family and its
+ * stack apart, whatever their values; and each allocator has the family
+ * its deallocators are checked by (heaperrors.h). */
+static void test_meta(void)
+{
+	static const struct { size_t size; unsigned family; uint32_t stack; } cases[] = {
+		{ 0, AGENT_LIVE_MALLOC, 1 },
+		{ 1, AGENT_LIVE_OTHER, (1u << 24) - 1 },
+		{ AGENT_LIVE_SIZE_MAX, AGENT_LIVE_NEW_ARRAY, 1 },
+		{ (size_t)1 << 40, AGENT_LIVE_NEW, 12345 },  /* over the bound: clamped */
+		{ SIZE_MAX, AGENT_LIVE_OTHER, (1u << 24) - 1 },
+	};
+	int bad_cases = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uintptr_t a = 0x600000004560 + 16 * i;
+		uint64_t meta = 0;
+		size_t want = cases[i].size < AGENT_LIVE_SIZE_MAX ? cases[i].size : AGENT_LIVE_SIZE_MAX;
+		bool ok = agent_live_insert(a, cases[i].size, cases[i].stack, cases[i].family) &&
+			  agent_live_take(a, &meta) && agent_live_meta_size(meta) == want &&
+			  agent_live_meta_family(meta) == cases[i].family &&
+			  agent_live_meta_stack(meta) == cases[i].stack;
+		bad_cases += !ok;
+	}
+	check(bad_cases == 0 && table_count() == 0,
+	      "meta words: size (clamped at 2^38 - 1), family and stack read back as written "
+	      "(%d of 5 wrong)", bad_cases);
+	static const struct { int fn; unsigned family; } fns[] = {
+		{ FMT_FN_MALLOC, AGENT_LIVE_MALLOC }, { FMT_FN_CALLOC, AGENT_LIVE_MALLOC },
+		{ FMT_FN_REALLOC, AGENT_LIVE_MALLOC }, { FMT_FN_REALLOCARRAY, AGENT_LIVE_MALLOC },
+		{ FMT_FN_POSIX_MEMALIGN, AGENT_LIVE_MALLOC },
+		{ FMT_FN_ALIGNED_ALLOC, AGENT_LIVE_MALLOC }, { FMT_FN_MEMALIGN, AGENT_LIVE_MALLOC },
+		{ FMT_FN_VALLOC, AGENT_LIVE_MALLOC }, { FMT_FN_PVALLOC, AGENT_LIVE_MALLOC },
+		{ FMT_FN_NEW, AGENT_LIVE_NEW }, { FMT_FN_NEW_ARRAY, AGENT_LIVE_NEW_ARRAY },
+		{ FMT_FN_POOL, AGENT_LIVE_OTHER }, { FMT_FN_MALLOCLIKE, AGENT_LIVE_OTHER },
+		{ FMT_FN_MMAP, AGENT_LIVE_OTHER },
+		{ FMT_FN_NEW | 4 << 8, AGENT_LIVE_OTHER },        /* new(n, align_val_t(8)) */
+		{ FMT_FN_NEW_ARRAY | 13 << 8, AGENT_LIVE_OTHER }, /* new[](n, 4096) */
+	};
+	int wrong = 0;
+	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+		wrong += agent_live_family(fns[i].fn) != fns[i].family;
+	check(wrong == 0, "each allocator's family: malloc's 9, new, new[], the rest by their stack "
+	      "(%d of 16 wrong)", wrong);
 }
 
 /* Entries 255 or more slots from home (the key's displacement byte is
@@ -696,6 +746,7 @@ int main(void)
 	test_heap_like();
 	test_real_malloc();
 	test_replace();
+	test_meta();
 	test_long_runs();
 	test_table_mapping();
 	test_filter();
