@@ -47,10 +47,11 @@ static inline bool agent_dealloc_matches(int fn, int d)
 /* The same for a live block's family (table.h, enum agent_live_family),
  * and how (AGENT_DEALLOC_ALIGNED's, with the alignment): true when it is
  * the family's own deallocator (free, delete, delete[]: FMT_FN_FREE +
- * the family), unaligned, with nothing more to check; false sends the
- * free to the full check, by its stack: a realloc, a free in a signal
- * handler, any aligned delete, any block of AGENT_LIVE_OTHER (whose
- * deallocator would be FMT_FN_COUNT, none). One compare on every free. */
+ * the family), unaligned, or a realloc of the malloc family's, with
+ * nothing more to check; false sends the free to the full check, by its
+ * stack: a free in a signal handler, any aligned delete, any block of
+ * AGENT_LIVE_OTHER (whose deallocator would be FMT_FN_COUNT, none). One
+ * compare on every free, two more on a realloc. */
 _Static_assert(FMT_FN_FREE + AGENT_LIVE_MALLOC == AGENT_DEALLOC_FREE &&
 		       FMT_FN_FREE + AGENT_LIVE_NEW == AGENT_DEALLOC_DELETE &&
 		       FMT_FN_FREE + AGENT_LIVE_NEW_ARRAY == AGENT_DEALLOC_DELETE_ARRAY &&
@@ -58,7 +59,8 @@ _Static_assert(FMT_FN_FREE + AGENT_LIVE_MALLOC == AGENT_DEALLOC_FREE &&
 	       "each family's deallocator is FMT_FN_FREE + the family");
 static inline bool agent_dealloc_surely_ok(unsigned family, int how)
 {
-	return how == FMT_FN_FREE + (int)family;
+	return how == FMT_FN_FREE + (int)family ||
+	       (how == AGENT_DEALLOC_REALLOC && family == AGENT_LIVE_MALLOC);
 }
 
 /* The kinds of heap error and where an invalid free's address is: the
