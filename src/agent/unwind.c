@@ -392,6 +392,8 @@ static int join(struct walk_memos *ms, struct walk_memo *m, int k, int bp_src, u
 	return n + tail;
 }
 
+const uintptr_t agent_memo_end_word = 0;
+
 /* Records m's frames for later joins, and which records need their rbp. */
 static void memo_finish(struct walk_memos *ms, struct walk_memo *m)
 {
@@ -907,6 +909,7 @@ static AGENT_NOINLINE struct agent_walk walk_record(uintptr_t pc, uintptr_t sp, 
 		m->ended = joined || ended;
 		for (int i = 0; i < n; i++)
 			m->pcs[i] = pcs[i];
+		agent_memo_mark_end(m);  /* before valid: a replay's loop needs it */
 		m->valid = true;
 		memo_finish(ms, m);
 	}

@@ -43,7 +43,8 @@ struct walk_memo {
 					* last time (a guess for the next walk) */
 	struct memo_record {
 		uintptr_t at, ra;      /* where a return address was read, and it */
-	} fr[MEMO_FRAMES];
+	} fr[MEMO_FRAMES + 1];         /* and after the last, the end mark
+					* (agent_memo_mark_end) */
 	uintptr_t bp_at[MEMO_FRAMES], bp[MEMO_FRAMES];
 	bool bp_need[MEMO_FRAMES];     /* a later frame's CFA came from this bp */
 	int8_t rbp_src[MEMO_FRAMES];   /* a CFA from rbp: the record whose read gave
@@ -128,6 +129,18 @@ struct walk_memos {
  * generation is never replayed. */
 extern _Atomic uint32_t agent_unwind_gen;
 
+/* A record that never holds, after m's last (fr[nframes]), set whenever
+ * a walk is recorded: a check's loop stops at the first record that does
+ * not hold, so it needs no test of the end (5 instructions a record, 7
+ * with one), and tells the end mark by where it stopped. It reads a word
+ * of the agent's own, which is 0. */
+extern const uintptr_t agent_memo_end_word;
+static inline void agent_memo_mark_end(struct walk_memo *m)
+{
+	m->fr[m->nframes].at = (uintptr_t)&agent_memo_end_word;
+	m->fr[m->nframes].ra = 1;
+}
+
 /* agent_memo_holds's test of m's starting registers and generation. */
 static inline bool agent_memo_starts(const struct walk_memo *m, uintptr_t pc, uintptr_t sp,
 				     uintptr_t bp, int max, uint32_t gen)
@@ -144,14 +157,14 @@ static inline bool agent_memo_starts(const struct walk_memo *m, uintptr_t pc, ui
 static inline int agent_memo_differs(const struct walk_memo *m, uintptr_t *w)
 {
 	/* a pointer, not an index: the index is needed only at the end */
-	for (const struct memo_record *r = m->fr, *end = m->fr + m->nframes; r < end; r++) {
-		uintptr_t v = *(const uintptr_t *)r->at;
-		if (v != r->ra) {
-			*w = v;
-			return (int)(r - m->fr);
-		}
-	}
-	return -1;
+	const struct memo_record *r = m->fr;
+	uintptr_t v;
+	while ((v = *(const uintptr_t *)r->at) == r->ra)
+		r++;
+	if (r == m->fr + m->nframes)  /* the end mark */
+		return -1;
+	*w = v;
+	return (int)(r - m->fr);
 }
 
 /* Whether the saved rbp values m's walk used still hold; read only once
@@ -185,12 +198,15 @@ static inline bool agent_memo_holds_at(const struct walk_memo *m, uintptr_t pc, 
 	if (!agent_memo_starts(m, pc, sp, bp, max, gen))
 		return false;
 	/* agent_memo_differs without the word: this loop is the replay's;
-	 * by pointer, with no index to keep, 7 instructions a record */
-	for (const struct memo_record *r = m->fr, *end = m->fr + m->nframes; r < end; r++)
-		if (*(const uintptr_t *)r->at != r->ra) {
-			*miss = r;
-			return false;
-		}
+	 * by pointer, with no index to keep, to the first record that does
+	 * not hold: the end mark, when every one of m's does */
+	const struct memo_record *r = m->fr;
+	while (*(const uintptr_t *)r->at == r->ra)
+		r++;
+	if (r != m->fr + m->nframes) {
+		*miss = r;
+		return false;
+	}
 	return agent_memo_bp_holds(m);
 }
 

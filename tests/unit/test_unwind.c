@@ -973,6 +973,7 @@ static void fact_fill(struct walk_memos *ms, uintptr_t pc, uintptr_t sp)
 			m->fr[k].at = fact_at(i, k);
 			m->fr[k].ra = m->pcs[k] = fact_ra(i, k);
 		}
+		agent_memo_mark_end(m);  /* as unwind.c does for every walk it records */
 		ms->sp0[i] = sp;
 		ms->sp0_lo[i] = (uint32_t)sp;
 	}
@@ -1036,6 +1037,7 @@ static void test_facts(void)
 		fm.e[4].fr[k] = fm.e[5].fr[k];
 	fm.e[4].fr[18].ra += 0x1000;
 	fm.e[5].nframes = fm.e[5].npcs = 10;
+	agent_memo_mark_end(&fm.e[5]);
 	fm.e[5].fr[18].ra += 0x2000;
 	fact_stack_as(5, &seed);
 	refuted = agent_memo_refuted_count(&fm);
