@@ -304,7 +304,9 @@ static inline bool agent_memo_guess_fact(const struct walk_memos *ms, const stru
 	return true;
 }
 
-/* What a scan cost, in records read (one is 7 instructions): each
+/* What a scan cost, in records read (one was 7 instructions when these
+ * weights were set, 5 since the end mark: scans are a little cheaper
+ * than they count themselves): each
  * entry checked, its records and MEMO_CHECK_COST for the check itself
  * (its loop ends where the stacks part, a branch mispredicted), each
  * entry the facts rejected one. A replay saves a walk and the interning
