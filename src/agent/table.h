@@ -111,7 +111,7 @@ bool agent_live_containing(uintptr_t p, uintptr_t *base, size_t *size, uint32_t 
 #define AGENT_LIVE_SHARDS 64
 struct agent_live_entry {
 	uint64_t key;                   /* address | displacement << 56; 0 = empty */
-	uint64_t meta;                  /* size in the low 40 bits, stack id above */
+	uint64_t meta;                  /* size, family, stack id (agent_live_meta) */
 };
 struct agent_live_shard {
 	agent_lock_t lock;
@@ -298,6 +298,7 @@ static inline __attribute__((always_inline)) bool agent_live_take(uintptr_t addr
 	}
 	return agent_live_take_locked(sh, h, addr, meta);
 }
+/* The same, with the size and the stack apart. */
 static inline bool agent_live_remove(uintptr_t addr, size_t *size, uint32_t *stack)
 {
 	uint64_t meta;
