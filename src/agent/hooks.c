@@ -201,15 +201,22 @@ static void *realloc_guarded(void *p, size_t n, bool stack)
 	return q;
 }
 
-/* A delete of the right family (how, note_free's) that gave an
- * alignment other than its new's, or a size (dsize): each checked, as
- * ASan's new-delete-type-mismatch does (one error a delete, the
- * alignment's first), for the blocks of a new only (a pool's chunks and
- * the rest follow their own rules). */
-static void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
+/* A free (how, dsize: note_free's) of a block of stack (size bytes)
+ * that its live entry's family could not clear at once, checked against
+ * the stack's allocator: a block given back by the wrong family; else,
+ * for the blocks of a new only (a pool's chunks and the rest follow
+ * their own rules), a delete that gave an alignment other than its
+ * new's, or a size (dsize) other than its own, as ASan's
+ * new-delete-type-mismatch does (one error a delete, the alignment's
+ * first). */
+static AGENT_NOINLINE void check_dealloc(uint32_t stack, size_t size, int how, size_t dsize)
 {
 	int d = how & 0xff;
 	const struct agent_stack *s = agent_stack_get(stack);
+	if (!agent_dealloc_matches(s->fn, d)) {
+		agent_error_mismatch(stack, size, d);
+		return;
+	}
 	if (d == AGENT_DEALLOC_UNCHECKED || (s->fn != FMT_FN_NEW && s->fn != FMT_FN_NEW_ARRAY))
 		return;
 	if (s->align_log != (uint8_t)(how >> 8))
@@ -217,18 +224,6 @@ static void check_delete(uint32_t stack, size_t size, int how, size_t dsize)
 					   how >> 8 ? 1ull << ((how >> 8) - 1) : 0);
 	else if (dsize != AGENT_DEALLOC_NO_SIZE && dsize != size && size < AGENT_LIVE_SIZE_MAX)
 		agent_error_size_mismatch(stack, size, d, dsize);
-}
-
-/* A free (how, dsize: note_free's) of a block of stack (size bytes)
- * that its live entry's family could not clear at once: checked against
- * the stack's allocator, a mismatch first, then check_delete. */
-static AGENT_NOINLINE void check_dealloc(uint32_t stack, size_t size, int how, size_t dsize)
-{
-	const struct agent_stack *s = agent_stack_get(stack);
-	if (!agent_dealloc_matches(s->fn, how & 0xff))
-		agent_error_mismatch(stack, size, how & 0xff);
-	else if (s->align_log != (uint8_t)(how >> 8) || dsize != AGENT_DEALLOC_NO_SIZE)
-		check_delete(stack, size, how, dsize);
 }
 
 /* A free (or realloc: d) of p, a block kept in quarantine.h's
@@ -1048,10 +1043,7 @@ AGENT_API void *reallocarray(void *p, size_t k, size_t n)
  * every other block straight to the allocator, nothing recorded. */
 void agent_free_detached(void *p)
 {
-	if (AGENT_UNLIKELY(agent_guard_owns(p)))
-		agent_guard_free(p, AGENT_DEALLOC_FREE, false);
-	else
-		agent_real.free(p);
+	give_back(p, AGENT_DEALLOC_FREE, false);
 }
 
 void *agent_realloc_detached(void *p, size_t n)
