@@ -94,26 +94,60 @@ bool ctl_process_gone(long pid)
 	return gone;
 }
 
-/* Whether thread tid of pid is traced now by the agent's own tracer (a
- * leak scan of the process: a task whose parent is pid) or by another
- * heaptrail asking the agent (a dump, a leak check, the live endpoint),
- * which let it go within milliseconds. */
-bool ctl_held_briefly(pid_t pid, pid_t tid)
+/* Whether tracer, which traces a thread of pid, is the agent's own
+ * tracer (a leak scan of the process: a task whose parent is pid) or
+ * another heaptrail asking the agent (a dump, a leak check, the live
+ * endpoint): either lets the thread go once done; or a tracer that has
+ * just ended. */
+static bool tracer_ours(pid_t pid, long tracer)
+{
+	char path[96], buf[32];
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/status", tracer);
+	char *st = ctl_read_file(path, NULL);
+	if (!st)
+		return errno == ENOENT;  /* it has just ended: the thread is let go */
+	bool ours = ctl_status_field(st, "PPid", buf, sizeof buf) && atol(buf) == pid;
+	ours = ours || (ctl_status_field(st, "Name", buf, sizeof buf) && !strcmp(buf, "heaptrail"));
+	free(st);
+	return ours;
+}
+
+/* The tracer of thread tid of pid, 0 when none, -1 when it cannot be
+ * read (the thread is gone). */
+static long tracer_of(pid_t pid, pid_t tid)
 {
 	char path[96], buf[32];
 	snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
 	char *st = ctl_read_file(path, NULL);
-	long tracer = st && ctl_status_field(st, "TracerPid", buf, sizeof buf) ? atol(buf) : 0;
+	long tracer = !st ? -1 : ctl_status_field(st, "TracerPid", buf, sizeof buf) ? atol(buf) : 0;
 	free(st);
-	if (tracer <= 0)
-		return false;
-	snprintf(path, sizeof path, "/proc/%ld/status", tracer);
-	st = ctl_read_file(path, NULL);
-	bool ours = st && ctl_status_field(st, "PPid", buf, sizeof buf) && atol(buf) == pid;
-	ours = ours || (st && ctl_status_field(st, "Name", buf, sizeof buf) &&
-			!strcmp(buf, "heaptrail"));
-	free(st);
-	return ours;
+	return tracer;
+}
+
+/* Whether thread tid of pid is held now by the agent's tracer or
+ * another heaptrail (tracer_ours). */
+bool ctl_held_briefly(pid_t pid, pid_t tid)
+{
+	return tracer_ours(pid, tracer_of(pid, tid));
+}
+
+/* Whether some thread of pid is held now by the agent's tracer or
+ * another heaptrail: a thread that waits may be found once it is let go. */
+bool ctl_held_by_others(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	bool held = false;
+	for (struct dirent *e; d && !held && (e = readdir(d));) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		held = tid > 0 && ctl_held_briefly(pid, tid);
+	}
+	if (d)
+		closedir(d);
+	return held;
 }
 
 /* ---------- the borrowed thread ---------- */
@@ -580,25 +614,41 @@ int ctl_open_target(struct target *t, long pid, enum target_use use, char **maps
 	t->use = use;
 	t->memfd = -1;
 	t->scfd = -1;
-	for (int i = 0; i < 1000 && ctl_held_briefly((pid_t)pid, (pid_t)pid); i++)
-		usleep(2000);  /* the agent's scan, or another request, for a moment */
-	snprintf(path, sizeof path, "/proc/%ld/status", pid);
-	char *status = ctl_read_file(path, NULL);
-	if (!status) {
-		ctl_error("no process %ld", pid);
-		return -1;
-	}
-	if (ctl_status_field(status, "State", buf, sizeof buf) && (buf[0] == 'Z' || buf[0] == 'X')) {
-		ctl_error("process %ld is a zombie (it has exited; its parent has not reaped it)", pid);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		snprintf(path, sizeof path, "/proc/%ld/status", pid);
+		char *status = ctl_read_file(path, NULL);
+		if (!status) {
+			ctl_error("no process %ld", pid);
+			return -1;
+		}
+		if (ctl_status_field(status, "State", buf, sizeof buf) &&
+		    (buf[0] == 'Z' || buf[0] == 'X')) {
+			ctl_error("process %ld is a zombie (it has exited; its parent has not reaped "
+				  "it)", pid);
+			free(status);
+			return -1;
+		}
+		long tracer = ctl_status_field(status, "TracerPid", buf, sizeof buf) ? atol(buf) : 0;
 		free(status);
-		return -1;
+		if (!tracer)
+			break;
+		/* the agent's scan, or another request: read again until it
+		 * lets go (read once, a heaptrail that took the thread after a
+		 * look found it free would be "already tracing" it) */
+		if (!tracer_ours((pid_t)pid, tracer)) {
+			ctl_error("process %ld is already traced by process %ld", pid, tracer);
+			return -1;
+		}
+		if (ctl_ms_since(&t0) > HELD_WAIT_MS) {
+			ctl_error("process %ld stayed held by heaptrail process %ld for %d s (a "
+				  "leak check or dump that long; try again)", pid, tracer,
+				  HELD_WAIT_MS / 1000);
+			return -1;
+		}
+		usleep(2000);
 	}
-	if (ctl_status_field(status, "TracerPid", buf, sizeof buf) && strcmp(buf, "0")) {
-		ctl_error("process %ld is already traced by process %s", pid, buf);
-		free(status);
-		return -1;
-	}
-	free(status);
 	if (pid == getpid()) {
 		ctl_error("cannot attach to heaptrail itself");
 		return -1;

@@ -45,6 +45,9 @@
 #define ERESTART_RESTARTBLOCK_RET (-516)  /* the kernel's: resumed from the restart record */
 /* how long a thread waits in the park by itself (see "the calls") */
 #define PARK_MS 1000
+/* how long a request waits while another heaptrail, or the agent's own
+ * scan, holds the threads it could borrow */
+#define HELD_WAIT_MS 60000
 #define FUTEX_WAIT_PRIVATE_OP 128  /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 #define STRINGS_SPACE 16384        /* the calls' strings and the result */
 /* the path of an agent loaded from a memory file, as maps shows it */
@@ -101,6 +104,7 @@ struct avoid {
 const char *ctl_status_field(const char *status, const char *key, char *out, size_t cap);
 bool ctl_process_gone(long pid);
 bool ctl_held_briefly(pid_t pid, pid_t tid);
+bool ctl_held_by_others(pid_t pid);
 int ctl_waiting_call(long nr);
 pid_t ctl_pick_thread(pid_t pid, const struct avoid *avoid);
 void ctl_stall_point(void);

@@ -308,11 +308,12 @@ static void let_go(struct target *t)
 	t->stopped_ms += ctl_ms_since(&t->stopped_at);
 }
 
-/* Seizes tid and stops it. Returns 0, -1 when it is gone, or -errno. */
+/* Seizes tid and stops it. Returns 0, -ESRCH when it is gone, or
+ * -errno (-EPERM: another tracer holds it, or the kernel refuses). */
 static int seize_stop(struct target *t, pid_t tid)
 {
 	if (ctl_pt(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD))
-		return errno == ESRCH ? -1 : -errno;
+		return -errno;
 	t->tid = tid;
 	clock_gettime(CLOCK_MONOTONIC, &t->stopped_at);
 	ctl_pt(PTRACE_INTERRUPT, tid, 0, 0);
@@ -323,7 +324,7 @@ static int seize_stop(struct target *t, pid_t tid)
 		if (sig >= 0)
 			let_go(t);
 		t->tid = 0;
-		return -1;
+		return -ESRCH;
 	}
 	/* a wait the stop made fail with EINTR (epoll_wait does) runs again
 	 * whatever comes next: the program never sees the EINTR */
@@ -368,13 +369,25 @@ static int borrow_busy(struct target *t)
  * 0, or -errno with the reason printed. */
 static int borrow(struct target *t)
 {
-	struct timespec t0;
+	struct timespec start, t0;
 	struct avoid unfit = { .n = 0 };
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int attempt = 0; attempt < 200; attempt++) {
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	t0 = start;
+	int refused = 0;
+	/* attempts count the threads looked at in vain; none is counted
+	 * while another heaptrail holds one (up to HELD_WAIT_MS) */
+	for (int attempt = 0; attempt < 200;) {
+		bool wait_held = ctl_ms_since(&start) < HELD_WAIT_MS;
 		pid_t tid = ctl_pick_thread(t->pid, &unfit);
 		if (!tid && ctl_process_gone(t->pid))
 			break;  /* said below: "process N exited" */
+		if (!tid && wait_held && ctl_held_by_others(t->pid)) {
+			/* the thread that waits is another request's for now:
+			 * the wait below starts once it is let go */
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			usleep(2000);
+			continue;
+		}
 		if (!tid) {
 			/* no thread waits: after a short while, take one that
 			 * runs the program's own code */
@@ -383,17 +396,24 @@ static int borrow(struct target *t)
 			if (ctl_ms_since(&t0) > 5000)
 				break;
 			usleep(10000);
+			attempt++;
 			continue;
 		}
 		int e = seize_stop(t, tid);
-		if (e == -1)
+		if (e == -ESRCH) {
+			attempt++;
 			continue;  /* the thread has just ended */
-		if (e == -EPERM && ctl_held_briefly(t->pid, tid)) {
-			usleep(2000);  /* the agent's scan, or another request: for a moment */
+		}
+		/* the agent's scan, or another request, for a moment; or one
+		 * that let the thread go between its refusal and the look (a
+		 * refusal of the kernel's comes again) */
+		if (e == -EPERM && wait_held && (ctl_held_briefly(t->pid, tid) || refused++ < 10)) {
+			usleep(2000);
 			continue;
 		}
 		if (e)
 			return e;
+		attempt++;
 		/* still in the waiting call: the stop aborted it */
 		if ((long)t->saved.orig_rax >= 0 &&
 		    (ctl_waiting_call((long)t->saved.orig_rax) ||
@@ -411,6 +431,11 @@ static int borrow(struct target *t)
 		let_go(t);
 		if (attempt > 20)
 			usleep(1000);  /* the one found cannot be held: others may come */
+	}
+	if (ctl_held_by_others(t->pid)) {
+		target_error(t->pid, "the threads of process %d stayed held by another heaptrail (a "
+			     "leak check or dump) for %d s: try again", t->pid, HELD_WAIT_MS / 1000);
+		return -EAGAIN;
 	}
 	target_error(t->pid, "no thread of process %d could be borrowed safely: none waits in a system "
 		  "call (read, poll, epoll_wait, a sleep, a condition variable...) or runs the "
