@@ -172,39 +172,48 @@ void agent_stopworld_lent(pid_t tid, uintptr_t sp)
 	atomic_store(&lent.tid, (int)tid);
 }
 
-/* Is thread tid traced by heaptrail's CLI (its status file's
- * TracerPid, a task named heaptrail), which holds it for a request or a
- * dump and gives it back in the system call it waited in? Not a
- * debugger: the fallback's signal stops those threads. Raw system calls
- * only. */
-static bool traced_by_heaptrail(pid_t pid, pid_t tid)
+/* Who traces thread tid (its status file's TracerPid): HELD_CLI, a task
+ * named heaptrail, its CLI, which holds it for a request or a dump and
+ * gives it back in the system call it waited in; HELD_NONE, no tracer now
+ * (or one that has just ended); HELD_OTHER, a debugger, whose threads the
+ * fallback's signal stops. Raw system calls only. */
+enum { HELD_NONE, HELD_CLI, HELD_OTHER };
+
+static int held_by(pid_t pid, pid_t tid)
 {
 	char buf[2048];
 	if (read_task_file(pid, tid, "/status", buf, sizeof buf) <= 0)
-		return false;
+		return HELD_NONE;
 	const char *p = buf;
 	for (; *p; p++)
 		if (p[0] == '\n' && !agent_memcmp(p + 1, "TracerPid:", 10))
 			break;
 	if (!*p)
-		return false;
+		return HELD_NONE;
 	p += 11;
 	while (*p == ' ' || *p == '\t')
 		p++;
 	long v = 0;
 	for (; *p >= '0' && *p <= '9'; p++)
 		v = v * 10 + (*p - '0');
-	if (v <= 0 || v == RAW(SYS_getpid, 0, 0, 0, 0))
-		return false;
+	if (v <= 0)
+		return HELD_NONE;
+	if (v == RAW(SYS_getpid, 0, 0, 0, 0))
+		return HELD_OTHER;  /* ours: not a refusal to wait out */
 	char path[48] = "/proc/";
 	agent_strlcpy(agent_put_dec(path + 6, (unsigned long)v), "/comm", 8);
 	long fd = RAW(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return false;
+		return HELD_NONE;
 	long n = RAW(SYS_read, fd, buf, 16, 0);
 	RAW(SYS_close, fd, 0, 0, 0);
-	return n >= 9 && !agent_memcmp(buf, "heaptrail", 9);
+	return n >= 9 && !agent_memcmp(buf, "heaptrail", 9) ? HELD_CLI : HELD_OTHER;
 }
+
+/* Tries of a refused seize that found no tracer, 100 us apart: several
+ * requests at once take and give back threads all the time, and a look
+ * may fall between two of them; the kernel's refusal comes every time. */
+#define SEIZE_AGAIN 200
 
 /* arg: NULL from the listing, which leaves the main thread for last (see
  * "the program's signals during a stop"). */
@@ -243,9 +252,20 @@ static void tracer_add(pid_t tid, void *arg)
 		return;
 	}
 	long r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
-	if (r == -ESRCH || (r == -EPERM && agent_stopw_is_zombie(tr.pid, tid)))
+	int held = HELD_NONE;
+	for (int again = 0; r == -EPERM && again < SEIZE_AGAIN; again++) {
+		if (agent_stopw_is_zombie(tr.pid, tid))
+			return;  /* gone already */
+		if ((held = held_by(tr.pid, tid)) != HELD_NONE)
+			break;
+		/* no tracer: let go since the refusal (falling back to the
+		 * signal would cost the program EINTRs) */
+		sleep_us_raw(100);
+		r = RAW(SYS_ptrace, PTRACE_SEIZE, tid, 0, 0);
+	}
+	if (r == -ESRCH)
 		return;  /* gone already */
-	if (r == -EPERM && traced_by_heaptrail(tr.pid, tid)) {
+	if (r == -EPERM && held == HELD_CLI) {
 		/* heaptrail's CLI holds it (a request, a dump): scanned from
 		 * its stack pointer (its own stack's, during a request),
 		 * without its registers, rather than every thread stopped by
