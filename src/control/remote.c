@@ -432,7 +432,7 @@ static int borrow(struct target *t)
 		if (attempt > 20)
 			usleep(1000);  /* the one found cannot be held: others may come */
 	}
-	if (ctl_held_by_others(t->pid)) {
+	if (ctl_ms_since(&start) >= HELD_WAIT_MS && ctl_held_by_others(t->pid)) {
 		target_error(t->pid, "the threads of process %d stayed held by another heaptrail (a "
 			     "leak check or dump) for %d s: try again", t->pid, HELD_WAIT_MS / 1000);
 		return -EAGAIN;
